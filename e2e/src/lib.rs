@@ -1,0 +1,1 @@
+//! neocloud-e2e

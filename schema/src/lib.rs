@@ -1,0 +1,16 @@
+//! neocloud's shared vocabulary: the domain types every crate speaks (ids, money, GPU
+//! models, MIG geometry, roles), the ingest v1 wire contract between agents and the
+//! metering pipeline, and — behind the `db` feature — the sea-orm entities.
+//!
+//! Nothing here does I/O. Agents depend on this crate without `db`, so the wire types and
+//! the domain vocabulary must never pull in database code.
+
+pub mod gpu;
+pub mod ids;
+pub mod ingest;
+pub mod mig;
+pub mod money;
+pub mod roles;
+
+#[cfg(feature = "db")]
+pub mod entity;
