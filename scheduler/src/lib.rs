@@ -1,2 +1,57 @@
-//! neocloud-scheduler: the topology-aware placement engine. Pure: no I/O, no database.
-//! The api loads fleet state, asks for a placement, and commits the answer.
+//! neocloud-scheduler: the topology-aware placement engine. Pure: no I/O, no database,
+//! deterministic for the same input. The api loads fleet state into a [`Fleet`], asks
+//! [`Fleet::place`] for a [`Placement`], commits it in its own transaction and then
+//! [`Fleet::commit`]s it here; [`Fleet::release`], [`Fleet::set_gpu_health`] and
+//! [`Fleet::set_node_state`] keep the in-memory state current, updating the per-domain
+//! aggregates incrementally. [`Fleet::available`] answers catalog capacity questions.
+//!
+//! The `neocloud-sched` binary replays workload traces (`trace`, `replay`) against the
+//! policies of `policy`. Only the binary reads files; `trace` parses from readers.
+//!
+//! ```
+//! use neocloud_scheduler::*;
+//! let gpu = GpuSpec { model: "H100".into(), memory_mib: 81920, health: Health::Ok, mode: GpuMode::Whole };
+//! let node = NodeSpec {
+//!     name: "n1".into(), region: "r".into(), zone: "z".into(), rack: "k".into(),
+//!     nvlink_domain: "n1".into(), cpu_milli: 64_000, memory_mib: 1 << 20,
+//!     state: NodeState::Active, gpus: vec![gpu; 8],
+//! };
+//! let mut fleet = Fleet::new(vec![node]).unwrap();
+//! let h100 = fleet.model_set(["H100"]);
+//! let req = Request::new(TenantKey(1), Shape::WholeGpus {
+//!     count: 2, models: h100, topology: Topology::required(TopologyLevel::Node),
+//!     cpu_milli_per_gpu: 8_000, memory_mib_per_gpu: 65_536,
+//! });
+//! let placement = fleet.place(&req).unwrap();
+//! fleet.commit(AllocationKey(7), &placement).unwrap();
+//! assert_eq!(fleet.available(&req.shape), 3);
+//! fleet.release(AllocationKey(7)).unwrap();
+//! ```
+
+pub mod aggregate;
+pub mod capacity;
+pub mod fleet;
+pub mod fractional;
+pub mod ids;
+pub mod mig;
+pub mod placement;
+pub mod policy;
+pub mod preemption;
+pub mod replay;
+pub mod request;
+pub mod trace;
+
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod testkit;
+
+pub use fleet::{
+    Allocation, CommitError, Fleet, FleetError, GpuMode, GpuSpec, Health, NodeFree, NodeSpec,
+    NodeState, Tuning,
+};
+pub use fractional::{MixShape, ShapeMix};
+pub use ids::{AllocationKey, GpuRef, ModelId, ModelSet, NodeId, TenantKey};
+pub use placement::{GpuGrant, GpuShare, NoFit, NodePlacement, Placement};
+pub use policy::{Policy, PolicyKind, UnknownPolicy};
+pub use request::{Class, Exclusivity, InvalidRequest, Request, Shape, Topology, TopologyLevel};

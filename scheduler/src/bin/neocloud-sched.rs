@@ -1,6 +1,138 @@
-//! `neocloud-sched`: replays workload traces against the placement policies.
+//! `neocloud-sched`: replays workload traces against the placement policies, and times
+//! placement decisions on a synthetic fleet. The only part of the crate that reads files.
 
-fn main() {
-    eprintln!("neocloud-sched: replay is not built yet");
-    std::process::exit(2);
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use neocloud_scheduler::PolicyKind;
+use neocloud_scheduler::replay::{self, Mode, ReplayOptions, Report};
+use neocloud_scheduler::trace;
+
+#[derive(Parser)]
+#[command(
+    name = "neocloud-sched",
+    about = "neocloud's placement engine: trace replay and decision timing"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replays a trace (Alibaba GPU trace v2023 format) under one policy.
+    Replay {
+        /// Node list CSV (`sn,cpu_milli,memory_mib,gpu,model`).
+        #[arg(long)]
+        nodes: PathBuf,
+        /// Pod list CSV (`name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,…times]`).
+        #[arg(long)]
+        pods: PathBuf,
+        /// topo, best-fit, first-fit, random or fgd.
+        #[arg(long, default_value = "topo")]
+        policy: PolicyKind,
+        #[arg(long, value_enum, default_value = "timeline")]
+        mode: ModeArg,
+        /// Seed of the saturate draw and of the random policy.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Saturate: stop when the GPUs requested reach this multiple of the fleet's.
+        #[arg(long, default_value_t = 1.2)]
+        arrive: f64,
+        /// Print one JSON object on the last line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Timeline,
+    Saturate,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("neocloud-sched: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(path: &PathBuf) -> Result<BufReader<File>, Box<dyn std::error::Error>> {
+    File::open(path)
+        .map(BufReader::new)
+        .map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
+fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    match cli.command {
+        Command::Replay {
+            nodes,
+            pods,
+            policy,
+            mode,
+            seed,
+            arrive,
+            json,
+        } => {
+            let nodes = trace::read_nodes(open(&nodes)?)?;
+            let pods = trace::read_pods(open(&pods)?)?;
+            let opts = ReplayOptions {
+                policy,
+                mode: match mode {
+                    ModeArg::Timeline => Mode::Timeline,
+                    ModeArg::Saturate => Mode::Saturate,
+                },
+                seed,
+                arrive,
+            };
+            let report = replay::replay(&nodes, &pods, &opts)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print_report(&report);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_report(r: &Report) {
+    println!(
+        "policy {} · mode {} · {} nodes, {} GPUs, {} pods",
+        r.policy, r.mode, r.nodes, r.gpus, r.pods
+    );
+    println!(
+        "arrivals {} · placed {} · GPUs requested {:.1}",
+        r.arrivals, r.placed, r.gpus_requested
+    );
+    if let (Some(never), Some(mean), Some(p99), Some(ratio), Some(hours)) = (
+        r.never_placed,
+        r.mean_queueing_delay_s,
+        r.p99_queueing_delay_s,
+        r.gpu_allocation_ratio,
+        r.gpu_hours_allocated,
+    ) {
+        println!("never placed {never} · queueing delay mean {mean:.1} s, p99 {p99:.0} s");
+        println!(
+            "GPU allocation ratio {:.4} · GPU-hours allocated {hours:.1}",
+            ratio
+        );
+    }
+    if let (Some(failed), Some(frag), Some(lb)) = (
+        r.failed_arrivals,
+        r.fragmented_gpu_share,
+        r.lower_bound_unallocated_share,
+    ) {
+        println!(
+            "unallocated GPU share {:.4} (lower bound {lb:.4}) · fragmented {frag:.4} · failed arrivals {failed}",
+            r.unallocated_gpu_share
+        );
+    }
 }

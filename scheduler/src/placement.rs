@@ -1,0 +1,783 @@
+//! Placement: the answer (`Placement`: nodes, GPU indices, MIG start slots, milli-GPU
+//! shares, preemption victims) and the search that finds it. `Fleet::place` never
+//! changes the fleet; the caller commits the answer with `Fleet::commit`.
+//!
+//! The search walks the topology tree and skips every subtree whose aggregate says the
+//! request cannot fit there. Single-node shapes (one GPU, a MIG instance, a fraction,
+//! a gang that fits one node) score the candidate nodes with the policy; gangs take the
+//! smallest domain that holds them (NVLink domain, then rack, zone, region, fleet) and
+//! fill it from its fullest-fitting sub-blocks, keeping large free blocks whole.
+//! Degraded GPUs are used only when nothing healthy fits; failed GPUs and nodes that are
+//! not active never. Preemption lives in `preemption`.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use neocloud_schema::mig::MigProfile;
+use rand::Rng;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::{Summary, profile_index};
+use crate::fleet::{Fleet, GpuMode, Health, Level, Node, NodeState};
+use crate::ids::{AllocationKey, GpuRef, ModelSet, NodeId, TenantKey};
+use crate::policy::{self, Policy, PolicyKind, Score};
+use crate::request::{Class, Exclusivity, InvalidRequest, Request, Shape, TopologyLevel};
+
+/// What one GPU gives an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum GpuShare {
+    Whole,
+    Mig { profile: MigProfile, start: u8 },
+    Fraction { milli: u32, memory_mib: u64 },
+}
+
+/// One GPU of a placement, by its index on the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GpuGrant {
+    pub gpu: u8,
+    pub share: GpuShare,
+}
+
+/// What a placement takes on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodePlacement {
+    pub node: NodeId,
+    pub cpu_milli: u32,
+    pub memory_mib: u64,
+    /// Bare metal: the node is taken whole.
+    pub whole_node: bool,
+    pub gpus: Vec<GpuGrant>,
+}
+
+/// The answer to a request: where it goes, and which spot allocations must make room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub tenant: TenantKey,
+    pub class: Class,
+    pub exclusive: Option<Exclusivity>,
+    pub nodes: Vec<NodePlacement>,
+    /// Spot allocations to preempt first (empty unless nothing fitted without).
+    pub victims: Vec<AllocationKey>,
+    /// Whether a degraded GPU is used (only when nothing healthy fitted).
+    pub degraded: bool,
+}
+
+impl Placement {
+    /// Every GPU the placement touches.
+    pub fn gpus(&self) -> impl Iterator<Item = (GpuRef, GpuShare)> + '_ {
+        self.nodes.iter().flat_map(|np| {
+            np.gpus.iter().map(move |g| {
+                (
+                    GpuRef {
+                        node: np.node,
+                        gpu: g.gpu,
+                    },
+                    g.share,
+                )
+            })
+        })
+    }
+}
+
+/// Why nothing was placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoFit {
+    #[error("invalid request: {0}")]
+    Invalid(#[from] InvalidRequest),
+    #[error("no capacity fits the request now")]
+    NoCapacity,
+}
+
+/// The part of a request one node can satisfy alone.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Gpus {
+        models: ModelSet,
+        cpu_milli_per_gpu: u32,
+        memory_mib_per_gpu: u64,
+    },
+    Nodes {
+        models: ModelSet,
+    },
+}
+
+struct Ctx<'a> {
+    req: &'a Request,
+    allow_degraded: bool,
+}
+
+impl Fleet {
+    /// Finds a placement with the engine's own policy (`topo`). Changes nothing.
+    pub fn place(&self, req: &Request) -> Result<Placement, NoFit> {
+        self.place_with(req, &mut Policy::topo())
+    }
+
+    /// Finds a placement with `policy`. Changes nothing (but a `random` policy's state).
+    pub fn place_with(&self, req: &Request, policy: &mut Policy) -> Result<Placement, NoFit> {
+        req.shape.validate()?;
+        if let Some(p) = self.search(req, policy) {
+            return Ok(p);
+        }
+        if req.class.may_preempt_spot()
+            && let Some(p) = self.preempt(req, policy)
+        {
+            return Ok(p);
+        }
+        Err(NoFit::NoCapacity)
+    }
+
+    /// Healthy GPUs first; degraded ones only when nothing healthy fits.
+    pub(crate) fn search(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
+        let healthy = self.search_pass(
+            &Ctx {
+                req,
+                allow_degraded: false,
+            },
+            policy,
+        );
+        if healthy.is_some() || !self.has_degraded() {
+            return healthy;
+        }
+        self.search_pass(
+            &Ctx {
+                req,
+                allow_degraded: true,
+            },
+            policy,
+        )
+    }
+
+    fn has_degraded(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.gpus.iter().any(|g| g.health == Health::Degraded))
+    }
+
+    fn search_pass(&self, ctx: &Ctx<'_>, policy: &mut Policy) -> Option<Placement> {
+        let (unit, count, topology) = match ctx.req.shape {
+            Shape::WholeGpus {
+                count,
+                models,
+                topology,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+            } => (
+                Unit::Gpus {
+                    models,
+                    cpu_milli_per_gpu,
+                    memory_mib_per_gpu,
+                },
+                count,
+                topology,
+            ),
+            Shape::WholeNodes {
+                count,
+                models,
+                topology,
+            } => (Unit::Nodes { models }, count, topology),
+            _ => return self.search_single(ctx, policy),
+        };
+        let widest = if topology.required {
+            match topology.level {
+                TopologyLevel::Node => Level::Domain,
+                TopologyLevel::NvlinkDomain => Level::Domain,
+                TopologyLevel::Rack => Level::Rack,
+                TopologyLevel::Any => Level::Root,
+            }
+        } else {
+            Level::Root
+        };
+        let node_only = topology.required && topology.level == TopologyLevel::Node;
+        if count == 1 || matches!(unit, Unit::Gpus { .. }) {
+            if let Some(p) = self.search_single(ctx, policy) {
+                return Some(p);
+            }
+            if node_only || count == 1 {
+                return None;
+            }
+        }
+        // Smallest domain first: NVLink domain, rack, zone, region, the whole fleet.
+        for level in [
+            Level::Domain,
+            Level::Rack,
+            Level::Zone,
+            Level::Region,
+            Level::Root,
+        ] {
+            if level < widest {
+                break;
+            }
+            if let Some(p) = self.search_gang(ctx, unit, count, level, policy) {
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    /// Whether the aggregate `s` allows the request somewhere beneath it.
+    fn summary_fits(&self, shape: &Shape, s: &Summary) -> bool {
+        let models = |set: ModelSet| set.iter(self.models.len());
+        match *shape {
+            Shape::WholeGpus {
+                count,
+                models: set,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+                ..
+            } => {
+                let most: u32 = models(set).map(|m| s.max_node_whole[m.index()]).sum();
+                most >= count
+                    && s.max_cpu_milli >= cpu_milli_per_gpu.saturating_mul(count)
+                    && s.max_memory_mib >= memory_mib_per_gpu.saturating_mul(u64::from(count))
+            }
+            Shape::Mig {
+                profile,
+                models: set,
+                cpu_milli,
+                memory_mib,
+            } => {
+                let p = profile_index(profile);
+                models(set).any(|m| s.mig_cap[m.index()][p] > 0)
+                    && s.max_cpu_milli >= cpu_milli
+                    && s.max_memory_mib >= memory_mib
+            }
+            Shape::Fractional {
+                milli_gpu,
+                models: set,
+                cpu_milli,
+                memory_mib,
+                ..
+            } => {
+                models(set).any(|m| s.max_shared_milli[m.index()] >= milli_gpu)
+                    && s.max_cpu_milli >= cpu_milli
+                    && s.max_memory_mib >= memory_mib
+            }
+            Shape::WholeNodes { models: set, .. } => {
+                models(set).any(|m| s.idle_nodes[m.index()] > 0)
+            }
+            Shape::Cpu {
+                cpu_milli,
+                memory_mib,
+            } => s.max_cpu_milli >= cpu_milli && s.max_memory_mib >= memory_mib,
+        }
+    }
+
+    /// Free capacity of the relevant kind beneath a vertex: fuller domains sort first.
+    fn fullness(&self, shape: &Shape, s: &Summary) -> u64 {
+        let models = |set: ModelSet| set.iter(self.models.len());
+        match *shape {
+            Shape::Mig {
+                profile,
+                models: set,
+                ..
+            } => {
+                let p = profile_index(profile);
+                models(set)
+                    .map(|m| u64::from(s.mig_cap[m.index()][p]))
+                    .sum()
+            }
+            Shape::WholeGpus { models: set, .. } | Shape::Fractional { models: set, .. } => {
+                models(set)
+                    .map(|m| u64::from(s.whole_free[m.index()]))
+                    .sum()
+            }
+            Shape::WholeNodes { models: set, .. } => models(set)
+                .map(|m| u64::from(s.idle_nodes[m.index()]))
+                .sum(),
+            Shape::Cpu { .. } => s.whole_free.iter().map(|&c| u64::from(c)).sum(),
+        }
+    }
+
+    /// Whether `tenant` may place on node `n` with the request's exclusivity.
+    pub(crate) fn node_open(&self, n: &Node, req: &Request) -> bool {
+        if n.state != NodeState::Active {
+            return false;
+        }
+        if n.lock().is_some_and(|t| t != req.tenant) {
+            return false;
+        }
+        let domain = &self.vertices[n.domain as usize];
+        if domain.lock.is_some_and(|t| t != req.tenant) {
+            return false;
+        }
+        match req.exclusive {
+            None => true,
+            Some(Exclusivity::Node) => n.only_tenant(req.tenant),
+            Some(Exclusivity::NvlinkDomain) => domain
+                .nodes
+                .iter()
+                .all(|&m| self.nodes[m.index()].only_tenant(req.tenant)),
+        }
+    }
+
+    /// Walks the tree depth-first, skipping subtrees the aggregates rule out, calling `f`
+    /// on each node that may fit. `fullest_first`: children with the least free capacity
+    /// first (packs domains, keeps empty ones whole); otherwise in id order.
+    fn visit(
+        &self,
+        v: u32,
+        shape: &Shape,
+        fullest_first: bool,
+        f: &mut dyn FnMut(NodeId) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let vx = &self.vertices[v as usize];
+        if !self.summary_fits(shape, &vx.summary) {
+            return ControlFlow::Continue(());
+        }
+        if vx.level == Level::Domain {
+            let mut nodes: Vec<NodeId> = vx
+                .nodes
+                .iter()
+                .copied()
+                .filter(|n| self.summary_fits(shape, &self.nodes[n.index()].summary))
+                .collect();
+            if fullest_first {
+                nodes.sort_by_key(|n| self.fullness(shape, &self.nodes[n.index()].summary));
+            }
+            for n in nodes {
+                f(n)?;
+            }
+            return ControlFlow::Continue(());
+        }
+        let mut children = vx.children.clone();
+        if fullest_first {
+            children.sort_by_key(|&c| self.fullness(shape, &self.vertices[c as usize].summary));
+        }
+        for c in children {
+            self.visit(c, shape, fullest_first, f)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Single-node search: every candidate node is scored by the policy.
+    fn search_single(&self, ctx: &Ctx<'_>, policy: &mut Policy) -> Option<Placement> {
+        let shape = &ctx.req.shape;
+        let kind = policy.kind;
+        let limit = match kind {
+            PolicyKind::Topo => self.tuning.candidate_nodes.unwrap_or(usize::MAX),
+            _ => usize::MAX,
+        };
+        let mut best: Option<(Score, NodePlacement, bool)> = None;
+        let mut seen = 0usize;
+        let mut options = Vec::new();
+        let rng = &mut policy.rng;
+        let _ = self.visit(0, shape, kind == PolicyKind::Topo, &mut |n| {
+            options.clear();
+            self.node_options(n, ctx, &mut options);
+            if options.is_empty() {
+                return ControlFlow::Continue(());
+            }
+            seen += 1;
+            for (np, degraded) in options.drain(..) {
+                let s: Score = match kind {
+                    PolicyKind::FirstFit => [0.0; 3],
+                    PolicyKind::Random => [rng.random::<f64>(), 0.0, 0.0],
+                    _ => policy::score(kind, self, n, &np, shape),
+                };
+                if best.as_ref().is_none_or(|(b, _, _)| policy::better(&s, b)) {
+                    best = Some((s, np, degraded));
+                }
+            }
+            if kind == PolicyKind::FirstFit || seen >= limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        best.map(|(_, np, degraded)| self.answer(ctx.req, vec![np], degraded))
+    }
+
+    fn answer(&self, req: &Request, nodes: Vec<NodePlacement>, degraded: bool) -> Placement {
+        Placement {
+            tenant: req.tenant,
+            class: req.class,
+            exclusive: req.exclusive,
+            nodes,
+            victims: Vec::new(),
+            degraded,
+        }
+    }
+
+    /// The ways node `n` alone can satisfy the request (with whether each uses a
+    /// degraded GPU).
+    fn node_options(&self, id: NodeId, ctx: &Ctx<'_>, out: &mut Vec<(NodePlacement, bool)>) {
+        let n = &self.nodes[id.index()];
+        if !self.node_open(n, ctx.req) {
+            return;
+        }
+        let usable = |g: &crate::fleet::Gpu| g.usable(ctx.allow_degraded);
+        let fits_node = |cpu: u32, mem: u64| cpu <= n.free_cpu_milli && mem <= n.free_memory_mib;
+        match ctx.req.shape {
+            Shape::Cpu {
+                cpu_milli,
+                memory_mib,
+            } => {
+                if fits_node(cpu_milli, memory_mib) {
+                    out.push((
+                        NodePlacement {
+                            node: id,
+                            cpu_milli,
+                            memory_mib,
+                            whole_node: false,
+                            gpus: Vec::new(),
+                        },
+                        false,
+                    ));
+                }
+            }
+            Shape::WholeGpus {
+                count,
+                models,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+                ..
+            } => {
+                let unit = Unit::Gpus {
+                    models,
+                    cpu_milli_per_gpu,
+                    memory_mib_per_gpu,
+                };
+                if self.node_capacity(n, ctx, unit) >= count {
+                    out.push(self.take_gpus(id, ctx, unit, count));
+                }
+            }
+            Shape::WholeNodes { models, .. } => {
+                let unit = Unit::Nodes { models };
+                if self.node_capacity(n, ctx, unit) >= 1 {
+                    out.push(self.take_gpus(id, ctx, unit, 1));
+                }
+            }
+            Shape::Mig {
+                profile,
+                models,
+                cpu_milli,
+                memory_mib,
+            } => {
+                if !fits_node(cpu_milli, memory_mib) {
+                    return;
+                }
+                let mut masks_seen = Vec::new();
+                for (i, g) in n.gpus.iter().enumerate() {
+                    if g.mode != GpuMode::Mig
+                        || g.holder.is_some()
+                        || !usable(g)
+                        || !models.contains(g.model)
+                        || masks_seen.contains(&(g.mig_used, g.health, g.model))
+                    {
+                        continue;
+                    }
+                    masks_seen.push((g.mig_used, g.health, g.model));
+                    for start in g.mig_used.free_starts(profile) {
+                        out.push((
+                            NodePlacement {
+                                node: id,
+                                cpu_milli,
+                                memory_mib,
+                                whole_node: false,
+                                gpus: vec![crate::placement::GpuGrant {
+                                    gpu: i as u8,
+                                    share: GpuShare::Mig { profile, start },
+                                }],
+                            },
+                            g.health == Health::Degraded,
+                        ));
+                    }
+                }
+            }
+            Shape::Fractional {
+                milli_gpu,
+                gpu_memory_mib,
+                models,
+                cpu_milli,
+                memory_mib,
+            } => {
+                if !fits_node(cpu_milli, memory_mib) {
+                    return;
+                }
+                let mut seen = Vec::new();
+                for (i, g) in n.gpus.iter().enumerate() {
+                    if g.mode != GpuMode::Shared
+                        || g.holder.is_some()
+                        || !usable(g)
+                        || !models.contains(g.model)
+                        || g.free_milli() < milli_gpu
+                        || g.shared_memory_mib + gpu_memory_mib > g.memory_mib
+                    {
+                        continue;
+                    }
+                    let key = (g.free_milli(), g.health, g.model);
+                    if seen.contains(&key) {
+                        continue;
+                    }
+                    seen.push(key);
+                    out.push((
+                        NodePlacement {
+                            node: id,
+                            cpu_milli,
+                            memory_mib,
+                            whole_node: false,
+                            gpus: vec![GpuGrant {
+                                gpu: i as u8,
+                                share: GpuShare::Fraction {
+                                    milli: milli_gpu,
+                                    memory_mib: gpu_memory_mib,
+                                },
+                            }],
+                        },
+                        g.health == Health::Degraded,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// How many units of a gang node `n` can take now.
+    fn node_capacity(&self, n: &Node, ctx: &Ctx<'_>, unit: Unit) -> u32 {
+        if !self.node_open(n, ctx.req) {
+            return 0;
+        }
+        match unit {
+            Unit::Gpus {
+                models,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+            } => {
+                let mut cap = n
+                    .gpus
+                    .iter()
+                    .filter(|g| {
+                        g.whole_free() && g.usable(ctx.allow_degraded) && models.contains(g.model)
+                    })
+                    .count() as u32;
+                if let Some(by_cpu) = n.free_cpu_milli.checked_div(cpu_milli_per_gpu) {
+                    cap = cap.min(by_cpu);
+                }
+                if let Some(by_memory) = n.free_memory_mib.checked_div(memory_mib_per_gpu) {
+                    cap = cap.min(u32::try_from(by_memory).unwrap_or(u32::MAX));
+                }
+                cap
+            }
+            Unit::Nodes { models } => {
+                let ok = n.is_idle()
+                    && n.gpus
+                        .iter()
+                        .all(|g| g.usable(ctx.allow_degraded) && models.contains(g.model));
+                u32::from(ok)
+            }
+        }
+    }
+
+    /// Takes `k` units on node `id` (known to have them): healthy GPUs before degraded,
+    /// whole-mode GPUs before idle shared ones, lowest index first.
+    fn take_gpus(&self, id: NodeId, ctx: &Ctx<'_>, unit: Unit, k: u32) -> (NodePlacement, bool) {
+        let n = &self.nodes[id.index()];
+        match unit {
+            Unit::Nodes { .. } => (
+                NodePlacement {
+                    node: id,
+                    cpu_milli: n.free_cpu_milli,
+                    memory_mib: n.free_memory_mib,
+                    whole_node: true,
+                    gpus: (0..n.gpus.len())
+                        .map(|i| GpuGrant {
+                            gpu: i as u8,
+                            share: GpuShare::Whole,
+                        })
+                        .collect(),
+                },
+                n.gpus.iter().any(|g| g.health == Health::Degraded),
+            ),
+            Unit::Gpus {
+                models,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+            } => {
+                let mut idx: Vec<usize> = (0..n.gpus.len())
+                    .filter(|&i| {
+                        let g = &n.gpus[i];
+                        g.whole_free() && g.usable(ctx.allow_degraded) && models.contains(g.model)
+                    })
+                    .collect();
+                idx.sort_by_key(|&i| {
+                    let g = &n.gpus[i];
+                    (g.health != Health::Ok, g.mode != GpuMode::Whole, i)
+                });
+                idx.truncate(k as usize);
+                let degraded = idx.iter().any(|&i| n.gpus[i].health == Health::Degraded);
+                (
+                    NodePlacement {
+                        node: id,
+                        cpu_milli: cpu_milli_per_gpu.saturating_mul(k),
+                        memory_mib: memory_mib_per_gpu.saturating_mul(u64::from(k)),
+                        whole_node: false,
+                        gpus: idx
+                            .into_iter()
+                            .map(|i| GpuGrant {
+                                gpu: i as u8,
+                                share: GpuShare::Whole,
+                            })
+                            .collect(),
+                    },
+                    degraded,
+                )
+            }
+        }
+    }
+
+    /// A gang of `count` units inside one vertex of `level`: the smallest such vertex
+    /// that holds it (best fit by its aggregate, then checked exactly).
+    fn search_gang(
+        &self,
+        ctx: &Ctx<'_>,
+        unit: Unit,
+        count: u32,
+        level: Level,
+        policy: &mut Policy,
+    ) -> Option<Placement> {
+        let upper = |s: &Summary| -> u64 {
+            match unit {
+                Unit::Gpus { models, .. } => models
+                    .iter(self.models.len())
+                    .map(|m| u64::from(s.whole_free[m.index()]))
+                    .sum(),
+                Unit::Nodes { models } => models
+                    .iter(self.models.len())
+                    .map(|m| u64::from(s.idle_nodes[m.index()]))
+                    .sum(),
+            }
+        };
+        let mut candidates = Vec::new();
+        let mut stack = vec![0u32];
+        while let Some(v) = stack.pop() {
+            let vx = &self.vertices[v as usize];
+            if upper(&vx.summary) < u64::from(count) {
+                continue;
+            }
+            if vx.level == level {
+                candidates.push(v);
+            } else if vx.level < level {
+                stack.extend(vx.children.iter().rev());
+            }
+        }
+        candidates.sort_unstable();
+        match policy.kind {
+            PolicyKind::FirstFit => {}
+            PolicyKind::Random => candidates.shuffle(&mut policy.rng),
+            _ => candidates.sort_by_key(|&v| upper(&self.vertices[v as usize].summary)),
+        }
+        for v in candidates {
+            let mut caps: BTreeMap<u32, u32> = BTreeMap::new();
+            let mut node_caps: BTreeMap<NodeId, u32> = BTreeMap::new();
+            let mut total = 0u64;
+            self.for_nodes_under(v, &mut |id| {
+                let cap = self.node_capacity(&self.nodes[id.index()], ctx, unit);
+                if cap == 0 {
+                    return;
+                }
+                total += u64::from(cap);
+                node_caps.insert(id, cap);
+                let mut a = Some(self.nodes[id.index()].domain);
+                while let Some(x) = a {
+                    *caps.entry(x).or_default() += cap;
+                    if x == v {
+                        break;
+                    }
+                    a = self.vertices[x as usize].parent;
+                }
+            });
+            if total < u64::from(count) {
+                continue;
+            }
+            let mut picks = Vec::new();
+            self.take(v, count, &caps, &node_caps, policy.kind, &mut picks);
+            let mut nodes = Vec::with_capacity(picks.len());
+            let mut degraded = false;
+            for (id, k) in picks {
+                let (np, d) = self.take_gpus(id, ctx, unit, k);
+                degraded |= d;
+                nodes.push(np);
+            }
+            return Some(self.answer(ctx.req, nodes, degraded));
+        }
+        None
+    }
+
+    fn for_nodes_under(&self, v: u32, f: &mut dyn FnMut(NodeId)) {
+        let vx = &self.vertices[v as usize];
+        for &n in &vx.nodes {
+            f(n);
+        }
+        for &c in &vx.children {
+            self.for_nodes_under(c, f);
+        }
+    }
+
+    /// Splits `need` units over the sub-blocks of `v`: if one sub-block holds it all, the
+    /// tightest such one; otherwise the largest sub-blocks whole, until the rest fits one.
+    fn take(
+        &self,
+        v: u32,
+        need: u32,
+        caps: &BTreeMap<u32, u32>,
+        node_caps: &BTreeMap<NodeId, u32>,
+        kind: PolicyKind,
+        out: &mut Vec<(NodeId, u32)>,
+    ) {
+        #[derive(Clone, Copy)]
+        enum Item {
+            Vertex(u32),
+            Node(NodeId),
+        }
+        let vx = &self.vertices[v as usize];
+        let mut items: Vec<(Item, u32)> = if vx.level == Level::Domain {
+            vx.nodes
+                .iter()
+                .filter_map(|n| node_caps.get(n).map(|&c| (Item::Node(*n), c)))
+                .collect()
+        } else {
+            vx.children
+                .iter()
+                .filter_map(|c| caps.get(c).map(|&cap| (Item::Vertex(*c), cap)))
+                .collect()
+        };
+        let mut need = need;
+        while need > 0 && !items.is_empty() {
+            let fits = items
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, c))| *c >= need)
+                .min_by_key(|(i, (_, c))| {
+                    if kind == PolicyKind::FirstFit {
+                        (0, *i)
+                    } else {
+                        (*c, *i)
+                    }
+                })
+                .map(|(i, _)| i);
+            let (i, k) = match fits {
+                Some(i) => (i, need),
+                None => {
+                    let i = items
+                        .iter()
+                        .enumerate()
+                        .max_by_key(|(i, (_, c))| (*c, std::cmp::Reverse(*i)))
+                        .map(|(i, _)| i)
+                        .unwrap_or(0);
+                    (i, items[i].1)
+                }
+            };
+            let (item, _) = items.remove(i);
+            match item {
+                Item::Node(n) => out.push((n, k)),
+                Item::Vertex(c) => self.take(c, k, caps, node_caps, kind, out),
+            }
+            need -= k;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "placement_tests.rs"]
+mod tests;

@@ -1,0 +1,358 @@
+use neocloud_schema::mig::MigProfile;
+
+use crate::fleet::{Fleet, GpuMode, Health, NodeState};
+use crate::ids::{AllocationKey, GpuRef, ModelSet, NodeId, TenantKey};
+use crate::placement::{GpuShare, NoFit};
+use crate::request::{Class, Exclusivity, Request, Shape, Topology, TopologyLevel};
+use crate::testkit::{hgx_fleet, node};
+
+fn gpus(count: u32, topology: Topology) -> Shape {
+    Shape::WholeGpus {
+        count,
+        models: ModelSet::ANY,
+        topology,
+        cpu_milli_per_gpu: 0,
+        memory_mib_per_gpu: 0,
+    }
+}
+
+fn one_gpu() -> Shape {
+    gpus(1, Topology::ANY)
+}
+
+fn commit(fleet: &mut Fleet, key: u128, req: &Request) -> crate::placement::Placement {
+    let p = fleet.place(req).unwrap();
+    fleet.commit(AllocationKey(key), &p).unwrap();
+    p
+}
+
+#[test]
+fn a_single_gpu_goes_beside_others_and_keeps_empty_nodes_whole() {
+    let mut fleet = hgx_fleet(1, 3);
+    let t = TenantKey(1);
+    let first = commit(&mut fleet, 1, &Request::new(t, one_gpu()));
+    let second = commit(&mut fleet, 2, &Request::new(t, one_gpu()));
+    assert_eq!(first.nodes[0].node, second.nodes[0].node);
+    assert_ne!(first.nodes[0].gpus[0].gpu, second.nodes[0].gpus[0].gpu);
+}
+
+#[test]
+fn eight_gpus_in_one_nvlink_domain_take_one_whole_node() {
+    let mut fleet = hgx_fleet(1, 2);
+    commit(&mut fleet, 1, &Request::new(TenantKey(1), one_gpu()));
+    let p = fleet
+        .place(&Request::new(
+            TenantKey(1),
+            gpus(8, Topology::required(TopologyLevel::NvlinkDomain)),
+        ))
+        .unwrap();
+    assert_eq!(p.nodes.len(), 1);
+    assert_eq!(p.nodes[0].gpus.len(), 8);
+    assert_eq!(p.nodes[0].node, NodeId(1));
+}
+
+#[test]
+fn a_gang_larger_than_a_rack_fills_whole_racks_before_spilling() {
+    let mut fleet = hgx_fleet(3, 2);
+    // Make rack 0 partly used: the 16-GPU gang must take an untouched rack whole.
+    commit(&mut fleet, 1, &Request::new(TenantKey(9), one_gpu()));
+    let p = fleet
+        .place(&Request::new(
+            TenantKey(1),
+            gpus(16, Topology::required(TopologyLevel::Rack)),
+        ))
+        .unwrap();
+    let racks: std::collections::BTreeSet<_> = p
+        .nodes
+        .iter()
+        .map(|np| {
+            fleet
+                .node_name(np.node)
+                .unwrap()
+                .split('n')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(racks.len(), 1);
+    assert_eq!(p.nodes.iter().map(|np| np.gpus.len()).sum::<usize>(), 16);
+    let big = fleet
+        .place(&Request::new(
+            TenantKey(1),
+            gpus(40, Topology::preferred(TopologyLevel::Rack)),
+        ))
+        .unwrap();
+    assert_eq!(big.nodes.iter().map(|np| np.gpus.len()).sum::<usize>(), 40);
+}
+
+#[test]
+fn a_required_rack_gang_that_no_rack_holds_does_not_fit() {
+    let fleet = hgx_fleet(2, 2);
+    let req = Request::new(
+        TenantKey(1),
+        gpus(17, Topology::required(TopologyLevel::Rack)),
+    );
+    assert_eq!(fleet.place(&req), Err(NoFit::NoCapacity));
+    let loose = Request::new(
+        TenantKey(1),
+        gpus(17, Topology::preferred(TopologyLevel::Rack)),
+    );
+    assert!(fleet.place(&loose).is_ok());
+}
+
+#[test]
+fn failed_gpus_and_draining_nodes_are_never_used() {
+    let mut fleet = hgx_fleet(1, 2);
+    for g in 0..8 {
+        fleet
+            .set_gpu_health(
+                GpuRef {
+                    node: NodeId(0),
+                    gpu: g,
+                },
+                Health::Failed,
+            )
+            .unwrap();
+    }
+    fleet
+        .set_node_state(NodeId(1), NodeState::Draining)
+        .unwrap();
+    assert_eq!(
+        fleet.place(&Request::new(TenantKey(1), one_gpu())),
+        Err(NoFit::NoCapacity)
+    );
+    fleet.set_node_state(NodeId(1), NodeState::Active).unwrap();
+    let p = fleet.place(&Request::new(TenantKey(1), one_gpu())).unwrap();
+    assert_eq!(p.nodes[0].node, NodeId(1));
+}
+
+#[test]
+fn degraded_gpus_are_used_only_when_nothing_healthy_fits() {
+    let mut fleet = hgx_fleet(1, 1);
+    for g in 0..7 {
+        fleet
+            .set_gpu_health(
+                GpuRef {
+                    node: NodeId(0),
+                    gpu: g,
+                },
+                Health::Degraded,
+            )
+            .unwrap();
+    }
+    let p = commit(&mut fleet, 1, &Request::new(TenantKey(1), one_gpu()));
+    assert_eq!(p.nodes[0].gpus[0].gpu, 7);
+    assert!(!p.degraded);
+    let p = fleet.place(&Request::new(TenantKey(1), one_gpu())).unwrap();
+    assert!(p.degraded);
+}
+
+#[test]
+fn mig_requests_take_mig_gpus_at_starts_that_keep_large_profiles_possible() {
+    let mut fleet = Fleet::new(vec![
+        node("whole", "k", "whole", "H100", 1, GpuMode::Whole),
+        node("mig", "k", "mig", "H100", 1, GpuMode::Mig),
+    ])
+    .unwrap();
+    let mig = |profile| Shape::Mig {
+        profile,
+        models: ModelSet::ANY,
+        cpu_milli: 0,
+        memory_mib: 0,
+    };
+    let p = commit(
+        &mut fleet,
+        1,
+        &Request::new(TenantKey(1), mig(MigProfile::ThreeG)),
+    );
+    assert_eq!(p.nodes[0].node, NodeId(1));
+    assert_eq!(
+        p.nodes[0].gpus[0].share,
+        GpuShare::Mig {
+            profile: MigProfile::ThreeG,
+            start: 4
+        }
+    );
+    let p = commit(
+        &mut fleet,
+        2,
+        &Request::new(TenantKey(1), mig(MigProfile::FourG)),
+    );
+    assert_eq!(
+        p.nodes[0].gpus[0].share,
+        GpuShare::Mig {
+            profile: MigProfile::FourG,
+            start: 0
+        }
+    );
+    assert_eq!(
+        fleet.place(&Request::new(TenantKey(1), mig(MigProfile::OneG))),
+        Err(NoFit::NoCapacity)
+    );
+    // A whole-GPU request never lands on the MIG GPU.
+    let p = fleet.place(&Request::new(TenantKey(1), one_gpu())).unwrap();
+    assert_eq!(p.nodes[0].node, NodeId(0));
+}
+
+#[test]
+fn a_node_exclusive_tenant_keeps_other_tenants_out() {
+    let mut fleet = hgx_fleet(1, 1);
+    let mine = Request::new(TenantKey(1), one_gpu()).with_exclusive(Exclusivity::Node);
+    commit(&mut fleet, 1, &mine);
+    assert_eq!(
+        fleet.place(&Request::new(TenantKey(2), one_gpu())),
+        Err(NoFit::NoCapacity)
+    );
+    assert!(fleet.place(&Request::new(TenantKey(1), one_gpu())).is_ok());
+    fleet.release(AllocationKey(1)).unwrap();
+    commit(&mut fleet, 2, &Request::new(TenantKey(2), one_gpu()));
+    assert_eq!(fleet.place(&mine), Err(NoFit::NoCapacity));
+}
+
+#[test]
+fn domain_exclusivity_covers_every_node_of_the_domain() {
+    let mut fleet = Fleet::new(vec![
+        node("a", "k", "nvl", "GB200", 4, GpuMode::Whole),
+        node("b", "k", "nvl", "GB200", 4, GpuMode::Whole),
+    ])
+    .unwrap();
+    let mine = Request::new(TenantKey(1), one_gpu()).with_exclusive(Exclusivity::NvlinkDomain);
+    commit(&mut fleet, 1, &mine);
+    assert_eq!(
+        fleet.place(&Request::new(TenantKey(2), one_gpu())),
+        Err(NoFit::NoCapacity)
+    );
+    let p = fleet
+        .place(&Request::new(TenantKey(1), gpus(4, Topology::ANY)))
+        .unwrap();
+    assert_eq!(p.nodes[0].gpus.len(), 4);
+}
+
+#[test]
+fn on_demand_preempts_spot_only_when_nothing_else_fits_and_spot_never_does() {
+    let mut fleet = hgx_fleet(1, 1);
+    let spot = Request::new(TenantKey(2), gpus(6, Topology::ANY)).with_class(Class::Spot);
+    commit(&mut fleet, 1, &spot);
+    commit(&mut fleet, 2, &Request::new(TenantKey(3), one_gpu()));
+    let small = fleet.place(&Request::new(TenantKey(1), one_gpu())).unwrap();
+    assert!(small.victims.is_empty());
+    let big = Request::new(TenantKey(1), gpus(4, Topology::ANY));
+    let p = fleet.place(&big).unwrap();
+    assert_eq!(p.victims, vec![AllocationKey(1)]);
+    assert_eq!(
+        fleet.place(&big.with_class(Class::Spot)),
+        Err(NoFit::NoCapacity)
+    );
+    let preempted = fleet.commit(AllocationKey(3), &p).unwrap();
+    assert_eq!(preempted.len(), 1);
+    assert!(fleet.allocation(AllocationKey(1)).is_none());
+    // The on-demand allocation is never a victim.
+    let again = fleet.place(&Request::new(TenantKey(1), gpus(8, Topology::ANY)));
+    assert_eq!(again, Err(NoFit::NoCapacity));
+}
+
+#[test]
+fn releasing_restores_the_aggregates_exactly() {
+    let mut fleet = hgx_fleet(2, 2);
+    let before = fleet.clone();
+    commit(
+        &mut fleet,
+        1,
+        &Request::new(TenantKey(1), gpus(12, Topology::ANY)),
+    );
+    commit(&mut fleet, 2, &Request::new(TenantKey(2), one_gpu()));
+    assert_eq!(fleet.summaries(), fleet.rebuilt_summaries());
+    fleet.release(AllocationKey(2)).unwrap();
+    fleet.release(AllocationKey(1)).unwrap();
+    assert_eq!(fleet, before);
+}
+
+#[test]
+fn available_counts_instances_from_the_aggregates() {
+    let mut fleet = hgx_fleet(1, 2);
+    let four = gpus(4, Topology::required(TopologyLevel::Node));
+    assert_eq!(fleet.available(&one_gpu()), 16);
+    assert_eq!(fleet.available(&four), 4);
+    commit(&mut fleet, 1, &Request::new(TenantKey(1), one_gpu()));
+    assert_eq!(fleet.available(&one_gpu()), 15);
+    assert_eq!(fleet.available(&four), 3);
+    let nodes = Shape::WholeNodes {
+        count: 1,
+        models: ModelSet::ANY,
+        topology: Topology::ANY,
+    };
+    assert_eq!(fleet.available(&nodes), 1);
+}
+
+#[test]
+fn a_commit_that_no_longer_fits_changes_nothing() {
+    let mut fleet = hgx_fleet(1, 1);
+    let req = Request::new(TenantKey(1), gpus(8, Topology::ANY));
+    let p = fleet.place(&req).unwrap();
+    fleet.commit(AllocationKey(1), &p).unwrap();
+    let before = fleet.clone();
+    assert!(fleet.commit(AllocationKey(2), &p).is_err());
+    assert!(fleet.commit(AllocationKey(1), &p).is_err());
+    assert_eq!(fleet, before);
+}
+
+#[test]
+fn whole_nodes_take_idle_nodes_only() {
+    let mut fleet = hgx_fleet(1, 3);
+    commit(&mut fleet, 1, &Request::new(TenantKey(1), one_gpu()));
+    let nodes = |count| Shape::WholeNodes {
+        count,
+        models: ModelSet::ANY,
+        topology: Topology::ANY,
+    };
+    let p = fleet.place(&Request::new(TenantKey(2), nodes(2))).unwrap();
+    assert_eq!(p.nodes.len(), 2);
+    assert!(p.nodes.iter().all(|np| np.whole_node && np.gpus.len() == 8));
+    assert_eq!(
+        fleet.place(&Request::new(TenantKey(2), nodes(3))),
+        Err(NoFit::NoCapacity)
+    );
+}
+
+#[test]
+fn a_fraction_shares_a_gpu_and_prefers_the_tightest_one() {
+    let mut fleet = Fleet::new(vec![node("l", "k", "l", "L40S", 2, GpuMode::Shared)]).unwrap();
+    let frac = |milli| Shape::Fractional {
+        milli_gpu: milli,
+        gpu_memory_mib: 1024,
+        models: ModelSet::ANY,
+        cpu_milli: 1000,
+        memory_mib: 1024,
+    };
+    let a = commit(&mut fleet, 1, &Request::new(TenantKey(1), frac(600)));
+    let b = commit(&mut fleet, 2, &Request::new(TenantKey(2), frac(300)));
+    assert_eq!(a.nodes[0].gpus[0].gpu, b.nodes[0].gpus[0].gpu);
+    assert_eq!(
+        fleet.node_free(NodeId(0)).unwrap().gpu_free_milli,
+        vec![100, 1000]
+    );
+    // A whole GPU still fits on the untouched shared GPU.
+    assert!(fleet.place(&Request::new(TenantKey(3), one_gpu())).is_ok());
+}
+
+#[test]
+fn the_same_request_on_the_same_fleet_gets_the_same_answer() {
+    let mut fleet = hgx_fleet(3, 3);
+    commit(
+        &mut fleet,
+        1,
+        &Request::new(TenantKey(1), gpus(5, Topology::ANY)),
+    );
+    let req = Request::new(TenantKey(2), gpus(3, Topology::ANY));
+    assert_eq!(fleet.place(&req), fleet.clone().place(&req));
+}
+
+#[test]
+fn a_request_for_no_gpus_is_invalid() {
+    let fleet = hgx_fleet(1, 1);
+    assert!(matches!(
+        fleet.place(&Request::new(TenantKey(1), gpus(0, Topology::ANY))),
+        Err(NoFit::Invalid(_))
+    ));
+}

@@ -1,0 +1,207 @@
+//! Placement policies: how a candidate is chosen among the ones that fit. `topo` is the
+//! engine's own (fullest domains first, fragmentation-aware scoring, MIG by blocked
+//! larger profiles); `best-fit`, `first-fit`, `random` (seeded) and `fgd` (fragmentation
+//! gradient descent, ATC'23) are the baselines the replay compares it with.
+//!
+//! What fits is decided in `placement`; this module only ranks candidates.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::fleet::{Fleet, GpuMode, Health};
+use crate::fractional;
+use crate::ids::{ModelId, NodeId};
+use crate::mig;
+use crate::placement::{GpuShare, NodePlacement};
+use crate::request::{MILLI_PER_GPU, Shape};
+
+/// The policies the engine knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    Topo,
+    BestFit,
+    FirstFit,
+    Random,
+    Fgd,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 5] = [
+        PolicyKind::Topo,
+        PolicyKind::BestFit,
+        PolicyKind::FirstFit,
+        PolicyKind::Random,
+        PolicyKind::Fgd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Topo => "topo",
+            PolicyKind::BestFit => "best-fit",
+            PolicyKind::FirstFit => "first-fit",
+            PolicyKind::Random => "random",
+            PolicyKind::Fgd => "fgd",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy `{name}` (topo, best-fit, first-fit, random, fgd)")]
+pub struct UnknownPolicy {
+    pub name: String,
+}
+
+impl FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownPolicy { name: s.to_owned() })
+    }
+}
+
+/// A policy with its state (the seeded generator of `random`).
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub kind: PolicyKind,
+    pub(crate) rng: ChaCha8Rng,
+}
+
+impl Policy {
+    pub fn new(kind: PolicyKind, seed: u64) -> Policy {
+        Policy {
+            kind,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn topo() -> Policy {
+        Policy::new(PolicyKind::Topo, 0)
+    }
+}
+
+/// A candidate's rank: lower is better, compared element by element.
+pub(crate) type Score = [f64; 3];
+
+pub(crate) fn better(a: &Score, b: &Score) -> bool {
+    for i in 0..3 {
+        if a[i] < b[i] {
+            return true;
+        }
+        if a[i] > b[i] {
+            return false;
+        }
+    }
+    false
+}
+
+/// Weight of the CPU-balance term of `topo` (milli-GPUs per unit of imbalance).
+const CPU_BALANCE_WEIGHT: f64 = 0.0;
+
+/// Ranks one node candidate under `kind`.
+pub(crate) fn score(
+    kind: PolicyKind,
+    fleet: &Fleet,
+    node: NodeId,
+    np: &NodePlacement,
+    shape: &Shape,
+) -> Score {
+    let n = &fleet.nodes[node.index()];
+    if let Shape::Mig { profile, .. } = *shape {
+        // One grant: rank by what it blocks, then by how full the GPU gets.
+        let (blocked, free_after) = np
+            .gpus
+            .first()
+            .and_then(|g| {
+                let gpu = n.gpus.get(usize::from(g.gpu))?;
+                match g.share {
+                    GpuShare::Mig { start, .. } => Some((
+                        mig::blocked_larger(gpu.mig_used, profile, start),
+                        8 - gpu.mig_used.union(profile.mask_at(start)).used_slots(),
+                    )),
+                    _ => None,
+                }
+            })
+            .unwrap_or((0, 0));
+        return match kind {
+            PolicyKind::Topo => [f64::from(blocked), f64::from(free_after), 0.0],
+            _ => [f64::from(free_after), 0.0, 0.0],
+        };
+    }
+    let mut gpus = [(ModelId(0), 0u32); 64];
+    let count = fractional::free_gpus(n, &mut gpus);
+    // Map the node's GPU indices onto the free list (MIG and failed GPUs are skipped).
+    let mut slot = [usize::MAX; 256];
+    let mut k = 0;
+    for (i, g) in n.gpus.iter().enumerate() {
+        if g.mode != GpuMode::Mig && g.health != Health::Failed && k < count {
+            slot[i.min(255)] = k;
+            k += 1;
+        }
+    }
+    let mut leftover = 0u32;
+    for grant in &np.gpus {
+        let j = slot[usize::from(grant.gpu)];
+        if j == usize::MAX {
+            continue;
+        }
+        match grant.share {
+            GpuShare::Whole => gpus[j].1 = 0,
+            GpuShare::Fraction { milli, .. } => {
+                gpus[j].1 = gpus[j].1.saturating_sub(milli);
+                leftover = gpus[j].1;
+            }
+            GpuShare::Mig { .. } => {}
+        }
+    }
+    let after = &gpus[..count];
+    let free_after: u32 = after.iter().map(|g| g.1).sum();
+    let cpu_after = n.free_cpu_milli.saturating_sub(np.cpu_milli);
+    let mem_after = n.free_memory_mib.saturating_sub(np.memory_mib);
+    match kind {
+        PolicyKind::BestFit | PolicyKind::FirstFit | PolicyKind::Random => [
+            f64::from(free_after),
+            f64::from(leftover),
+            f64::from(cpu_after),
+        ],
+        PolicyKind::Fgd => {
+            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, after)
+                - fleet.node_frag[node.index()];
+            [delta, 0.0, 0.0]
+        }
+        PolicyKind::Topo => {
+            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, after)
+                - fleet.node_frag[node.index()];
+            let balance = cpu_balance(n.cpu_milli, cpu_after, count as u32, free_after);
+            [
+                delta + CPU_BALANCE_WEIGHT * balance,
+                f64::from(free_after),
+                f64::from(leftover),
+            ]
+        }
+    }
+}
+
+/// How far a node's free CPU per free GPU falls below its build ratio after a placement
+/// (0 when it keeps at least its share of CPU for its free GPUs).
+fn cpu_balance(cpu_total: u32, cpu_after: u32, gpus: u32, free_gpu_milli: u32) -> f64 {
+    if gpus == 0 || free_gpu_milli == 0 {
+        return 0.0;
+    }
+    let per_gpu = f64::from(cpu_total) / f64::from(gpus * MILLI_PER_GPU);
+    let needed = per_gpu * f64::from(free_gpu_milli);
+    ((needed - f64::from(cpu_after)) / needed.max(1.0)).max(0.0)
+}

@@ -1,0 +1,1 @@
+//! Placement invariants checked with proptest.

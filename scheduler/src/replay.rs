@@ -1,0 +1,503 @@
+//! Trace replay: feeds a trace's pods to a fleet built from its nodes under one policy
+//! and measures the outcome. Two modes:
+//!
+//! - `timeline`: arrivals at `creation_time`, departures after the pod's run time
+//!   (`deletion_time - scheduled_time`, or `- creation_time` for pods never scheduled in
+//!   the original cluster). What does not fit waits in a FIFO queue, retried in order on
+//!   each departure (later arrivals that fit go ahead: FIFO with backfill). A pod list
+//!   without times arrives in file order one second apart and never departs. GPU-hours
+//!   are counted up to the trace's horizon (the last deletion or arrival).
+//! - `saturate`: the FGD paper's experiment. Arrivals only, drawn from the pod list with
+//!   a seeded generator until the GPUs requested reach `arrive` × the fleet's GPUs; the
+//!   draw is the same for every policy. Reports what stays unallocated, how much of the
+//!   free capacity no shape of the mix can use, and a lower bound on what any policy must
+//!   leave unallocated given the same arrivals.
+//!
+//! Pure: takes parsed rows, returns a `Report`. Reading files is the binary's job.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::fleet::{Fleet, FleetError, Tuning};
+use crate::fractional::{MixShape, ShapeMix};
+use crate::ids::{AllocationKey, ModelId};
+use crate::policy::{Policy, PolicyKind};
+use crate::request::{MILLI_PER_GPU, Request, Shape};
+use crate::trace::{self, TraceNode, TracePod};
+
+/// Most shapes the fragmentation measure of `fgd` and `topo` weighs.
+pub const MIX_SHAPES: usize = 32;
+/// Most arrivals a saturate run draws (guards pod lists without GPU pods).
+pub const MAX_SATURATE_ARRIVALS: usize = 1_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Timeline,
+    Saturate,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Timeline => "timeline",
+            Mode::Saturate => "saturate",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayOptions {
+    pub policy: PolicyKind,
+    pub mode: Mode,
+    pub seed: u64,
+    /// Saturate: stop when the GPUs requested reach this multiple of the fleet's GPUs.
+    pub arrive: f64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            policy: PolicyKind::Topo,
+            mode: Mode::Timeline,
+            seed: 42,
+            arrive: 1.2,
+        }
+    }
+}
+
+/// The figures of one replay (snake_case keys in JSON; mode-specific ones are omitted in
+/// the other mode).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub policy: String,
+    pub mode: String,
+    pub nodes: usize,
+    pub gpus: usize,
+    pub pods: usize,
+    pub arrivals: usize,
+    pub placed: usize,
+    pub gpus_requested: f64,
+    pub gpus_allocated_at_end: f64,
+    pub unallocated_gpu_share: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub never_placed: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_queueing_delay_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_queueing_delay_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_allocation_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_hours_allocated: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizon_s: Option<u64>,
+    /// Timeline: whether the pod list had times (else file order, one second apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_arrivals: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_gpus_requested: Option<f64>,
+    /// Free GPU capacity that no GPU shape of the pod list can use, as a share of GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmented_gpu_share: Option<f64>,
+    /// No policy can leave less unallocated with these arrivals (a relaxation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_bound_unallocated_share: Option<f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the node list builds no valid fleet: {0}")]
+    Fleet(#[from] FleetError),
+    #[error("the node list has no GPUs")]
+    NoGpus,
+    #[error("the pod list is empty")]
+    NoPods,
+}
+
+/// Builds the fleet of a trace, with the mix of its pod list.
+pub fn trace_fleet(
+    nodes: &[TraceNode],
+    pods: &[TracePod],
+) -> Result<(Fleet, Vec<Request>), ReplayError> {
+    let mut fleet = Fleet::new(trace::fleet_specs(nodes))?.with_tuning(Tuning {
+        candidate_nodes: None,
+    });
+    let requests: Vec<Request> = pods.iter().map(|p| trace::pod_request(&fleet, p)).collect();
+    fleet.set_mix(ShapeMix::observe(
+        requests.iter().map(|r| &r.shape),
+        MIX_SHAPES,
+    ));
+    Ok((fleet, requests))
+}
+
+pub fn replay(
+    nodes: &[TraceNode],
+    pods: &[TracePod],
+    opts: &ReplayOptions,
+) -> Result<Report, ReplayError> {
+    if pods.is_empty() {
+        return Err(ReplayError::NoPods);
+    }
+    let (fleet, requests) = trace_fleet(nodes, pods)?;
+    let gpus = fleet.gpu_count();
+    if gpus == 0 {
+        return Err(ReplayError::NoGpus);
+    }
+    let policy = Policy::new(opts.policy, opts.seed.wrapping_add(1));
+    let mut report = Report {
+        policy: opts.policy.name().to_owned(),
+        mode: opts.mode.name().to_owned(),
+        nodes: fleet.node_count(),
+        gpus,
+        pods: pods.len(),
+        arrivals: 0,
+        placed: 0,
+        gpus_requested: 0.0,
+        gpus_allocated_at_end: 0.0,
+        unallocated_gpu_share: 0.0,
+        never_placed: None,
+        mean_queueing_delay_s: None,
+        p99_queueing_delay_s: None,
+        gpu_allocation_ratio: None,
+        gpu_hours_allocated: None,
+        horizon_s: None,
+        timed: None,
+        failed_arrivals: None,
+        failed_gpus_requested: None,
+        fragmented_gpu_share: None,
+        lower_bound_unallocated_share: None,
+    };
+    match opts.mode {
+        Mode::Timeline => timeline(fleet, pods, &requests, policy, &mut report),
+        Mode::Saturate => saturate(fleet, pods, &requests, policy, opts, &mut report),
+    }
+    Ok(report)
+}
+
+struct Job {
+    arrival: u64,
+    /// None: never departs.
+    run_s: Option<u64>,
+    index: usize,
+}
+
+fn timeline(
+    mut fleet: Fleet,
+    pods: &[TracePod],
+    requests: &[Request],
+    mut policy: Policy,
+    report: &mut Report,
+) {
+    let timed = pods.iter().all(|p| p.creation_time.is_some());
+    let mut jobs: Vec<Job> = pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let arrival = if timed {
+                p.creation_time.unwrap_or(0)
+            } else {
+                i as u64
+            };
+            let start = p.scheduled_time.or(p.creation_time).unwrap_or(arrival);
+            Job {
+                arrival,
+                run_s: if timed {
+                    p.deletion_time.map(|d| d.saturating_sub(start))
+                } else {
+                    None
+                },
+                index: i,
+            }
+        })
+        .collect();
+    jobs.sort_by_key(|j| (j.arrival, j.index));
+    let last_arrival = jobs.last().map(|j| j.arrival).unwrap_or(0);
+    let horizon = pods
+        .iter()
+        .filter_map(|p| p.deletion_time)
+        .max()
+        .unwrap_or(0)
+        .max(last_arrival + 1);
+    let gpu_milli = |i: usize| pods[i].gpu_milli_total();
+    let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut queue: VecDeque<(usize, u64)> = VecDeque::new();
+    let mut delays: Vec<u64> = Vec::new();
+    let mut allocated: u64 = 0;
+    let mut area: f64 = 0.0; // milli-GPU seconds
+    let mut now: u64 = 0;
+    let mut next = 0usize;
+    let try_place = |fleet: &mut Fleet,
+                     policy: &mut Policy,
+                     job: usize,
+                     t: u64,
+                     run: Option<u64>,
+                     departures: &mut BinaryHeap<Reverse<(u64, usize)>>|
+     -> bool {
+        match fleet.place_with(&requests[job], policy) {
+            Ok(p) => {
+                let key = AllocationKey(job as u128);
+                if fleet.commit(key, &p).is_err() {
+                    return false;
+                }
+                if let Some(run) = run {
+                    departures.push(Reverse((t + run, job)));
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let run_of: Vec<Option<u64>> = {
+        let mut v = vec![None; pods.len()];
+        for j in &jobs {
+            v[j.index] = j.run_s;
+        }
+        v
+    };
+    loop {
+        let dep = departures.peek().map(|Reverse((t, _))| *t);
+        let arr = jobs.get(next).map(|j| j.arrival);
+        let (t, is_departure) = match (dep, arr) {
+            (None, None) => break,
+            (Some(d), Some(a)) => {
+                if d <= a {
+                    (d, true)
+                } else {
+                    (a, false)
+                }
+            }
+            (Some(d), None) => (d, true),
+            (None, Some(a)) => (a, false),
+        };
+        let clipped = t.min(horizon);
+        area += allocated as f64 * clipped.saturating_sub(now) as f64;
+        now = now.max(clipped);
+        if is_departure {
+            let Some(Reverse((_, job))) = departures.pop() else {
+                break;
+            };
+            if fleet.release(AllocationKey(job as u128)).is_ok() {
+                allocated -= gpu_milli(job);
+            }
+            let mut still = VecDeque::with_capacity(queue.len());
+            while let Some((q, arrived)) = queue.pop_front() {
+                if try_place(&mut fleet, &mut policy, q, t, run_of[q], &mut departures) {
+                    allocated += gpu_milli(q);
+                    delays.push(t - arrived);
+                } else {
+                    still.push_back((q, arrived));
+                }
+            }
+            queue = still;
+        } else {
+            let job = &jobs[next];
+            next += 1;
+            report.arrivals += 1;
+            if try_place(
+                &mut fleet,
+                &mut policy,
+                job.index,
+                t,
+                job.run_s,
+                &mut departures,
+            ) {
+                allocated += gpu_milli(job.index);
+                delays.push(0);
+            } else {
+                queue.push_back((job.index, job.arrival));
+            }
+        }
+    }
+    area += allocated as f64 * horizon.saturating_sub(now) as f64;
+    let capacity = (report.gpus as u64 * u64::from(MILLI_PER_GPU)) as f64;
+    report.placed = delays.len();
+    report.never_placed = Some(queue.len());
+    report.gpus_requested = pods.iter().map(|p| p.gpu_milli_total()).sum::<u64>() as f64 / 1000.0;
+    report.gpus_allocated_at_end = fleet.allocated_gpu_milli() as f64 / 1000.0;
+    report.unallocated_gpu_share = 1.0 - area / (capacity * horizon as f64);
+    report.gpu_allocation_ratio = Some(area / (capacity * horizon as f64));
+    report.gpu_hours_allocated = Some(area / 1000.0 / 3600.0);
+    report.horizon_s = Some(horizon);
+    report.timed = Some(timed);
+    delays.sort_unstable();
+    report.mean_queueing_delay_s = Some(if delays.is_empty() {
+        0.0
+    } else {
+        delays.iter().sum::<u64>() as f64 / delays.len() as f64
+    });
+    report.p99_queueing_delay_s = Some(percentile(&delays, 0.99) as f64);
+}
+
+/// Nearest-rank percentile of sorted values (0 for none).
+pub fn percentile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn saturate(
+    mut fleet: Fleet,
+    pods: &[TracePod],
+    requests: &[Request],
+    mut policy: Policy,
+    opts: &ReplayOptions,
+    report: &mut Report,
+) {
+    let capacity = report.gpus as u64 * u64::from(MILLI_PER_GPU);
+    let target = (opts.arrive * capacity as f64).max(0.0) as u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut requested = 0u64;
+    let mut failed = 0usize;
+    let mut failed_milli = 0u64;
+    let mut drawn: Vec<usize> = Vec::new();
+    while requested < target && drawn.len() < MAX_SATURATE_ARRIVALS {
+        let i = rng.random_range(0..pods.len());
+        drawn.push(i);
+        let g = pods[i].gpu_milli_total();
+        requested += g;
+        let key = AllocationKey(drawn.len() as u128);
+        let ok = match fleet.place_with(&requests[i], &mut policy) {
+            Ok(p) => fleet.commit(key, &p).is_ok(),
+            Err(_) => false,
+        };
+        if ok {
+            report.placed += 1;
+        } else {
+            failed += 1;
+            failed_milli += g;
+        }
+    }
+    let allocated = fleet.allocated_gpu_milli();
+    report.arrivals = drawn.len();
+    report.gpus_requested = requested as f64 / 1000.0;
+    report.gpus_allocated_at_end = allocated as f64 / 1000.0;
+    report.unallocated_gpu_share = 1.0 - allocated as f64 / capacity as f64;
+    report.failed_arrivals = Some(failed);
+    report.failed_gpus_requested = Some(failed_milli as f64 / 1000.0);
+    let all_shapes = ShapeMix::observe(requests.iter().map(|r| &r.shape), usize::MAX);
+    report.fragmented_gpu_share =
+        Some(unusable_free_milli(&fleet, &all_shapes) as f64 / capacity as f64);
+    let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
+    report.lower_bound_unallocated_share = Some(lower_bound_unallocated(&fleet, &arrivals));
+}
+
+/// Free GPU capacity (milli) that no shape of `mix` could use where it is.
+pub fn unusable_free_milli(fleet: &Fleet, mix: &ShapeMix) -> u64 {
+    let mut total = 0u64;
+    for id in fleet.node_ids() {
+        let Some(free) = fleet.node_free(id) else {
+            continue;
+        };
+        let node = &fleet.nodes[id.index()];
+        let gpus: Vec<(ModelId, u32)> = node
+            .gpus
+            .iter()
+            .map(|g| (g.model, g.free_milli()))
+            .collect();
+        let fits_node =
+            |s: &MixShape| s.cpu_milli <= free.cpu_milli && s.memory_mib <= free.memory_mib;
+        let full = |s: &MixShape| {
+            gpus.iter()
+                .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
+                .count() as u32
+        };
+        for &(model, milli) in &gpus {
+            if milli == 0 {
+                continue;
+            }
+            let usable = mix.shapes.iter().any(|s| {
+                fits_node(s)
+                    && s.models.contains(model)
+                    && if s.whole_gpus > 0 {
+                        milli == MILLI_PER_GPU && full(s) >= s.whole_gpus
+                    } else {
+                        milli >= s.milli
+                    }
+            });
+            if !usable {
+                total += u64::from(milli);
+            }
+        }
+    }
+    total
+}
+
+/// An arrival asking for GPUs: (milli-GPUs, CPU milli, memory MiB, models).
+type GpuArrival = (f64, f64, f64, crate::ids::ModelSet);
+
+/// A lower bound on the unallocated share any policy leaves with these arrivals: the
+/// allocated GPUs cannot exceed (a) the GPUs of models some arrival accepts, (b) the
+/// GPUs the arrivals request, (c) the GPUs of the arrivals that fit in the fleet's total
+/// CPU, taking the least CPU per GPU first (a fractional knapsack), (d) the same for
+/// memory. Each is a relaxation, so the minimum is a valid bound; it ignores how CPU and
+/// GPUs are split over nodes, so the real limit is higher.
+pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
+    let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
+    let gpu_arrivals: Vec<GpuArrival> = arrivals
+        .iter()
+        .filter_map(|r| {
+            let (cpu, mem, models) = match r.shape {
+                Shape::WholeGpus {
+                    count,
+                    models,
+                    cpu_milli_per_gpu,
+                    memory_mib_per_gpu,
+                    ..
+                } => (
+                    f64::from(cpu_milli_per_gpu) * f64::from(count),
+                    memory_mib_per_gpu as f64 * f64::from(count),
+                    models,
+                ),
+                Shape::Fractional {
+                    models,
+                    cpu_milli,
+                    memory_mib,
+                    ..
+                } => (f64::from(cpu_milli), memory_mib as f64, models),
+                _ => return None,
+            };
+            Some((r.shape.gpu_milli() as f64, cpu, mem, models))
+        })
+        .collect();
+    let accepted: f64 = fleet
+        .nodes
+        .iter()
+        .flat_map(|n| &n.gpus)
+        .filter(|g| gpu_arrivals.iter().any(|a| a.3.contains(g.model)))
+        .count() as f64
+        * f64::from(MILLI_PER_GPU);
+    let requested: f64 = gpu_arrivals.iter().map(|a| a.0).sum();
+    let knapsack = |budget: f64, cost: &dyn Fn(&GpuArrival) -> f64| {
+        let mut items: Vec<(f64, f64)> = gpu_arrivals.iter().map(|a| (a.0, cost(a))).collect();
+        items.sort_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
+        let mut left = budget;
+        let mut gpus = 0.0;
+        for (g, c) in items {
+            if c <= left {
+                left -= c;
+                gpus += g;
+            } else {
+                gpus += g * (left / c);
+                break;
+            }
+        }
+        gpus
+    };
+    let cpu_total: f64 = fleet.nodes.iter().map(|n| f64::from(n.cpu_milli)).sum();
+    let mem_total: f64 = fleet.nodes.iter().map(|n| n.memory_mib as f64).sum();
+    let best = accepted
+        .min(requested)
+        .min(knapsack(cpu_total, &|a| a.1))
+        .min(knapsack(mem_total, &|a| a.2))
+        .min(capacity);
+    (1.0 - best / capacity).max(0.0)
+}
