@@ -1,1 +1,21 @@
-//! neocloud-api
+//! neocloud-api: the server operators run — the GraphQL API for tenants and operators,
+//! authentication, the catalog, the fleet registry, the audit log — and the `neocloud`
+//! binary (`serve`, `demo`, `migrate`, `admin`).
+//!
+//! Handlers are thin: `graphql/` and `http/` parse and map; the domain modules (`auth`,
+//! `tenancy`, `fleet`, `catalog`, `audit`) hold the rules and own their SQL in `store.rs`.
+
+pub mod audit;
+pub mod auth;
+pub mod catalog;
+pub mod db;
+pub mod demo;
+pub mod error;
+pub mod fleet;
+pub mod graphql;
+pub mod http;
+pub mod pagination;
+pub mod settings;
+pub mod startup;
+pub mod telemetry;
+pub mod tenancy;

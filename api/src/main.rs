@@ -1,1 +1,178 @@
-fn main() {}
+//! `neocloud`: the server binary. `serve` runs the API; `demo` seeds and serves a complete
+//! marketplace on the embedded defaults; `migrate` brings a database up to date; `admin`
+//! bootstraps operator access; `schema` prints the GraphQL schema.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use neocloud_api::settings::{LogFormat, Overrides, Settings};
+use neocloud_api::startup::Application;
+use neocloud_api::{auth, db, demo, graphql, telemetry};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "neocloud",
+    version,
+    about = "Sell GPUs as a service: ordering, placement, metering, billing."
+)]
+struct Cli {
+    /// A TOML settings file (also NEOCLOUD_CONFIG).
+    #[arg(long, global = true, env = "NEOCLOUD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Log format (also NEOCLOUD_LOG_FORMAT).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Args)]
+struct DatabaseArg {
+    /// `sqlite://FILE?mode=rwc` or `postgres://…` (also NEOCLOUD_DATABASE_URL).
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the API, ingest and workers.
+    Serve {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// Address to listen on (also NEOCLOUD_LISTEN; default 127.0.0.1:8080).
+        #[arg(long)]
+        listen: Option<String>,
+    },
+    /// Migrate, seed a demo fleet, plans and tenants, and serve.
+    Demo {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        listen: Option<String>,
+        /// Write the generated keys as JSON to this file.
+        #[arg(long)]
+        credentials_out: Option<PathBuf>,
+        /// Leave sampling to external agents (`neocloud-agent run`) with the agent tokens.
+        #[arg(long)]
+        no_agents: bool,
+    },
+    /// Apply pending database migrations.
+    Migrate {
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Operator bootstrap.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+    /// Print the GraphQL schema (SDL).
+    Schema,
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Create an operator key and print it (shown once).
+    CreateOperatorKey {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// A note to tell keys apart.
+        #[arg(long, default_value = "created by neocloud admin")]
+        label: String,
+    },
+}
+
+fn load(cli: &Cli, database_url: Option<&str>, listen: Option<&str>) -> anyhow::Result<Settings> {
+    let overrides = Overrides {
+        database_url: database_url.map(str::to_owned),
+        listen: listen.map(str::to_owned),
+        log_format: cli.log_format,
+    };
+    Ok(Settings::load(cli.config.as_deref(), &overrides)?)
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    if let Err(err) = run(cli).await {
+        eprintln!("neocloud: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Schema => {
+            print!("{}", graphql::sdl());
+            Ok(())
+        }
+        Command::Serve { database, listen } => {
+            let settings = load(&cli, database.database_url.as_deref(), listen.as_deref())?;
+            let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
+            let app = Application::build(settings).await?;
+            tracing::info!(port = app.port(), "Serving.");
+            app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::Demo {
+            database,
+            listen,
+            credentials_out,
+            no_agents: _,
+        } => {
+            let settings = load(&cli, database.database_url.as_deref(), listen.as_deref())?;
+            let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
+            let db = db::connect(&settings.database_url)
+                .await
+                .context("cannot open the database")?;
+            db::migrate(&db)
+                .await
+                .context("cannot migrate the database")?;
+            let app = Application::build_with_db(settings, db.clone()).await?;
+            let url = format!("http://127.0.0.1:{}", app.port());
+            let credentials = demo::seed(&db, &url)
+                .await
+                .map_err(|e| anyhow::anyhow!("seeding the demo failed: {}", e.message()))?;
+            if let Some(path) = credentials_out {
+                demo::write_credentials(path, &credentials)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            println!("neocloud demo is running.");
+            println!("  GraphiQL:      {}", credentials.graphiql);
+            println!("  operator key:  {}", credentials.operator_key);
+            for tenant in &credentials.tenants {
+                println!("  tenant {:<16} {}", tenant.name, tenant.key);
+            }
+            println!(
+                "  agent tokens:  {} nodes{}",
+                credentials.agents.len(),
+                credentials_out
+                    .as_ref()
+                    .map_or(String::new(), |p| format!(" (in {})", p.display()))
+            );
+            app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::Migrate { database } => {
+            let settings = load(&cli, database.database_url.as_deref(), None)?;
+            let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
+            let db = db::connect(&settings.database_url).await?;
+            db::migrate(&db).await?;
+            tracing::info!("Database is up to date.");
+            Ok(())
+        }
+        Command::Admin {
+            command: AdminCommand::CreateOperatorKey { database, label },
+        } => {
+            let settings = load(&cli, database.database_url.as_deref(), None)?;
+            let db = db::connect(&settings.database_url).await?;
+            db::migrate(&db).await?;
+            let minted = auth::bootstrap_operator_key(&db, label)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+            println!("{}", minted.secret);
+            Ok(())
+        }
+    }
+}

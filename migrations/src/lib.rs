@@ -1,1 +1,19 @@
-//! neocloud-migrations
+//! neocloud-migrations: the database schema as append-only migrations, one file per change
+//! (`mYYYYMMDD_HHMMSS_what.rs`). Every migration behaves identically on SQLite (the
+//! embedded default) and PostgreSQL: money and quantities are TEXT decimals, enumerations
+//! TEXT names, ids UUIDs, times timestamps with time zone.
+//!
+//! Never edit a migration that has shipped; add a new one.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261129_000001_core;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261129_000001_core::Migration)]
+    }
+}

@@ -107,47 +107,6 @@ impl FromStr for GpuModel {
     }
 }
 
-/// Health of one GPU, as health events (XID, ECC) leave it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuHealth {
-    Ok,
-    /// Usable; new placements avoid it when anything else fits.
-    Degraded,
-    /// Nothing is placed here; allocations on it accrue SLA credit instead of usage.
-    Failed,
-}
-
-impl GpuHealth {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GpuHealth::Ok => "ok",
-            GpuHealth::Degraded => "degraded",
-            GpuHealth::Failed => "failed",
-        }
-    }
-}
-
-/// Scheduling state of a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeState {
-    Active,
-    /// Running allocations stay; nothing new is placed.
-    Draining,
-    Down,
-}
-
-impl NodeState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeState::Active => "active",
-            NodeState::Draining => "draining",
-            NodeState::Down => "down",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

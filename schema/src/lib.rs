@@ -10,7 +10,7 @@ pub mod ids;
 pub mod ingest;
 pub mod mig;
 pub mod money;
-pub mod roles;
+pub mod vocabulary;
 
 #[cfg(feature = "db")]
 pub mod entity;

@@ -106,6 +106,20 @@ pub enum MoneyError {
     Overflow,
 }
 
+/// Parses a plain decimal string as money and quantities are written on the wire
+/// (`"2.10"`, `"-0.5"`): digits with an optional sign and fraction, no exponent, no
+/// separators — so `"1e3"` or `"1,000"` are rejected rather than guessed at.
+pub fn parse_plain_decimal(s: &str) -> Result<Decimal, String> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, "0"));
+    let plain = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    if !plain(whole) || !plain(fraction) {
+        return Err(format!("`{s}` is not a plain decimal number like 2.10"));
+    }
+    s.parse::<Decimal>()
+        .map_err(|e| format!("`{s}` is out of range: {e}"))
+}
+
 impl Money {
     pub fn new(amount: Decimal, currency: Currency) -> Self {
         Self { amount, currency }
@@ -182,6 +196,15 @@ mod tests {
         let json = serde_json::to_string(&usd("2.10")).expect("serializes");
         assert_eq!(json, r#"{"amount":"2.10","currency":"USD"}"#);
         assert!(serde_json::from_str::<Currency>("\"XXX\"").is_err());
+    }
+
+    #[test]
+    fn only_plain_decimals_parse() {
+        assert_eq!(parse_plain_decimal("2.10"), Ok(Decimal::new(210, 2)));
+        assert_eq!(parse_plain_decimal("-0.5"), Ok(Decimal::new(-5, 1)));
+        for bad in ["", "1e3", "1,000", ".5", "5.", "+1", "NaN", "1.2.3", " 1"] {
+            assert!(parse_plain_decimal(bad).is_err(), "{bad}");
+        }
     }
 
     proptest! {

@@ -1,1 +1,22 @@
-//! sea-orm entities (feature `db`).
+//! sea-orm entities (feature `db`): one module per table. Decimal money and quantities are
+//! stored as TEXT holding the exact decimal (`rust_decimal` parses it back), never as a
+//! float or a database-specific numeric, so SQLite and PostgreSQL behave identically.
+//! Enumerations are stored as their snake_case names (see `crate::vocabulary`).
+//!
+//! Tables are created by `neocloud-migrations`; a column added here needs a migration.
+
+pub mod allocation;
+pub mod allocation_gpu;
+pub mod api_key;
+pub mod audit_log;
+pub mod gpu;
+pub mod node;
+pub mod order;
+pub mod plan;
+pub mod plan_rate;
+pub mod plan_version;
+pub mod provider;
+pub mod quota;
+pub mod sku;
+pub mod tenant;
+pub mod tenant_plan;

@@ -1,0 +1,56 @@
+//! The audit log: who did what, to which object, with its state before and after. Every
+//! operator and tenant-admin mutation records an entry in the same transaction as its
+//! change, so the log can never miss a change or record one that did not happen.
+
+use chrono::Utc;
+use neocloud_schema::entity::audit_log;
+use neocloud_schema::ids::{AuditId, TenantId};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::auth::Principal;
+
+/// One audit entry, before the actor and time are added.
+#[derive(Debug)]
+pub struct Entry {
+    /// The tenant the object belongs to, if any (tenant admins may read their tenant's log).
+    pub tenant_id: Option<TenantId>,
+    /// `object.verb`, e.g. `tenant.create`.
+    pub action: &'static str,
+    pub object_type: &'static str,
+    pub object_id: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Principal,
+    entry: Entry,
+) -> Result<(), DbErr> {
+    record_as(conn, Some(actor), entry).await
+}
+
+/// Records an entry; `actor` is `None` for the system itself (bootstrap, demo seeding).
+pub async fn record_as<C: ConnectionTrait>(
+    conn: &C,
+    actor: Option<&Principal>,
+    entry: Entry,
+) -> Result<(), DbErr> {
+    audit_log::ActiveModel {
+        id: Set(AuditId::new().into()),
+        at: Set(Utc::now()),
+        actor_key_id: Set(actor.map(|a| Uuid::from(a.key_id))),
+        actor_role: Set(actor.map_or("system", |a| a.role.as_str()).to_owned()),
+        tenant_id: Set(entry.tenant_id.map(Uuid::from)),
+        action: Set(entry.action.to_owned()),
+        object_type: Set(entry.object_type.to_owned()),
+        object_id: Set(entry.object_id),
+        before: Set(entry.before),
+        after: Set(entry.after),
+    }
+    .insert(conn)
+    .await
+    .map(|_| ())
+}

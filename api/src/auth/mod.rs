@@ -1,0 +1,254 @@
+//! Who is calling: API keys (random, shown once, stored as a SHA-256 hash, compared in
+//! constant time, revocable) and the [`Principal`] a valid key resolves to.
+//!
+//! Key management (create, list, revoke) lives here too; what each role may do with keys
+//! is decided by `Role::may_manage`.
+
+pub mod keys;
+mod principal;
+mod store;
+
+pub use principal::Principal;
+pub use store::KeyScope;
+
+use chrono::{Duration, Utc};
+use neocloud_schema::entity::api_key;
+use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
+use neocloud_schema::vocabulary::Role;
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use serde_json::json;
+
+use crate::audit;
+use crate::error::{ApiError, ApiResult};
+use crate::tenancy;
+
+/// `last_used_at` is refreshed at most this often, so authentication rarely writes.
+const LAST_USED_RESOLUTION_SECONDS: i64 = 60;
+
+fn unauthenticated(message: &str) -> ApiError {
+    ApiError::Unauthenticated {
+        message: message.to_owned(),
+    }
+}
+
+/// Resolves a presented key to its principal, or `UNAUTHENTICATED`.
+pub async fn authenticate(db: &DatabaseConnection, presented: &str) -> ApiResult<Principal> {
+    let parsed =
+        keys::ParsedKey::parse(presented).ok_or_else(|| unauthenticated("malformed API key"))?;
+    let Some(row) = store::find_by_prefix(db, &parsed.prefix).await? else {
+        return Err(unauthenticated("unknown API key"));
+    };
+    if !parsed.matches_hash(&row.secret_hash) {
+        return Err(unauthenticated("unknown API key"));
+    }
+    if row.revoked_at.is_some() {
+        return Err(unauthenticated("this API key has been revoked"));
+    }
+    let now = Utc::now();
+    let stale = row
+        .last_used_at
+        .is_none_or(|at| now - at > Duration::seconds(LAST_USED_RESOLUTION_SECONDS));
+    if stale {
+        store::touch(db, row.id, now).await?;
+    }
+    Ok(Principal::from_row(&row))
+}
+
+/// A newly minted key: the row, and the secret shown once.
+#[derive(Debug)]
+pub struct MintedKey {
+    pub key: api_key::Model,
+    pub secret: String,
+}
+
+/// Inserts a key inside the caller's transaction (used by tenant creation and node
+/// registration too, so a tenant never exists without its first admin key).
+pub(crate) async fn mint<C: ConnectionTrait>(
+    conn: &C,
+    role: Role,
+    tenant_id: Option<TenantId>,
+    node_id: Option<NodeId>,
+    label: &str,
+    created_by: Option<ApiKeyId>,
+) -> ApiResult<MintedKey> {
+    let generated = keys::GeneratedKey::new(role);
+    let key = store::insert(
+        conn,
+        store::NewKey {
+            prefix: &generated.prefix,
+            secret_hash: &generated.secret_hash,
+            role,
+            tenant_id,
+            node_id,
+            label,
+            created_by,
+        },
+    )
+    .await?;
+    Ok(MintedKey {
+        key,
+        secret: generated.secret,
+    })
+}
+
+fn validate_label(label: Option<&str>) -> ApiResult<String> {
+    let label = label.unwrap_or("").trim();
+    if label.chars().count() > 100 || label.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "label",
+            "at most 100 printable characters",
+        ));
+    }
+    Ok(label.to_owned())
+}
+
+/// `createApiKey`: a key of `role`, never more powerful than the caller's own. Operators
+/// mint operator keys, or tenant keys for the tenant they name; tenant roles mint keys of
+/// their own tenant only.
+pub async fn create_key(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    role: Role,
+    tenant_id: Option<TenantId>,
+    label: Option<&str>,
+) -> ApiResult<MintedKey> {
+    if role == Role::Agent {
+        return Err(ApiError::invalid(
+            "role",
+            "agent tokens are issued by registerNode",
+        ));
+    }
+    if !actor.role.may_manage(role) {
+        return Err(ApiError::forbidden(format!(
+            "a {} key cannot create a {} key",
+            actor.role, role
+        )));
+    }
+    let label = validate_label(label)?;
+    let tenant_id = match (actor.tenant_id, role.is_tenant_role(), tenant_id) {
+        (_, false, Some(_)) => {
+            return Err(ApiError::invalid(
+                "tenantId",
+                "operator keys belong to no tenant",
+            ));
+        }
+        (_, false, None) => None,
+        (Some(own), true, None) => Some(own),
+        (Some(own), true, Some(asked)) if asked == own => Some(own),
+        // Another tenant's id from a tenant key: answer as if it did not exist.
+        (Some(_), true, Some(_)) => return Err(ApiError::not_found("tenant")),
+        (None, true, Some(asked)) => Some(asked),
+        (None, true, None) => {
+            return Err(ApiError::invalid(
+                "tenantId",
+                "an operator creating a tenant key must name the tenant",
+            ));
+        }
+    };
+    let txn = db.begin().await?;
+    if let Some(tenant_id) = tenant_id {
+        tenancy::store::find(&txn, tenant_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+    }
+    let minted = mint(&txn, role, tenant_id, None, &label, Some(actor.key_id)).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id,
+            action: "api_key.create",
+            object_type: "api_key",
+            object_id: minted.key.id.to_string(),
+            before: None,
+            after: Some(store::describe(&minted.key)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(minted)
+}
+
+/// `apiKeys`: the caller's tenant's keys; for an operator, operator keys or the keys of
+/// the tenant it names. Agent tokens are listed with their nodes, not here.
+pub async fn list_keys(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    tenant_id: Option<TenantId>,
+) -> ApiResult<Vec<api_key::Model>> {
+    let scope = scope_for(actor, tenant_id)?;
+    Ok(store::list(db, scope).await?)
+}
+
+fn scope_for(actor: &Principal, tenant_id: Option<TenantId>) -> ApiResult<KeyScope> {
+    match (actor.role, actor.tenant_id, tenant_id) {
+        (Role::Operator, _, None) => Ok(KeyScope::Operators),
+        (Role::Operator, _, Some(t)) => Ok(KeyScope::Tenant(t)),
+        (_, Some(own), None) => Ok(KeyScope::Tenant(own)),
+        (_, Some(own), Some(asked)) if asked == own => Ok(KeyScope::Tenant(own)),
+        (_, Some(_), Some(_)) => Err(ApiError::not_found("tenant")),
+        _ => Err(ApiError::forbidden("this key cannot manage API keys")),
+    }
+}
+
+/// `revokeApiKey`: only keys the caller could have created (operators may also revoke
+/// agent tokens). Revoking a revoked key changes nothing.
+pub async fn revoke_key(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: ApiKeyId,
+) -> ApiResult<api_key::Model> {
+    let txn = db.begin().await?;
+    let key = store::find_in_scope(&txn, id, actor.tenant_scope_or_all())
+        .await?
+        .ok_or_else(|| ApiError::not_found("API key"))?;
+    let allowed = actor.role == Role::Operator || actor.role.may_manage(key.role);
+    if !allowed || (actor.role.is_tenant_role() && key.tenant_id.is_none()) {
+        return Err(ApiError::forbidden(format!(
+            "a {} key cannot revoke a {} key",
+            actor.role, key.role
+        )));
+    }
+    if key.revoked_at.is_some() {
+        return Ok(key);
+    }
+    let revoked = store::revoke(&txn, &key, Utc::now()).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: key.tenant_id.map(TenantId::from),
+            action: "api_key.revoke",
+            object_type: "api_key",
+            object_id: key.id.to_string(),
+            before: Some(store::describe(&key)),
+            after: Some(json!({"revoked_at": revoked.revoked_at})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(revoked)
+}
+
+/// `neocloud admin create-operator-key`: an operator key with no key behind it (the
+/// operator's first), recorded in the audit log as a system action.
+pub async fn bootstrap_operator_key(db: &DatabaseConnection, label: &str) -> ApiResult<MintedKey> {
+    let label = validate_label(Some(label))?;
+    let txn = db.begin().await?;
+    let minted = mint(&txn, Role::Operator, None, None, &label, None).await?;
+    audit::record_as(
+        &txn,
+        None,
+        audit::Entry {
+            tenant_id: None,
+            action: "api_key.create",
+            object_type: "api_key",
+            object_id: minted.key.id.to_string(),
+            before: None,
+            after: Some(store::describe(&minted.key)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(minted)
+}

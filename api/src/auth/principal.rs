@@ -1,0 +1,63 @@
+//! The authenticated caller of a request.
+
+use neocloud_schema::entity::api_key;
+use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
+use neocloud_schema::vocabulary::Role;
+
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub key_id: ApiKeyId,
+    pub role: Role,
+    /// Set for tenant roles.
+    pub tenant_id: Option<TenantId>,
+    /// Set for agent tokens.
+    pub node_id: Option<NodeId>,
+}
+
+impl Principal {
+    pub(crate) fn from_row(row: &api_key::Model) -> Self {
+        Principal {
+            key_id: row.id.into(),
+            role: row.role,
+            tenant_id: row.tenant_id.map(TenantId::from),
+            node_id: row.node_id.map(NodeId::from),
+        }
+    }
+
+    pub fn require_operator(&self) -> ApiResult<()> {
+        if self.role == Role::Operator {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("this operation needs an operator key"))
+        }
+    }
+
+    /// The tenant a tenant-role key acts in; `FORBIDDEN` for operators and agents.
+    pub fn tenant(&self) -> ApiResult<TenantId> {
+        match (self.role.is_tenant_role(), self.tenant_id) {
+            (true, Some(tenant)) => Ok(tenant),
+            _ => Err(ApiError::forbidden("this operation needs a tenant key")),
+        }
+    }
+
+    /// `None` for operators (every tenant), the own tenant for everyone else.
+    pub fn tenant_scope_or_all(&self) -> Option<TenantId> {
+        if self.role == Role::Operator {
+            None
+        } else {
+            // Agents have no tenant: a nil scope matches nothing.
+            Some(self.tenant_id.unwrap_or(TenantId(uuid::Uuid::nil())))
+        }
+    }
+
+    /// Any operator or tenant role (not an agent token).
+    pub fn require_user(&self) -> ApiResult<()> {
+        if self.role == Role::Agent {
+            Err(ApiError::forbidden("agent tokens can only ingest"))
+        } else {
+            Ok(())
+        }
+    }
+}

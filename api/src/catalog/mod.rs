@@ -1,0 +1,249 @@
+//! The catalog: what tenants can order (SKUs), at which list price, and how many of each
+//! could be placed right now.
+
+mod availability;
+pub(crate) mod store;
+
+use neocloud_schema::entity::sku;
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::mig::MigProfile;
+use neocloud_schema::money::{Currency, parse_plain_decimal};
+use neocloud_schema::vocabulary::SkuForm;
+use rust_decimal::Decimal;
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+
+pub use availability::Availability;
+
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+
+/// A catalog entry with its current availability.
+#[derive(Debug, Clone)]
+pub struct CatalogEntry {
+    pub sku: sku::Model,
+    pub available: u32,
+}
+
+/// `catalog { skus }`: every active SKU, with how many could be ordered now.
+pub async fn list(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Vec<CatalogEntry>> {
+    actor.require_user()?;
+    let skus = store::active(db).await?;
+    let availability = Availability::load(db).await?;
+    Ok(skus
+        .into_iter()
+        .map(|sku| CatalogEntry {
+            available: availability.of(&sku),
+            sku,
+        })
+        .collect())
+}
+
+/// A new SKU, as an operator describes it.
+#[derive(Debug, Clone)]
+pub struct NewSku {
+    pub name: String,
+    pub gpu_model: String,
+    pub form: SkuForm,
+    pub mig_profile: Option<String>,
+    pub milli_gpu: Option<i32>,
+    pub region: String,
+    pub list_price_per_hour: String,
+    pub currency: String,
+}
+
+/// A SKU that passed validation.
+#[derive(Debug, Clone)]
+pub(crate) struct ValidSku {
+    pub name: String,
+    pub model: GpuModel,
+    pub form: SkuForm,
+    pub mig_profile: Option<MigProfile>,
+    pub milli_gpu: Option<i32>,
+    pub memory_mib: i64,
+    pub region: String,
+    pub list_price_per_hour: Decimal,
+    pub currency: Currency,
+}
+
+impl NewSku {
+    pub(crate) fn validate(self) -> ApiResult<ValidSku> {
+        let name = self.name.trim().to_owned();
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(ApiError::invalid(
+                "name",
+                "1 to 64 characters of letters, digits, '-', '_' or '.'",
+            ));
+        }
+        let model: GpuModel =
+            self.gpu_model
+                .parse()
+                .map_err(|e: neocloud_schema::gpu::UnknownGpuModel| {
+                    ApiError::invalid("gpuModel", e.to_string())
+                })?;
+        let mig_profile = match (self.form, self.mig_profile.as_deref()) {
+            (SkuForm::Mig, Some(name)) => Some(
+                MigProfile::parse(name, model)
+                    .map_err(|e| ApiError::invalid("migProfile", e.to_string()))?,
+            ),
+            (SkuForm::Mig, None) => {
+                return Err(ApiError::invalid(
+                    "migProfile",
+                    "a MIG SKU names its profile",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(ApiError::invalid(
+                    "migProfile",
+                    "only MIG SKUs have a profile",
+                ));
+            }
+            (_, None) => None,
+        };
+        let milli_gpu = match (self.form, self.milli_gpu) {
+            (SkuForm::Fractional, Some(m)) if (1..1000).contains(&m) => Some(m),
+            (SkuForm::Fractional, _) => {
+                return Err(ApiError::invalid(
+                    "milliGpu",
+                    "a fractional SKU sells 1 to 999 milli-GPUs",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(ApiError::invalid(
+                    "milliGpu",
+                    "only fractional SKUs sell milli-GPUs",
+                ));
+            }
+            (_, None) => None,
+        };
+        let spec = model.spec();
+        let memory_mib = match (mig_profile, milli_gpu) {
+            (Some(profile), _) => profile.memory_mib(model),
+            (None, Some(milli)) => spec.memory_mib * milli as u64 / 1000,
+            (None, None) => spec.memory_mib,
+        } as i64;
+        let price = parse_plain_decimal(self.list_price_per_hour.trim())
+            .map_err(|e| ApiError::invalid("listPricePerHour", e))?;
+        if price.is_sign_negative() || price.scale() > 6 {
+            return Err(ApiError::invalid(
+                "listPricePerHour",
+                "a non-negative price with at most 6 decimal places",
+            ));
+        }
+        let currency = crate::tenancy::parse_currency(&self.currency)?;
+        let region = self.region.trim().to_owned();
+        if region.is_empty() || region.len() > 64 {
+            return Err(ApiError::invalid("region", "1 to 64 characters"));
+        }
+        Ok(ValidSku {
+            name,
+            model,
+            form: self.form,
+            mig_profile,
+            milli_gpu,
+            memory_mib,
+            region,
+            list_price_per_hour: price,
+            currency,
+        })
+    }
+}
+
+/// `createSku` (operator).
+pub async fn create_sku(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    new: NewSku,
+) -> ApiResult<sku::Model> {
+    actor.require_operator()?;
+    let valid = new.validate()?;
+    let txn = db.begin().await?;
+    let sku = create_in(&txn, Some(actor), &valid).await?;
+    txn.commit().await?;
+    Ok(sku)
+}
+
+pub(crate) async fn create_in<C: ConnectionTrait>(
+    conn: &C,
+    actor: Option<&Principal>,
+    valid: &ValidSku,
+) -> ApiResult<sku::Model> {
+    if store::find_by_name(conn, &valid.name).await?.is_some() {
+        return Err(ApiError::AlreadyExists {
+            what: format!("SKU `{}`", valid.name),
+        });
+    }
+    let sku = store::insert(conn, valid).await?;
+    audit::record_as(
+        conn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "sku.create",
+            object_type: "sku",
+            object_id: sku.id.to_string(),
+            before: None,
+            after: Some(store::describe(&sku)),
+        },
+    )
+    .await?;
+    Ok(sku)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_sku(form: SkuForm) -> NewSku {
+        NewSku {
+            name: "h100-3g-eu".into(),
+            gpu_model: "H100".into(),
+            form,
+            mig_profile: None,
+            milli_gpu: None,
+            region: "eu-west".into(),
+            list_price_per_hour: "1.20".into(),
+            currency: "USD".into(),
+        }
+    }
+
+    #[test]
+    fn a_mig_sku_needs_a_profile_of_its_model() {
+        let mut sku = new_sku(SkuForm::Mig);
+        assert!(sku.clone().validate().is_err());
+        sku.mig_profile = Some("3g.40gb".into());
+        let valid = sku.clone().validate().expect("valid");
+        assert_eq!(valid.mig_profile, Some(MigProfile::ThreeG));
+        assert_eq!(valid.memory_mib, 40 * 1024);
+        sku.mig_profile = Some("3g.71gb".into());
+        assert!(sku.validate().is_err());
+    }
+
+    #[test]
+    fn prices_are_exact_non_negative_decimals() {
+        let mut sku = new_sku(SkuForm::WholeGpu);
+        sku.list_price_per_hour = "-1".into();
+        assert!(sku.clone().validate().is_err());
+        sku.list_price_per_hour = "2.1e3".into();
+        assert!(sku.clone().validate().is_err());
+        sku.list_price_per_hour = "2.10".into();
+        assert_eq!(
+            sku.validate().expect("valid").list_price_per_hour,
+            Decimal::new(210, 2)
+        );
+    }
+
+    #[test]
+    fn a_fraction_is_less_than_one_gpu() {
+        let mut sku = new_sku(SkuForm::Fractional);
+        sku.milli_gpu = Some(1000);
+        assert!(sku.clone().validate().is_err());
+        sku.milli_gpu = Some(250);
+        assert_eq!(sku.validate().expect("valid").memory_mib, 20 * 1024);
+    }
+}

@@ -1,0 +1,67 @@
+//! SQL for SKUs.
+
+use chrono::Utc;
+use neocloud_schema::entity::sku::{self, Entity as Skus};
+use neocloud_schema::ids::SkuId;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set,
+};
+use serde_json::{Value, json};
+
+use super::ValidSku;
+
+pub(crate) async fn active<C: ConnectionTrait>(conn: &C) -> Result<Vec<sku::Model>, DbErr> {
+    Skus::find()
+        .filter(sku::Column::Active.eq(true))
+        .order_by_asc(sku::Column::Region)
+        .order_by_asc(sku::Column::Name)
+        .all(conn)
+        .await
+}
+
+pub(crate) async fn find_by_name<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<Option<sku::Model>, DbErr> {
+    Skus::find()
+        .filter(sku::Column::Name.eq(name))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn insert<C: ConnectionTrait>(
+    conn: &C,
+    valid: &ValidSku,
+) -> Result<sku::Model, DbErr> {
+    sku::ActiveModel {
+        id: Set(SkuId::new().into()),
+        name: Set(valid.name.clone()),
+        gpu_model: Set(valid.model.code().to_owned()),
+        form: Set(valid.form),
+        mig_profile: Set(valid.mig_profile.map(|p| p.name(valid.model))),
+        milli_gpu: Set(valid.milli_gpu),
+        memory_mib: Set(Some(valid.memory_mib)),
+        region: Set(valid.region.clone()),
+        list_price_per_hour: Set(valid.list_price_per_hour.to_string()),
+        currency: Set(valid.currency.code().to_owned()),
+        active: Set(true),
+        created_at: Set(Utc::now()),
+    }
+    .insert(conn)
+    .await
+}
+
+pub(crate) fn describe(sku: &sku::Model) -> Value {
+    json!({
+        "id": sku.id,
+        "name": sku.name,
+        "gpu_model": sku.gpu_model,
+        "form": sku.form,
+        "mig_profile": sku.mig_profile,
+        "milli_gpu": sku.milli_gpu,
+        "region": sku.region,
+        "list_price_per_hour": sku.list_price_per_hour,
+        "currency": sku.currency,
+    })
+}

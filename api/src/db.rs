@@ -1,0 +1,41 @@
+//! Connecting to the database (SQLite file or PostgreSQL) and bringing its schema up to date.
+
+use std::time::Duration;
+
+use neocloud_migrations::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr};
+use secrecy::{ExposeSecret, SecretString};
+
+/// Opens a pool. SQLite gets WAL and a busy timeout so readers never block the one writer.
+pub async fn connect(url: &SecretString) -> Result<DatabaseConnection, DbErr> {
+    let url = url.expose_secret();
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    if url.starts_with("sqlite:") {
+        // One writer at a time is SQLite's model; a small pool keeps lock waits short.
+        options.max_connections(4).min_connections(1);
+    } else {
+        options.max_connections(16);
+    }
+    let db = Database::connect(options).await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        db.execute_unprepared(
+            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
+        )
+        .await?;
+    }
+    Ok(db)
+}
+
+/// Applies every pending migration.
+pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
+    Migrator::up(db, None).await
+}
+
+/// A trivial round trip, for `/readyz`.
+pub async fn ping(db: &DatabaseConnection) -> Result<(), DbErr> {
+    db.ping().await
+}

@@ -1,0 +1,183 @@
+//! The one place where failures become wire errors: every error the API can return has a
+//! stable UPPER_SNAKE code (GraphQL `extensions.code`, REST `{"error": {"code", "message"}}`)
+//! and an HTTP status, both from the table in [`error_codes!`].
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use serde_json::json;
+
+/// Declares the error codes: variant, wire code, HTTP status.
+macro_rules! error_codes {
+    ($($variant:ident => $code:literal, $status:ident;)+) => {
+        /// A stable error code a client can switch on.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Code {
+            $($variant,)+
+        }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $code,)+
+                }
+            }
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Code::$variant => StatusCode::$status,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    Unauthenticated => "UNAUTHENTICATED", UNAUTHORIZED;
+    Forbidden => "FORBIDDEN", FORBIDDEN;
+    NotFound => "NOT_FOUND", NOT_FOUND;
+    InvalidInput => "INVALID_INPUT", BAD_REQUEST;
+    InvalidQuery => "INVALID_QUERY", BAD_REQUEST;
+    AlreadyExists => "ALREADY_EXISTS", CONFLICT;
+    QuotaExceeded => "QUOTA_EXCEEDED", CONFLICT;
+    InsufficientCapacity => "INSUFFICIENT_CAPACITY", CONFLICT;
+    IdempotencyConflict => "IDEMPOTENCY_CONFLICT", CONFLICT;
+    PayloadTooLarge => "PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE;
+    Unavailable => "UNAVAILABLE", SERVICE_UNAVAILABLE;
+    Internal => "INTERNAL", INTERNAL_SERVER_ERROR;
+}
+
+/// An error of the API layer. Operating errors carry what the client may see; database
+/// and other internal failures are logged in full and shown only as `INTERNAL`.
+///
+/// It deliberately does not implement `Display`: async-graphql converts any `Display`
+/// type into an error without a code, so `?` in a resolver must go through the
+/// `From<ApiError>` below, which sets `extensions.code`.
+#[derive(Debug)]
+pub enum ApiError {
+    Unauthenticated { message: String },
+    Forbidden { message: String },
+    NotFound { what: String },
+    InvalidInput { field: String, message: String },
+    AlreadyExists { what: String },
+    Unavailable { message: String },
+    Database { source: sea_orm::DbErr },
+    Internal { message: String },
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(source: sea_orm::DbErr) -> Self {
+        ApiError::Database { source }
+    }
+}
+
+impl ApiError {
+    pub fn code(&self) -> Code {
+        match self {
+            ApiError::Unauthenticated { .. } => Code::Unauthenticated,
+            ApiError::Forbidden { .. } => Code::Forbidden,
+            ApiError::NotFound { .. } => Code::NotFound,
+            ApiError::InvalidInput { .. } => Code::InvalidInput,
+            ApiError::AlreadyExists { .. } => Code::AlreadyExists,
+            ApiError::Unavailable { .. } => Code::Unavailable,
+            ApiError::Database { .. } | ApiError::Internal { .. } => Code::Internal,
+        }
+    }
+
+    /// What the client is told.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Unauthenticated { message }
+            | ApiError::Forbidden { message }
+            | ApiError::Unavailable { message } => message.clone(),
+            ApiError::NotFound { what } => format!("{what} not found"),
+            ApiError::InvalidInput { field, message } => format!("{field}: {message}"),
+            ApiError::AlreadyExists { what } => format!("{what} already exists"),
+            ApiError::Database { .. } | ApiError::Internal { .. } => "internal error".into(),
+        }
+    }
+
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::InvalidInput {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        ApiError::Forbidden {
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        ApiError::NotFound { what: what.into() }
+    }
+
+    /// Logs internal failures (the client sees only `INTERNAL`).
+    fn log_if_internal(&self) {
+        match self {
+            ApiError::Database { source } => {
+                tracing::error!(error = %source, "Database operation failed.");
+            }
+            ApiError::Internal { message } => {
+                tracing::error!(%message, "Internal error.");
+            }
+            _ => {}
+        }
+    }
+
+    /// The REST answer for this error.
+    pub fn to_response(&self) -> HttpResponse {
+        self.log_if_internal();
+        rest_error(self.code(), &self.message())
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<ApiError> for async_graphql::Error {
+    fn from(err: ApiError) -> Self {
+        err.log_if_internal();
+        let mut gql = async_graphql::Error::new(err.message());
+        let mut ext = async_graphql::ErrorExtensionValues::default();
+        ext.set("code", err.code().as_str());
+        if let ApiError::InvalidInput { field, .. } = &err {
+            ext.set("field", field.as_str());
+        }
+        gql.extensions = Some(ext);
+        gql
+    }
+}
+
+/// The REST error body: `{"error": {"code": "...", "message": "..."}}`.
+pub fn rest_error(code: Code, message: &str) -> HttpResponse {
+    HttpResponse::build(code.status()).json(json!({
+        "error": {"code": code.as_str(), "message": message}
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_upper_snake_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            let s = code.as_str();
+            assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'), "{s}");
+            assert!(seen.insert(s), "duplicate {s}");
+        }
+    }
+
+    #[test]
+    fn internal_errors_hide_their_cause() {
+        let err = ApiError::Database {
+            source: sea_orm::DbErr::Custom("secret table detail".into()),
+        };
+        assert_eq!(err.message(), "internal error");
+        assert_eq!(err.code(), Code::Internal);
+    }
+}

@@ -1,0 +1,368 @@
+//! The fleet: registered nodes, their place in the topology (region → zone → rack →
+//! NVLink domain) and their GPUs. Registering a node issues its agent token (one per node).
+
+pub(crate) mod store;
+
+use neocloud_schema::entity::{gpu, node};
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ids::{NodeId, ProviderId};
+use neocloud_schema::vocabulary::Role;
+use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
+
+use crate::audit;
+use crate::auth::{self, Principal};
+use crate::error::{ApiError, ApiResult};
+use crate::pagination::{Page, PageOf};
+
+/// Most GPUs one node can have (HGX boards carry 8; leave room for 16-GPU systems).
+pub const MAX_GPUS_PER_NODE: usize = 16;
+/// The provider nodes belong to when registration names none: the operator itself.
+pub const DEFAULT_PROVIDER: &str = "operator";
+
+#[derive(Debug, Clone)]
+pub struct GpuInput {
+    pub uuid: String,
+    pub index: i32,
+}
+
+/// `registerNode`'s input, as received.
+#[derive(Debug, Clone)]
+pub struct NodeRegistration {
+    pub hostname: String,
+    pub region: String,
+    pub zone: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+    pub gpu_model: String,
+    pub gpus: Vec<GpuInput>,
+    pub mig_enabled: bool,
+    pub shared_gpus: bool,
+    pub cpu_milli: Option<i64>,
+    pub memory_mib: Option<i64>,
+    pub provider: Option<String>,
+}
+
+/// A registration that passed validation.
+#[derive(Debug, Clone)]
+pub(crate) struct ValidNode {
+    pub hostname: String,
+    pub region: String,
+    pub zone: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+    pub model: GpuModel,
+    pub gpus: Vec<GpuInput>,
+    pub mig_enabled: bool,
+    pub shared_gpus: bool,
+    pub cpu_milli: i64,
+    pub memory_mib: i64,
+    pub provider: String,
+}
+
+fn topology_name(field: &'static str, value: &str) -> ApiResult<String> {
+    let value = value.trim();
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::invalid(
+            field,
+            "1 to 64 characters of letters, digits, '-', '_' or '.'",
+        ))
+    }
+}
+
+fn hostname(value: &str) -> ApiResult<String> {
+    let value = value.trim().to_ascii_lowercase();
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    if value.is_empty() || value.len() > 253 || !value.split('.').all(label_ok) {
+        return Err(ApiError::invalid(
+            "hostname",
+            "must be a valid DNS hostname (RFC 1123)",
+        ));
+    }
+    Ok(value)
+}
+
+impl NodeRegistration {
+    pub(crate) fn validate(self) -> ApiResult<ValidNode> {
+        let model: GpuModel =
+            self.gpu_model
+                .parse()
+                .map_err(|e: neocloud_schema::gpu::UnknownGpuModel| {
+                    ApiError::invalid("gpuModel", e.to_string())
+                })?;
+        if self.gpus.is_empty() || self.gpus.len() > MAX_GPUS_PER_NODE {
+            return Err(ApiError::invalid(
+                "gpus",
+                format!("a node has 1 to {MAX_GPUS_PER_NODE} GPUs"),
+            ));
+        }
+        let mut uuids = std::collections::HashSet::new();
+        let mut indexes = std::collections::HashSet::new();
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            let uuid = gpu.uuid.trim();
+            if !uuid.starts_with("GPU-") || uuid.len() > 96 || uuid.len() < 5 {
+                return Err(ApiError::invalid(
+                    format!("gpus[{i}].uuid"),
+                    "must be NVML's GPU UUID (GPU-…)",
+                ));
+            }
+            if !uuids.insert(uuid.to_owned()) {
+                return Err(ApiError::invalid(
+                    format!("gpus[{i}].uuid"),
+                    "appears twice",
+                ));
+            }
+            if !(0..MAX_GPUS_PER_NODE as i32).contains(&gpu.index) || !indexes.insert(gpu.index) {
+                return Err(ApiError::invalid(
+                    format!("gpus[{i}].index"),
+                    format!("indexes are unique, 0 to {}", MAX_GPUS_PER_NODE - 1),
+                ));
+            }
+        }
+        if self.mig_enabled && !model.mig_capable() {
+            return Err(ApiError::invalid(
+                "migEnabled",
+                format!("{model} does not support MIG"),
+            ));
+        }
+        if self.mig_enabled && self.shared_gpus {
+            return Err(ApiError::invalid(
+                "sharedGpus",
+                "a GPU in MIG mode is partitioned, not time-shared",
+            ));
+        }
+        let gpu_count = self.gpus.len() as i64;
+        let cpu_milli = self.cpu_milli.unwrap_or(16_000 * gpu_count);
+        let memory_mib = self.memory_mib.unwrap_or(128 * 1024 * gpu_count);
+        if !(1_000..=1_024_000).contains(&cpu_milli) {
+            return Err(ApiError::invalid("cpuMilli", "1000 to 1024000 milli-CPUs"));
+        }
+        if !(1_024..=16 * 1024 * 1024).contains(&memory_mib) {
+            return Err(ApiError::invalid("memoryMib", "1 GiB to 16 TiB"));
+        }
+        let provider = match self.provider.as_deref() {
+            Some(p) => topology_name("provider", p)?,
+            None => DEFAULT_PROVIDER.to_owned(),
+        };
+        Ok(ValidNode {
+            hostname: hostname(&self.hostname)?,
+            region: topology_name("region", &self.region)?,
+            zone: topology_name("zone", &self.zone)?,
+            rack: topology_name("rack", &self.rack)?,
+            nvlink_domain: topology_name("nvlinkDomain", &self.nvlink_domain)?,
+            model,
+            gpus: self
+                .gpus
+                .into_iter()
+                .map(|g| GpuInput {
+                    uuid: g.uuid.trim().to_owned(),
+                    index: g.index,
+                })
+                .collect(),
+            mig_enabled: self.mig_enabled,
+            shared_gpus: self.shared_gpus,
+            cpu_milli,
+            memory_mib,
+            provider,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct RegisteredNode {
+    pub node: node::Model,
+    pub gpus: Vec<gpu::Model>,
+    pub agent_token: auth::MintedKey,
+}
+
+/// `registerNode` (operator): the node, its GPUs and its agent token, in one transaction.
+pub async fn register_node(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    registration: NodeRegistration,
+) -> ApiResult<RegisteredNode> {
+    actor.require_operator()?;
+    let valid = registration.validate()?;
+    let txn = db.begin().await?;
+    let registered = register_in(&txn, Some(actor), &valid).await?;
+    txn.commit().await?;
+    Ok(registered)
+}
+
+pub(crate) async fn register_in(
+    txn: &DatabaseTransaction,
+    actor: Option<&Principal>,
+    valid: &ValidNode,
+) -> ApiResult<RegisteredNode> {
+    if store::find_by_hostname(txn, &valid.hostname)
+        .await?
+        .is_some()
+    {
+        return Err(ApiError::AlreadyExists {
+            what: format!("node `{}`", valid.hostname),
+        });
+    }
+    for (i, gpu) in valid.gpus.iter().enumerate() {
+        if store::find_gpu_by_uuid(txn, &gpu.uuid).await?.is_some() {
+            return Err(ApiError::InvalidInput {
+                field: format!("gpus[{i}].uuid"),
+                message: format!("GPU {} is already registered", gpu.uuid),
+            });
+        }
+    }
+    // An NVLink domain (an HGX board, or an NVL72 rack) never spans racks.
+    if let Some(peer) = store::find_in_nvlink_domain(txn, &valid.nvlink_domain).await?
+        && (peer.region != valid.region || peer.zone != valid.zone || peer.rack != valid.rack)
+    {
+        return Err(ApiError::invalid(
+            "nvlinkDomain",
+            format!(
+                "domain `{}` is in rack {}/{}/{}; an NVLink domain lies within one rack",
+                valid.nvlink_domain, peer.region, peer.zone, peer.rack
+            ),
+        ));
+    }
+    let provider = store::provider_id(txn, &valid.provider).await?;
+    let node_id = NodeId::new();
+    let (node, gpus) = store::insert_node(txn, node_id, ProviderId::from(provider), valid).await?;
+    let agent_token = auth::mint(
+        txn,
+        Role::Agent,
+        None,
+        Some(node_id),
+        &format!("agent of {}", valid.hostname),
+        actor.map(|a| a.key_id),
+    )
+    .await?;
+    audit::record_as(
+        txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "node.register",
+            object_type: "node",
+            object_id: node.id.to_string(),
+            before: None,
+            after: Some(store::describe(&node, &gpus)),
+        },
+    )
+    .await?;
+    Ok(RegisteredNode {
+        node,
+        gpus,
+        agent_token,
+    })
+}
+
+/// `nodes` (operator): every node, oldest first.
+pub async fn list_nodes(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    page: Page,
+) -> ApiResult<PageOf<(node::Model, Vec<gpu::Model>)>> {
+    actor.require_operator()?;
+    let nodes = store::page(db, page).await?;
+    let ids: Vec<_> = nodes.items.iter().map(|n| n.id).collect();
+    let mut gpus = store::gpus_of(db, &ids).await?;
+    let items = nodes
+        .items
+        .into_iter()
+        .map(|node| {
+            let (mine, rest): (Vec<_>, Vec<_>) = gpus.drain(..).partition(|g| g.node_id == node.id);
+            gpus = rest;
+            (node, mine)
+        })
+        .collect();
+    Ok(PageOf {
+        items,
+        has_next: nodes.has_next,
+        has_previous: nodes.has_previous,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration() -> NodeRegistration {
+        NodeRegistration {
+            hostname: "hgx-001.eu-west".into(),
+            region: "eu-west".into(),
+            zone: "eu-west-a".into(),
+            rack: "r01".into(),
+            nvlink_domain: "hgx-001".into(),
+            gpu_model: "H100".into(),
+            gpus: (0..8)
+                .map(|i| GpuInput {
+                    uuid: format!("GPU-{i:08x}"),
+                    index: i,
+                })
+                .collect(),
+            mig_enabled: false,
+            shared_gpus: false,
+            cpu_milli: None,
+            memory_mib: None,
+            provider: None,
+        }
+    }
+
+    fn rejected_field(mutate: impl FnOnce(&mut NodeRegistration)) -> String {
+        let mut r = registration();
+        mutate(&mut r);
+        match r.validate() {
+            Err(ApiError::InvalidInput { field, .. }) => field,
+            other => panic!("expected INVALID_INPUT, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_registration_gets_defaults_for_cpu_and_memory() {
+        let valid = registration().validate().expect("valid");
+        assert_eq!(valid.cpu_milli, 8 * 16_000);
+        assert_eq!(valid.model, GpuModel::H100);
+        assert_eq!(valid.provider, DEFAULT_PROVIDER);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        assert_eq!(rejected_field(|r| r.gpu_model = "V100".into()), "gpuModel");
+        assert_eq!(rejected_field(|r| r.hostname = "-bad-".into()), "hostname");
+        assert_eq!(rejected_field(|r| r.region = "eu west".into()), "region");
+        assert_eq!(rejected_field(|r| r.gpus.clear()), "gpus");
+        assert_eq!(
+            rejected_field(|r| r.gpus[1].uuid = r.gpus[0].uuid.clone()),
+            "gpus[1].uuid"
+        );
+        assert_eq!(rejected_field(|r| r.gpus[2].index = 0), "gpus[2].index");
+        assert_eq!(
+            rejected_field(|r| r.gpus[0].uuid = "5c1e".into()),
+            "gpus[0].uuid"
+        );
+        assert_eq!(
+            rejected_field(|r| {
+                r.gpu_model = "L40S".into();
+                r.mig_enabled = true;
+            }),
+            "migEnabled"
+        );
+        assert_eq!(
+            rejected_field(|r| {
+                r.mig_enabled = true;
+                r.shared_gpus = true;
+            }),
+            "sharedGpus"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! SQL for nodes, GPUs and providers.
+
+use chrono::Utc;
+use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
+use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
+use neocloud_schema::entity::provider::{self, Entity as Providers};
+use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set,
+};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::ValidNode;
+use crate::pagination::{Page, PageOf};
+
+pub(crate) async fn find_by_hostname<C: ConnectionTrait>(
+    conn: &C,
+    hostname: &str,
+) -> Result<Option<node::Model>, DbErr> {
+    Nodes::find()
+        .filter(node::Column::Hostname.eq(hostname))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn find_gpu_by_uuid<C: ConnectionTrait>(
+    conn: &C,
+    uuid: &str,
+) -> Result<Option<gpu::Model>, DbErr> {
+    Gpus::find()
+        .filter(gpu::Column::Uuid.eq(uuid))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn find_in_nvlink_domain<C: ConnectionTrait>(
+    conn: &C,
+    domain: &str,
+) -> Result<Option<node::Model>, DbErr> {
+    Nodes::find()
+        .filter(node::Column::NvlinkDomain.eq(domain))
+        .one(conn)
+        .await
+}
+
+/// The provider's id, creating the provider on first use.
+pub(crate) async fn provider_id<C: ConnectionTrait>(conn: &C, name: &str) -> Result<Uuid, DbErr> {
+    if let Some(found) = Providers::find()
+        .filter(provider::Column::Name.eq(name))
+        .one(conn)
+        .await?
+    {
+        return Ok(found.id);
+    }
+    let created = provider::ActiveModel {
+        id: Set(ProviderId::new().into()),
+        name: Set(name.to_owned()),
+        created_at: Set(Utc::now()),
+    }
+    .insert(conn)
+    .await?;
+    Ok(created.id)
+}
+
+pub(crate) async fn insert_node<C: ConnectionTrait>(
+    conn: &C,
+    id: NodeId,
+    provider: ProviderId,
+    valid: &ValidNode,
+) -> Result<(node::Model, Vec<gpu::Model>), DbErr> {
+    let now = Utc::now();
+    let node = node::ActiveModel {
+        id: Set(id.into()),
+        provider_id: Set(provider.into()),
+        hostname: Set(valid.hostname.clone()),
+        region: Set(valid.region.clone()),
+        zone: Set(valid.zone.clone()),
+        rack: Set(valid.rack.clone()),
+        nvlink_domain: Set(valid.nvlink_domain.clone()),
+        gpu_model: Set(valid.model.code().to_owned()),
+        gpu_count: Set(valid.gpus.len() as i32),
+        mig_enabled: Set(valid.mig_enabled),
+        shared_gpus: Set(valid.shared_gpus),
+        cpu_milli: Set(valid.cpu_milli),
+        memory_mib: Set(valid.memory_mib),
+        state: Set(NodeState::Active),
+        created_at: Set(now),
+    }
+    .insert(conn)
+    .await?;
+    let mut gpus = Vec::with_capacity(valid.gpus.len());
+    for input in &valid.gpus {
+        gpus.push(
+            gpu::ActiveModel {
+                id: Set(GpuId::new().into()),
+                node_id: Set(node.id),
+                uuid: Set(input.uuid.clone()),
+                index: Set(input.index),
+                model: Set(valid.model.code().to_owned()),
+                memory_mib: Set(valid.model.memory_mib() as i64),
+                mig_enabled: Set(valid.mig_enabled),
+                health: Set(GpuHealth::Ok),
+                health_changed_at: Set(now),
+            }
+            .insert(conn)
+            .await?,
+        );
+    }
+    gpus.sort_by_key(|g| g.index);
+    Ok((node, gpus))
+}
+
+pub(crate) async fn page<C: ConnectionTrait>(
+    conn: &C,
+    page: Page,
+) -> Result<PageOf<node::Model>, DbErr> {
+    page.fetch(conn, Nodes::find(), node::Column::Id).await
+}
+
+/// The GPUs of the given nodes, ordered by node and index.
+pub(crate) async fn gpus_of<C: ConnectionTrait>(
+    conn: &C,
+    node_ids: &[Uuid],
+) -> Result<Vec<gpu::Model>, DbErr> {
+    Gpus::find()
+        .filter(gpu::Column::NodeId.is_in(node_ids.iter().copied()))
+        .order_by_asc(gpu::Column::NodeId)
+        .order_by_asc(gpu::Column::Index)
+        .all(conn)
+        .await
+}
+
+pub(crate) fn describe(node: &node::Model, gpus: &[gpu::Model]) -> Value {
+    json!({
+        "id": node.id,
+        "hostname": node.hostname,
+        "region": node.region,
+        "zone": node.zone,
+        "rack": node.rack,
+        "nvlink_domain": node.nvlink_domain,
+        "gpu_model": node.gpu_model,
+        "mig_enabled": node.mig_enabled,
+        "shared_gpus": node.shared_gpus,
+        "gpus": gpus.iter().map(|g| json!({"uuid": g.uuid, "index": g.index})).collect::<Vec<_>>(),
+    })
+}

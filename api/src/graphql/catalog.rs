@@ -1,0 +1,129 @@
+//! The catalog: `catalog { skus }` (any user) and `createSku` (operator).
+
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
+
+use super::scalars::{GqlSkuForm, to_id};
+use crate::catalog::{self, CatalogEntry, NewSku};
+
+pub struct Sku(CatalogEntry);
+
+#[Object]
+impl Sku {
+    async fn id(&self) -> ID {
+        to_id(self.0.sku.id)
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.sku.name
+    }
+
+    async fn gpu_model(&self) -> &str {
+        &self.0.sku.gpu_model
+    }
+
+    async fn form(&self) -> GqlSkuForm {
+        self.0.sku.form.into()
+    }
+
+    /// NVIDIA's profile name (`3g.40gb`) for MIG SKUs.
+    async fn mig_profile(&self) -> Option<&str> {
+        self.0.sku.mig_profile.as_deref()
+    }
+
+    /// Milli-GPUs sold, for fractional SKUs.
+    async fn milli_gpu(&self) -> Option<i32> {
+        self.0.sku.milli_gpu
+    }
+
+    /// GPU memory per unit, in MiB.
+    async fn memory_mib(&self) -> Option<i64> {
+        self.0.sku.memory_mib
+    }
+
+    async fn region(&self) -> &str {
+        &self.0.sku.region
+    }
+
+    /// List price per unit-hour, as an exact decimal string.
+    async fn list_price_per_hour(&self) -> &str {
+        &self.0.sku.list_price_per_hour
+    }
+
+    async fn currency(&self) -> &str {
+        &self.0.sku.currency
+    }
+
+    /// Units that could be ordered right now.
+    async fn available(&self) -> u32 {
+        self.0.available
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct Catalog {
+    pub skus: Vec<Sku>,
+}
+
+#[derive(InputObject)]
+pub struct CreateSkuInput {
+    pub name: String,
+    pub gpu_model: String,
+    pub form: GqlSkuForm,
+    pub mig_profile: Option<String>,
+    pub milli_gpu: Option<i32>,
+    pub region: String,
+    /// Exact decimal string, e.g. "2.10".
+    pub list_price_per_hour: String,
+    pub currency: String,
+}
+
+#[derive(SimpleObject)]
+pub struct CreateSkuPayload {
+    pub sku: Sku,
+}
+
+#[derive(Default)]
+pub struct CatalogQuery;
+
+#[Object]
+impl CatalogQuery {
+    /// What can be ordered, with list prices and current availability.
+    async fn catalog(&self, ctx: &Context<'_>) -> Result<Catalog> {
+        let entries = catalog::list(super::db(ctx)?, super::principal(ctx)?).await?;
+        Ok(Catalog {
+            skus: entries.into_iter().map(Sku).collect(),
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct CatalogMutation;
+
+#[Object]
+impl CatalogMutation {
+    /// Adds a SKU to the catalog (operator).
+    async fn create_sku(
+        &self,
+        ctx: &Context<'_>,
+        input: CreateSkuInput,
+    ) -> Result<CreateSkuPayload> {
+        let sku = catalog::create_sku(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            NewSku {
+                name: input.name,
+                gpu_model: input.gpu_model,
+                form: input.form.into(),
+                mig_profile: input.mig_profile,
+                milli_gpu: input.milli_gpu,
+                region: input.region,
+                list_price_per_hour: input.list_price_per_hour,
+                currency: input.currency,
+            },
+        )
+        .await?;
+        Ok(CreateSkuPayload {
+            sku: Sku(CatalogEntry { sku, available: 0 }),
+        })
+    }
+}

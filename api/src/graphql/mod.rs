@@ -1,0 +1,83 @@
+//! The GraphQL API: one module per resource, merged into one schema. Resolvers are thin:
+//! read arguments, call the domain service, map the result. Every request runs under
+//! depth and complexity limits.
+
+mod api_keys;
+mod catalog;
+mod nodes;
+mod scalars;
+mod tenants;
+mod viewer;
+
+use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
+use sea_orm::DatabaseConnection;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::settings::Limits;
+
+#[derive(MergedObject, Default)]
+pub struct Query(
+    viewer::ViewerQuery,
+    tenants::TenantQuery,
+    nodes::NodeQuery,
+    catalog::CatalogQuery,
+    api_keys::ApiKeyQuery,
+);
+
+#[derive(MergedObject, Default)]
+pub struct Mutation(
+    tenants::TenantMutation,
+    nodes::NodeMutation,
+    catalog::CatalogMutation,
+    api_keys::ApiKeyMutation,
+);
+
+pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;
+
+/// The caller of one request: `None` when no key was presented.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Option<Principal>);
+
+/// Page-size limit, shared with resolvers.
+#[derive(Debug, Clone, Copy)]
+pub struct PageLimit(pub u32);
+
+pub fn build_schema(db: DatabaseConnection, limits: &Limits) -> NeoSchema {
+    Schema::build(Query::default(), Mutation::default(), EmptySubscription)
+        .data(db)
+        .data(PageLimit(limits.page_size_max))
+        .limit_depth(limits.graphql_depth)
+        .limit_complexity(limits.graphql_complexity)
+        .limit_recursive_depth(32)
+        .limit_directives(16)
+        .finish()
+}
+
+/// The served schema in SDL: what `schema/graphql/schema.graphql` must equal.
+pub fn sdl() -> String {
+    Schema::build(Query::default(), Mutation::default(), EmptySubscription)
+        .finish()
+        .sdl()
+}
+
+pub(crate) fn db<'a>(ctx: &Context<'a>) -> ApiResult<&'a DatabaseConnection> {
+    ctx.data::<DatabaseConnection>()
+        .map_err(|_| ApiError::Internal {
+            message: "schema built without a database".into(),
+        })
+}
+
+/// The authenticated caller, or `UNAUTHENTICATED`.
+pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
+    match ctx.data_opt::<Caller>() {
+        Some(Caller(Some(principal))) => Ok(principal),
+        _ => Err(ApiError::Unauthenticated {
+            message: "send `Authorization: Bearer <API key>`".into(),
+        }),
+    }
+}
+
+pub(crate) fn page_limit(ctx: &Context<'_>) -> u32 {
+    ctx.data_opt::<PageLimit>().map_or(100, |l| l.0)
+}

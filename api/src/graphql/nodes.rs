@@ -1,0 +1,213 @@
+//! Nodes: `nodes` and `registerNode` (operator).
+
+use async_graphql::connection::Connection;
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::{gpu, node};
+
+use super::scalars::{GqlGpuHealth, GqlNodeState, connection, to_id};
+use crate::fleet::{self, GpuInput, NodeRegistration};
+use crate::pagination::Page;
+
+pub struct Node {
+    node: node::Model,
+    gpus: Vec<gpu::Model>,
+}
+
+#[Object]
+impl Node {
+    async fn id(&self) -> ID {
+        to_id(self.node.id)
+    }
+
+    async fn hostname(&self) -> &str {
+        &self.node.hostname
+    }
+
+    async fn region(&self) -> &str {
+        &self.node.region
+    }
+
+    async fn zone(&self) -> &str {
+        &self.node.zone
+    }
+
+    /// The rack (InfiniBand leaf / rail group).
+    async fn rack(&self) -> &str {
+        &self.node.rack
+    }
+
+    /// The NVLink domain: one HGX board, or a multi-node domain such as an NVL72 rack.
+    async fn nvlink_domain(&self) -> &str {
+        &self.node.nvlink_domain
+    }
+
+    async fn gpu_model(&self) -> &str {
+        &self.node.gpu_model
+    }
+
+    async fn mig_enabled(&self) -> bool {
+        self.node.mig_enabled
+    }
+
+    /// Whether the node's GPUs are time-shared (sold in milli-GPU fractions).
+    async fn shared_gpus(&self) -> bool {
+        self.node.shared_gpus
+    }
+
+    async fn cpu_milli(&self) -> i64 {
+        self.node.cpu_milli
+    }
+
+    async fn memory_mib(&self) -> i64 {
+        self.node.memory_mib
+    }
+
+    async fn state(&self) -> GqlNodeState {
+        self.node.state.into()
+    }
+
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.node.created_at
+    }
+
+    #[graphql(complexity = "crate::fleet::MAX_GPUS_PER_NODE * child_complexity")]
+    async fn gpus(&self) -> Vec<Gpu> {
+        self.gpus.iter().cloned().map(Gpu).collect()
+    }
+}
+
+pub struct Gpu(gpu::Model);
+
+#[Object]
+impl Gpu {
+    async fn id(&self) -> ID {
+        to_id(self.0.id)
+    }
+
+    /// NVML's UUID (`GPU-…`).
+    async fn uuid(&self) -> &str {
+        &self.0.uuid
+    }
+
+    async fn index(&self) -> i32 {
+        self.0.index
+    }
+
+    async fn model(&self) -> &str {
+        &self.0.model
+    }
+
+    async fn memory_mib(&self) -> i64 {
+        self.0.memory_mib
+    }
+
+    async fn health(&self) -> GqlGpuHealth {
+        self.0.health.into()
+    }
+}
+
+#[derive(InputObject)]
+pub struct GpuRegistrationInput {
+    /// NVML's UUID (`GPU-…`).
+    pub uuid: String,
+    /// NVML's index on the node.
+    pub index: i32,
+}
+
+#[derive(InputObject)]
+pub struct RegisterNodeInput {
+    pub hostname: String,
+    pub region: String,
+    pub zone: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+    /// A catalog model code: H100, H200, A100-80GB, A100-40GB, B200, GB200, L40S.
+    pub gpu_model: String,
+    pub gpus: Vec<GpuRegistrationInput>,
+    #[graphql(default)]
+    pub mig_enabled: bool,
+    /// Sell the GPUs as time-shared fractions.
+    #[graphql(default)]
+    pub shared_gpus: bool,
+    /// Schedulable CPU in milli-CPUs (default 16 CPUs per GPU).
+    pub cpu_milli: Option<i64>,
+    /// Schedulable memory in MiB (default 128 GiB per GPU).
+    pub memory_mib: Option<i64>,
+    /// The company that owns the node (default: the operator).
+    pub provider: Option<String>,
+}
+
+#[derive(SimpleObject)]
+pub struct RegisterNodePayload {
+    pub node: Node,
+    /// The node's agent token. Shown once.
+    pub agent_token: String,
+}
+
+#[derive(Default)]
+pub struct NodeQuery;
+
+#[Object]
+impl NodeQuery {
+    /// Every registered node, oldest first (operator).
+    #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
+    async fn nodes(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<Connection<String, Node>> {
+        let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
+        let result = fleet::list_nodes(super::db(ctx)?, super::principal(ctx)?, page).await?;
+        Ok(connection(
+            result,
+            |(n, _)| n.id,
+            |(node, gpus)| Node { node, gpus },
+        ))
+    }
+}
+
+#[derive(Default)]
+pub struct NodeMutation;
+
+#[Object]
+impl NodeMutation {
+    /// Registers a host and its GPUs; returns the node's agent token (operator).
+    async fn register_node(
+        &self,
+        ctx: &Context<'_>,
+        input: RegisterNodeInput,
+    ) -> Result<RegisterNodePayload> {
+        let registration = NodeRegistration {
+            hostname: input.hostname,
+            region: input.region,
+            zone: input.zone,
+            rack: input.rack,
+            nvlink_domain: input.nvlink_domain,
+            gpu_model: input.gpu_model,
+            gpus: input
+                .gpus
+                .into_iter()
+                .map(|g| GpuInput {
+                    uuid: g.uuid,
+                    index: g.index,
+                })
+                .collect(),
+            mig_enabled: input.mig_enabled,
+            shared_gpus: input.shared_gpus,
+            cpu_milli: input.cpu_milli,
+            memory_mib: input.memory_mib,
+            provider: input.provider,
+        };
+        let registered =
+            fleet::register_node(super::db(ctx)?, super::principal(ctx)?, registration).await?;
+        Ok(RegisterNodePayload {
+            node: Node {
+                node: registered.node,
+                gpus: registered.gpus,
+            },
+            agent_token: registered.agent_token.secret,
+        })
+    }
+}

@@ -1,0 +1,79 @@
+//! GraphQL mirrors of the shared vocabularies (same names, SCREAMING_CASE on the wire),
+//! and helpers to turn ids and pages into GraphQL values.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{Enum, ID, OutputType};
+use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult};
+use crate::pagination::PageOf;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_schema::vocabulary::Role", name = "Role")]
+pub enum GqlRole {
+    Operator,
+    TenantAdmin,
+    TenantMember,
+    Agent,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::TenantStatus",
+    name = "TenantStatus"
+)]
+pub enum GqlTenantStatus {
+    Active,
+    Suspended,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_schema::vocabulary::NodeState", name = "NodeState")]
+pub enum GqlNodeState {
+    Active,
+    Draining,
+    Down,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_schema::vocabulary::GpuHealth", name = "GpuHealth")]
+pub enum GqlGpuHealth {
+    Ok,
+    Degraded,
+    Failed,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_schema::vocabulary::SkuForm", name = "SkuForm")]
+pub enum GqlSkuForm {
+    WholeGpu,
+    Mig,
+    Fractional,
+    WholeNode,
+}
+
+/// Parses a GraphQL `ID` argument as a UUID, naming the argument when it is not one.
+pub fn parse_id<T: From<Uuid>>(field: &str, id: &ID) -> ApiResult<T> {
+    Uuid::parse_str(id.as_str())
+        .map(T::from)
+        .map_err(|_| ApiError::invalid(field, "not an id from this API"))
+}
+
+pub fn to_id(id: Uuid) -> ID {
+    ID(id.to_string())
+}
+
+/// Turns a page of rows into a Relay connection whose cursors are row ids.
+pub fn connection<M, N: OutputType>(
+    page: PageOf<M>,
+    id_of: impl Fn(&M) -> Uuid,
+    node: impl Fn(M) -> N,
+) -> Connection<String, N> {
+    let mut conn = Connection::new(page.has_previous, page.has_next);
+    conn.edges.extend(
+        page.items
+            .into_iter()
+            .map(|m| Edge::new(id_of(&m).to_string(), node(m))),
+    );
+    conn
+}

@@ -1,0 +1,17 @@
+//! HTTP endpoints other than GraphQL resolvers: the GraphQL transport, health, metrics,
+//! and the request middleware (a span per request, Prometheus counters).
+
+pub mod graphql;
+pub mod health;
+pub mod metrics;
+pub mod observe;
+
+use actix_web::HttpRequest;
+
+/// The bearer token of a request, if any.
+pub fn bearer(req: &HttpRequest) -> Option<&str> {
+    let value = req.headers().get(actix_web::http::header::AUTHORIZATION)?;
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}

@@ -1,0 +1,224 @@
+//! Typed, layered configuration: built-in defaults → an optional TOML file
+//! (`--config FILE` or `NEOCLOUD_CONFIG`) → `NEOCLOUD_*` environment variables → command-line
+//! flags. Validated once at start-up; a bad value stops the process with a message that
+//! names the setting.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// Everything the server needs to start.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    /// `sqlite://FILE?mode=rwc` (embedded default) or `postgres://…`.
+    pub database_url: SecretString,
+    /// Address the HTTP server binds (`127.0.0.1:8080`; port 0 picks a free port).
+    pub listen: String,
+    /// `pretty` or `json`.
+    pub log_format: LogFormat,
+    /// A tracing filter (`info`, `neocloud_api=debug,info`); `RUST_LOG` overrides it.
+    pub log_filter: String,
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+/// Limits on everything a client can send.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Limits {
+    /// Largest accepted request body, in bytes.
+    pub body_bytes: usize,
+    /// Deepest accepted GraphQL selection.
+    pub graphql_depth: usize,
+    /// Largest accepted GraphQL complexity (each field costs 1; lists cost per page).
+    pub graphql_complexity: usize,
+    /// Largest `first` of a connection.
+    pub page_size_max: u32,
+}
+
+const DEFAULTS: &str = r#"
+database_url = "sqlite://neocloud.db?mode=rwc"
+listen = "127.0.0.1:8080"
+log_format = "pretty"
+log_filter = "info"
+
+[limits]
+body_bytes = 1048576
+graphql_depth = 12
+graphql_complexity = 5000
+page_size_max = 100
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("invalid configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("invalid configuration: {setting}: {message}")]
+    Invalid {
+        setting: &'static str,
+        message: String,
+    },
+}
+
+/// Values given on the command line; they win over every other layer.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub database_url: Option<String>,
+    pub listen: Option<String>,
+    pub log_format: Option<LogFormat>,
+}
+
+impl Settings {
+    /// Loads defaults → file → environment → overrides, then validates.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, SettingsError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml));
+        if let Some(path) = file {
+            builder = builder.add_source(config::File::from(path).required(true));
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("NEOCLOUD")
+                .prefix_separator("_")
+                .separator("__")
+                .ignore_empty(true)
+                .try_parsing(true),
+        );
+        if let Some(url) = &overrides.database_url {
+            builder = builder.set_override("database_url", url.as_str())?;
+        }
+        if let Some(listen) = &overrides.listen {
+            builder = builder.set_override("listen", listen.as_str())?;
+        }
+        if let Some(format) = overrides.log_format {
+            let name = match format {
+                LogFormat::Pretty => "pretty",
+                LogFormat::Json => "json",
+            };
+            builder = builder.set_override("log_format", name)?;
+        }
+        let settings: Settings = builder.build()?.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Defaults only, with the given database: what tests start from.
+    pub fn for_tests(database_url: &str) -> Settings {
+        Settings {
+            database_url: SecretString::from(database_url.to_owned()),
+            listen: "127.0.0.1:0".into(),
+            log_format: LogFormat::Pretty,
+            log_filter: "warn".into(),
+            limits: Limits {
+                body_bytes: 1 << 20,
+                graphql_depth: 12,
+                graphql_complexity: 5000,
+                page_size_max: 100,
+            },
+        }
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, SettingsError> {
+        self.listen.parse().map_err(|e| SettingsError::Invalid {
+            setting: "listen (NEOCLOUD_LISTEN, --listen)",
+            message: format!(
+                "`{}` is not an address like 127.0.0.1:8080: {e}",
+                self.listen
+            ),
+        })
+    }
+
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        self.listen_addr()?;
+        let url = self.database_url.expose_secret();
+        if !(url.starts_with("sqlite:")
+            || url.starts_with("postgres://")
+            || url.starts_with("postgresql://"))
+        {
+            return Err(SettingsError::Invalid {
+                setting: "database_url (NEOCLOUD_DATABASE_URL, --database-url)",
+                message: "must start with sqlite: or postgres://".into(),
+            });
+        }
+        let limits = &self.limits;
+        let checks: [(&'static str, usize, usize, usize); 4] = [
+            ("limits.body_bytes", limits.body_bytes, 1024, 64 << 20),
+            ("limits.graphql_depth", limits.graphql_depth, 2, 64),
+            (
+                "limits.graphql_complexity",
+                limits.graphql_complexity,
+                10,
+                100_000,
+            ),
+            (
+                "limits.page_size_max",
+                limits.page_size_max as usize,
+                1,
+                1000,
+            ),
+        ];
+        for (setting, value, min, max) in checks {
+            if !(min..=max).contains(&value) {
+                return Err(SettingsError::Invalid {
+                    setting,
+                    message: format!("{value} is outside {min}..={max}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_embedded() {
+        let settings = Settings::load(None, &Overrides::default()).expect("defaults load");
+        assert!(settings.database_url.expose_secret().starts_with("sqlite:"));
+        assert_eq!(settings.listen, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn a_bad_listen_address_names_the_setting() {
+        let overrides = Overrides {
+            listen: Some("not-an-address".into()),
+            ..Overrides::default()
+        };
+        let err = Settings::load(None, &overrides).expect_err("rejected");
+        assert!(err.to_string().contains("NEOCLOUD_LISTEN"), "{err}");
+    }
+
+    #[test]
+    fn a_file_layer_overrides_the_defaults_and_is_validated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("neocloud.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9999\"\n[limits]\npage_size_max = 0\n",
+        )
+        .expect("write");
+        let err = Settings::load(Some(&path), &Overrides::default()).expect_err("rejected");
+        assert!(err.to_string().contains("limits.page_size_max"), "{err}");
+        std::fs::write(&path, "listen = \"127.0.0.1:9999\"\n").expect("write");
+        let settings = Settings::load(Some(&path), &Overrides::default()).expect("loads");
+        assert_eq!(settings.listen, "127.0.0.1:9999");
+    }
+
+    #[test]
+    fn an_unknown_database_scheme_is_rejected() {
+        let overrides = Overrides {
+            database_url: Some("mysql://x".into()),
+            ..Overrides::default()
+        };
+        let err = Settings::load(None, &overrides).expect_err("rejected");
+        assert!(err.to_string().contains("database_url"), "{err}");
+    }
+}

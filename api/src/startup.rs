@@ -1,0 +1,87 @@
+//! Building and running the server: `Application::build(settings)` connects, migrates and
+//! binds (port 0 picks a free port, for tests); `run_until_stopped` serves until SIGINT or
+//! SIGTERM.
+
+use std::net::TcpListener;
+
+use actix_web::dev::Server;
+use actix_web::middleware::{Compress, from_fn};
+use actix_web::{App, HttpResponse, HttpServer, web};
+use sea_orm::DatabaseConnection;
+
+use crate::error::{Code, rest_error};
+use crate::graphql::{NeoSchema, build_schema};
+use crate::http::metrics::Metrics;
+use crate::http::{graphql, health, metrics, observe};
+use crate::settings::Settings;
+
+/// What every handler can reach.
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub schema: NeoSchema,
+    pub metrics: Metrics,
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    db: DatabaseConnection,
+}
+
+impl Application {
+    /// Connects to the configured database, migrates it, and binds the listener.
+    pub async fn build(settings: Settings) -> anyhow::Result<Application> {
+        let db = crate::db::connect(&settings.database_url).await?;
+        crate::db::migrate(&db).await?;
+        Self::build_with_db(settings, db).await
+    }
+
+    /// Binds the server over an already migrated database.
+    pub async fn build_with_db(
+        settings: Settings,
+        db: DatabaseConnection,
+    ) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(settings.listen_addr()?)?;
+        let port = listener.local_addr()?.port();
+        let state = web::Data::new(AppState {
+            schema: build_schema(db.clone(), &settings.limits),
+            metrics: Metrics::new()?,
+            db: db.clone(),
+        });
+        let body_limit = settings.limits.body_bytes;
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .app_data(web::PayloadConfig::new(body_limit))
+                .wrap(Compress::default())
+                .wrap(from_fn(observe::observe))
+                .route("/healthz", web::get().to(health::healthz))
+                .route("/readyz", web::get().to(health::readyz))
+                .route("/metrics", web::get().to(metrics::metrics))
+                .route("/graphql", web::post().to(graphql::graphql))
+                .route("/graphql", web::get().to(graphql::graphiql))
+                .default_service(web::to(not_found))
+        })
+        .workers(workers)
+        .listen(listener)?
+        .run();
+        Ok(Application { port, server, db })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+async fn not_found() -> HttpResponse {
+    rest_error(Code::NotFound, "no such endpoint")
+}

@@ -1,0 +1,151 @@
+//! Tenants: customer organisations. Creating one also mints its first `tenant_admin` key,
+//! in one transaction, so no tenant exists that nobody can log in to.
+
+pub(crate) mod store;
+
+use neocloud_schema::entity::tenant;
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::money::Currency;
+use neocloud_schema::vocabulary::Role;
+use sea_orm::{DatabaseConnection, TransactionTrait};
+
+use crate::audit;
+use crate::auth::{self, Principal};
+use crate::error::{ApiError, ApiResult};
+use crate::pagination::{Page, PageOf};
+
+/// A validated tenant name: 1–100 printable characters, trimmed.
+#[derive(Debug, Clone)]
+pub struct TenantName(String);
+
+impl TenantName {
+    pub fn parse(raw: &str) -> ApiResult<TenantName> {
+        let name = raw.trim();
+        if name.is_empty() || name.chars().count() > 100 {
+            return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(ApiError::invalid(
+                "name",
+                "must not contain control characters",
+            ));
+        }
+        Ok(TenantName(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+pub fn parse_currency(raw: &str) -> ApiResult<Currency> {
+    raw.parse()
+        .map_err(|e: neocloud_schema::money::UnknownCurrency| {
+            ApiError::invalid("currency", e.to_string())
+        })
+}
+
+#[derive(Debug)]
+pub struct CreatedTenant {
+    pub tenant: tenant::Model,
+    pub admin_key: auth::MintedKey,
+}
+
+/// `createTenant` (operator): the tenant and its first admin key.
+pub async fn create_tenant(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    name: &str,
+    currency: &str,
+) -> ApiResult<CreatedTenant> {
+    actor.require_operator()?;
+    let name = TenantName::parse(name)?;
+    let currency = parse_currency(currency)?;
+    let txn = db.begin().await?;
+    let created = create_in(&txn, Some(actor), &name, currency).await?;
+    txn.commit().await?;
+    Ok(created)
+}
+
+/// Creates a tenant inside a transaction; `actor` is `None` when the system seeds it.
+pub(crate) async fn create_in(
+    txn: &sea_orm::DatabaseTransaction,
+    actor: Option<&Principal>,
+    name: &TenantName,
+    currency: Currency,
+) -> ApiResult<CreatedTenant> {
+    if store::find_by_name(txn, name.as_str()).await?.is_some() {
+        return Err(ApiError::AlreadyExists {
+            what: format!("tenant `{}`", name.as_str()),
+        });
+    }
+    let tenant = store::insert(txn, name.as_str(), currency).await?;
+    let tenant_id = TenantId::from(tenant.id);
+    let admin_key = auth::mint(
+        txn,
+        Role::TenantAdmin,
+        Some(tenant_id),
+        None,
+        "first admin key",
+        actor.map(|a| a.key_id),
+    )
+    .await?;
+    audit::record_as(
+        txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant_id),
+            action: "tenant.create",
+            object_type: "tenant",
+            object_id: tenant.id.to_string(),
+            before: None,
+            after: Some(store::describe(&tenant)),
+        },
+    )
+    .await?;
+    Ok(CreatedTenant { tenant, admin_key })
+}
+
+/// `tenants` (operator): every tenant, oldest first.
+pub async fn list_tenants(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    page: Page,
+) -> ApiResult<PageOf<tenant::Model>> {
+    actor.require_operator()?;
+    Ok(store::page(db, page).await?)
+}
+
+/// The caller's own tenant (none for operators and agents).
+pub async fn own_tenant(
+    db: &DatabaseConnection,
+    actor: &Principal,
+) -> ApiResult<Option<tenant::Model>> {
+    match actor.tenant_id {
+        Some(id) => Ok(store::find(db, id).await?),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_names_are_trimmed_and_bounded() {
+        assert_eq!(
+            TenantName::parse("  Acme  ").expect("valid").as_str(),
+            "Acme"
+        );
+        assert!(TenantName::parse("   ").is_err());
+        assert!(TenantName::parse(&"x".repeat(101)).is_err());
+        assert!(TenantName::parse("a\u{0}b").is_err());
+    }
+
+    #[test]
+    fn only_iso_currencies_are_accepted() {
+        assert!(parse_currency("USD").is_ok());
+        assert!(parse_currency("usd").is_err());
+        assert!(parse_currency("BTC").is_err());
+    }
+}

@@ -1,0 +1,62 @@
+//! SQL for tenants.
+
+use chrono::Utc;
+use neocloud_schema::entity::tenant::{self, Entity as Tenants, TenantStatus};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::money::Currency;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
+};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::pagination::{Page, PageOf};
+
+pub(crate) async fn insert<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+    currency: Currency,
+) -> Result<tenant::Model, DbErr> {
+    tenant::ActiveModel {
+        id: Set(TenantId::new().into()),
+        name: Set(name.to_owned()),
+        currency: Set(currency.code().to_owned()),
+        status: Set(TenantStatus::Active),
+        created_at: Set(Utc::now()),
+    }
+    .insert(conn)
+    .await
+}
+
+pub(crate) async fn find<C: ConnectionTrait>(
+    conn: &C,
+    id: TenantId,
+) -> Result<Option<tenant::Model>, DbErr> {
+    Tenants::find_by_id(Uuid::from(id)).one(conn).await
+}
+
+pub(crate) async fn find_by_name<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<Option<tenant::Model>, DbErr> {
+    Tenants::find()
+        .filter(tenant::Column::Name.eq(name))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn page<C: ConnectionTrait>(
+    conn: &C,
+    page: Page,
+) -> Result<PageOf<tenant::Model>, DbErr> {
+    page.fetch(conn, Tenants::find(), tenant::Column::Id).await
+}
+
+pub(crate) fn describe(tenant: &tenant::Model) -> Value {
+    json!({
+        "id": tenant.id,
+        "name": tenant.name,
+        "currency": tenant.currency,
+        "status": tenant.status,
+    })
+}

@@ -1,0 +1,185 @@
+//! Authentication and roles, through the real HTTP API on both databases.
+
+mod support;
+
+use serde_json::json;
+use support::{Backend, TestApp, error_code};
+
+async fn no_key_or_a_wrong_key_is_unauthenticated(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app.gql(None, "{ viewer { role } }", json!({})).await;
+    assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
+
+    let (status, r) = app
+        .gql_status(
+            Some("nck_not_a_real_key_000000000000"),
+            "{ viewer { role } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
+
+    // Well-formed, but unknown.
+    let forged = "nck_000000000000_000000000000000000000000000000000000000000000000";
+    let r = app
+        .gql(Some(forged), "{ viewer { role } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
+
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ viewer { role tenant { id } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["viewer"]["role"], "OPERATOR", "{r}");
+    assert!(r["data"]["viewer"]["tenant"].is_null());
+}
+
+async fn a_revoked_key_stops_working_at_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation { createApiKey(role: TENANT_MEMBER, label: \"ci\") { apiKey key { id role } } }",
+            json!({}),
+        )
+        .await;
+    let member = r["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let id = r["data"]["createApiKey"]["key"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let r = app
+        .gql(Some(&member), "{ viewer { role } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["viewer"]["role"], "TENANT_MEMBER", "{r}");
+
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation($id: ID!) { revokeApiKey(id: $id) { key { revokedAt } } }",
+            json!({"id": id}),
+        )
+        .await;
+    assert!(
+        r["data"]["revokeApiKey"]["key"]["revokedAt"].is_string(),
+        "{r}"
+    );
+    let r = app
+        .gql(Some(&member), "{ viewer { role } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
+}
+
+async fn tenant_keys_cannot_use_operator_operations(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    for op in [
+        "mutation { createTenant(input: {name: \"evil\", currency: \"USD\"}) { apiKey } }",
+        "{ tenants(first: 10) { edges { node { id } } } }",
+        "{ nodes(first: 10) { edges { node { id } } } }",
+        "mutation { registerNode(input: {hostname: \"x\", region: \"r\", zone: \"z\", rack: \"k\", nvlinkDomain: \"d\", gpuModel: \"H100\", gpus: [{uuid: \"GPU-1\", index: 0}]}) { agentToken } }",
+        "mutation { createSku(input: {name: \"x\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"r\", listPricePerHour: \"0\", currency: \"USD\"}) { sku { id } } }",
+        "mutation { createApiKey(role: OPERATOR) { apiKey } }",
+    ] {
+        let r = app.gql(Some(&admin), op, json!({})).await;
+        assert_eq!(error_code(&r), Some("FORBIDDEN"), "{op}: {r}");
+    }
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ tenants(first: 10) { edges { node { name } } } }",
+            json!({}),
+        )
+        .await;
+    let names: Vec<&str> = r["data"]["tenants"]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| e["node"]["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["acme"],
+        "the forbidden createTenant created nothing"
+    );
+}
+
+async fn a_member_cannot_mint_an_admin_key(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation { createApiKey(role: TENANT_MEMBER) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    let member = r["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let r = app
+        .gql(
+            Some(&member),
+            "mutation { createApiKey(role: TENANT_ADMIN) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation { createApiKey(role: AGENT) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+}
+
+async fn an_agent_token_can_only_identify_itself(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app.register_node("hgx-1", "H100", 8, "").await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    assert!(token.starts_with("nca_"));
+    let r = app
+        .gql(Some(&token), "{ viewer { role } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["viewer"]["role"], "AGENT", "{r}");
+    for op in [
+        "{ catalog { skus { id } } }",
+        "{ apiKeys { id } }",
+        "{ tenants { edges { node { id } } } }",
+    ] {
+        let r = app.gql(Some(&token), op, json!({})).await;
+        assert_eq!(error_code(&r), Some("FORBIDDEN"), "{op}: {r}");
+    }
+}
+
+on_both_databases!(
+    no_key_or_a_wrong_key_is_unauthenticated,
+    a_revoked_key_stops_working_at_once,
+    tenant_keys_cannot_use_operator_operations,
+    a_member_cannot_mint_an_admin_key,
+    an_agent_token_can_only_identify_itself,
+);

@@ -1,0 +1,137 @@
+//! The HTTP surface: health, readiness, metrics, limits and malformed requests.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+async fn health_readiness_and_metrics_answer(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    for path in ["/healthz", "/readyz"] {
+        let res = app
+            .client
+            .get(format!("{}{path}", app.url))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(res.status(), 200, "{path}");
+    }
+    app.gql(None, "{ viewer { role } }", json!({})).await;
+    let body = app
+        .client
+        .get(format!("{}/metrics", app.url))
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("text");
+    assert!(body.contains("neocloud_http_requests_total"), "{body}");
+    assert!(body.contains("route=\"/graphql\""), "{body}");
+    assert!(
+        body.contains("neocloud_graphql_errors_total{code=\"UNAUTHENTICATED\"}"),
+        "{body}"
+    );
+    let res = app
+        .client
+        .get(format!("{}/graphql", app.url))
+        .send()
+        .await
+        .expect("get");
+    assert!(res.text().await.expect("html").contains("graphiql"));
+    let res = app
+        .client
+        .get(format!("{}/nope", app.url))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(res.status(), 404);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+}
+
+async fn malformed_requests_get_coded_errors_and_the_server_lives_on(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let key = app.operator_key.clone();
+    let r = app.gql(Some(&key), "{ viewer { role ", json!({})).await;
+    assert_eq!(error_code(&r), Some("INVALID_QUERY"), "{r}");
+    let r = app.gql(Some(&key), "{ noSuchField }", json!({})).await;
+    assert_eq!(error_code(&r), Some("INVALID_QUERY"), "{r}");
+
+    let res = app
+        .client
+        .post(format!("{}/graphql", app.url))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(error_code(&body), Some("INVALID_INPUT"), "{body}");
+
+    let huge = format!(
+        "{{\"query\": \"{{ viewer {{ role }} }}\", \"x\": \"{}\"}}",
+        "a".repeat(2 << 20)
+    );
+    let res = app
+        .client
+        .post(format!("{}/graphql", app.url))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 413);
+
+    let r = app.gql(Some(&key), "{ viewer { role } }", json!({})).await;
+    assert_eq!(r["data"]["viewer"]["role"], "OPERATOR", "still serving");
+}
+
+async fn deep_and_expensive_queries_are_refused(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let mut deep = String::from("__typename");
+    // 16 levels: past the depth limit (12), within the parser's recursion limit.
+    for _ in 0..3 {
+        deep = format!("__schema {{ types {{ fields {{ type {{ ofType {{ {deep} }} }} }} }} }}");
+    }
+    let r = app
+        .gql(Some(&app.operator_key), &format!("{{ {deep} }}"), json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_QUERY"), "{r}");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nested"),
+        "{r}"
+    );
+
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes(first: 100) { edges { node { gpus { id uuid index model memoryMib health } hostname region zone rack nvlinkDomain } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_QUERY"), "{r}");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("complex"),
+        "{r}"
+    );
+}
+
+on_both_databases!(
+    health_readiness_and_metrics_answer,
+    malformed_requests_get_coded_errors_and_the_server_lives_on,
+    deep_and_expensive_queries_are_refused,
+);

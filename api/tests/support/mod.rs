@@ -1,0 +1,211 @@
+//! Test harness: the real application on port 0 with a fresh database per test — a SQLite
+//! file in a temporary directory, or a new PostgreSQL database (dropped afterwards) when
+//! one is reachable at `NEOCLOUD_TEST_POSTGRES_URL`
+//! (default `postgres://postgres@127.0.0.1:5432/postgres`). With
+//! `NEOCLOUD_REQUIRE_POSTGRES=1`, an unreachable PostgreSQL fails the test instead of
+//! skipping it.
+#![allow(dead_code)]
+
+use neocloud_api::settings::Settings;
+use neocloud_api::startup::Application;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs a scenario `async fn name(backend: Backend)` on both databases.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_sqlite() {
+                super::$name($crate::support::Backend::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_postgres() {
+                super::$name($crate::support::Backend::Postgres).await
+            }
+        }
+    )+};
+}
+
+pub struct TestApp {
+    pub url: String,
+    pub db: DatabaseConnection,
+    pub operator_key: String,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+    _pg: Option<PgDatabase>,
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn postgres_required() -> bool {
+    std::env::var("NEOCLOUD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
+}
+
+/// A database created for one test and dropped when the test ends.
+struct PgDatabase {
+    admin_url: String,
+    name: String,
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        // Drop runs inside the test's runtime; do the async cleanup on a thread of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                if let Ok(admin) = Database::connect(&admin_url).await {
+                    let _ = admin
+                        .execute_unprepared(&format!(
+                            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                        ))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+async fn fresh_postgres() -> Option<(String, PgDatabase)> {
+    let admin_url = postgres_admin_url();
+    let admin = match Database::connect(&admin_url).await {
+        Ok(admin) => admin,
+        Err(err) if postgres_required() => {
+            panic!(
+                "PostgreSQL is required (NEOCLOUD_REQUIRE_POSTGRES=1) but unreachable at {admin_url}: {err}"
+            )
+        }
+        Err(err) => {
+            eprintln!("skipping the PostgreSQL run: {admin_url} unreachable: {err}");
+            return None;
+        }
+    };
+    let name = format!("neocloud_test_{}", uuid::Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .expect("create the test database");
+    let (base, _) = admin_url
+        .rsplit_once('/')
+        .expect("a database URL has a path");
+    Some((format!("{base}/{name}"), PgDatabase { admin_url, name }))
+}
+
+impl TestApp {
+    /// `None` only when PostgreSQL is unreachable and not required.
+    pub async fn spawn(backend: Backend) -> Option<TestApp> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (url, pg) = match backend {
+            Backend::Sqlite => (
+                format!("sqlite://{}/test.db?mode=rwc", dir.path().display()),
+                None,
+            ),
+            Backend::Postgres => {
+                let (url, pg) = fresh_postgres().await?;
+                (url, Some(pg))
+            }
+        };
+        let settings = Settings::for_tests(&url);
+        let app = Application::build(settings).await.expect("the app builds");
+        let db = app.db().clone();
+        let operator_key = neocloud_api::auth::bootstrap_operator_key(&db, "test operator")
+            .await
+            .expect("bootstrap key")
+            .secret;
+        let port = app.port();
+        tokio::spawn(app.run_until_stopped());
+        Some(TestApp {
+            url: format!("http://127.0.0.1:{port}"),
+            db,
+            operator_key,
+            client: reqwest::Client::new(),
+            _dir: dir,
+            _pg: pg,
+        })
+    }
+
+    /// POSTs a GraphQL request and returns the whole JSON answer.
+    pub async fn gql(&self, key: Option<&str>, query: &str, variables: Value) -> Value {
+        self.gql_status(key, query, variables).await.1
+    }
+
+    pub async fn gql_status(
+        &self,
+        key: Option<&str>,
+        query: &str,
+        variables: Value,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .post(format!("{}/graphql", self.url))
+            .json(&json!({"query": query, "variables": variables}));
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        let res = req.send().await.expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.expect("JSON answer"))
+    }
+
+    /// Creates a tenant; returns (id, admin key).
+    pub async fn create_tenant(&self, name: &str) -> (String, String) {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation($n: String!) { createTenant(input: {name: $n, currency: \"USD\"}) { tenant { id } apiKey } }",
+                json!({"n": name}),
+            )
+            .await;
+        let p = &r["data"]["createTenant"];
+        assert!(p.is_object(), "createTenant failed: {r}");
+        (
+            p["tenant"]["id"].as_str().expect("id").to_owned(),
+            p["apiKey"].as_str().expect("key").to_owned(),
+        )
+    }
+
+    /// Registers a node of `gpus` GPUs; returns (node id, agent token).
+    pub async fn register_node(
+        &self,
+        hostname: &str,
+        model: &str,
+        gpus: usize,
+        extra: &str,
+    ) -> Value {
+        let gpu_list: Vec<Value> = (0..gpus)
+            .map(|i| json!({"uuid": format!("GPU-{hostname}-{i}"), "index": i}))
+            .collect();
+        self.gql(
+            Some(&self.operator_key),
+            &format!(
+                "mutation($h: String!, $m: String!, $g: [GpuRegistrationInput!]!) {{
+                   registerNode(input: {{hostname: $h, region: \"eu-west\", zone: \"eu-west-a\",
+                     rack: \"r01\", nvlinkDomain: $h, gpuModel: $m, gpus: $g {extra}}})
+                   {{ node {{ id hostname gpus {{ uuid index health }} }} agentToken }} }}"
+            ),
+            json!({"h": hostname, "m": model, "g": gpu_list}),
+        )
+        .await
+    }
+}
+
+/// The `extensions.code` of the first error of a GraphQL answer.
+pub fn error_code(answer: &Value) -> Option<&str> {
+    answer["errors"][0]["extensions"]["code"].as_str()
+}

@@ -1,0 +1,18 @@
+//! Which GPUs an allocation holds (one row per GPU).
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "allocation_gpus")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub allocation_id: Uuid,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub gpu_id: Uuid,
+    pub tenant_id: Uuid,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

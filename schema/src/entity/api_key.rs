@@ -1,0 +1,28 @@
+//! API keys and agent tokens. Only a SHA-256 hash of the secret is stored; `prefix` is the
+//! public, unique part of the key that finds the row.
+
+pub use crate::vocabulary::Role;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "api_keys")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    #[sea_orm(unique)]
+    pub prefix: String,
+    pub secret_hash: String,
+    pub role: Role,
+    pub tenant_id: Option<Uuid>,
+    pub node_id: Option<Uuid>,
+    pub label: String,
+    pub created_by: Option<Uuid>,
+    pub created_at: DateTimeUtc,
+    pub last_used_at: Option<DateTimeUtc>,
+    pub revoked_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,25 @@
+//! Who did what: one row per operator or tenant-admin mutation, with the object's state
+//! before and after. Append-only.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "audit_log")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub at: DateTimeUtc,
+    pub actor_key_id: Option<Uuid>,
+    pub actor_role: String,
+    pub tenant_id: Option<Uuid>,
+    pub action: String,
+    pub object_type: String,
+    pub object_id: String,
+    pub before: Option<Json>,
+    pub after: Option<Json>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

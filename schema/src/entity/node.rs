@@ -1,0 +1,31 @@
+//! Registered hosts with their place in the topology: region → zone → rack → NVLink domain.
+
+pub use crate::vocabulary::NodeState;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "nodes")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub provider_id: Uuid,
+    #[sea_orm(unique)]
+    pub hostname: String,
+    pub region: String,
+    pub zone: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+    pub gpu_model: String,
+    pub gpu_count: i32,
+    pub mig_enabled: bool,
+    pub shared_gpus: bool,
+    pub cpu_milli: i64,
+    pub memory_mib: i64,
+    pub state: NodeState,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

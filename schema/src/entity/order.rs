@@ -1,0 +1,31 @@
+//! A tenant's order: what was asked for, under which idempotency key.
+
+pub use crate::vocabulary::{AllocationClass, OrderStatus, TopologyLevel};
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "orders")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub sku_id: Uuid,
+    pub count: i32,
+    pub class: AllocationClass,
+    pub topology_level: TopologyLevel,
+    pub topology_required: bool,
+    pub exclusive: bool,
+    pub max_price_per_hour: Option<String>,
+    pub labels: Json,
+    pub idempotency_key: String,
+    pub request_hash: String,
+    pub status: OrderStatus,
+    pub created_by: Option<Uuid>,
+    pub created_at: DateTimeUtc,
+    pub ended_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,26 @@
+//! One rate of a plan version: a SKU × metric with its pricing model. Money and
+//! quantities are decimal strings; `tiers` is a JSON list of `{up_to, unit_price, flat_fee}`.
+
+pub use crate::vocabulary::{Metric, TiersMode};
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "plan_rates")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub plan_version_id: Uuid,
+    pub sku_id: Uuid,
+    pub metric: Metric,
+    pub tiers_mode: TiersMode,
+    pub unit_price: Option<String>,
+    pub spot_unit_price: Option<String>,
+    pub tiers: Option<Json>,
+    pub package_size: Option<String>,
+    pub package_price: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

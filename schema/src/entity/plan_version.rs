@@ -1,0 +1,23 @@
+//! An immutable version of a plan, in force from `effective_from`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "plan_versions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub plan_id: Uuid,
+    pub version: i32,
+    pub currency: String,
+    pub effective_from: DateTimeUtc,
+    pub minimum_billable_seconds: i64,
+    pub commitment_monthly_minimum: Option<String>,
+    pub commitment_discount_pct: Option<String>,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,237 @@
+//! Small closed vocabularies (states, forms, classes) shared by the API, the store and the
+//! engines. Each is stored as its snake_case name (a TEXT column on every database) and
+//! sent on the wire under the same name.
+
+/// Declares a closed string enum: snake_case names for serde, `as_str`/`FromStr`/`Display`,
+/// and (feature `db`) a sea-orm `ActiveEnum` stored as TEXT.
+macro_rules! string_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "db", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+        #[cfg_attr(feature = "db", sea_orm(rs_type = "String", db_type = "Text"))]
+        pub enum $name {
+            $(
+                $(#[$vdoc])*
+                #[serde(rename = $text)]
+                #[cfg_attr(feature = "db", sea_orm(string_value = $text))]
+                $variant,
+            )+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::vocabulary::UnknownName;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err($crate::vocabulary::UnknownName {
+                        kind: stringify!($name),
+                        name: s.to_owned(),
+                        expected: &[$($text),+],
+                    }),
+                }
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} `{name}` (expected one of: {})", expected.join(", "))]
+pub struct UnknownName {
+    pub kind: &'static str,
+    pub name: String,
+    pub expected: &'static [&'static str],
+}
+
+string_enum!(
+    /// The role of an API key. Operators run the platform; tenant roles act inside one
+    /// tenant; an agent token belongs to exactly one registered node.
+    Role {
+        Operator = "operator",
+        TenantAdmin = "tenant_admin",
+        TenantMember = "tenant_member",
+        Agent = "agent",
+    }
+);
+
+impl Role {
+    /// Whether keys of this role act inside one tenant.
+    pub fn is_tenant_role(self) -> bool {
+        matches!(self, Role::TenantAdmin | Role::TenantMember)
+    }
+
+    /// Whether a key of role `self` may mint or revoke a key of role `other`: never a key
+    /// with more power than its own, and agent tokens only through node registration.
+    pub fn may_manage(self, other: Role) -> bool {
+        match (self, other) {
+            (_, Role::Agent) => false,
+            (Role::Operator, _) => true,
+            (Role::TenantAdmin, Role::TenantAdmin | Role::TenantMember) => true,
+            (Role::TenantMember, Role::TenantMember) => true,
+            _ => false,
+        }
+    }
+}
+
+string_enum!(
+    /// Whether a tenant may place new orders.
+    TenantStatus {
+        Active = "active",
+        /// No new orders (operator decision or dunning); running allocations continue.
+        Suspended = "suspended",
+    }
+);
+
+string_enum!(
+    /// Health of one GPU, as health events (XID, ECC) leave it.
+    GpuHealth {
+        Ok = "ok",
+        /// Usable; new placements avoid it when anything else fits.
+        Degraded = "degraded",
+        /// Nothing is placed here; allocations on it accrue SLA credit instead of usage.
+        Failed = "failed",
+    }
+);
+
+string_enum!(
+    /// Scheduling state of a node.
+    NodeState {
+        Active = "active",
+        /// Running allocations stay; nothing new is placed.
+        Draining = "draining",
+        Down = "down",
+    }
+);
+
+string_enum!(
+    /// What a catalog entry sells.
+    SkuForm {
+        /// `n` whole GPUs of a model.
+        WholeGpu = "whole_gpu",
+        /// One MIG instance of a profile.
+        Mig = "mig",
+        /// A time-sliced fraction of a GPU, in milli-GPUs.
+        Fractional = "fractional",
+        /// Whole nodes (bare metal).
+        WholeNode = "whole_node",
+    }
+);
+
+string_enum!(
+    /// How an allocation may be treated by the scheduler.
+    AllocationClass {
+        OnDemand = "on_demand",
+        Reserved = "reserved",
+        /// Cheaper; may be preempted by on-demand work after a notice window.
+        Spot = "spot",
+    }
+);
+
+string_enum!(
+    /// How close together the GPUs of an order must be.
+    TopologyLevel {
+        Node = "node",
+        NvlinkDomain = "nvlink_domain",
+        Rack = "rack",
+        Any = "any",
+    }
+);
+
+string_enum!(
+    OrderStatus {
+        Pending = "pending",
+        Active = "active",
+        Released = "released",
+        Failed = "failed",
+    }
+);
+
+string_enum!(
+    AllocationStatus {
+        Active = "active",
+        /// Preempted: running until its notice window ends.
+        Preempting = "preempting",
+        Released = "released",
+    }
+);
+
+string_enum!(
+    /// A billed metric (ARCHITECTURE.md, billing semantics).
+    Metric {
+        Allocated = "allocated",
+        Active = "active",
+        Memory = "memory",
+        Energy = "energy",
+        SlaCredit = "sla_credit",
+    }
+);
+
+string_enum!(
+    /// Pricing model of a rate, with Stripe's vocabulary.
+    TiersMode {
+        PerUnit = "per_unit",
+        Graduated = "graduated",
+        Volume = "volume",
+        Package = "package",
+    }
+);
+
+string_enum!(
+    /// What a quota limits.
+    QuotaScope {
+        /// Concurrent GPUs of one model (`scope_value` = model code).
+        GpuModel = "gpu_model",
+        /// Concurrent GPUs of one SKU (`scope_value` = SKU id).
+        Sku = "sku",
+        /// Concurrent GPUs in one region (`scope_value` = region).
+        Region = "region",
+        /// Concurrent allocations (`scope_value` empty).
+        Allocations = "allocations",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_and_unknown_names_list_the_choices() {
+        for role in Role::ALL {
+            assert_eq!(role.as_str().parse::<Role>().expect("parses"), *role);
+            assert_eq!(
+                serde_json::to_string(role).expect("serializes"),
+                format!("\"{role}\"")
+            );
+        }
+        let err = "root".parse::<Role>().expect_err("unknown");
+        assert!(err.to_string().contains("tenant_admin"), "{err}");
+        for form in SkuForm::ALL {
+            assert_eq!(form.as_str().parse::<SkuForm>().expect("parses"), *form);
+        }
+    }
+
+    #[test]
+    fn no_role_can_mint_a_more_powerful_key() {
+        assert!(!Role::TenantMember.may_manage(Role::TenantAdmin));
+        assert!(!Role::TenantAdmin.may_manage(Role::Operator));
+        assert!(!Role::Operator.may_manage(Role::Agent));
+        assert!(Role::TenantAdmin.may_manage(Role::TenantMember));
+        assert!(Role::Operator.may_manage(Role::TenantAdmin));
+    }
+}
