@@ -1,0 +1,183 @@
+//! The first journey: `neocloud demo` as a separate process, on SQLite and on PostgreSQL.
+//! Wait for `/readyz`, read the written credentials, list the catalog, create an API key
+//! and use it; restart on the same database; and a bad setting stops the binary with a
+//! message that names it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::{Value, json};
+
+/// `target/<profile>/neocloud`, next to this test's own `deps/` directory.
+fn neocloud_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let bin = profile_dir.join("neocloud");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p neocloud-api` (cargo test --workspace does)",
+        bin.display()
+    );
+    bin
+}
+
+struct Demo {
+    child: Child,
+    url: String,
+    credentials: Value,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Demo {
+    async fn start(dir: &Path, database_url: &str) -> Demo {
+        let creds_path = dir.join("credentials.json");
+        let _ = std::fs::remove_file(&creds_path);
+        let log = std::fs::File::create(dir.join("demo.log")).expect("log file");
+        let child = Command::new(neocloud_binary())
+            .current_dir(dir)
+            .args(["demo", "--listen", "127.0.0.1:0", "--database-url", database_url])
+            .arg("--credentials-out")
+            .arg(&creds_path)
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn neocloud demo");
+        let mut demo = Demo {
+            child,
+            url: String::new(),
+            credentials: Value::Null,
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            assert!(Instant::now() < deadline, "demo not ready within 60 s");
+            if let Some(status) = demo.child.try_wait().expect("poll") {
+                let log = std::fs::read_to_string(dir.join("demo.log")).unwrap_or_default();
+                panic!("neocloud demo exited with {status}:\n{log}");
+            }
+            if let Ok(text) = std::fs::read_to_string(&creds_path) {
+                let creds: Value = serde_json::from_str(&text).expect("credentials are JSON");
+                let url = creds["url"].as_str().expect("url").to_owned();
+                let ready = client.get(format!("{url}/readyz")).send().await;
+                if ready.is_ok_and(|r| r.status() == 200) {
+                    demo.url = url;
+                    demo.credentials = creds;
+                    return demo;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn gql(&self, key: &str, query: &str) -> Value {
+        reqwest::Client::new()
+            .post(format!("{}/graphql", self.url))
+            .bearer_auth(key)
+            .json(&json!({"query": query}))
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON")
+    }
+}
+
+async fn journey(database_url: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let demo = Demo::start(dir.path(), database_url).await;
+    let tenants = demo.credentials["tenants"].as_array().expect("tenants");
+    assert_eq!(tenants.len(), 2);
+    assert!(demo.credentials["operator_key"].is_string());
+    assert!(!demo.credentials["agents"].as_array().expect("agents").is_empty());
+    let tenant_key = tenants[0]["key"].as_str().expect("key");
+
+    let r = demo
+        .gql(tenant_key, "{ catalog { skus { id name gpuModel form migProfile region listPricePerHour available } } }")
+        .await;
+    let skus = r["data"]["catalog"]["skus"].as_array().expect("skus");
+    assert!(skus.len() >= 10, "{r}");
+
+    let r = demo
+        .gql(tenant_key, "mutation { createApiKey(role: TENANT_MEMBER, label: \"journey\") { apiKey key { id } } }")
+        .await;
+    let new_key = r["data"]["createApiKey"]["apiKey"].as_str().expect("new key").to_owned();
+    let r = demo.gql(&new_key, "{ viewer { role tenant { name } } }").await;
+    assert_eq!(r["data"]["viewer"]["role"], "TENANT_MEMBER", "{r}");
+    assert_eq!(r["data"]["viewer"]["tenant"]["name"], tenants[0]["name"]);
+    let first_tenant_id = tenants[0]["id"].clone();
+    drop(demo);
+
+    // A second start on the same database seeds nothing twice and issues working keys.
+    let again = Demo::start(dir.path(), database_url).await;
+    assert_eq!(again.credentials["tenants"][0]["id"], first_tenant_id);
+    let operator = again.credentials["operator_key"].as_str().expect("operator key");
+    let r = again.gql(operator, "{ tenants(first: 50) { edges { node { name } } } }").await;
+    assert_eq!(r["data"]["tenants"]["edges"].as_array().expect("edges").len(), 2, "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_serves_a_customer_journey_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}/demo.db?mode=rwc", dir.path().display());
+    journey(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_serves_a_customer_journey_on_postgres() {
+    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin = match Database::connect(&admin_url).await {
+        Ok(admin) => admin,
+        Err(err) if std::env::var("NEOCLOUD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
+            panic!("PostgreSQL is required but unreachable at {admin_url}: {err}")
+        }
+        Err(err) => {
+            eprintln!("skipping: PostgreSQL unreachable at {admin_url}: {err}");
+            return;
+        }
+    };
+    let name = format!("neocloud_e2e_{}", uuid::Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .expect("create database");
+    let (base, _) = admin_url.rsplit_once('/').expect("database URL");
+    journey(&format!("{base}/{name}")).await;
+    admin
+        .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .await
+        .expect("drop database");
+}
+
+#[test]
+fn a_bad_setting_stops_the_server_with_a_message_naming_it() {
+    let out = Command::new(neocloud_binary())
+        .args(["serve", "--listen", "not-an-address"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run neocloud");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NEOCLOUD_LISTEN"), "{stderr}");
+
+    let out = Command::new(neocloud_binary())
+        .args(["serve"])
+        .env("NEOCLOUD_LIMITS__PAGE_SIZE_MAX", "0")
+        .output()
+        .expect("run neocloud");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("limits.page_size_max"), "{stderr}");
+}
