@@ -12,7 +12,7 @@ use sea_orm::DatabaseConnection;
 use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
-use crate::http::{graphql, health, metrics, observe};
+use crate::http::{agents, graphql, health, metrics, observe};
 use crate::settings::Settings;
 
 /// What every handler can reach.
@@ -61,6 +61,7 @@ impl Application {
                 .route("/metrics", web::get().to(metrics::metrics))
                 .route("/graphql", web::post().to(graphql::graphql))
                 .route("/graphql", web::get().to(graphql::graphiql))
+                .route("/v1/agents/inventory", web::get().to(agents::inventory))
                 .default_service(web::to(not_found))
         })
         .workers(workers)

@@ -183,3 +183,42 @@ on_both_databases!(
     a_member_cannot_mint_an_admin_key,
     an_agent_token_can_only_identify_itself,
 );
+
+async fn an_agent_token_reads_its_own_nodes_inventory_only(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app.register_node("hgx-1", "H100", 8, "").await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    app.register_node("hgx-2", "H100", 4, "").await;
+    let get = |key: Option<String>| {
+        let mut req = app.client.get(format!("{}/v1/agents/inventory", app.url));
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        req.send()
+    };
+    let res = get(Some(token)).await.expect("get");
+    assert_eq!(res.status(), 200);
+    let inventory: neocloud_schema::agent_api::Inventory = res.json().await.expect("inventory");
+    assert_eq!(inventory.hostname, "hgx-1");
+    assert_eq!(inventory.gpus.len(), 8);
+    assert!(
+        inventory
+            .gpus
+            .iter()
+            .all(|g| g.uuid.starts_with("GPU-hgx-1-"))
+    );
+
+    let res = get(None).await.expect("get");
+    assert_eq!(res.status(), 401);
+    let body: serde_json::Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
+    let res = get(Some(app.operator_key.clone())).await.expect("get");
+    assert_eq!(res.status(), 403);
+}
+
+on_both_databases!(an_agent_token_reads_its_own_nodes_inventory_only);

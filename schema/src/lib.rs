@@ -5,6 +5,7 @@
 //! Nothing here does I/O. Agents depend on this crate without `db`, so the wire types and
 //! the domain vocabulary must never pull in database code.
 
+pub mod agent_api;
 pub mod gpu;
 pub mod ids;
 pub mod ingest;

@@ -25,6 +25,13 @@ pub(crate) async fn find_by_hostname<C: ConnectionTrait>(
         .await
 }
 
+pub(crate) async fn find<C: ConnectionTrait>(
+    conn: &C,
+    id: NodeId,
+) -> Result<Option<node::Model>, DbErr> {
+    Nodes::find_by_id(Uuid::from(id)).one(conn).await
+}
+
 pub(crate) async fn find_gpu_by_uuid<C: ConnectionTrait>(
     conn: &C,
     uuid: &str,

@@ -1,6 +1,7 @@
 //! HTTP endpoints other than GraphQL resolvers: the GraphQL transport, health, metrics,
 //! and the request middleware (a span per request, Prometheus counters).
 
+pub mod agents;
 pub mod graphql;
 pub mod health;
 pub mod metrics;
