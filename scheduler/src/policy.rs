@@ -108,8 +108,17 @@ pub(crate) fn better(a: &Score, b: &Score) -> bool {
     false
 }
 
-/// Weight of the CPU-balance term of `topo` (milli-GPUs per unit of imbalance).
-const CPU_BALANCE_WEIGHT: f64 = 0.0;
+/// Weight of the CPU-balance term of `topo` (milli-GPUs per unit of imbalance). Tuned
+/// on the Alibaba v2023 traces (docs/scheduler.md); 3 to 50 give about the same.
+const CPU_BALANCE_WEIGHT: f64 = 10.0;
+
+/// Cost of opening an idle node, per unit of `idle_size` (milli-GPUs of fragmentation).
+const OPEN_IDLE_WEIGHT: f64 = 0.3;
+
+/// Size of an idle node as a block: its cores plus 10 per GPU.
+fn idle_size(cpu_milli: u32, gpus: u32) -> f64 {
+    f64::from(cpu_milli) / 1000.0 + 10.0 * f64::from(gpus)
+}
 
 /// Ranks one node candidate under `kind`.
 pub(crate) fn score(
@@ -186,11 +195,17 @@ pub(crate) fn score(
             let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, after)
                 - fleet.node_frag[node.index()];
             let balance = cpu_balance(n.cpu_milli, cpu_after, count as u32, free_after);
-            [
-                delta + CPU_BALANCE_WEIGHT * balance,
-                f64::from(free_after),
-                f64::from(leftover),
-            ]
+            // Ties keep the first candidate met, in fullest-domain-first order.
+            // Opening an idle node costs in proportion to its size: the smallest idle
+            // block breaks first and the big ones stay whole (HiveD's buddy cells).
+            let opens_idle = n.allocs.is_empty() && n.gpus.iter().all(|g| g.is_idle());
+            let opening = if opens_idle {
+                OPEN_IDLE_WEIGHT * idle_size(n.cpu_milli, count as u32)
+            } else {
+                0.0
+            };
+            // Ties keep the first candidate met, in fullest-domain-first order.
+            [delta + CPU_BALANCE_WEIGHT * balance + opening, 0.0, 0.0]
         }
     }
 }

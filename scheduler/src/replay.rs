@@ -3,8 +3,10 @@
 //!
 //! - `timeline`: arrivals at `creation_time`, departures after the pod's run time
 //!   (`deletion_time - scheduled_time`, or `- creation_time` for pods never scheduled in
-//!   the original cluster). What does not fit waits in a FIFO queue, retried in order on
-//!   each departure (later arrivals that fit go ahead: FIFO with backfill). A pod list
+//!   the original cluster). What does not fit waits in a FIFO queue; on each departure
+//!   the first `QUEUE_RETRY_WINDOW` queued pods are retried in order (later arrivals
+//!   that fit go ahead: FIFO with backfill). `--compress F` divides arrival times by F
+//!   to replay the same work under contention. A pod list
 //!   without times arrives in file order one second apart and never departs. GPU-hours
 //!   are counted up to the trace's horizon (the last deletion or arrival).
 //! - `saturate`: the FGD paper's experiment. Arrivals only, drawn from the pod list with
@@ -31,6 +33,8 @@ use crate::trace::{self, TraceNode, TracePod};
 
 /// Most shapes the fragmentation measure of `fgd` and `topo` weighs.
 pub const MIX_SHAPES: usize = 32;
+/// Queued pods retried, from the head of the queue, on each departure.
+pub const QUEUE_RETRY_WINDOW: usize = 256;
 /// Most arrivals a saturate run draws (guards pod lists without GPU pods).
 pub const MAX_SATURATE_ARRIVALS: usize = 1_000_000;
 
@@ -57,6 +61,9 @@ pub struct ReplayOptions {
     pub seed: u64,
     /// Saturate: stop when the GPUs requested reach this multiple of the fleet's GPUs.
     pub arrive: f64,
+    /// Timeline: arrival times are divided by this (run times kept), so the same work
+    /// arrives faster and the fleet is contended; 1 replays the trace as recorded.
+    pub compress: f64,
 }
 
 impl Default for ReplayOptions {
@@ -66,6 +73,7 @@ impl Default for ReplayOptions {
             mode: Mode::Timeline,
             seed: 42,
             arrive: 1.2,
+            compress: 1.0,
         }
     }
 }
@@ -96,6 +104,9 @@ pub struct Report {
     pub gpu_hours_allocated: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub horizon_s: Option<u64>,
+    /// Timeline: the factor arrival times were divided by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compress: Option<f64>,
     /// Timeline: whether the pod list had times (else file order, one second apart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timed: Option<bool>,
@@ -169,13 +180,14 @@ pub fn replay(
         gpu_hours_allocated: None,
         horizon_s: None,
         timed: None,
+        compress: None,
         failed_arrivals: None,
         failed_gpus_requested: None,
         fragmented_gpu_share: None,
         lower_bound_unallocated_share: None,
     };
     match opts.mode {
-        Mode::Timeline => timeline(fleet, pods, &requests, policy, &mut report),
+        Mode::Timeline => timeline(fleet, pods, &requests, policy, opts, &mut report),
         Mode::Saturate => saturate(fleet, pods, &requests, policy, opts, &mut report),
     }
     Ok(report)
@@ -193,15 +205,21 @@ fn timeline(
     pods: &[TracePod],
     requests: &[Request],
     mut policy: Policy,
+    opts: &ReplayOptions,
     report: &mut Report,
 ) {
     let timed = pods.iter().all(|p| p.creation_time.is_some());
+    let compress = if opts.compress > 0.0 {
+        opts.compress
+    } else {
+        1.0
+    };
     let mut jobs: Vec<Job> = pods
         .iter()
         .enumerate()
         .map(|(i, p)| {
             let arrival = if timed {
-                p.creation_time.unwrap_or(0)
+                (p.creation_time.unwrap_or(0) as f64 / compress) as u64
             } else {
                 i as u64
             };
@@ -219,9 +237,9 @@ fn timeline(
         .collect();
     jobs.sort_by_key(|j| (j.arrival, j.index));
     let last_arrival = jobs.last().map(|j| j.arrival).unwrap_or(0);
-    let horizon = pods
+    let horizon = jobs
         .iter()
-        .filter_map(|p| p.deletion_time)
+        .filter_map(|j| j.run_s.map(|r| j.arrival + r))
         .max()
         .unwrap_or(0)
         .max(last_arrival + 1);
@@ -287,7 +305,13 @@ fn timeline(
                 allocated -= gpu_milli(job);
             }
             let mut still = VecDeque::with_capacity(queue.len());
+            let mut tried = 0;
             while let Some((q, arrived)) = queue.pop_front() {
+                if tried == QUEUE_RETRY_WINDOW {
+                    still.push_back((q, arrived));
+                    continue;
+                }
+                tried += 1;
                 if try_place(&mut fleet, &mut policy, q, t, run_of[q], &mut departures) {
                     allocated += gpu_milli(q);
                     delays.push(t - arrived);
@@ -326,6 +350,7 @@ fn timeline(
     report.gpu_hours_allocated = Some(area / 1000.0 / 3600.0);
     report.horizon_s = Some(horizon);
     report.timed = Some(timed);
+    report.compress = Some(compress);
     delays.sort_unstable();
     report.mean_queueing_delay_s = Some(if delays.is_empty() {
         0.0
@@ -431,18 +456,18 @@ pub fn unusable_free_milli(fleet: &Fleet, mix: &ShapeMix) -> u64 {
     total
 }
 
-/// An arrival asking for GPUs: (milli-GPUs, CPU milli, memory MiB, models).
-type GpuArrival = (f64, f64, f64, crate::ids::ModelSet);
-
-/// A lower bound on the unallocated share any policy leaves with these arrivals: the
-/// allocated GPUs cannot exceed (a) the GPUs of models some arrival accepts, (b) the
-/// GPUs the arrivals request, (c) the GPUs of the arrivals that fit in the fleet's total
-/// CPU, taking the least CPU per GPU first (a fractional knapsack), (d) the same for
-/// memory. Each is a relaxation, so the minimum is a valid bound; it ignores how CPU and
-/// GPUs are split over nodes, so the real limit is higher.
+/// A lower bound on the unallocated share any policy leaves with these arrivals, from
+/// the dual of the assignment LP (weak duality): allocate arrival `i` (g_i milli-GPUs,
+/// c_i CPU, m_i memory) to at most one node, each node within its GPUs G_n, CPU C_n and
+/// memory M_n. For prices `a` (per CPU milli) and `b` (per MiB) ≥ 0,
+/// `Σ_i max(0, g_i − a·c_i − b·m_i) + Σ_n min(G_n, a·C_n + b·M_n)` bounds what any
+/// assignment allocates; the bound is its minimum over a grid of prices (and the plain
+/// capacity). GPUs of models no arrival accepts count as unusable. It ignores the split
+/// of a node into GPUs (slivers) and the order of arrivals, so the real limit is higher.
 pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
     let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
-    let gpu_arrivals: Vec<GpuArrival> = arrivals
+    let mut accepted = crate::ids::ModelSet::NONE;
+    let tasks: Vec<(f64, f64, f64)> = arrivals
         .iter()
         .filter_map(|r| {
             let (cpu, mem, models) = match r.shape {
@@ -465,39 +490,41 @@ pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
                 } => (f64::from(cpu_milli), memory_mib as f64, models),
                 _ => return None,
             };
-            Some((r.shape.gpu_milli() as f64, cpu, mem, models))
+            accepted = crate::ids::ModelSet::from_bits(accepted.bits() | models.bits());
+            Some((r.shape.gpu_milli() as f64, cpu, mem))
         })
         .collect();
-    let accepted: f64 = fleet
+    let nodes: Vec<(f64, f64, f64)> = fleet
         .nodes
         .iter()
-        .flat_map(|n| &n.gpus)
-        .filter(|g| gpu_arrivals.iter().any(|a| a.3.contains(g.model)))
-        .count() as f64
-        * f64::from(MILLI_PER_GPU);
-    let requested: f64 = gpu_arrivals.iter().map(|a| a.0).sum();
-    let knapsack = |budget: f64, cost: &dyn Fn(&GpuArrival) -> f64| {
-        let mut items: Vec<(f64, f64)> = gpu_arrivals.iter().map(|a| (a.0, cost(a))).collect();
-        items.sort_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
-        let mut left = budget;
-        let mut gpus = 0.0;
-        for (g, c) in items {
-            if c <= left {
-                left -= c;
-                gpus += g;
-            } else {
-                gpus += g * (left / c);
-                break;
-            }
-        }
-        gpus
+        .map(|n| {
+            let gpus = n.gpus.iter().filter(|g| accepted.contains(g.model)).count();
+            (
+                gpus as f64 * f64::from(MILLI_PER_GPU),
+                f64::from(n.cpu_milli),
+                n.memory_mib as f64,
+            )
+        })
+        .collect();
+    let bound = |a: f64, b: f64| -> f64 {
+        let t: f64 = tasks
+            .iter()
+            .map(|&(g, c, m)| (g - a * c - b * m).max(0.0))
+            .sum();
+        let n: f64 = nodes.iter().map(|&(g, c, m)| g.min(a * c + b * m)).sum();
+        t + n
     };
-    let cpu_total: f64 = fleet.nodes.iter().map(|n| f64::from(n.cpu_milli)).sum();
-    let mem_total: f64 = fleet.nodes.iter().map(|n| n.memory_mib as f64).sum();
-    let best = accepted
-        .min(requested)
-        .min(knapsack(cpu_total, &|a| a.1))
-        .min(knapsack(mem_total, &|a| a.2))
-        .min(capacity);
+    // Prices in milli-GPU per CPU milli and per MiB, from "free" to "GPU-priced".
+    let grid = |unit: f64| -> Vec<f64> {
+        std::iter::once(0.0)
+            .chain((0..40).map(move |k| unit * 10f64.powf(f64::from(k) / 10.0 - 2.0)))
+            .collect()
+    };
+    let mut best = capacity.min(bound(0.0, 0.0));
+    for a in grid(1.0 / 1000.0) {
+        for b in grid(1.0 / 1024.0 / 10.0) {
+            best = best.min(bound(a, b));
+        }
+    }
     (1.0 - best / capacity).max(0.0)
 }

@@ -42,6 +42,9 @@ enum Command {
         /// Saturate: stop when the GPUs requested reach this multiple of the fleet's.
         #[arg(long, default_value_t = 1.2)]
         arrive: f64,
+        /// Timeline: divide arrival times by this to replay the same work under contention.
+        #[arg(long, default_value_t = 1.0)]
+        compress: f64,
         /// Print one JSON object on the last line.
         #[arg(long)]
         json: bool,
@@ -79,6 +82,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             mode,
             seed,
             arrive,
+            compress,
             json,
         } => {
             let nodes = trace::read_nodes(open(&nodes)?)?;
@@ -91,6 +95,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 },
                 seed,
                 arrive,
+                compress,
             };
             let report = replay::replay(&nodes, &pods, &opts)?;
             if json {
