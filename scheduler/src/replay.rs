@@ -528,3 +528,73 @@ pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
     }
     (1.0 - best / capacity).max(0.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = "sn,cpu_milli,memory_mib,gpu,model\n\
+        a,32000,262144,2,T4\nb,96000,393216,8,G2\nc,16000,122880,2,P100\n";
+    const PODS: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+        p0,12000,16384,1,1000,,LS,Running,0,100,0\n\
+        p1,6000,12288,1,460,,LS,Running,10,50,10\n\
+        p2,8000,16384,8,1000,,LS,Running,20,200,20\n\
+        p3,8000,16384,8,1000,G2,LS,Pending,30,60,\n\
+        p4,4000,8192,0,0,,BE,Running,40,90,40\n";
+
+    fn run(mode: Mode, policy: PolicyKind) -> Report {
+        let nodes = trace::read_nodes(NODES.as_bytes()).unwrap();
+        let pods = trace::read_pods(PODS.as_bytes()).unwrap();
+        replay(
+            &nodes,
+            &pods,
+            &ReplayOptions {
+                policy,
+                mode,
+                ..ReplayOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_timeline_queues_what_does_not_fit_until_a_departure() {
+        let r = run(Mode::Timeline, PolicyKind::Topo);
+        assert_eq!(r.placed, 5);
+        assert_eq!(r.never_placed, Some(0));
+        // p3 needs the only 8-GPU node, busy with p2 until t=200.
+        assert_eq!(r.p99_queueing_delay_s, Some(170.0));
+        assert!(r.gpu_hours_allocated.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn every_policy_replays_both_modes_deterministically() {
+        for policy in PolicyKind::ALL {
+            for mode in [Mode::Timeline, Mode::Saturate] {
+                let a = run(mode, policy);
+                assert_eq!(a, run(mode, policy), "{policy} {mode:?}");
+                assert!((0.0..=1.0).contains(&a.unallocated_gpu_share));
+            }
+        }
+    }
+
+    #[test]
+    fn the_json_report_names_the_policy_and_the_contract_keys() {
+        let json = serde_json::to_value(run(Mode::Saturate, PolicyKind::Fgd)).unwrap();
+        assert_eq!(json["policy"], "fgd");
+        assert_eq!(json["mode"], "saturate");
+        assert!(json["unallocated_gpu_share"].is_number());
+        assert!(json["lower_bound_unallocated_share"].is_number());
+        let json = serde_json::to_value(run(Mode::Timeline, PolicyKind::BestFit)).unwrap();
+        assert!(json["gpu_hours_allocated"].is_number());
+        assert!(json["p99_queueing_delay_s"].is_number());
+    }
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.99), 99);
+        assert_eq!(percentile(&v, 0.5), 50);
+        assert_eq!(percentile(&[], 0.99), 0);
+    }
+}
