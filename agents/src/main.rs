@@ -1,10 +1,330 @@
-//! neocloud-agent: runs on every GPU host, samples NVML (or a simulated fleet), appends
-//! batches to a crash-safe spool and ships them to `POST /v1/ingest`.
+//! `neocloud-agent`: the host agent's command line.
 //!
-//! Not built yet: the host agent issue fills this crate. It exits with an error rather
-//! than pretending to sample.
+//! - `neocloud-agent run --server URL --token TOKEN [--simulate [--seed N] [--sim-profile
+//!   FILE]] [--spool DIR] [--interval S]`: sample, spool and ship until SIGINT/SIGTERM.
+//! - `neocloud-agent probe [--simulate]`: one sample (two cycles a second apart) printed
+//!   as the ingest batch it would ship, no server needed.
 
-fn main() {
-    eprintln!("neocloud-agent: the host agent is not built yet");
-    std::process::exit(2);
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use neocloud_agent::agent::{AgentConfig, run};
+use neocloud_agent::attribution::AttributionConfig;
+use neocloud_agent::metrics::{self, AgentMetrics, Health};
+use neocloud_agent::sampler::Sampler;
+use neocloud_agent::shipper::{Compression, HttpShipper, ShipperError};
+use neocloud_agent::source::nvml::NvmlSource;
+use neocloud_agent::source::sim::{SimProfile, SimSource};
+use neocloud_agent::source::{GpuSource, SourceError};
+use neocloud_agent::spool::SpoolLimits;
+use neocloud_schema::agent_api::Inventory;
+use neocloud_schema::ingest::{Batch, WIRE_VERSION};
+
+#[derive(Parser)]
+#[command(name = "neocloud-agent", version, about = "neocloud's GPU host agent")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sample, spool and ship until stopped.
+    Run(RunArgs),
+    /// Print one sample as an ingest batch (JSON) and exit.
+    Probe(SourceArgs),
+}
+
+#[derive(Args, Clone)]
+struct SourceArgs {
+    /// Simulate the GPUs instead of asking NVML.
+    #[arg(long)]
+    simulate: bool,
+    /// Seed of the simulation (same seed, same host).
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    seed: u64,
+    /// A simulated host as JSON (see docs/agent.md); default: the server's inventory of
+    /// this node, or a mixed 8-GPU host without a server.
+    #[arg(long, requires = "simulate")]
+    sim_profile: Option<PathBuf>,
+    /// Write the simulation's ground truth (JSON lines, per allocation per second).
+    #[arg(long, requires = "simulate")]
+    truth_out: Option<PathBuf>,
+    /// The registered hostname; default: the server's inventory, else this host's name.
+    #[arg(long, env = "NEOCLOUD_AGENT_ID")]
+    agent_id: Option<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Base URL of the neocloud api (`http://127.0.0.1:8080`).
+    #[arg(long, env = "NEOCLOUD_AGENT_SERVER")]
+    server: Option<String>,
+    /// The node's agent token (`nca_…`).
+    #[arg(long, env = "NEOCLOUD_AGENT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Spool directory (crash-safe queue of unsent batches).
+    #[arg(long, default_value = "/var/lib/neocloud-agent/spool")]
+    spool: PathBuf,
+    /// Seconds per batch window (fractions allowed; at most 3600).
+    #[arg(long, default_value_t = 10.0)]
+    interval: f64,
+    /// Milliseconds between sampling cycles (at most the window).
+    #[arg(long, default_value_t = 1000)]
+    sample_interval_ms: u64,
+    /// Spool size limit in MiB; beyond it unsent windows are folded together.
+    #[arg(long, default_value_t = 256)]
+    spool_max_mib: u64,
+    /// Request body compression.
+    #[arg(long, value_enum, default_value_t = Compression::Gzip)]
+    compression: Compression,
+    /// Where `/metrics` and `/healthz` are served; `off` to disable.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    metrics_listen: String,
+    /// A cgroup path segment `<prefix><allocation uuid>` names a process's allocation.
+    #[arg(long, default_value = "neocloud-")]
+    cgroup_prefix: String,
+    /// Environment variables of GPU processes copied into labels.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "NEOCLOUD_PROJECT,NEOCLOUD_JOB"
+    )]
+    label_env: Vec<String>,
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+enum Source {
+    Sim(Box<SimSource>),
+    Nvml(NvmlSource),
+}
+
+impl GpuSource for Source {
+    fn kind(&self) -> &'static str {
+        match self {
+            Source::Sim(s) => s.kind(),
+            Source::Nvml(s) => s.kind(),
+        }
+    }
+    fn sample(
+        &mut self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<neocloud_agent::Snapshot, SourceError> {
+        match self {
+            Source::Sim(s) => s.sample(now),
+            Source::Nvml(s) => s.sample(now),
+        }
+    }
+    fn process_table(&self) -> &dyn neocloud_agent::attribution::ProcessTable {
+        match self {
+            Source::Sim(s) => s.process_table(),
+            Source::Nvml(s) => s.process_table(),
+        }
+    }
+}
+
+/// What the source needs, decided before the sampling thread starts.
+enum SourcePlan {
+    Sim {
+        profile: SimProfile,
+        seed: u64,
+        truth_out: Option<PathBuf>,
+    },
+    Nvml,
+}
+
+impl SourcePlan {
+    fn build(self) -> Result<Source, SourceError> {
+        match self {
+            SourcePlan::Sim {
+                profile,
+                seed,
+                truth_out,
+            } => {
+                let mut sim = SimSource::new(profile, seed)?;
+                if let Some(path) = truth_out {
+                    sim.truth
+                        .write_to(&path)
+                        .map_err(|e| SourceError::SimProfile {
+                            reason: format!("cannot write the truth file {}: {e}", path.display()),
+                        })?;
+                }
+                Ok(Source::Sim(Box::new(sim)))
+            }
+            SourcePlan::Nvml => NvmlSource::open().map(Source::Nvml),
+        }
+    }
+}
+
+fn plan(
+    args: &SourceArgs,
+    agent_id: &str,
+    inventory: Option<&Inventory>,
+) -> anyhow::Result<SourcePlan> {
+    if !args.simulate {
+        return Ok(SourcePlan::Nvml);
+    }
+    let profile = match (&args.sim_profile, inventory) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the simulation profile {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("parsing the simulation profile {}", path.display()))?
+        }
+        (None, Some(inv)) => SimProfile::from_inventory(inv)?,
+        (None, None) => SimProfile::mixed_host(agent_id),
+    };
+    Ok(SourcePlan::Sim {
+        profile,
+        seed: args.seed,
+        truth_out: args.truth_out.clone(),
+    })
+}
+
+async fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    if !(args.interval > 0.0 && args.interval <= 3600.0) {
+        bail!("--interval must be more than 0 and at most 3600 seconds");
+    }
+    let interval = Duration::from_secs_f64(args.interval);
+    let sample_interval = Duration::from_millis(args.sample_interval_ms.max(1)).min(interval);
+    let shipper = match (&args.server, &args.token) {
+        (Some(server), Some(token)) => Some(HttpShipper::new(server, token, args.compression)?),
+        (None, None) => {
+            tracing::warn!(
+                "No --server and --token: batches accumulate in the spool and are not shipped."
+            );
+            None
+        }
+        _ => bail!("--server and --token go together"),
+    };
+    let inventory = match &shipper {
+        Some(s) => match s.inventory().await {
+            Ok(inv) => Some(inv),
+            Err(e @ ShipperError::Unauthorized { .. }) => {
+                return Err(e).context("the server refused the agent token; check --token");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Could not fetch this node's inventory; using local defaults.");
+                None
+            }
+        },
+        None => None,
+    };
+    let agent_id = args
+        .source
+        .agent_id
+        .clone()
+        .or_else(|| inventory.as_ref().map(|i| i.hostname.clone()))
+        .unwrap_or_else(hostname);
+    let plan = plan(&args.source, &agent_id, inventory.as_ref())?;
+
+    let mut config = AgentConfig::new(&agent_id, &args.spool);
+    config.interval = interval;
+    config.sample_interval = sample_interval;
+    config.spool_limits = SpoolLimits {
+        max_bytes: args.spool_max_mib.saturating_mul(1024 * 1024),
+        ..SpoolLimits::default()
+    };
+    config.attribution = AttributionConfig {
+        cgroup_prefix: args.cgroup_prefix.clone(),
+        label_env_allow: args.label_env.clone(),
+    };
+
+    let metrics = AgentMetrics::new()?;
+    let health = Arc::new(Health::default());
+    if args.metrics_listen != "off" {
+        let addr: SocketAddr = args
+            .metrics_listen
+            .parse()
+            .with_context(|| format!("--metrics-listen {}", args.metrics_listen))?;
+        let listener = metrics::bind(addr)
+            .await
+            .with_context(|| format!("binding the metrics endpoint on {addr}"))?;
+        tracing::info!(addr = %listener.local_addr()?, "Serving /metrics and /healthz.");
+        let kind = if args.source.simulate { "sim" } else { "nvml" };
+        tokio::spawn(metrics::serve(
+            listener,
+            metrics.clone(),
+            health.clone(),
+            kind,
+        ));
+    }
+
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("Stopping: closing the open window into the spool.");
+        let _ = tx.send(true);
+    });
+    let report = run(config, move || plan.build(), shipper, metrics, health, rx).await?;
+    tracing::info!(?report, "Stopped.");
+    Ok(())
+}
+
+fn probe(args: SourceArgs) -> anyhow::Result<()> {
+    let agent_id = args.agent_id.clone().unwrap_or_else(hostname);
+    let source = plan(&args, &agent_id, None)?.build()?;
+    let mut sampler = Sampler::new(
+        source,
+        AttributionConfig::default(),
+        chrono::Duration::hours(1),
+    );
+    let start = chrono::Utc::now();
+    let start = chrono::DateTime::from_timestamp(start.timestamp(), 0).unwrap_or(start);
+    sampler.cycle(start)?;
+    let next = start + chrono::Duration::seconds(1);
+    let wait = (next - chrono::Utc::now()).to_std().unwrap_or_default();
+    std::thread::sleep(wait);
+    sampler.cycle(next)?;
+    let window = sampler.flush().context("the probe covered no time")?;
+    let batch = Batch {
+        version: WIRE_VERSION,
+        agent_id,
+        boot_id: uuid::Uuid::nil(),
+        seq: 1,
+        window: window.window,
+        devices: window.devices,
+    };
+    println!("{}", serde_json::to_string_pretty(&batch)?);
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Probe(args) => probe(args),
+        Command::Run(args) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+            .block_on(run_command(args)),
+    }
 }

@@ -1,0 +1,531 @@
+//! The running agent: a sampling thread (source → windows → spool) and a shipping task
+//! (spool head → server → ack), sharing the spool. [`run`] is the whole agent for any
+//! source and shipper; [`run_simulated`] is the in-process simulated agent the demo can
+//! start once per demo node.
+//!
+//! What each server answer does to the spooled batch (ingest v1 contract):
+//! - `accepted` / `duplicate`: the batch leaves the spool.
+//! - 400: poison. It is moved to `quarantine/`, logged as an error and counted; the next
+//!   batch goes on (retrying it could only block everything behind it for ever).
+//! - 401/403: the token is refused. Nothing is dropped; the agent reports itself
+//!   degraded on `/healthz`, logs an error, and retries slowly (`auth_backoff`).
+//! - 413: the batch is split by devices into two numbered batches; a single-device batch
+//!   that is still too large is quarantined.
+//! - 5xx, 429, network: retried with exponential backoff and jitter, without limit (the
+//!   spool is the bound).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{Notify, watch};
+
+use crate::attribution::AttributionConfig;
+use crate::failpoint;
+use crate::metrics::{AgentMetrics, Health};
+use crate::sampler::Sampler;
+use crate::shipper::{Backoff, Compression, HttpShipper, ShipOutcome, Shipper, ShipperError};
+use crate::source::sim::{SimProfile, SimSource};
+use crate::source::{GpuSource, SourceError};
+use crate::spool::{Spool, SpoolError, SpoolLimits};
+use crate::window::ClosedWindow;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Spool(#[from] SpoolError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Shipper(#[from] ShipperError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error("the sampling thread stopped unexpectedly: {0}")]
+    Sampler(String),
+}
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The registered hostname (`agent_id` of every batch).
+    pub agent_id: String,
+    pub spool_dir: PathBuf,
+    pub spool_limits: SpoolLimits,
+    /// Length of a batch window.
+    pub interval: Duration,
+    /// Time between sampling cycles (1 s: the contract's unit of usage).
+    pub sample_interval: Duration,
+    pub attribution: AttributionConfig,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// Wait between attempts while the server refuses the token.
+    pub auth_backoff: Duration,
+}
+
+impl AgentConfig {
+    pub fn new(agent_id: impl Into<String>, spool_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            agent_id: agent_id.into(),
+            spool_dir: spool_dir.into(),
+            spool_limits: SpoolLimits::default(),
+            interval: Duration::from_secs(10),
+            sample_interval: Duration::from_secs(1),
+            attribution: AttributionConfig::default(),
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(60),
+            auth_backoff: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a run did, when it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunReport {
+    pub cycles: u64,
+    pub batches_acked: u64,
+    pub batches_left: usize,
+}
+
+fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
+    // A panic while holding the lock leaves the spool's files consistent (every change
+    // is atomic on disk); the in-memory index may lag, which the next open repairs.
+    spool.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn update_gauges(spool: &Spool, metrics: &AgentMetrics) {
+    metrics.batches_spooled.set(spool.len() as i64);
+    metrics.spool_bytes.set(spool.bytes() as i64);
+}
+
+/// Windows kept in memory while the spool cannot be written (disk full, I/O error).
+const MAX_PENDING_WINDOWS: usize = 360;
+
+fn ceil_to(ms: i64, step: i64) -> i64 {
+    (ms + step - 1).div_euclid(step) * step
+}
+
+fn spool_window(
+    spool: &Mutex<Spool>,
+    w: ClosedWindow,
+    metrics: &AgentMetrics,
+) -> Result<(), (ClosedWindow, SpoolError)> {
+    let mut s = lock(spool);
+    match s.append(w.clone()) {
+        Ok(outcome) => {
+            if outcome.folds > 0 {
+                tracing::warn!(
+                    folds = outcome.folds,
+                    spool_bytes = s.bytes(),
+                    batches = s.len(),
+                    "Spool is full: folded unsent windows into coarser ones (same totals)."
+                );
+                metrics.spool_folds_total.inc_by(outcome.folds as u64);
+            }
+            if outcome.dropped {
+                metrics.spool_dropped_windows_total.inc();
+            }
+            update_gauges(&s, metrics);
+            Ok(())
+        }
+        Err(e) => Err((w, e)),
+    }
+}
+
+/// The sampling loop: aligned ticks, one cycle each, windows into the spool.
+fn sampling_loop<S: GpuSource>(
+    mut sampler: Sampler<S>,
+    config: &AgentConfig,
+    spool: &Mutex<Spool>,
+    notify: &Notify,
+    stop: &AtomicBool,
+    metrics: &AgentMetrics,
+    health: &Health,
+) -> u64 {
+    let step_ms = (config.sample_interval.as_millis() as i64).max(1);
+    let mut next = ceil_to(Utc::now().timestamp_millis(), step_ms);
+    let mut pending: Vec<ClosedWindow> = Vec::new();
+    let mut cycles = 0u64;
+    loop {
+        // Wait for the tick, checking for shutdown at least every 50 ms.
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                if let Some(w) = sampler.flush() {
+                    pending.push(w);
+                }
+                for w in pending.drain(..) {
+                    if let Err((_, e)) = spool_window(spool, w, metrics) {
+                        tracing::error!(error = %e, "Could not spool the last window at shutdown.");
+                    }
+                }
+                notify.notify_one();
+                return cycles;
+            }
+            let now = Utc::now().timestamp_millis();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis((next - now).min(50) as u64));
+        }
+        let at = DateTime::from_timestamp_millis(next).unwrap_or_else(Utc::now);
+        match sampler.cycle(at) {
+            Ok(closed) => {
+                cycles += 1;
+                metrics.samples_total.inc();
+                health.source_failing.store(false, Ordering::Relaxed);
+                health
+                    .last_sample_unix
+                    .store(at.timestamp(), Ordering::Relaxed);
+                pending.extend(closed);
+            }
+            Err(e) => {
+                metrics.sample_errors_total.inc();
+                health.source_failing.store(true, Ordering::Relaxed);
+                tracing::error!(error = %e, "Sampling cycle failed.");
+            }
+        }
+        while let Some(w) = pending.first().cloned() {
+            match spool_window(spool, w, metrics) {
+                Ok(()) => {
+                    pending.remove(0);
+                    notify.notify_one();
+                }
+                Err((_, e)) => {
+                    tracing::error!(error = %e, pending = pending.len(), "Could not write to the spool; keeping the window in memory.");
+                    break;
+                }
+            }
+        }
+        if pending.len() > MAX_PENDING_WINDOWS {
+            tracing::error!(
+                "The spool has been unwritable for too long: dropping the oldest window."
+            );
+            metrics.spool_dropped_windows_total.inc();
+            pending.remove(0);
+        }
+        next += step_ms;
+        let now = Utc::now().timestamp_millis();
+        if now > next + step_ms {
+            // Fell behind (suspended, overloaded): skip the missed ticks.
+            next = ceil_to(now, step_ms);
+        }
+    }
+}
+
+async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = shutdown.wait_for(|s| *s) => true,
+    }
+}
+
+/// The shipping loop: sends the spool's head until acknowledged, in order.
+async fn shipping_loop<Sh: Shipper>(
+    shipper: Sh,
+    config: &AgentConfig,
+    spool: Arc<Mutex<Spool>>,
+    notify: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+    metrics: AgentMetrics,
+    health: Arc<Health>,
+) -> u64 {
+    let seed = lock(&spool).boot_id().as_u128() as u64;
+    let mut backoff = Backoff::new(config.backoff_base, config.backoff_max, seed);
+    let mut acked = 0u64;
+    loop {
+        if *shutdown.borrow() {
+            return acked;
+        }
+        let head = lock(&spool).head();
+        let batch = match head {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                tokio::select! {
+                    _ = notify.notified() => continue,
+                    _ = shutdown.wait_for(|s| *s) => return acked,
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Could not read the spool head.");
+                if sleep_or_stop(backoff.next_delay(), &mut shutdown).await {
+                    return acked;
+                }
+                continue;
+            }
+        };
+        let seq = batch.seq;
+        let outcome = tokio::select! {
+            o = shipper.ship(&batch) => o,
+            _ = shutdown.wait_for(|s| *s) => return acked,
+        };
+        let mut wait = None;
+        match outcome {
+            ShipOutcome::Accepted | ShipOutcome::Duplicate => {
+                failpoint::hit("ship.before_ack");
+                let status = if outcome == ShipOutcome::Accepted {
+                    "accepted"
+                } else {
+                    "duplicate"
+                };
+                let mut s = lock(&spool);
+                if let Err(e) = s.ack(seq) {
+                    tracing::error!(seq, error = %e, "Could not remove an acknowledged batch.");
+                }
+                update_gauges(&s, &metrics);
+                drop(s);
+                acked += 1;
+                metrics
+                    .batches_acked_total
+                    .with_label_values(&[status])
+                    .inc();
+                metrics
+                    .last_ack_timestamp_seconds
+                    .set(Utc::now().timestamp_millis() as f64 / 1000.0);
+                health.auth_rejected.store(false, Ordering::Relaxed);
+                backoff.reset();
+                tracing::debug!(seq, status, "Batch acknowledged.");
+            }
+            ShipOutcome::Invalid { message } => {
+                metrics
+                    .ship_errors_total
+                    .with_label_values(&["invalid"])
+                    .inc();
+                let mut s = lock(&spool);
+                match s.quarantine_head(seq) {
+                    Ok(path) => {
+                        metrics.spool_quarantined_total.inc();
+                        tracing::error!(seq, %message, path = %path.display(), "The server called a batch invalid: quarantined, not retried. This is a bug in the agent or the server; the usage in it is not billed until it is fixed.");
+                    }
+                    Err(e) => {
+                        tracing::error!(seq, error = %e, "Could not quarantine an invalid batch.")
+                    }
+                }
+                update_gauges(&s, &metrics);
+            }
+            ShipOutcome::Unauthorized { status, message } => {
+                metrics
+                    .ship_errors_total
+                    .with_label_values(&["unauthorized"])
+                    .inc();
+                health.auth_rejected.store(true, Ordering::Relaxed);
+                tracing::error!(status, %message, retry_in_s = config.auth_backoff.as_secs(), "The server refused the agent token: shipping paused, usage stays in the spool. Check --token and the node's registration.");
+                wait = Some(config.auth_backoff);
+            }
+            ShipOutcome::TooLarge => {
+                metrics
+                    .ship_errors_total
+                    .with_label_values(&["too_large"])
+                    .inc();
+                let mut s = lock(&spool);
+                match s.split_head(seq) {
+                    Ok(true) => {
+                        tracing::warn!(seq, "The server found a batch too large: split it in two.")
+                    }
+                    Ok(false) => {
+                        if s.quarantine_head(seq).is_ok() {
+                            metrics.spool_quarantined_total.inc();
+                        }
+                        tracing::error!(
+                            seq,
+                            "A single-device batch is too large for the server: quarantined."
+                        );
+                    }
+                    Err(e) => {
+                        tracing::error!(seq, error = %e, "Could not split a too-large batch.")
+                    }
+                }
+                update_gauges(&s, &metrics);
+            }
+            ShipOutcome::Retry { reason } => {
+                let label = if reason.starts_with("status") {
+                    "server"
+                } else {
+                    "network"
+                };
+                metrics.ship_errors_total.with_label_values(&[label]).inc();
+                let d = backoff.next_delay();
+                tracing::warn!(seq, %reason, attempt = backoff.attempts(), retry_in_ms = d.as_millis() as u64, "Shipping failed; will retry.");
+                wait = Some(d);
+            }
+        }
+        if let Some(d) = wait
+            && sleep_or_stop(d, &mut shutdown).await
+        {
+            return acked;
+        }
+    }
+}
+
+/// Runs the agent until `shutdown` turns true: the source is created on the sampling
+/// thread by `make_source`; without a shipper, batches only accumulate in the spool.
+pub async fn run<S, F, Sh>(
+    config: AgentConfig,
+    make_source: F,
+    shipper: Option<Sh>,
+    metrics: AgentMetrics,
+    health: Arc<Health>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<RunReport, AgentError>
+where
+    S: GpuSource + 'static,
+    F: FnOnce() -> Result<S, SourceError> + Send + 'static,
+    Sh: Shipper + 'static,
+{
+    let (spool, report) = Spool::open(&config.spool_dir, &config.agent_id, config.spool_limits)?;
+    if report.quarantined > 0 {
+        metrics
+            .spool_quarantined_total
+            .inc_by(report.quarantined as u64);
+    }
+    tracing::info!(
+        agent_id = %config.agent_id,
+        boot_id = %spool.boot_id(),
+        next_seq = spool.next_seq(),
+        batches = spool.len(),
+        quarantined = report.quarantined,
+        removed_partial = report.removed_partial,
+        new_boot = report.new_boot,
+        "Spool opened."
+    );
+    update_gauges(&spool, &metrics);
+    let spool = Arc::new(Mutex::new(spool));
+    let notify = Arc::new(Notify::new());
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Result<&'static str, SourceError>>();
+    let thread = {
+        let (config, spool, notify, stop, metrics, health) = (
+            config.clone(),
+            spool.clone(),
+            notify.clone(),
+            stop.clone(),
+            metrics.clone(),
+            health.clone(),
+        );
+        std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn(move || {
+                let source = match make_source() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return 0;
+                    }
+                };
+                let _ = ready_tx.send(Ok(source.kind()));
+                let interval = chrono::Duration::from_std(config.interval)
+                    .unwrap_or_else(|_| chrono::Duration::seconds(10));
+                let sampler = Sampler::new(source, config.attribution.clone(), interval);
+                sampling_loop(sampler, &config, &spool, &notify, &stop, &metrics, &health)
+            })
+            .map_err(|e| AgentError::Sampler(e.to_string()))?
+    };
+    match ready_rx.await {
+        Ok(Ok(kind)) => tracing::info!(source = kind, "Sampling started."),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            return Err(e.into());
+        }
+        Err(_) => {
+            return Err(AgentError::Sampler(
+                "the sampling thread died at start".into(),
+            ));
+        }
+    }
+
+    let acked = match shipper {
+        Some(shipper) => {
+            shipping_loop(
+                shipper,
+                &config,
+                spool.clone(),
+                notify.clone(),
+                shutdown.clone(),
+                metrics.clone(),
+                health.clone(),
+            )
+            .await
+        }
+        None => {
+            let mut shutdown = shutdown.clone();
+            let _ = shutdown.wait_for(|s| *s).await;
+            0
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    let cycles = tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| AgentError::Sampler(e.to_string()))?
+        .map_err(|_| AgentError::Sampler("the sampling thread panicked".into()))?;
+    let batches_left = lock(&spool).len();
+    tracing::info!(
+        cycles,
+        acked,
+        batches_left,
+        "Agent stopped; unsent batches stay in the spool."
+    );
+    Ok(RunReport {
+        cycles,
+        batches_acked: acked,
+        batches_left,
+    })
+}
+
+/// A simulated agent for one registered node, as `neocloud demo` runs one per demo node
+/// in process: asks the server for the node's inventory, simulates exactly those devices
+/// (seeded), and ships to `server` with the node's agent token until `shutdown`.
+#[derive(Debug, Clone)]
+pub struct SimulatedAgent {
+    pub server: String,
+    pub token: String,
+    pub seed: u64,
+    pub spool_dir: PathBuf,
+    pub interval: Duration,
+    pub compression: Compression,
+}
+
+impl SimulatedAgent {
+    pub fn new(server: &str, token: &str, seed: u64, spool_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            server: server.into(),
+            token: token.into(),
+            seed,
+            spool_dir: spool_dir.into(),
+            interval: Duration::from_secs(10),
+            compression: Compression::Gzip,
+        }
+    }
+
+    /// Fetches the inventory (retrying while the server starts, up to ~30 s), then runs.
+    pub async fn run(self, shutdown: watch::Receiver<bool>) -> Result<RunReport, AgentError> {
+        let shipper = HttpShipper::new(&self.server, &self.token, self.compression)?;
+        let mut backoff = Backoff::new(
+            Duration::from_millis(200),
+            Duration::from_secs(5),
+            self.seed,
+        );
+        let inventory = loop {
+            match shipper.inventory().await {
+                Ok(inv) => break inv,
+                Err(e @ ShipperError::Unauthorized { .. }) => return Err(e.into()),
+                Err(e) if backoff.attempts() >= 10 => return Err(e.into()),
+                Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+            }
+        };
+        let profile = SimProfile::from_inventory(&inventory)?;
+        let mut config = AgentConfig::new(&inventory.hostname, &self.spool_dir);
+        config.interval = self.interval;
+        let metrics = AgentMetrics::new()?;
+        let seed = self.seed;
+        run(
+            config,
+            move || SimSource::new(profile, seed),
+            Some(shipper),
+            metrics,
+            Arc::new(Health::default()),
+            shutdown,
+        )
+        .await
+    }
+}

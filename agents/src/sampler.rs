@@ -1,0 +1,69 @@
+//! One sampling cycle: read the source, attribute processes, integrate into the open
+//! window, and close the window when it has covered the batch interval. [`Sampler`] is
+//! what the agent's sampling thread runs once per tick and what the benchmark measures.
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::attribution::{AttributionConfig, Attributor};
+use crate::source::{GpuSource, SourceError};
+use crate::window::{ClosedWindow, WindowBuilder};
+
+/// Reads a source at each tick and produces closed windows.
+pub struct Sampler<S> {
+    source: S,
+    attributor: Attributor,
+    window: WindowBuilder,
+    interval: Duration,
+    devices_last: usize,
+    processes_last: usize,
+}
+
+impl<S: GpuSource> Sampler<S> {
+    /// `interval` is the batch window length (the contract allows up to an hour).
+    pub fn new(source: S, attribution: AttributionConfig, interval: Duration) -> Self {
+        Self {
+            source,
+            attributor: Attributor::new(attribution),
+            window: WindowBuilder::new(),
+            interval,
+            devices_last: 0,
+            processes_last: 0,
+        }
+    }
+
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    pub fn attributor_mut(&mut self) -> &mut Attributor {
+        &mut self.attributor
+    }
+
+    /// Devices and processes seen by the last cycle.
+    pub fn last_counts(&self) -> (usize, usize) {
+        (self.devices_last, self.processes_last)
+    }
+
+    /// One cycle at `now`; a closed window when the open one reached the interval.
+    pub fn cycle(&mut self, now: DateTime<Utc>) -> Result<Option<ClosedWindow>, SourceError> {
+        let snapshot = self.source.sample(now)?;
+        self.devices_last = snapshot.devices.len();
+        self.processes_last = snapshot.devices.iter().map(|d| d.processes.len()).sum();
+        self.window
+            .add(&snapshot, &mut self.attributor, self.source.process_table());
+        let due = self
+            .window
+            .start()
+            .is_some_and(|start| now - start >= self.interval);
+        Ok(if due { self.window.close() } else { None })
+    }
+
+    /// Closes whatever the open window holds (on shutdown).
+    pub fn flush(&mut self) -> Option<ClosedWindow> {
+        self.window.close()
+    }
+}

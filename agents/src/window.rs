@@ -1,0 +1,485 @@
+//! From readings to the wire: [`WindowBuilder`] integrates sampling cycles into one
+//! window's device samples, and [`fold`] merges two adjacent windows into one coarser
+//! window with the same totals (used when the spool is full).
+//!
+//! Billing needs integrals (Σ sm_util/100 × dt, Σ bytes × dt), and the contract carries
+//! averages over the window. A window's value is therefore the integral divided by the
+//! window's duration, so `value × duration` gives the integral back exactly: a cycle that
+//! could not read a value contributes nothing rather than shifting the average.
+//!
+//! Each cycle at time `t` accounts for the interval since the previous cycle with the
+//! readings taken at `t`. Windows are contiguous: the next window starts where the last
+//! one ended.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Duration, Utc};
+use neocloud_schema::ids::AllocationId;
+use neocloud_schema::ingest::{
+    DeviceHealth, DeviceSample, HealthEvent, MAX_EVENTS_PER_DEVICE, MAX_PROCESSES_PER_DEVICE,
+    MAX_WINDOW_SECONDS, ProcessSample, Window,
+};
+
+use crate::attribution::{Attributor, ProcessTable};
+use crate::source::{Snapshot, health_for_event, worse};
+
+/// A window ready to be numbered and spooled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedWindow {
+    pub window: Window,
+    pub devices: Vec<DeviceSample>,
+}
+
+#[derive(Debug, Default)]
+struct ProcAcc {
+    labels: BTreeMap<String, String>,
+    util_integral: f64,
+    fb_integral: f64,
+    fb_known: bool,
+}
+
+#[derive(Debug, Default)]
+struct DeviceAcc {
+    parent_uuid: Option<String>,
+    mig_profile: Option<String>,
+    util_integral: f64,
+    util_known: bool,
+    process_util_supported: bool,
+    fb_integral: f64,
+    fb_known: bool,
+    power_integral: f64,
+    power_known: bool,
+    energy_mj: Option<u64>,
+    temp_c: Option<i32>,
+    source_health: Option<DeviceHealth>,
+    events: Vec<HealthEvent>,
+    processes: BTreeMap<(u32, Option<AllocationId>), ProcAcc>,
+}
+
+/// Integrates sampling cycles into windows.
+#[derive(Debug, Default)]
+pub struct WindowBuilder {
+    start: Option<DateTime<Utc>>,
+    last: Option<DateTime<Utc>>,
+    devices: BTreeMap<String, DeviceAcc>,
+    /// Health implied by events, kept for the agent's lifetime (a failed GPU stays failed
+    /// until the driver says otherwise, i.e. until the source reports a health again).
+    sticky_health: HashMap<String, DeviceHealth>,
+}
+
+impl WindowBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// When the open window started (the first cycle, or the previous window's end).
+    pub fn start(&self) -> Option<DateTime<Utc>> {
+        self.start
+    }
+
+    /// Seconds covered so far by the open window.
+    pub fn covered_seconds(&self) -> f64 {
+        match (self.start, self.last) {
+            (Some(s), Some(l)) => seconds(l - s),
+            _ => 0.0,
+        }
+    }
+
+    /// Adds one sampling cycle. A snapshot not later than the previous one is ignored
+    /// (clock stepped back): it covers no time.
+    pub fn add(
+        &mut self,
+        snapshot: &Snapshot,
+        attributor: &mut Attributor,
+        table: &dyn ProcessTable,
+    ) {
+        let dt = match self.last {
+            None => {
+                self.start = Some(snapshot.at);
+                0.0
+            }
+            Some(last) if snapshot.at <= last => return,
+            Some(last) => seconds(snapshot.at - last),
+        };
+        self.last = Some(snapshot.at);
+        let mut running = std::collections::HashSet::new();
+        for reading in &snapshot.devices {
+            let acc = self.devices.entry(reading.uuid.clone()).or_default();
+            acc.parent_uuid.clone_from(&reading.parent_uuid);
+            acc.mig_profile.clone_from(&reading.mig_profile);
+            acc.process_util_supported |= reading.process_util_supported;
+            if let Some(u) = reading.sm_util_pct {
+                acc.util_integral += u.clamp(0.0, 100.0) * dt;
+                acc.util_known = true;
+            }
+            if let Some(fb) = reading.fb_used_bytes {
+                acc.fb_integral += fb as f64 * dt;
+                acc.fb_known = true;
+            }
+            if let Some(p) = reading.power_mw {
+                acc.power_integral += p as f64 * dt;
+                acc.power_known = true;
+            }
+            acc.energy_mj = reading.energy_mj.or(acc.energy_mj);
+            acc.temp_c = reading.temp_c.or(acc.temp_c);
+            acc.source_health = reading.health.or(acc.source_health);
+            if reading.health.is_some() {
+                // The source knows the device's health: it overrides what events implied.
+                self.sticky_health.remove(&reading.uuid);
+            }
+            for event in &reading.events {
+                if let Some(h) = health_for_event(event) {
+                    let entry = self
+                        .sticky_health
+                        .entry(reading.uuid.clone())
+                        .or_insert(DeviceHealth::Ok);
+                    *entry = worse(*entry, h);
+                }
+                if acc.events.len() < MAX_EVENTS_PER_DEVICE && !acc.events.contains(event) {
+                    acc.events.push(event.clone());
+                }
+            }
+
+            // Mean of the new utilization samples per pid over this cycle.
+            let mut util: HashMap<u32, (f64, u32)> = HashMap::new();
+            for s in &reading.util_samples {
+                let e = util.entry(s.pid).or_default();
+                e.0 += f64::from(s.sm_util_pct.min(100));
+                e.1 += 1;
+            }
+            let mut pids: Vec<(u32, Option<u64>)> = reading
+                .processes
+                .iter()
+                .map(|p| (p.pid, p.fb_used_bytes))
+                .collect();
+            for pid in util.keys() {
+                if !reading.processes.iter().any(|p| p.pid == *pid) {
+                    // Sampled but already exited: its utilization still counts.
+                    pids.push((*pid, None));
+                }
+            }
+            for (pid, fb) in pids {
+                running.insert(pid);
+                let attribution = attributor.resolve(table, pid, &reading.uuid);
+                if acc.processes.len() >= MAX_PROCESSES_PER_DEVICE
+                    && !acc
+                        .processes
+                        .contains_key(&(pid, attribution.allocation_id))
+                {
+                    continue;
+                }
+                let p = acc
+                    .processes
+                    .entry((pid, attribution.allocation_id))
+                    .or_default();
+                p.labels = attribution.labels;
+                if let Some((sum, n)) = util.get(&pid) {
+                    p.util_integral += sum / f64::from(*n) * dt;
+                }
+                if let Some(fb) = fb {
+                    p.fb_integral += fb as f64 * dt;
+                    p.fb_known = true;
+                }
+            }
+        }
+        attributor.retain_running(&running);
+    }
+
+    /// Closes the open window at the last cycle; the next window starts there. `None`
+    /// while the window covers no time yet.
+    pub fn close(&mut self) -> Option<ClosedWindow> {
+        let (start, end) = (self.start?, self.last?);
+        if end <= start {
+            return None;
+        }
+        let d = seconds(end - start);
+        let avg = |integral: f64| integral / d;
+        let devices = std::mem::take(&mut self.devices)
+            .into_iter()
+            .map(|(uuid, acc)| {
+                let sticky = self.sticky_health.get(&uuid).copied();
+                let health = match (acc.source_health, sticky) {
+                    (Some(a), Some(b)) => Some(worse(a, b)),
+                    (a, b) => a.or(b).or(Some(DeviceHealth::Ok)),
+                };
+                let processes = acc
+                    .processes
+                    .into_iter()
+                    .map(|((pid, allocation_id), p)| ProcessSample {
+                        pid,
+                        allocation_id,
+                        labels: p.labels,
+                        sm_util_pct: acc
+                            .process_util_supported
+                            .then(|| avg(p.util_integral).clamp(0.0, 100.0)),
+                        fb_used_bytes: p.fb_known.then(|| avg(p.fb_integral).round() as u64),
+                    })
+                    .collect();
+                DeviceSample {
+                    uuid,
+                    parent_uuid: acc.parent_uuid,
+                    mig_profile: acc.mig_profile,
+                    sm_util_pct: acc
+                        .util_known
+                        .then(|| avg(acc.util_integral).clamp(0.0, 100.0)),
+                    fb_used_bytes: acc.fb_known.then(|| avg(acc.fb_integral).round() as u64),
+                    energy_mj: acc.energy_mj,
+                    power_mw: acc
+                        .power_known
+                        .then(|| avg(acc.power_integral).round() as u64),
+                    temp_c: acc.temp_c,
+                    health,
+                    events: acc.events,
+                    processes,
+                }
+            })
+            .collect();
+        self.start = Some(end);
+        Some(ClosedWindow {
+            window: Window { start, end },
+            devices,
+        })
+    }
+}
+
+fn seconds(d: Duration) -> f64 {
+    d.num_microseconds()
+        .map_or(d.num_seconds() as f64, |us| us as f64 / 1e6)
+}
+
+/// The same process in two windows being folded.
+type ProcessPairs<'a> =
+    BTreeMap<(u32, Option<AllocationId>), (Option<&'a ProcessSample>, Option<&'a ProcessSample>)>;
+
+fn weighted(a: Option<f64>, da: f64, b: Option<f64>, db: f64) -> Option<f64> {
+    if a.is_none() && b.is_none() {
+        return None;
+    }
+    Some((a.unwrap_or(0.0) * da + b.unwrap_or(0.0) * db) / (da + db))
+}
+
+fn weighted_u64(a: Option<u64>, da: f64, b: Option<u64>, db: f64) -> Option<u64> {
+    weighted(a.map(|v| v as f64), da, b.map(|v| v as f64), db).map(|v| v.round() as u64)
+}
+
+/// Merges two adjacent windows (`a` ends where `b` starts) into one window with the same
+/// integrals. `None` when they are not adjacent or the result would exceed the contract's
+/// window limit.
+pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
+    if a.window.end != b.window.start
+        || b.window.end - a.window.start > Duration::seconds(MAX_WINDOW_SECONDS)
+    {
+        return None;
+    }
+    let (da, db) = (seconds(a.window.duration()), seconds(b.window.duration()));
+    let mut by_uuid: BTreeMap<String, (Option<&DeviceSample>, Option<&DeviceSample>)> =
+        BTreeMap::new();
+    for d in &a.devices {
+        by_uuid.entry(d.uuid.clone()).or_default().0 = Some(d);
+    }
+    for d in &b.devices {
+        by_uuid.entry(d.uuid.clone()).or_default().1 = Some(d);
+    }
+    let devices = by_uuid
+        .into_iter()
+        .map(|(uuid, (x, y))| {
+            let any = y
+                .or(x)
+                .map(|d| (d.parent_uuid.clone(), d.mig_profile.clone()));
+            let (parent_uuid, mig_profile) = any.unwrap_or_default();
+            let f = |get: fn(&DeviceSample) -> Option<f64>| {
+                weighted(x.and_then(get), da, y.and_then(get), db)
+            };
+            let fu = |get: fn(&DeviceSample) -> Option<u64>| {
+                weighted_u64(x.and_then(get), da, y.and_then(get), db)
+            };
+            let mut events: Vec<HealthEvent> = Vec::new();
+            for e in x.iter().chain(y.iter()).flat_map(|d| d.events.iter()) {
+                if events.len() < MAX_EVENTS_PER_DEVICE && !events.contains(e) {
+                    events.push(e.clone());
+                }
+            }
+            let health = match (x.and_then(|d| d.health), y.and_then(|d| d.health)) {
+                (Some(h1), Some(h2)) => Some(worse(h1, h2)),
+                (h1, h2) => h1.or(h2),
+            };
+            let mut procs: ProcessPairs<'_> = BTreeMap::new();
+            for p in x.iter().flat_map(|d| d.processes.iter()) {
+                procs.entry((p.pid, p.allocation_id)).or_default().0 = Some(p);
+            }
+            for p in y.iter().flat_map(|d| d.processes.iter()) {
+                procs.entry((p.pid, p.allocation_id)).or_default().1 = Some(p);
+            }
+            let processes = procs
+                .into_iter()
+                .take(MAX_PROCESSES_PER_DEVICE)
+                .map(|((pid, allocation_id), (p, q))| ProcessSample {
+                    pid,
+                    allocation_id,
+                    labels: q.or(p).map(|s| s.labels.clone()).unwrap_or_default(),
+                    sm_util_pct: weighted(
+                        p.and_then(|s| s.sm_util_pct),
+                        da,
+                        q.and_then(|s| s.sm_util_pct),
+                        db,
+                    ),
+                    fb_used_bytes: weighted_u64(
+                        p.and_then(|s| s.fb_used_bytes),
+                        da,
+                        q.and_then(|s| s.fb_used_bytes),
+                        db,
+                    ),
+                })
+                .collect();
+            DeviceSample {
+                uuid,
+                parent_uuid,
+                mig_profile,
+                sm_util_pct: f(|d| d.sm_util_pct),
+                fb_used_bytes: fu(|d| d.fb_used_bytes),
+                energy_mj: y.and_then(|d| d.energy_mj).or(x.and_then(|d| d.energy_mj)),
+                power_mw: fu(|d| d.power_mw),
+                temp_c: y.and_then(|d| d.temp_c).or(x.and_then(|d| d.temp_c)),
+                health,
+                events,
+                processes,
+            }
+        })
+        .collect();
+    Some(ClosedWindow {
+        window: Window {
+            start: a.window.start,
+            end: b.window.end,
+        },
+        devices,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::AttributionConfig;
+    use crate::source::{DeviceReading, ProcessReading, UtilSample};
+
+    struct NoProcs;
+    impl ProcessTable for NoProcs {
+        fn start_time(&self, _: u32) -> Option<u64> {
+            None
+        }
+        fn cgroup(&self, _: u32) -> Option<String> {
+            None
+        }
+        fn environ(&self, _: u32) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap()
+    }
+
+    fn snapshot(s: i64, util: Option<f64>, proc_util: Option<u32>) -> Snapshot {
+        let mut d = DeviceReading::new("GPU-a");
+        d.sm_util_pct = util;
+        d.fb_used_bytes = Some(1000);
+        d.process_util_supported = true;
+        d.processes.push(ProcessReading {
+            pid: 7,
+            fb_used_bytes: Some(500),
+            gpu_instance_id: None,
+            compute_instance_id: None,
+        });
+        if let Some(u) = proc_util {
+            d.util_samples.push(UtilSample {
+                pid: 7,
+                timestamp_us: (s * 1_000_000) as u64,
+                sm_util_pct: u,
+            });
+        }
+        Snapshot {
+            at: at(s),
+            devices: vec![d],
+        }
+    }
+
+    fn build(cycles: &[(i64, Option<f64>, Option<u32>)]) -> ClosedWindow {
+        let mut w = WindowBuilder::new();
+        let mut attributor = Attributor::new(AttributionConfig::default());
+        for (s, u, p) in cycles {
+            w.add(&snapshot(*s, *u, *p), &mut attributor, &NoProcs);
+        }
+        w.close().unwrap()
+    }
+
+    #[test]
+    fn a_window_average_times_its_duration_is_the_integral_of_the_cycles() {
+        let w = build(&[
+            (0, Some(0.0), None),
+            (1, Some(50.0), Some(40)),
+            (3, Some(100.0), Some(90)),
+        ]);
+        assert_eq!(w.window.duration(), Duration::seconds(3));
+        let d = &w.devices[0];
+        // 50 × 1 s + 100 × 2 s = 250 %·s over 3 s.
+        assert!((d.sm_util_pct.unwrap() * 3.0 - 250.0).abs() < 1e-9);
+        let p = &d.processes[0];
+        assert!((p.sm_util_pct.unwrap() * 3.0 - (40.0 + 180.0)).abs() < 1e-9);
+        assert_eq!(p.fb_used_bytes, Some(500));
+    }
+
+    #[test]
+    fn a_cycle_without_a_reading_contributes_nothing_instead_of_shifting_the_average() {
+        let w = build(&[(0, None, None), (1, None, None), (2, Some(80.0), None)]);
+        assert!((w.devices[0].sm_util_pct.unwrap() * 2.0 - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_single_cycle_covers_no_time_and_closes_nothing() {
+        let mut w = WindowBuilder::new();
+        let mut attributor = Attributor::new(AttributionConfig::default());
+        w.add(&snapshot(0, Some(1.0), None), &mut attributor, &NoProcs);
+        assert!(w.close().is_none());
+    }
+
+    #[test]
+    fn windows_are_contiguous() {
+        let mut w = WindowBuilder::new();
+        let mut attributor = Attributor::new(AttributionConfig::default());
+        w.add(&snapshot(0, Some(1.0), None), &mut attributor, &NoProcs);
+        w.add(&snapshot(10, Some(1.0), None), &mut attributor, &NoProcs);
+        let first = w.close().unwrap();
+        w.add(&snapshot(20, Some(1.0), None), &mut attributor, &NoProcs);
+        let second = w.close().unwrap();
+        assert_eq!(first.window.end, second.window.start);
+    }
+
+    #[test]
+    fn folding_two_windows_keeps_every_total() {
+        let a = build(&[(0, Some(0.0), None), (10, Some(30.0), Some(20))]);
+        let b = {
+            let mut w = build(&[(10, Some(0.0), None), (30, Some(90.0), Some(70))]);
+            w.devices[0].processes[0].pid = 8;
+            w
+        };
+        let folded = fold(&a, &b).unwrap();
+        assert_eq!(folded.window.duration(), Duration::seconds(30));
+        let d = &folded.devices[0];
+        assert!((d.sm_util_pct.unwrap() * 30.0 - (300.0 + 1800.0)).abs() < 1e-9);
+        let total: f64 = d
+            .processes
+            .iter()
+            .map(|p| p.sm_util_pct.unwrap() * 30.0)
+            .sum();
+        assert!((total - (200.0 + 1400.0)).abs() < 1e-9);
+        assert_eq!(d.processes.len(), 2);
+    }
+
+    #[test]
+    fn windows_that_do_not_touch_or_would_exceed_an_hour_are_not_folded() {
+        let a = build(&[(0, Some(0.0), None), (10, Some(30.0), None)]);
+        let gap = build(&[(11, Some(0.0), None), (20, Some(30.0), None)]);
+        assert!(fold(&a, &gap).is_none());
+        let long = build(&[(10, Some(0.0), None), (3601, Some(1.0), None)]);
+        assert!(fold(&a, &long).is_none());
+    }
+}
