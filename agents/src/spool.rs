@@ -185,21 +185,38 @@ fn fsync_dir(dir: &Path) -> Result<(), SpoolError> {
         .map_err(io_err(dir))
 }
 
+/// What a durable write holds: names its crash points (`spool.<kind>_torn`,
+/// `spool.<kind>_tmp_written`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Record,
+    State,
+    /// The state written when the spool opens (no crash point: nothing was numbered).
+    StateAtOpen,
+}
+
 /// Writes `bytes` to `path` atomically and durably.
-fn write_durable(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), SpoolError> {
+fn write_durable(dir: &Path, path: &Path, bytes: &[u8], kind: Kind) -> Result<(), SpoolError> {
+    let (torn, written) = match kind {
+        Kind::Record => ("spool.record_torn", "spool.record_tmp_written"),
+        Kind::State => ("spool.state_torn", "spool.state_tmp_written"),
+        Kind::StateAtOpen => ("", ""),
+    };
     let tmp = path.with_extension("tmp");
     {
         let mut f = fs::File::create(&tmp).map_err(io_err(&tmp))?;
-        if failpoint::is_armed("spool.torn_write") {
-            // Half a record reaches the disk, then the process dies.
+        if !torn.is_empty() && failpoint::is_armed(torn) {
+            // Half the bytes reach the disk, then the process dies.
             let _ = f.write_all(&bytes[..bytes.len() / 2]);
             let _ = f.sync_all();
-            failpoint::hit("spool.torn_write");
+            failpoint::hit(torn);
         }
         f.write_all(bytes).map_err(io_err(&tmp))?;
         f.sync_all().map_err(io_err(&tmp))?;
     }
-    failpoint::hit("spool.tmp_written");
+    if !written.is_empty() {
+        failpoint::hit(written);
+    }
     fs::rename(&tmp, path).map_err(io_err(path))?;
     fsync_dir(dir)
 }
@@ -299,7 +316,7 @@ impl Spool {
             next_id,
             bytes,
         };
-        spool.save_state()?;
+        spool.save_state_as(Kind::StateAtOpen)?;
         Ok((spool, report))
     }
 
@@ -339,12 +356,16 @@ impl Spool {
     }
 
     fn save_state(&self) -> Result<(), SpoolError> {
+        self.save_state_as(Kind::State)
+    }
+
+    fn save_state_as(&self, kind: Kind) -> Result<(), SpoolError> {
         let path = self.dir.join("state.json");
         let bytes = serde_json::to_vec(&self.state).map_err(|source| SpoolError::Encode {
             path: path.clone(),
             source,
         })?;
-        write_durable(&self.dir, &path, &bytes)
+        write_durable(&self.dir, &path, &bytes, kind)
     }
 
     fn read(&self, r: &RecordMeta) -> Result<Batch, SpoolError> {
@@ -359,7 +380,7 @@ impl Spool {
     fn write(&mut self, meta: &mut RecordMeta, batch: &Batch) -> Result<(), SpoolError> {
         let path = self.path_of(meta);
         let bytes = encode(batch, &path)?;
-        write_durable(&self.records_dir(), &path, &bytes)?;
+        write_durable(&self.records_dir(), &path, &bytes, Kind::Record)?;
         meta.bytes = bytes.len() as u64;
         Ok(())
     }
