@@ -373,7 +373,7 @@ impl Node {
     }
 
     /// Gives back one node's share of a committed placement.
-    fn revert(&mut self, key: AllocationKey, np: &NodePlacement) {
+    pub(crate) fn revert(&mut self, key: AllocationKey, np: &NodePlacement) {
         self.free_cpu_milli += np.cpu_milli;
         self.free_memory_mib += np.memory_mib;
         for grant in &np.gpus {

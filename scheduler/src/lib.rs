@@ -39,6 +39,7 @@ pub mod policy;
 pub mod preemption;
 pub mod replay;
 pub mod request;
+pub mod synthetic;
 pub mod trace;
 
 #[cfg(test)]

@@ -3,17 +3,40 @@
 //! that blocks the fewest instances of larger profiles, so a GPU keeps room for the big
 //! profiles as long as it can (`shared/reference/mig.md`).
 
+use std::sync::OnceLock;
+
 use neocloud_schema::mig::{MigProfile, SlotMask};
 
 /// How many instances of profiles larger than `profile` the GPU loses if `profile` is
 /// created at `start` (summed over every larger profile).
 pub fn blocked_larger(mask: SlotMask, profile: MigProfile, start: u8) -> u32 {
     let after = mask.union(profile.mask_at(start));
+    let table = capacity_table();
     MigProfile::ALL
         .into_iter()
-        .filter(|&p| p.slots() > profile.slots() || p.compute_slices() > profile.compute_slices())
-        .map(|p| u32::from(mask.capacity_for(p)) - u32::from(after.capacity_for(p)))
+        .enumerate()
+        .filter(|&(_, p)| {
+            p.slots() > profile.slots() || p.compute_slices() > profile.compute_slices()
+        })
+        .map(|(i, _)| {
+            u32::from(table[usize::from(mask.0)][i]) - u32::from(table[usize::from(after.0)][i])
+        })
         .sum()
+}
+
+/// `SlotMask::capacity_for` of every mask and profile, computed once (256 × 6 entries),
+/// because placement asks it for every candidate GPU.
+fn capacity_table() -> &'static [[u8; 6]; 256] {
+    static TABLE: OnceLock<[[u8; 6]; 256]> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = [[0u8; 6]; 256];
+        for (bits, row) in table.iter_mut().enumerate() {
+            for (i, profile) in MigProfile::ALL.into_iter().enumerate() {
+                row[i] = SlotMask(bits as u8).capacity_for(profile);
+            }
+        }
+        table
+    })
 }
 
 /// The free start that blocks the fewest larger instances (lowest start on a tie).

@@ -103,9 +103,9 @@ enum Unit {
     },
 }
 
-struct Ctx<'a> {
-    req: &'a Request,
-    allow_degraded: bool,
+pub(crate) struct Ctx<'a> {
+    pub req: &'a Request,
+    pub allow_degraded: bool,
 }
 
 impl Fleet {
@@ -365,7 +365,7 @@ impl Fleet {
         let rng = &mut policy.rng;
         let _ = self.visit(0, shape, kind == PolicyKind::Topo, &mut |n| {
             options.clear();
-            self.node_options(n, ctx, &mut options);
+            self.node_options(n, &self.nodes[n.index()], ctx, &mut options);
             if options.is_empty() {
                 return ControlFlow::Continue(());
             }
@@ -402,8 +402,13 @@ impl Fleet {
 
     /// The ways node `n` alone can satisfy the request (with whether each uses a
     /// degraded GPU).
-    fn node_options(&self, id: NodeId, ctx: &Ctx<'_>, out: &mut Vec<(NodePlacement, bool)>) {
-        let n = &self.nodes[id.index()];
+    pub(crate) fn node_options(
+        &self,
+        id: NodeId,
+        n: &Node,
+        ctx: &Ctx<'_>,
+        out: &mut Vec<(NodePlacement, bool)>,
+    ) {
         if !self.node_open(n, ctx.req) {
             return;
         }
@@ -440,13 +445,13 @@ impl Fleet {
                     memory_mib_per_gpu,
                 };
                 if self.node_capacity(n, ctx, unit) >= count {
-                    out.push(self.take_gpus(id, ctx, unit, count));
+                    out.push(self.take_gpus(id, n, ctx, unit, count));
                 }
             }
             Shape::WholeNodes { models, .. } => {
                 let unit = Unit::Nodes { models };
                 if self.node_capacity(n, ctx, unit) >= 1 {
-                    out.push(self.take_gpus(id, ctx, unit, 1));
+                    out.push(self.take_gpus(id, n, ctx, unit, 1));
                 }
             }
             Shape::Mig {
@@ -469,7 +474,8 @@ impl Fleet {
                         continue;
                     }
                     masks_seen.push((g.mig_used, g.health, g.model));
-                    for start in g.mig_used.free_starts(profile) {
+                    // Per GPU state, the start that blocks the fewest larger profiles.
+                    if let Some(start) = crate::mig::best_start(g.mig_used, profile) {
                         out.push((
                             NodePlacement {
                                 node: id,
@@ -571,8 +577,14 @@ impl Fleet {
 
     /// Takes `k` units on node `id` (known to have them): healthy GPUs before degraded,
     /// whole-mode GPUs before idle shared ones, lowest index first.
-    fn take_gpus(&self, id: NodeId, ctx: &Ctx<'_>, unit: Unit, k: u32) -> (NodePlacement, bool) {
-        let n = &self.nodes[id.index()];
+    fn take_gpus(
+        &self,
+        id: NodeId,
+        n: &Node,
+        ctx: &Ctx<'_>,
+        unit: Unit,
+        k: u32,
+    ) -> (NodePlacement, bool) {
         match unit {
             Unit::Nodes { .. } => (
                 NodePlacement {
@@ -695,7 +707,7 @@ impl Fleet {
             let mut nodes = Vec::with_capacity(picks.len());
             let mut degraded = false;
             for (id, k) in picks {
-                let (np, d) = self.take_gpus(id, ctx, unit, k);
+                let (np, d) = self.take_gpus(id, &self.nodes[id.index()], ctx, unit, k);
                 degraded |= d;
                 nodes.push(np);
             }

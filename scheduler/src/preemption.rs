@@ -3,21 +3,38 @@
 //! suffice: the answer is checked against the fleet with the victims released before it
 //! is returned. Nothing else is ever preempted.
 //!
-//! How: place the request on a copy of the fleet with every spot allocation released;
-//! then take as victims the spot allocations sharing a GPU with that placement, adding
-//! spot allocations on the same nodes (largest CPU first), then in the same NVLink
-//! domains, until the placement fits for real.
+//! How, for a request that fits on one node: scan the active nodes holding spot work, see
+//! what the node could offer with all of its spot allocations gone, and take as victims
+//! those sharing a GPU with that offer, then others on the node (largest CPU first),
+//! until the offer fits for real; the first node that works wins. For a gang across
+//! nodes: place it on a copy of the fleet with every spot allocation released, then pick
+//! victims the same way over its nodes and NVLink domains (a copy of the fleet per
+//! attempt: rare and slower, see docs/scheduler.md).
 
 use std::collections::BTreeSet;
 
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, NodeState};
 use crate::ids::{AllocationKey, NodeId};
-use crate::placement::Placement;
+use crate::placement::{Ctx, Placement};
 use crate::policy::Policy;
-use crate::request::{Class, Request};
+use crate::request::{Class, Request, Shape};
 
 impl Fleet {
     pub(crate) fn preempt(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
+        let max_gpus = self.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
+        let gang = match req.shape {
+            Shape::WholeGpus { count, .. } => count as usize > max_gpus,
+            Shape::WholeNodes { count, .. } => count > 1,
+            _ => false,
+        };
+        if !gang {
+            if let Some(p) = self.preempt_on_one_node(req) {
+                return Some(p);
+            }
+            if !matches!(req.shape, Shape::WholeGpus { .. }) {
+                return None;
+            }
+        }
         let spot: Vec<AllocationKey> = self
             .allocations
             .values()
@@ -87,6 +104,82 @@ impl Fleet {
             }
             victims.push(extra.next()?);
         }
+    }
+
+    fn preempt_on_one_node(&self, req: &Request) -> Option<Placement> {
+        let probe = self.unused_key();
+        let mut options = Vec::new();
+        for allow_degraded in [false, true] {
+            let ctx = Ctx {
+                req,
+                allow_degraded,
+            };
+            for (i, n) in self.nodes.iter().enumerate() {
+                if n.state != NodeState::Active || !n.allocs.iter().any(|a| a.class == Class::Spot)
+                {
+                    continue;
+                }
+                let id = NodeId(i as u32);
+                let spot: Vec<AllocationKey> = n
+                    .allocs
+                    .iter()
+                    .filter(|a| a.class == Class::Spot)
+                    .map(|a| a.key)
+                    .collect();
+                let mut without_spot = n.clone();
+                for key in &spot {
+                    for np in self
+                        .allocations
+                        .get(key)
+                        .into_iter()
+                        .flat_map(|a| &a.placement.nodes)
+                    {
+                        if np.node == id {
+                            without_spot.revert(*key, np);
+                        }
+                    }
+                }
+                options.clear();
+                self.node_options(id, &without_spot, &ctx, &mut options);
+                let Some((np, degraded)) = options.drain(..).next() else {
+                    continue;
+                };
+                let gpus: BTreeSet<u8> = np.gpus.iter().map(|g| g.gpu).collect();
+                let on_node = |key: &AllocationKey| {
+                    self.allocations
+                        .get(key)
+                        .into_iter()
+                        .flat_map(|a| &a.placement.nodes)
+                        .filter(|p| p.node == id)
+                        .fold((false, 0u32), |(hit, cpu), p| {
+                            (
+                                hit || p.gpus.iter().any(|g| gpus.contains(&g.gpu)),
+                                cpu + p.cpu_milli,
+                            )
+                        })
+                };
+                let mut order = spot;
+                order.sort_by_key(|k| {
+                    let (hit, cpu) = on_node(k);
+                    (!hit, std::cmp::Reverse(cpu), *k)
+                });
+                let mut placement = Placement {
+                    tenant: req.tenant,
+                    class: req.class,
+                    exclusive: req.exclusive,
+                    nodes: vec![np],
+                    victims: Vec::new(),
+                    degraded,
+                };
+                for key in order {
+                    placement.victims.push(key);
+                    if self.dry_run(probe, &placement).is_ok() {
+                        return Some(placement);
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// A key no live allocation uses (for checking a placement without committing it).

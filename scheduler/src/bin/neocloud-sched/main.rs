@@ -11,6 +11,8 @@ use neocloud_scheduler::PolicyKind;
 use neocloud_scheduler::replay::{self, Mode, ReplayOptions, Report};
 use neocloud_scheduler::trace;
 
+mod bench;
+
 #[derive(Parser)]
 #[command(
     name = "neocloud-sched",
@@ -48,6 +50,22 @@ enum Command {
         /// Print one JSON object on the last line.
         #[arg(long)]
         json: bool,
+    },
+    /// Times placement decisions on a synthetic fleet (build with --release): p50/p99 per
+    /// request kind for `topo` and for a naive linear first-fit scan, plus release and
+    /// sustained decisions per second.
+    Bench {
+        /// Nodes of the synthetic fleet (8 GPUs each).
+        #[arg(long, default_value_t = 10_000)]
+        nodes: usize,
+        /// Decisions timed per request kind and occupancy.
+        #[arg(long, default_value_t = 1000)]
+        decisions: usize,
+        /// Occupancies to measure at (share of GPUs allocated).
+        #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.9])]
+        occupancy: Vec<f64>,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
     },
 }
 
@@ -104,6 +122,12 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 print_report(&report);
             }
         }
+        Command::Bench {
+            nodes,
+            decisions,
+            occupancy,
+            seed,
+        } => bench::run(nodes, decisions, &occupancy, seed)?,
     }
     Ok(())
 }
