@@ -418,6 +418,9 @@ pub struct Fleet {
     /// Per node: its fragmentation against `mix` (see `fractional`), kept current.
     pub(crate) node_frag: Vec<f64>,
     pub(crate) tuning: Tuning,
+    /// Degraded GPUs in the fleet: the second, degraded-allowed search pass runs only
+    /// when there are some.
+    pub(crate) degraded_gpus: usize,
 }
 
 impl Fleet {
@@ -440,6 +443,7 @@ impl Fleet {
             mix: ShapeMix::default(),
             node_frag: Vec::new(),
             tuning: Tuning::default(),
+            degraded_gpus: 0,
         };
         let mut index: BTreeMap<(Level, u32, String), u32> = BTreeMap::new();
         for spec in specs {
@@ -521,6 +525,12 @@ impl Fleet {
             fleet.vertices[v].summary = s;
         }
         fleet.node_frag = vec![0.0; fleet.nodes.len()];
+        fleet.degraded_gpus = fleet
+            .nodes
+            .iter()
+            .flat_map(|n| &n.gpus)
+            .filter(|g| g.health == Health::Degraded)
+            .count();
         Ok(fleet)
     }
 
@@ -776,6 +786,12 @@ impl Fleet {
             .get_mut(gpu.node.index())
             .and_then(|n| n.gpus.get_mut(usize::from(gpu.gpu)))
             .ok_or(FleetError::UnknownGpu { gpu })?;
+        if g.health == Health::Degraded {
+            self.degraded_gpus -= 1;
+        }
+        if health == Health::Degraded {
+            self.degraded_gpus += 1;
+        }
         g.health = health;
         self.refresh_node(gpu.node);
         Ok(())

@@ -150,9 +150,7 @@ impl Fleet {
     }
 
     fn has_degraded(&self) -> bool {
-        self.nodes
-            .iter()
-            .any(|n| n.gpus.iter().any(|g| g.health == Health::Degraded))
+        self.degraded_gpus > 0
     }
 
     fn search_pass(&self, ctx: &Ctx<'_>, policy: &mut Policy) -> Option<Placement> {
