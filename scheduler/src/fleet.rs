@@ -86,7 +86,7 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {
-            candidate_nodes: Some(64),
+            candidate_nodes: Some(16),
         }
     }
 }
