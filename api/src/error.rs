@@ -56,14 +56,42 @@ error_codes! {
 /// `From<ApiError>` below, which sets `extensions.code`.
 #[derive(Debug)]
 pub enum ApiError {
-    Unauthenticated { message: String },
-    Forbidden { message: String },
-    NotFound { what: String },
-    InvalidInput { field: String, message: String },
-    AlreadyExists { what: String },
-    Unavailable { message: String },
-    Database { source: sea_orm::DbErr },
-    Internal { message: String },
+    Unauthenticated {
+        message: String,
+    },
+    Forbidden {
+        message: String,
+    },
+    NotFound {
+        what: String,
+    },
+    InvalidInput {
+        field: String,
+        message: String,
+    },
+    AlreadyExists {
+        what: String,
+    },
+    QuotaExceeded {
+        message: String,
+    },
+    /// Nothing fits now; `alternatives` are orders that would (JSON objects).
+    InsufficientCapacity {
+        message: String,
+        alternatives: Vec<serde_json::Value>,
+    },
+    IdempotencyConflict {
+        message: String,
+    },
+    Unavailable {
+        message: String,
+    },
+    Database {
+        source: sea_orm::DbErr,
+    },
+    Internal {
+        message: String,
+    },
 }
 
 impl From<sea_orm::DbErr> for ApiError {
@@ -80,6 +108,9 @@ impl ApiError {
             ApiError::NotFound { .. } => Code::NotFound,
             ApiError::InvalidInput { .. } => Code::InvalidInput,
             ApiError::AlreadyExists { .. } => Code::AlreadyExists,
+            ApiError::QuotaExceeded { .. } => Code::QuotaExceeded,
+            ApiError::InsufficientCapacity { .. } => Code::InsufficientCapacity,
+            ApiError::IdempotencyConflict { .. } => Code::IdempotencyConflict,
             ApiError::Unavailable { .. } => Code::Unavailable,
             ApiError::Database { .. } | ApiError::Internal { .. } => Code::Internal,
         }
@@ -90,6 +121,9 @@ impl ApiError {
         match self {
             ApiError::Unauthenticated { message }
             | ApiError::Forbidden { message }
+            | ApiError::QuotaExceeded { message }
+            | ApiError::InsufficientCapacity { message, .. }
+            | ApiError::IdempotencyConflict { message }
             | ApiError::Unavailable { message } => message.clone(),
             ApiError::NotFound { what } => format!("{what} not found"),
             ApiError::InvalidInput { field, message } => format!("{field}: {message}"),
@@ -143,8 +177,16 @@ impl From<ApiError> for async_graphql::Error {
         let mut gql = async_graphql::Error::new(err.message());
         let mut ext = async_graphql::ErrorExtensionValues::default();
         ext.set("code", err.code().as_str());
-        if let ApiError::InvalidInput { field, .. } = &err {
-            ext.set("field", field.as_str());
+        match &err {
+            ApiError::InvalidInput { field, .. } => ext.set("field", field.as_str()),
+            ApiError::InsufficientCapacity { alternatives, .. } => {
+                if let Ok(value) =
+                    async_graphql::Value::from_json(serde_json::Value::Array(alternatives.clone()))
+                {
+                    ext.set("alternatives", value);
+                }
+            }
+            _ => {}
         }
         gql.extensions = Some(ext);
         gql

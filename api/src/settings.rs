@@ -21,6 +21,13 @@ pub struct Settings {
     /// A tracing filter (`info`, `neocloud_api=debug,info`); `RUST_LOG` overrides it.
     pub log_filter: String,
     pub limits: Limits,
+    pub ordering: OrderingSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct OrderingSettings {
+    /// How long a preempted spot allocation keeps running before it ends.
+    pub preemption_notice_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -54,6 +61,9 @@ body_bytes = 1048576
 graphql_depth = 12
 graphql_complexity = 5000
 page_size_max = 100
+
+[ordering]
+preemption_notice_seconds = 60
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +131,9 @@ impl Settings {
                 graphql_complexity: 5000,
                 page_size_max: 100,
             },
+            ordering: OrderingSettings {
+                preemption_notice_seconds: 60,
+            },
         }
     }
 
@@ -147,7 +160,13 @@ impl Settings {
             });
         }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 4] = [
+        let checks: [(&'static str, usize, usize, usize); 5] = [
+            (
+                "ordering.preemption_notice_seconds",
+                self.ordering.preemption_notice_seconds as usize,
+                0,
+                86_400,
+            ),
             ("limits.body_bytes", limits.body_bytes, 1024, 64 << 20),
             ("limits.graphql_depth", limits.graphql_depth, 2, 64),
             (

@@ -3,6 +3,8 @@
 //! SIGTERM.
 
 use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::middleware::{Compress, from_fn};
@@ -13,11 +15,13 @@ use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
 use crate::http::{agents, graphql, health, metrics, observe};
+use crate::ordering::Ordering;
 use crate::settings::Settings;
 
 /// What every handler can reach.
 pub struct AppState {
     pub db: DatabaseConnection,
+    pub ordering: Arc<Ordering>,
     pub schema: NeoSchema,
     pub metrics: Metrics,
 }
@@ -43,8 +47,13 @@ impl Application {
     ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(settings.listen_addr()?)?;
         let port = listener.local_addr()?.port();
+        let ordering = Arc::new(Ordering::new(Duration::from_secs(
+            settings.ordering.preemption_notice_seconds,
+        )));
+        spawn_preemption_worker(db.clone(), ordering.clone());
         let state = web::Data::new(AppState {
-            schema: build_schema(db.clone(), &settings.limits),
+            schema: build_schema(db.clone(), ordering.clone(), &settings.limits),
+            ordering,
             metrics: Metrics::new()?,
             db: db.clone(),
         });
@@ -62,6 +71,7 @@ impl Application {
                 .route("/graphql", web::post().to(graphql::graphql))
                 .route("/graphql", web::get().to(graphql::graphiql))
                 .route("/v1/agents/inventory", web::get().to(agents::inventory))
+                .route("/v1/agents/assignments", web::get().to(agents::assignments))
                 .default_service(web::to(not_found))
         })
         .workers(workers)
@@ -82,6 +92,26 @@ impl Application {
         self.server.await
     }
 }
+
+/// Ends preempted spot allocations when their notice window has passed.
+fn spawn_preemption_worker(db: DatabaseConnection, ordering: Arc<Ordering>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PREEMPTION_SWEEP);
+        loop {
+            tick.tick().await;
+            match ordering.end_due_preemptions(&db).await {
+                Ok(0) => {}
+                Ok(ended) => tracing::info!(ended, "Preempted allocations ended."),
+                Err(err) => {
+                    tracing::warn!(code = err.code().as_str(), message = %err.message(), "Ending preempted allocations failed.")
+                }
+            }
+        }
+    });
+}
+
+/// How often preemption deadlines are checked.
+const PREEMPTION_SWEEP: Duration = Duration::from_secs(2);
 
 async fn not_found() -> HttpResponse {
     rest_error(Code::NotFound, "no such endpoint")

@@ -8,12 +8,16 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_core;
+mod m20261129_000002_ordering;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261129_000001_core::Migration)]
+        vec![
+            Box::new(m20261129_000001_core::Migration),
+            Box::new(m20261129_000002_ordering::Migration),
+        ]
     }
 }

@@ -32,3 +32,28 @@ pub struct InventoryGpu {
     /// `ok`, `degraded` or `failed`.
     pub health: String,
 }
+
+/// `GET /v1/agents/assignments`: which device of the node belongs to which live
+/// allocation, and the preemption notices the node's workloads must act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignments {
+    pub hostname: String,
+    pub assignments: Vec<Assignment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub allocation_id: crate::ids::AllocationId,
+    /// The physical GPU (`GPU-…`).
+    pub gpu_uuid: String,
+    /// NVIDIA's profile name for a MIG allocation; the instance sits at `mig_start_slot`.
+    pub mig_profile: Option<String>,
+    pub mig_start_slot: Option<u8>,
+    /// Milli-GPUs of a fractional allocation.
+    pub milli_gpu: Option<u32>,
+    /// `active` or `preempting`.
+    pub status: String,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Set for a preempted allocation: when it will be ended.
+    pub preempt_at: Option<chrono::DateTime<chrono::Utc>>,
+}

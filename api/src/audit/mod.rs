@@ -54,3 +54,50 @@ pub async fn record_as<C: ConnectionTrait>(
     .await
     .map(|_| ())
 }
+
+/// What `auditLog` may be narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub tenant_id: Option<TenantId>,
+    pub action: Option<String>,
+    pub object_type: Option<String>,
+    pub object_id: Option<String>,
+}
+
+/// `auditLog`: operators read everything; a tenant admin reads its own tenant's entries.
+pub async fn page(
+    db: &sea_orm::DatabaseConnection,
+    actor: &Principal,
+    filter: Filter,
+    page: crate::pagination::Page,
+) -> crate::error::ApiResult<crate::pagination::PageOf<audit_log::Model>> {
+    use neocloud_schema::vocabulary::Role;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let tenant = match (actor.role, actor.tenant_id, filter.tenant_id) {
+        (Role::Operator, _, asked) => asked,
+        (Role::TenantAdmin, Some(own), None) => Some(own),
+        (Role::TenantAdmin, Some(own), Some(asked)) if own == asked => Some(own),
+        (Role::TenantAdmin, Some(_), Some(_)) => {
+            return Err(crate::error::ApiError::not_found("tenant"));
+        }
+        _ => {
+            return Err(crate::error::ApiError::forbidden(
+                "the audit log needs an operator or tenant admin key",
+            ));
+        }
+    };
+    let mut query = audit_log::Entity::find();
+    if let Some(tenant) = tenant {
+        query = query.filter(audit_log::Column::TenantId.eq(Uuid::from(tenant)));
+    }
+    if let Some(action) = filter.action {
+        query = query.filter(audit_log::Column::Action.eq(action));
+    }
+    if let Some(object_type) = filter.object_type {
+        query = query.filter(audit_log::Column::ObjectType.eq(object_type));
+    }
+    if let Some(object_id) = filter.object_id {
+        query = query.filter(audit_log::Column::ObjectId.eq(object_id));
+    }
+    Ok(page.fetch(db, query, audit_log::Column::Id).await?)
+}

@@ -1,7 +1,6 @@
 //! The catalog: what tenants can order (SKUs), at which list price, and how many of each
 //! could be placed right now.
 
-mod availability;
 pub(crate) mod store;
 
 use neocloud_schema::entity::sku;
@@ -12,11 +11,10 @@ use neocloud_schema::vocabulary::SkuForm;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 
-pub use availability::Availability;
-
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::ordering::Ordering;
 
 /// A catalog entry with its current availability.
 #[derive(Debug, Clone)]
@@ -25,17 +23,20 @@ pub struct CatalogEntry {
     pub available: u32,
 }
 
-/// `catalog { skus }`: every active SKU, with how many could be ordered now.
-pub async fn list(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Vec<CatalogEntry>> {
+/// `catalog { skus }`: every active SKU, with how many could be ordered now (the
+/// scheduler's count from its free-capacity aggregates).
+pub async fn list(
+    db: &DatabaseConnection,
+    ordering: &Ordering,
+    actor: &Principal,
+) -> ApiResult<Vec<CatalogEntry>> {
     actor.require_user()?;
     let skus = store::active(db).await?;
-    let availability = Availability::load(db).await?;
+    let available = ordering.available(db, &skus).await?;
     Ok(skus
         .into_iter()
-        .map(|sku| CatalogEntry {
-            available: availability.of(&sku),
-            sku,
-        })
+        .zip(available)
+        .map(|(sku, available)| CatalogEntry { sku, available })
         .collect())
 }
 

@@ -20,6 +20,13 @@ pub(crate) async fn active<C: ConnectionTrait>(conn: &C) -> Result<Vec<sku::Mode
         .await
 }
 
+pub(crate) async fn find<C: ConnectionTrait>(
+    conn: &C,
+    id: uuid::Uuid,
+) -> Result<Option<sku::Model>, DbErr> {
+    Skus::find_by_id(id).one(conn).await
+}
+
 pub(crate) async fn find_by_name<C: ConnectionTrait>(
     conn: &C,
     name: &str,

@@ -235,6 +235,7 @@ pub(crate) async fn register_in(
         ));
     }
     let provider = store::provider_id(txn, &valid.provider).await?;
+    store::bump_epoch(txn).await?;
     let node_id = NodeId::new();
     let (node, gpus) = store::insert_node(txn, node_id, ProviderId::from(provider), valid).await?;
     let agent_token = auth::mint(
@@ -289,6 +290,99 @@ pub async fn list_nodes(
         items,
         has_next: nodes.has_next,
         has_previous: nodes.has_previous,
+    })
+}
+
+/// `setNodeState` / `drainNode` (operator): a draining or down node keeps what runs there
+/// and takes nothing new. A fleet change: the scheduler's cache reloads.
+pub async fn set_node_state(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: NodeId,
+    state: neocloud_schema::vocabulary::NodeState,
+) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
+    actor.require_operator()?;
+    let txn = db.begin().await?;
+    let node = store::find(&txn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("node"))?;
+    let updated = if node.state == state {
+        node.clone()
+    } else {
+        store::bump_epoch(&txn).await?;
+        let updated = store::set_state(&txn, &node, state).await?;
+        audit::record(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: None,
+                action: "node.set_state",
+                object_type: "node",
+                object_id: node.id.to_string(),
+                before: Some(serde_json::json!({"state": node.state})),
+                after: Some(serde_json::json!({"state": state})),
+            },
+        )
+        .await?;
+        updated
+    };
+    let gpus = store::gpus_of(&txn, &[updated.id]).await?;
+    txn.commit().await?;
+    Ok((updated, gpus))
+}
+
+/// One row of the fleet overview: a region and model.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CapacityRow {
+    pub region: String,
+    pub gpu_model: String,
+    pub gpus: u64,
+    /// Allocated GPU-equivalents, in milli-GPUs.
+    pub allocated_milli: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Overview {
+    pub nodes_by_state: Vec<(String, u64)>,
+    pub gpus_by_health: Vec<(String, u64)>,
+    pub capacity: Vec<CapacityRow>,
+}
+
+/// `fleetOverview` (operator): nodes by state, GPUs by health, allocated share per region
+/// and model.
+pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Overview> {
+    use std::collections::BTreeMap;
+    actor.require_operator()?;
+    let nodes = store::all_nodes(db).await?;
+    let ids: Vec<_> = nodes.iter().map(|n| n.id).collect();
+    let gpus = store::gpus_of(db, &ids).await?;
+    let held = store::held_milli_by_gpu(db).await?;
+    let mut by_state: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_health: BTreeMap<String, u64> = BTreeMap::new();
+    let mut capacity: BTreeMap<(String, String), CapacityRow> = BTreeMap::new();
+    let node_of: std::collections::HashMap<_, _> = nodes.iter().map(|n| (n.id, n)).collect();
+    for n in &nodes {
+        *by_state.entry(n.state.as_str().to_owned()).or_default() += 1;
+    }
+    for g in &gpus {
+        *by_health.entry(g.health.as_str().to_owned()).or_default() += 1;
+        if let Some(n) = node_of.get(&g.node_id) {
+            let row = capacity
+                .entry((n.region.clone(), g.model.clone()))
+                .or_insert_with(|| CapacityRow {
+                    region: n.region.clone(),
+                    gpu_model: g.model.clone(),
+                    gpus: 0,
+                    allocated_milli: 0,
+                });
+            row.gpus += 1;
+            row.allocated_milli += held.get(&g.id).copied().unwrap_or(0).min(1000);
+        }
+    }
+    Ok(Overview {
+        nodes_by_state: by_state.into_iter().collect(),
+        gpus_by_health: by_health.into_iter().collect(),
+        capacity: capacity.into_values().collect(),
     })
 }
 

@@ -1,10 +1,12 @@
 //! SQL for nodes, GPUs and providers.
 
 use chrono::Utc;
+use neocloud_schema::entity::fleet_epoch;
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
 use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
 use neocloud_schema::entity::provider::{self, Entity as Providers};
 use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     Set,
@@ -23,6 +25,28 @@ pub(crate) async fn find_by_hostname<C: ConnectionTrait>(
         .filter(node::Column::Hostname.eq(hostname))
         .one(conn)
         .await
+}
+
+/// Increments the fleet epoch inside the caller's transaction and returns the new value.
+/// The row lock it takes serializes every fleet change (see `ordering::fleet_cache`).
+pub(crate) async fn bump_epoch<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
+    fleet_epoch::Entity::update_many()
+        .col_expr(
+            fleet_epoch::Column::Epoch,
+            Expr::col(fleet_epoch::Column::Epoch).add(1),
+        )
+        .filter(fleet_epoch::Column::Id.eq(1))
+        .exec(conn)
+        .await?;
+    current_epoch(conn).await
+}
+
+pub(crate) async fn current_epoch<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
+    fleet_epoch::Entity::find_by_id(1)
+        .one(conn)
+        .await?
+        .map(|row| row.epoch)
+        .ok_or_else(|| DbErr::RecordNotFound("fleet_epoch row 1".into()))
 }
 
 pub(crate) async fn find<C: ConnectionTrait>(
@@ -152,4 +176,58 @@ pub(crate) fn describe(node: &node::Model, gpus: &[gpu::Model]) -> Value {
         "shared_gpus": node.shared_gpus,
         "gpus": gpus.iter().map(|g| json!({"uuid": g.uuid, "index": g.index})).collect::<Vec<_>>(),
     })
+}
+
+pub(crate) async fn set_state<C: ConnectionTrait>(
+    conn: &C,
+    node: &node::Model,
+    state: NodeState,
+) -> Result<node::Model, DbErr> {
+    let mut active: node::ActiveModel = node.clone().into();
+    active.state = Set(state);
+    active.update(conn).await
+}
+
+pub(crate) async fn all_nodes<C: ConnectionTrait>(conn: &C) -> Result<Vec<node::Model>, DbErr> {
+    Nodes::find()
+        .order_by_asc(node::Column::Hostname)
+        .all(conn)
+        .await
+}
+
+/// Milli-GPUs held on each GPU by live allocations.
+pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
+    conn: &C,
+) -> Result<std::collections::HashMap<Uuid, u64>, DbErr> {
+    use neocloud_schema::entity::{allocation, allocation_gpu};
+    use neocloud_schema::mig::COMPUTE_SLICES_PER_GPU;
+    use neocloud_schema::vocabulary::AllocationStatus;
+    let live: std::collections::HashMap<Uuid, allocation::Model> = allocation::Entity::find()
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a))
+        .collect();
+    let mut held = std::collections::HashMap::new();
+    for row in allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(live.keys().copied()))
+        .all(conn)
+        .await?
+    {
+        let Some(a) = live.get(&row.allocation_id) else {
+            continue;
+        };
+        let milli = match (&a.mig_profile, a.milli_gpu) {
+            (Some(name), _) => name
+                .split('g')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .map_or(0, |c| c * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)),
+            (None, Some(m)) => Ord::max(m, 0) as u64,
+            (None, None) => 1000,
+        };
+        *held.entry(row.gpu_id).or_insert(0u64) += milli;
+    }
+    Ok(held)
 }

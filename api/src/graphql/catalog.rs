@@ -89,7 +89,12 @@ pub struct CatalogQuery;
 impl CatalogQuery {
     /// What can be ordered, with list prices and current availability.
     async fn catalog(&self, ctx: &Context<'_>) -> Result<Catalog> {
-        let entries = catalog::list(super::db(ctx)?, super::principal(ctx)?).await?;
+        let entries = catalog::list(
+            super::db(ctx)?,
+            super::ordering_service(ctx)?,
+            super::principal(ctx)?,
+        )
+        .await?;
         Ok(Catalog {
             skus: entries.into_iter().map(Sku).collect(),
         })

@@ -4,16 +4,21 @@
 
 mod api_keys;
 mod catalog;
+mod console;
 mod nodes;
+mod ordering;
 mod scalars;
 mod tenants;
 mod viewer;
 
 use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
+use std::sync::Arc;
+
 use sea_orm::DatabaseConnection;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::ordering::Ordering;
 use crate::settings::Limits;
 
 #[derive(MergedObject, Default)]
@@ -23,6 +28,8 @@ pub struct Query(
     nodes::NodeQuery,
     catalog::CatalogQuery,
     api_keys::ApiKeyQuery,
+    ordering::OrderingQuery,
+    console::ConsoleQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -31,6 +38,8 @@ pub struct Mutation(
     nodes::NodeMutation,
     catalog::CatalogMutation,
     api_keys::ApiKeyMutation,
+    ordering::OrderingMutation,
+    console::ConsoleMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;
@@ -43,9 +52,10 @@ pub struct Caller(pub Option<Principal>);
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimit(pub u32);
 
-pub fn build_schema(db: DatabaseConnection, limits: &Limits) -> NeoSchema {
+pub fn build_schema(db: DatabaseConnection, ordering: Arc<Ordering>, limits: &Limits) -> NeoSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
+        .data(ordering)
         .data(PageLimit(limits.page_size_max))
         .limit_depth(limits.graphql_depth)
         .limit_complexity(limits.graphql_complexity)
@@ -76,6 +86,12 @@ pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
             message: "send `Authorization: Bearer <API key>`".into(),
         }),
     }
+}
+
+pub(crate) fn ordering_service<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Ordering>> {
+    ctx.data::<Arc<Ordering>>().map_err(|_| ApiError::Internal {
+        message: "schema built without the ordering service".into(),
+    })
 }
 
 pub(crate) fn page_limit(ctx: &Context<'_>) -> u32 {

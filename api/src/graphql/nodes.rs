@@ -14,6 +14,12 @@ pub struct Node {
     gpus: Vec<gpu::Model>,
 }
 
+impl Node {
+    pub fn new(node: node::Model, gpus: Vec<gpu::Model>) -> Node {
+        Node { node, gpus }
+    }
+}
+
 #[Object]
 impl Node {
     async fn id(&self) -> ID {

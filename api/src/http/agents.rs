@@ -1,8 +1,9 @@
 //! Endpoints for host agents, authenticated with the node's agent token:
-//! `GET /v1/agents/inventory` (the node's registered devices).
+//! `GET /v1/agents/inventory` (the node's registered devices) and
+//! `GET /v1/agents/assignments` (which device serves which allocation, preemption notices).
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use neocloud_schema::agent_api::{Inventory, InventoryGpu};
+use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::vocabulary::Role;
 
@@ -58,6 +59,42 @@ pub async fn inventory(state: web::Data<AppState>, req: HttpRequest) -> HttpResp
     .await;
     match result {
         Ok(inventory) => HttpResponse::Ok().json(inventory),
+        Err(err) => err.to_response(),
+    }
+}
+
+pub async fn assignments(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let result = async {
+        let (_, node_id) = agent_node(&state, &req).await?;
+        let node = fleet::store::find(&state.db, node_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("node"))?;
+        let live = crate::ordering::store::live_on_node(&state.db, node.id).await?;
+        let views = crate::ordering::view_allocations(&state.db, live).await?;
+        let mut assignments = Vec::new();
+        for view in views {
+            let a = &view.allocation;
+            for gpu in &view.gpus {
+                assignments.push(Assignment {
+                    allocation_id: a.id.into(),
+                    gpu_uuid: gpu.uuid.clone(),
+                    mig_profile: a.mig_profile.clone(),
+                    mig_start_slot: a.mig_start_slot.map(|s| s.clamp(0, 7) as u8),
+                    milli_gpu: a.milli_gpu.map(|m| m.max(0) as u32),
+                    status: a.status.as_str().to_owned(),
+                    started_at: a.started_at,
+                    preempt_at: a.preempt_at,
+                });
+            }
+        }
+        Ok::<_, ApiError>(Assignments {
+            hostname: node.hostname,
+            assignments,
+        })
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
         Err(err) => err.to_response(),
     }
 }

@@ -127,6 +127,44 @@ pub async fn own_tenant(
     }
 }
 
+/// `suspendTenant` / `resumeTenant` (operator): a suspended tenant places no new orders;
+/// what runs keeps running.
+pub async fn set_status(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: TenantId,
+    status: neocloud_schema::vocabulary::TenantStatus,
+    reason: &str,
+) -> ApiResult<tenant::Model> {
+    actor.require_operator()?;
+    let txn = db.begin().await?;
+    let tenant = store::find(&txn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    if tenant.status == status {
+        return Ok(tenant);
+    }
+    let updated = store::set_status(&txn, &tenant, status).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(id),
+            action: match status {
+                neocloud_schema::vocabulary::TenantStatus::Suspended => "tenant.suspend",
+                neocloud_schema::vocabulary::TenantStatus::Active => "tenant.resume",
+            },
+            object_type: "tenant",
+            object_id: id.to_string(),
+            before: Some(serde_json::json!({"status": tenant.status})),
+            after: Some(serde_json::json!({"status": status, "reason": reason})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

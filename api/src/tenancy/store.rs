@@ -60,3 +60,13 @@ pub(crate) fn describe(tenant: &tenant::Model) -> Value {
         "status": tenant.status,
     })
 }
+
+pub(crate) async fn set_status<C: ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    status: TenantStatus,
+) -> Result<tenant::Model, DbErr> {
+    let mut active: tenant::ActiveModel = tenant.clone().into();
+    active.status = Set(status);
+    active.update(conn).await
+}

@@ -22,9 +22,28 @@ pub struct Model {
     pub started_at: DateTimeUtc,
     pub preempt_at: Option<DateTimeUtc>,
     pub ended_at: Option<DateTimeUtc>,
+    pub cpu_milli: i64,
+    pub memory_mib: i64,
+    /// `node` or `nvlink_domain` when the order asked to be alone there.
+    pub exclusive: Option<String>,
+    /// Bare metal: the node is held whole.
+    pub whole_node: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(
+        belongs_to = "super::sku::Entity",
+        from = "Column::SkuId",
+        to = "super::sku::Column::Id"
+    )]
+    Sku,
+}
+
+impl Related<super::sku::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Sku.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

@@ -9,6 +9,7 @@ pub mod allocation;
 pub mod allocation_gpu;
 pub mod api_key;
 pub mod audit_log;
+pub mod fleet_epoch;
 pub mod gpu;
 pub mod node;
 pub mod order;

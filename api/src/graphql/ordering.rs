@@ -1,0 +1,397 @@
+//! Ordering: `placeOrder`, `releaseAllocation`, `releaseOrder`, `orders`, `order`,
+//! `allocations`, `allocation`.
+
+use async_graphql::connection::Connection;
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::sku;
+
+use super::scalars::{connection, parse_id, to_id};
+use crate::error::ApiError;
+use crate::ordering::{self, AllocationView, OrderView, PlaceOrder};
+use crate::pagination::Page;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::TopologyLevel",
+    name = "TopologyLevel"
+)]
+pub enum GqlTopologyLevel {
+    Node,
+    NvlinkDomain,
+    Rack,
+    Any,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::AllocationClass",
+    name = "AllocationClass"
+)]
+pub enum GqlClass {
+    OnDemand,
+    Reserved,
+    Spot,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::OrderStatus",
+    name = "OrderStatus"
+)]
+pub enum GqlOrderStatus {
+    Pending,
+    Active,
+    Released,
+    Failed,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::AllocationStatus",
+    name = "AllocationStatus"
+)]
+pub enum GqlAllocationStatus {
+    Active,
+    Preempting,
+    Released,
+}
+
+#[derive(InputObject)]
+pub struct TopologyInput {
+    pub level: GqlTopologyLevel,
+    /// Fail rather than spread wider (default true).
+    #[graphql(default = true)]
+    pub required: bool,
+}
+
+#[derive(InputObject, SimpleObject, Clone)]
+#[graphql(input_name = "LabelInput")]
+pub struct Label {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(InputObject)]
+pub struct PlaceOrderInput {
+    /// The SKU id from the catalog.
+    pub sku: ID,
+    #[graphql(default = 1)]
+    pub count: i32,
+    pub topology: Option<TopologyInput>,
+    /// No other tenant on the same node (or NVLink domain, with that topology level).
+    #[graphql(default)]
+    pub exclusive: bool,
+    #[graphql(default_with = "GqlClass::OnDemand")]
+    pub class: GqlClass,
+    /// Refuse the order if it costs more per hour (decimal string).
+    pub max_price_per_hour: Option<String>,
+    #[graphql(default)]
+    pub labels: Vec<Label>,
+    /// Retrying with the same key and input returns the same order.
+    pub idempotency_key: Option<String>,
+}
+
+/// Where an allocation runs.
+#[derive(SimpleObject)]
+pub struct AllocationNode {
+    pub hostname: String,
+    pub region: String,
+    pub zone: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+}
+
+#[derive(SimpleObject)]
+pub struct AllocatedGpu {
+    pub uuid: String,
+    pub index: i32,
+    pub model: String,
+}
+
+#[derive(SimpleObject)]
+pub struct SkuRef {
+    pub id: ID,
+    pub name: String,
+}
+
+pub struct Allocation(AllocationView);
+
+#[Object]
+impl Allocation {
+    async fn id(&self) -> ID {
+        to_id(self.0.allocation.id)
+    }
+
+    async fn order_id(&self) -> ID {
+        to_id(self.0.allocation.order_id)
+    }
+
+    async fn sku(&self, ctx: &Context<'_>) -> Result<SkuRef> {
+        let db = super::db(ctx)?;
+        let sku = crate::catalog::store::find(db, self.0.allocation.sku_id)
+            .await
+            .map_err(ApiError::from)?
+            .ok_or_else(|| ApiError::not_found("SKU"))?;
+        Ok(sku_ref(&sku))
+    }
+
+    async fn class(&self) -> GqlClass {
+        self.0.allocation.class.into()
+    }
+
+    async fn status(&self) -> GqlAllocationStatus {
+        self.0.allocation.status.into()
+    }
+
+    async fn mig_profile(&self) -> Option<&str> {
+        self.0.allocation.mig_profile.as_deref()
+    }
+
+    async fn mig_start_slot(&self) -> Option<i32> {
+        self.0.allocation.mig_start_slot
+    }
+
+    async fn milli_gpu(&self) -> Option<i32> {
+        self.0.allocation.milli_gpu
+    }
+
+    /// When billing starts (after a preempted spot allocation's notice window, if any).
+    async fn started_at(&self) -> DateTime<Utc> {
+        self.0.allocation.started_at
+    }
+
+    /// For a preempted allocation: when it will be ended.
+    async fn preempt_at(&self) -> Option<DateTime<Utc>> {
+        self.0.allocation.preempt_at
+    }
+
+    async fn ended_at(&self) -> Option<DateTime<Utc>> {
+        self.0.allocation.ended_at
+    }
+
+    async fn node(&self) -> AllocationNode {
+        let n = &self.0.node;
+        AllocationNode {
+            hostname: n.hostname.clone(),
+            region: n.region.clone(),
+            zone: n.zone.clone(),
+            rack: n.rack.clone(),
+            nvlink_domain: n.nvlink_domain.clone(),
+        }
+    }
+
+    async fn gpus(&self) -> Vec<AllocatedGpu> {
+        self.0
+            .gpus
+            .iter()
+            .map(|g| AllocatedGpu {
+                uuid: g.uuid.clone(),
+                index: g.index,
+                model: g.model.clone(),
+            })
+            .collect()
+    }
+
+    async fn labels(&self) -> Vec<Label> {
+        labels_of(&self.0.allocation.labels)
+    }
+}
+
+fn labels_of(value: &serde_json::Value) -> Vec<Label> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| Label {
+                    key: k.clone(),
+                    value: v.as_str().unwrap_or_default().to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn sku_ref(sku: &sku::Model) -> SkuRef {
+    SkuRef {
+        id: to_id(sku.id),
+        name: sku.name.clone(),
+    }
+}
+
+pub struct Order(OrderView);
+
+#[Object]
+impl Order {
+    async fn id(&self) -> ID {
+        to_id(self.0.order.id)
+    }
+
+    async fn status(&self) -> GqlOrderStatus {
+        self.0.order.status.into()
+    }
+
+    async fn count(&self) -> i32 {
+        self.0.order.count
+    }
+
+    async fn class(&self) -> GqlClass {
+        self.0.order.class.into()
+    }
+
+    async fn idempotency_key(&self) -> &str {
+        &self.0.order.idempotency_key
+    }
+
+    async fn labels(&self) -> Vec<Label> {
+        labels_of(&self.0.order.labels)
+    }
+
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.order.created_at
+    }
+
+    async fn ended_at(&self) -> Option<DateTime<Utc>> {
+        self.0.order.ended_at
+    }
+
+    async fn allocations(&self) -> Vec<Allocation> {
+        self.0.allocations.iter().cloned().map(Allocation).collect()
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct PlaceOrderPayload {
+    pub order: Order,
+}
+
+#[derive(SimpleObject)]
+pub struct ReleaseOrderPayload {
+    pub order: Order,
+}
+
+#[derive(Default)]
+pub struct OrderingQuery;
+
+#[Object]
+impl OrderingQuery {
+    /// The caller's orders, oldest first (operators: every tenant's).
+    #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
+    async fn orders(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        status: Option<GqlOrderStatus>,
+    ) -> Result<Connection<String, Order>> {
+        let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
+        let result = ordering::list_orders(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            status.map(Into::into),
+            page,
+        )
+        .await?;
+        Ok(connection(result, |o| o.order.id, Order))
+    }
+
+    async fn order(&self, ctx: &Context<'_>, id: ID) -> Result<Order> {
+        let id = parse_id("id", &id)?;
+        let view = ordering::get_order(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        Ok(Order(view))
+    }
+
+    /// The caller's allocations, oldest first.
+    #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
+    async fn allocations(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        status: Option<GqlAllocationStatus>,
+    ) -> Result<Connection<String, Allocation>> {
+        let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
+        let result = ordering::list_allocations(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            status.map(Into::into),
+            page,
+        )
+        .await?;
+        Ok(connection(result, |a| a.allocation.id, Allocation))
+    }
+
+    async fn allocation(&self, ctx: &Context<'_>, id: ID) -> Result<Allocation> {
+        let id = parse_id("id", &id)?;
+        let view = ordering::get_allocation(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        Ok(Allocation(view))
+    }
+}
+
+#[derive(Default)]
+pub struct OrderingMutation;
+
+#[Object]
+impl OrderingMutation {
+    /// Orders capacity: placed at once, all or nothing, within quotas.
+    async fn place_order(
+        &self,
+        ctx: &Context<'_>,
+        input: PlaceOrderInput,
+    ) -> Result<PlaceOrderPayload> {
+        let topology = input.topology.unwrap_or(TopologyInput {
+            level: GqlTopologyLevel::Any,
+            required: false,
+        });
+        let mut labels = std::collections::BTreeMap::new();
+        for label in input.labels {
+            if labels.insert(label.key.clone(), label.value).is_some() {
+                return Err(
+                    ApiError::invalid("labels", format!("`{}` appears twice", label.key)).into(),
+                );
+            }
+        }
+        let request = PlaceOrder {
+            sku: parse_id("sku", &input.sku)?,
+            count: input.count,
+            topology_level: topology.level.into(),
+            topology_required: topology.required,
+            exclusive: input.exclusive,
+            class: input.class.into(),
+            max_price_per_hour: input.max_price_per_hour,
+            labels,
+            idempotency_key: input.idempotency_key,
+        };
+        let view = super::ordering_service(ctx)?
+            .place_order(super::db(ctx)?, super::principal(ctx)?, request)
+            .await?;
+        Ok(PlaceOrderPayload { order: Order(view) })
+    }
+
+    /// Ends one allocation now.
+    async fn release_allocation(&self, ctx: &Context<'_>, id: ID) -> Result<Allocation> {
+        let id = parse_id("id", &id)?;
+        let db = super::db(ctx)?;
+        let actor = super::principal(ctx)?;
+        actor.require_user()?;
+        let row = super::ordering_service(ctx)?
+            .release_allocation(db, actor, id)
+            .await?;
+        let view = ordering::view_allocations(db, vec![row])
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::not_found("allocation"))?;
+        Ok(Allocation(view))
+    }
+
+    /// Ends every allocation of an order.
+    async fn release_order(&self, ctx: &Context<'_>, id: ID) -> Result<ReleaseOrderPayload> {
+        let id = parse_id("id", &id)?;
+        let actor = super::principal(ctx)?;
+        actor.require_user()?;
+        let view = super::ordering_service(ctx)?
+            .release_order(super::db(ctx)?, actor, id)
+            .await?;
+        Ok(ReleaseOrderPayload { order: Order(view) })
+    }
+}

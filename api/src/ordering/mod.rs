@@ -1,0 +1,897 @@
+//! Ordering: `placeOrder`, releases, and preemption. One transaction does the quota check,
+//! the scheduler's placement against current state, and the order and allocation rows;
+//! placements serialize on the fleet epoch row (see `fleet_cache`), so two orders can
+//! never take the same GPU or overrun a quota, on SQLite or PostgreSQL, with one api
+//! replica or several.
+
+pub mod fleet_cache;
+pub mod quota;
+pub(crate) mod store;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use neocloud_scheduler::{
+    Exclusivity, GpuShare, NoFit, Placement, Request, Shape, Topology, TopologyLevel as SchedLevel,
+};
+use neocloud_schema::entity::{allocation, gpu, node, order, sku};
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
+use neocloud_schema::mig::MigProfile;
+use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::vocabulary::{
+    AllocationClass, AllocationStatus, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
+};
+use rust_decimal::Decimal;
+use sea_orm::{ActiveModelTrait, DatabaseConnection, DatabaseTransaction, Set, TransactionTrait};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::sync::Mutex;
+use uuid::Uuid;
+
+use self::fleet_cache::{
+    FleetCache, RegionFleet, allocation_key, class_of, exclusive_name, fraction_memory_mib,
+    tenant_key,
+};
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::fleet;
+use crate::pagination::{Page, PageOf};
+use crate::tenancy;
+
+/// Most units one order may ask for.
+pub const MAX_GPUS_PER_ORDER: i32 = 1024;
+pub const MAX_SLICES_PER_ORDER: i32 = 64;
+pub const MAX_NODES_PER_ORDER: i32 = 128;
+pub const MAX_LABELS: usize = 16;
+pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 128;
+
+/// What a tenant asks for.
+#[derive(Debug, Clone)]
+pub struct PlaceOrder {
+    pub sku: Uuid,
+    pub count: i32,
+    pub topology_level: TopologyLevel,
+    pub topology_required: bool,
+    pub exclusive: bool,
+    pub class: AllocationClass,
+    pub max_price_per_hour: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// An allocation with where it runs.
+#[derive(Debug, Clone)]
+pub struct AllocationView {
+    pub allocation: allocation::Model,
+    pub node: node::Model,
+    pub gpus: Vec<gpu::Model>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OrderView {
+    pub order: order::Model,
+    pub allocations: Vec<AllocationView>,
+}
+
+/// The ordering service: holds the cached scheduler fleet.
+pub struct Ordering {
+    cache: Mutex<FleetCache>,
+    /// How long a preempted spot allocation keeps running.
+    pub notice: Duration,
+}
+
+impl Ordering {
+    pub fn new(notice: Duration) -> Ordering {
+        Ordering {
+            cache: Mutex::new(FleetCache::default()),
+            notice,
+        }
+    }
+
+    /// Starts a fleet change: bumps the epoch in `txn` and makes `cache` current for it.
+    async fn current(cache: &mut FleetCache, txn: &DatabaseTransaction) -> ApiResult<()> {
+        let epoch = fleet::store::bump_epoch(txn).await?;
+        if cache.epoch != Some(epoch - 1) {
+            *cache = FleetCache::load(txn, epoch).await?;
+        }
+        // If this transaction rolls back, the database epoch stays at `epoch - 1` while
+        // the cache says `epoch`: the next change sees the mismatch and reloads.
+        cache.epoch = Some(epoch);
+        Ok(())
+    }
+
+    /// `placeOrder`.
+    pub async fn place_order(
+        &self,
+        db: &DatabaseConnection,
+        actor: &Principal,
+        input: PlaceOrder,
+    ) -> ApiResult<OrderView> {
+        let tenant = actor.tenant()?;
+        validate(&input)?;
+        let request_hash = request_hash(&input);
+        let idempotency_key = input
+            .idempotency_key
+            .clone()
+            .unwrap_or_else(|| Uuid::new_v4().to_string());
+
+        let mut cache = self.cache.lock().await;
+        let txn = db.begin().await?;
+        if let Some(existing) =
+            store::find_by_idempotency_key(&txn, tenant, &idempotency_key).await?
+        {
+            if existing.request_hash != request_hash {
+                return Err(ApiError::IdempotencyConflict {
+                    message: "this idempotencyKey was used for a different order".into(),
+                });
+            }
+            drop(txn);
+            return view_order(db, existing).await;
+        }
+        let tenant_row = tenancy::store::find(&txn, tenant)
+            .await?
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+        if tenant_row.status == TenantStatus::Suspended {
+            return Err(ApiError::forbidden(
+                "the tenant is suspended and cannot place new orders",
+            ));
+        }
+        let sku = crate::catalog::store::find(&txn, input.sku)
+            .await?
+            .filter(|s| s.active)
+            .ok_or_else(|| ApiError::invalid("sku", "no such SKU in the catalog"))?;
+        check_price(&sku, &input)?;
+        quota::check(&txn, tenant, &sku, input.count).await?;
+
+        Self::current(&mut cache, &txn).await?;
+        let shape_units = units(&sku, &input)?;
+        let Some(region) = cache.regions.get_mut(&sku.region) else {
+            return Err(no_capacity(&sku, input.count, Vec::new()));
+        };
+        let models = region.fleet.model_set([sku.gpu_model.as_str()]);
+        let request_for = |shape: Shape| Request {
+            tenant: tenant_key(tenant.into()),
+            class: class_of(input.class),
+            exclusive: input.exclusive.then_some(match input.topology_level {
+                TopologyLevel::NvlinkDomain => Exclusivity::NvlinkDomain,
+                _ => Exclusivity::Node,
+            }),
+            shape: with_models(shape, models),
+        };
+
+        // Place every unit in memory; all or nothing.
+        let now = Utc::now();
+        let mut planned: Vec<(Uuid, Placement)> = Vec::new();
+        let mut victims: Vec<Uuid> = Vec::new();
+        let mut failed = false;
+        for shape in shape_units {
+            match region.fleet.place(&request_for(shape)) {
+                Ok(placement) => {
+                    let mut first = true;
+                    for part in split_per_node(&placement) {
+                        let id = AllocationId::new().as_uuid();
+                        let mut part = part;
+                        if !first {
+                            part.victims.clear();
+                        }
+                        first = false;
+                        match region.fleet.commit(allocation_key(id), &part) {
+                            Ok(preempted) => {
+                                victims.extend(preempted.iter().map(|a| Uuid::from_u128(a.key.0)));
+                                planned.push((id, part));
+                            }
+                            Err(err) => {
+                                tracing::error!(error = %err, "A fresh placement did not commit.");
+                                failed = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(NoFit::Invalid(err)) => {
+                    cache.epoch = None;
+                    return Err(ApiError::invalid("sku", err.to_string()));
+                }
+                Err(NoFit::NoCapacity) => failed = true,
+            }
+            if failed {
+                break;
+            }
+        }
+        if failed {
+            // The in-memory fleet holds partial commits: drop it, nothing was written.
+            cache.epoch = None;
+            let region_name = sku.region.clone();
+            let alternatives = alternatives(&txn, &mut cache, &sku, &input, &region_name).await;
+            return Err(no_capacity(&sku, input.count, alternatives));
+        }
+
+        let starts_at = if victims.is_empty() {
+            now
+        } else {
+            now + chrono::Duration::from_std(self.notice).unwrap_or_default()
+        };
+        let region = cache
+            .regions
+            .get(&sku.region)
+            .ok_or_else(|| ApiError::Internal {
+                message: "region vanished".into(),
+            })?;
+        let order = order::ActiveModel {
+            id: Set(OrderId::new().into()),
+            tenant_id: Set(tenant.into()),
+            sku_id: Set(sku.id),
+            count: Set(input.count),
+            class: Set(input.class),
+            topology_level: Set(input.topology_level),
+            topology_required: Set(input.topology_required),
+            exclusive: Set(input.exclusive),
+            max_price_per_hour: Set(input.max_price_per_hour.clone()),
+            labels: Set(json!(input.labels)),
+            idempotency_key: Set(idempotency_key),
+            request_hash: Set(request_hash),
+            status: Set(OrderStatus::Active),
+            created_by: Set(Some(actor.key_id.into())),
+            created_at: Set(now),
+            ended_at: Set(None),
+        }
+        .insert(&txn)
+        .await?;
+        if !victims.is_empty() {
+            store::mark_preempting(&txn, &victims, starts_at).await?;
+        }
+        let mut views = Vec::new();
+        for (id, part) in &planned {
+            views.push(insert_part(&txn, region, *id, part, &order, &sku, starts_at).await?);
+        }
+        audit::record(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: Some(tenant),
+                action: "order.place",
+                object_type: "order",
+                object_id: order.id.to_string(),
+                before: None,
+                after: Some(json!({
+                    "sku": sku.name,
+                    "count": input.count,
+                    "class": input.class,
+                    "allocations": planned.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+                    "preempted": victims,
+                })),
+            },
+        )
+        .await?;
+        txn.commit().await?;
+        if !victims.is_empty() {
+            tracing::info!(%tenant, preempted = victims.len(), "Spot allocations preempted for an order.");
+        }
+        Ok(OrderView {
+            order,
+            allocations: views,
+        })
+    }
+
+    /// `releaseAllocation`: ends one allocation now.
+    pub async fn release_allocation(
+        &self,
+        db: &DatabaseConnection,
+        actor: &Principal,
+        id: Uuid,
+    ) -> ApiResult<allocation::Model> {
+        let scope = actor.tenant_scope_or_all();
+        let mut cache = self.cache.lock().await;
+        let txn = db.begin().await?;
+        let row = store::find_allocation(&txn, id, scope)
+            .await?
+            .ok_or_else(|| ApiError::not_found("allocation"))?;
+        if row.status == AllocationStatus::Released {
+            return Ok(row);
+        }
+        Self::current(&mut cache, &txn).await?;
+        let ended = self.end(&txn, &mut cache, &row).await?;
+        audit::record(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: Some(TenantId::from(row.tenant_id)),
+                action: "allocation.release",
+                object_type: "allocation",
+                object_id: row.id.to_string(),
+                before: Some(json!({"status": row.status})),
+                after: Some(json!({"status": ended.status, "ended_at": ended.ended_at})),
+            },
+        )
+        .await?;
+        txn.commit().await?;
+        Ok(ended)
+    }
+
+    /// `releaseOrder`: ends every live allocation of an order.
+    pub async fn release_order(
+        &self,
+        db: &DatabaseConnection,
+        actor: &Principal,
+        id: Uuid,
+    ) -> ApiResult<OrderView> {
+        let scope = actor.tenant_scope_or_all();
+        let mut cache = self.cache.lock().await;
+        let txn = db.begin().await?;
+        let order = store::find_order(&txn, id, scope)
+            .await?
+            .ok_or_else(|| ApiError::not_found("order"))?;
+        Self::current(&mut cache, &txn).await?;
+        for row in store::allocations_of_order(&txn, order.id).await? {
+            if row.status != AllocationStatus::Released {
+                self.end(&txn, &mut cache, &row).await?;
+            }
+        }
+        audit::record(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: Some(TenantId::from(order.tenant_id)),
+                action: "order.release",
+                object_type: "order",
+                object_id: order.id.to_string(),
+                before: Some(json!({"status": order.status})),
+                after: Some(json!({"status": OrderStatus::Released})),
+            },
+        )
+        .await?;
+        txn.commit().await?;
+        drop(cache);
+        let order = store::find_order(db, id, scope)
+            .await?
+            .ok_or_else(|| ApiError::not_found("order"))?;
+        view_order(db, order).await
+    }
+
+    /// Ends an allocation in the database and in the cached fleet.
+    async fn end(
+        &self,
+        txn: &DatabaseTransaction,
+        cache: &mut FleetCache,
+        row: &allocation::Model,
+    ) -> ApiResult<allocation::Model> {
+        let now = Utc::now();
+        let at = row.preempt_at.filter(|p| *p < now).unwrap_or(now);
+        let ended = store::end_allocation(txn, row, at).await?;
+        store::settle_order(txn, row.order_id, at).await?;
+        for region in cache.regions.values_mut() {
+            if region.node_id(row.node_id).is_some() {
+                if let Err(err) = region.fleet.release(allocation_key(row.id)) {
+                    tracing::warn!(error = %err, allocation = %row.id, "Released allocation was not in the fleet.");
+                }
+                break;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// Ends preempted allocations whose notice window has passed. Returns how many.
+    pub async fn end_due_preemptions(&self, db: &DatabaseConnection) -> ApiResult<usize> {
+        let due = store::due_preemptions(db, Utc::now()).await?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let mut cache = self.cache.lock().await;
+        let txn = db.begin().await?;
+        Self::current(&mut cache, &txn).await?;
+        let mut ended = 0;
+        for row in store::due_preemptions(&txn, Utc::now()).await? {
+            self.end(&txn, &mut cache, &row).await?;
+            ended += 1;
+        }
+        txn.commit().await?;
+        Ok(ended)
+    }
+
+    /// How many units of `sku` could be placed now (for the catalog).
+    pub async fn available(
+        &self,
+        db: &DatabaseConnection,
+        skus: &[sku::Model],
+    ) -> ApiResult<Vec<u32>> {
+        let mut cache = self.cache.lock().await;
+        let epoch = fleet::store::current_epoch(db).await?;
+        if cache.epoch != Some(epoch) {
+            *cache = FleetCache::load(db, epoch).await?;
+        }
+        Ok(skus
+            .iter()
+            .map(|sku| {
+                let Some(region) = cache.regions.get(&sku.region) else {
+                    return 0;
+                };
+                let Ok(mut shapes) = units_for(sku, 1, SchedLevel::Any, false) else {
+                    return 0;
+                };
+                shapes.pop().map_or(0, |shape| {
+                    let models = region.fleet.model_set([sku.gpu_model.as_str()]);
+                    region.fleet.available(&with_models(shape, models))
+                })
+            })
+            .collect())
+    }
+}
+
+fn validate(input: &PlaceOrder) -> ApiResult<()> {
+    if input.count < 1 {
+        return Err(ApiError::invalid("count", "must be at least 1"));
+    }
+    if input.labels.len() > MAX_LABELS
+        || input
+            .labels
+            .iter()
+            .any(|(k, v)| k.is_empty() || k.len() > 64 || v.len() > 128)
+    {
+        return Err(ApiError::invalid(
+            "labels",
+            format!("at most {MAX_LABELS} labels; keys 1 to 64 bytes, values at most 128"),
+        ));
+    }
+    if let Some(key) = &input.idempotency_key
+        && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_BYTES)
+    {
+        return Err(ApiError::invalid(
+            "idempotencyKey",
+            format!("1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes"),
+        ));
+    }
+    if let Some(max) = &input.max_price_per_hour {
+        let max = parse_plain_decimal(max).map_err(|e| ApiError::invalid("maxPricePerHour", e))?;
+        if max.is_sign_negative() {
+            return Err(ApiError::invalid("maxPricePerHour", "must not be negative"));
+        }
+    }
+    Ok(())
+}
+
+/// A stable digest of what was asked, to tell a retry from a different order.
+fn request_hash(input: &PlaceOrder) -> String {
+    let canonical = json!({
+        "sku": input.sku,
+        "count": input.count,
+        "topology": [input.topology_level.as_str(), input.topology_required.to_string()],
+        "exclusive": input.exclusive,
+        "class": input.class.as_str(),
+        "max_price_per_hour": input.max_price_per_hour,
+        "labels": input.labels,
+    });
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+/// Refuses an order whose hourly list price is above the buyer's limit.
+fn check_price(sku: &sku::Model, input: &PlaceOrder) -> ApiResult<()> {
+    let Some(max) = &input.max_price_per_hour else {
+        return Ok(());
+    };
+    let max = parse_plain_decimal(max).map_err(|e| ApiError::invalid("maxPricePerHour", e))?;
+    let unit: Decimal = parse_plain_decimal(&sku.list_price_per_hour).unwrap_or_default();
+    let price = unit * Decimal::from(input.count);
+    if price > max {
+        return Err(ApiError::invalid(
+            "maxPricePerHour",
+            format!(
+                "the order costs {price} {} per hour at list price, above {max}",
+                sku.currency
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn sched_level(level: TopologyLevel) -> SchedLevel {
+    match level {
+        TopologyLevel::Node => SchedLevel::Node,
+        TopologyLevel::NvlinkDomain => SchedLevel::NvlinkDomain,
+        TopologyLevel::Rack => SchedLevel::Rack,
+        TopologyLevel::Any => SchedLevel::Any,
+    }
+}
+
+fn units(sku: &sku::Model, input: &PlaceOrder) -> ApiResult<Vec<Shape>> {
+    let max = match sku.form {
+        SkuForm::WholeGpu => MAX_GPUS_PER_ORDER,
+        SkuForm::Mig | SkuForm::Fractional => MAX_SLICES_PER_ORDER,
+        SkuForm::WholeNode => MAX_NODES_PER_ORDER,
+    };
+    if input.count > max {
+        return Err(ApiError::invalid(
+            "count",
+            format!("at most {max} per order of this SKU"),
+        ));
+    }
+    units_for(
+        sku,
+        input.count as u32,
+        sched_level(input.topology_level),
+        input.topology_required,
+    )
+}
+
+/// The scheduler shapes an order of `count` units of `sku` becomes: one gang for whole
+/// GPUs or nodes, one shape per slice for MIG and fractional SKUs. Models are filled in
+/// per region by `resolve_models`.
+fn units_for(
+    sku: &sku::Model,
+    count: u32,
+    level: SchedLevel,
+    required: bool,
+) -> ApiResult<Vec<Shape>> {
+    let topology = Topology { level, required };
+    let models = neocloud_scheduler::ModelSet::default();
+    Ok(match sku.form {
+        SkuForm::WholeGpu => vec![Shape::WholeGpus {
+            count,
+            models,
+            topology,
+            cpu_milli_per_gpu: 0,
+            memory_mib_per_gpu: 0,
+        }],
+        SkuForm::WholeNode => vec![Shape::WholeNodes {
+            count,
+            models,
+            topology,
+        }],
+        SkuForm::Mig => {
+            let model: GpuModel = sku.gpu_model.parse().map_err(|_| ApiError::Internal {
+                message: format!("SKU {} has an unknown model", sku.id),
+            })?;
+            let profile = sku
+                .mig_profile
+                .as_deref()
+                .and_then(|name| MigProfile::parse(name, model).ok())
+                .ok_or_else(|| ApiError::Internal {
+                    message: format!("SKU {} has no valid MIG profile", sku.id),
+                })?;
+            vec![
+                Shape::Mig {
+                    profile,
+                    models,
+                    cpu_milli: 0,
+                    memory_mib: 0,
+                };
+                count as usize
+            ]
+        }
+        SkuForm::Fractional => {
+            let milli = sku.milli_gpu.unwrap_or(0).max(0) as u32;
+            let model: Option<GpuModel> = sku.gpu_model.parse().ok();
+            let gpu_memory = model.map_or(0, |m| fraction_memory_mib(m.memory_mib(), milli));
+            vec![
+                Shape::Fractional {
+                    milli_gpu: milli,
+                    gpu_memory_mib: gpu_memory,
+                    models,
+                    cpu_milli: 0,
+                    memory_mib: 0,
+                };
+                count as usize
+            ]
+        }
+    })
+}
+
+/// Restricts a shape to a model set (the SKU's model as a region's fleet names it).
+fn with_models(shape: Shape, set: neocloud_scheduler::ModelSet) -> Shape {
+    match shape {
+        Shape::WholeGpus {
+            count,
+            topology,
+            cpu_milli_per_gpu,
+            memory_mib_per_gpu,
+            ..
+        } => Shape::WholeGpus {
+            count,
+            models: set,
+            topology,
+            cpu_milli_per_gpu,
+            memory_mib_per_gpu,
+        },
+        Shape::WholeNodes {
+            count, topology, ..
+        } => Shape::WholeNodes {
+            count,
+            models: set,
+            topology,
+        },
+        Shape::Mig {
+            profile,
+            cpu_milli,
+            memory_mib,
+            ..
+        } => Shape::Mig {
+            profile,
+            models: set,
+            cpu_milli,
+            memory_mib,
+        },
+        Shape::Fractional {
+            milli_gpu,
+            gpu_memory_mib,
+            cpu_milli,
+            memory_mib,
+            ..
+        } => Shape::Fractional {
+            milli_gpu,
+            gpu_memory_mib,
+            models: set,
+            cpu_milli,
+            memory_mib,
+        },
+        other => other,
+    }
+}
+
+/// One placement per node, so each node's share is its own allocation (and can be
+/// released on its own). Victims stay with the first part.
+fn split_per_node(placement: &Placement) -> Vec<Placement> {
+    placement
+        .nodes
+        .iter()
+        .map(|np| Placement {
+            tenant: placement.tenant,
+            class: placement.class,
+            exclusive: placement.exclusive,
+            nodes: vec![np.clone()],
+            victims: placement.victims.clone(),
+            degraded: placement.degraded,
+        })
+        .collect()
+}
+
+async fn insert_part(
+    txn: &DatabaseTransaction,
+    region: &RegionFleet,
+    id: Uuid,
+    part: &Placement,
+    order: &order::Model,
+    sku: &sku::Model,
+    starts_at: chrono::DateTime<Utc>,
+) -> ApiResult<AllocationView> {
+    let np = part.nodes.first().ok_or_else(|| ApiError::Internal {
+        message: "an empty placement".into(),
+    })?;
+    let node = region
+        .node(np.node)
+        .cloned()
+        .ok_or_else(|| ApiError::Internal {
+            message: "placement on an unknown node".into(),
+        })?;
+    let mut gpus = Vec::new();
+    let (mut mig_profile, mut mig_start, mut milli) = (None, None, None);
+    for grant in &np.gpus {
+        let gpu = region
+            .gpu(neocloud_scheduler::GpuRef {
+                node: np.node,
+                gpu: grant.gpu,
+            })
+            .cloned()
+            .ok_or_else(|| ApiError::Internal {
+                message: "placement on an unknown GPU".into(),
+            })?;
+        match grant.share {
+            GpuShare::Mig { profile, start } => {
+                let model: Option<GpuModel> = gpu.model.parse().ok();
+                mig_profile = model.map(|m| profile.name(m));
+                mig_start = Some(i32::from(start));
+            }
+            GpuShare::Fraction { milli: m, .. } => milli = Some(m as i32),
+            GpuShare::Whole => {}
+        }
+        gpus.push(gpu);
+    }
+    let row = allocation::Model {
+        id,
+        order_id: order.id,
+        tenant_id: order.tenant_id,
+        sku_id: sku.id,
+        node_id: node.id,
+        class: order.class,
+        status: AllocationStatus::Active,
+        mig_profile,
+        mig_start_slot: mig_start,
+        milli_gpu: milli,
+        labels: order.labels.clone(),
+        started_at: starts_at,
+        preempt_at: None,
+        ended_at: None,
+        cpu_milli: i64::from(np.cpu_milli),
+        memory_mib: np.memory_mib as i64,
+        exclusive: exclusive_name(part.exclusive),
+        whole_node: np.whole_node,
+    };
+    let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| g.id).collect();
+    let allocation = store::insert_allocation(txn, row, &gpu_ids).await?;
+    Ok(AllocationView {
+        allocation,
+        node,
+        gpus,
+    })
+}
+
+fn no_capacity(sku: &sku::Model, count: i32, alternatives: Vec<serde_json::Value>) -> ApiError {
+    ApiError::InsufficientCapacity {
+        message: format!(
+            "not enough free capacity for {count} × {} in {} now",
+            sku.name, sku.region
+        ),
+        alternatives,
+    }
+}
+
+/// Orders that would fit now: the same kind in another region or of another model, or
+/// fewer units.
+async fn alternatives(
+    txn: &DatabaseTransaction,
+    cache: &mut FleetCache,
+    sku: &sku::Model,
+    input: &PlaceOrder,
+    region: &str,
+) -> Vec<serde_json::Value> {
+    let Ok(epoch) = fleet::store::current_epoch(txn).await else {
+        return Vec::new();
+    };
+    match FleetCache::load(txn, epoch).await {
+        Ok(fresh) => *cache = fresh,
+        Err(_) => return Vec::new(),
+    }
+    // Loaded inside a transaction that will roll back: trust it for this answer only.
+    let Ok(skus) = crate::catalog::store::active(txn).await else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for other in skus.iter().filter(|s| s.form == sku.form && s.id != sku.id) {
+        let same_kind = other.mig_profile.is_some() == sku.mig_profile.is_some();
+        let relevant = (other.gpu_model == sku.gpu_model && other.region != region)
+            || (other.region == region && other.gpu_model != sku.gpu_model);
+        if !same_kind || !relevant {
+            continue;
+        }
+        if let Some(n) = fits(cache, other, input.count as u32) {
+            out.push(json!({"sku": other.id, "skuName": other.name, "region": other.region,
+                "gpuModel": other.gpu_model, "count": n, "reason": if other.region != region { "other region" } else { "other model" }}));
+        }
+    }
+    if input.count > 1
+        && let Some(n) = (1..input.count as u32)
+            .rev()
+            .find(|n| fits(cache, sku, *n).is_some())
+    {
+        out.push(
+            json!({"sku": sku.id, "skuName": sku.name, "region": sku.region,
+            "gpuModel": sku.gpu_model, "count": n, "reason": "fewer units"}),
+        );
+    }
+    cache.epoch = None;
+    out.truncate(8);
+    out
+}
+
+fn fits(cache: &FleetCache, sku: &sku::Model, count: u32) -> Option<u32> {
+    let region = cache.regions.get(&sku.region)?;
+    let shapes = units_for(sku, count, SchedLevel::Any, false).ok()?;
+    let mut probe = region.fleet.clone();
+    for (i, shape) in shapes.into_iter().enumerate() {
+        let models = probe.model_set([sku.gpu_model.as_str()]);
+        let req = Request::new(neocloud_scheduler::TenantKey(0), with_models(shape, models));
+        let placement = probe.place(&req).ok()?;
+        probe
+            .commit(
+                neocloud_scheduler::AllocationKey(u128::MAX - i as u128),
+                &placement,
+            )
+            .ok()?;
+    }
+    Some(count)
+}
+
+/// An order with its allocations, nodes and GPUs.
+pub async fn view_order(db: &DatabaseConnection, order: order::Model) -> ApiResult<OrderView> {
+    let allocations = store::allocations_of_order(db, order.id).await?;
+    Ok(OrderView {
+        allocations: view_allocations(db, allocations).await?,
+        order,
+    })
+}
+
+pub async fn view_allocations(
+    db: &DatabaseConnection,
+    allocations: Vec<allocation::Model>,
+) -> ApiResult<Vec<AllocationView>> {
+    let ids: Vec<Uuid> = allocations.iter().map(|a| a.id).collect();
+    let gpus = store::gpus_of(db, &ids).await?;
+    let node_ids: Vec<Uuid> = allocations.iter().map(|a| a.node_id).collect();
+    let nodes = store::nodes_by_id(db, &node_ids).await?;
+    let mut out = Vec::new();
+    for allocation in allocations {
+        let node = nodes
+            .iter()
+            .find(|n| n.id == allocation.node_id)
+            .cloned()
+            .ok_or_else(|| ApiError::Internal {
+                message: "allocation on a missing node".into(),
+            })?;
+        let mine = gpus
+            .iter()
+            .filter(|(a, _)| *a == allocation.id)
+            .map(|(_, g)| g.clone())
+            .collect();
+        out.push(AllocationView {
+            allocation,
+            node,
+            gpus: mine,
+        });
+    }
+    Ok(out)
+}
+
+/// `orders`: the caller's tenant's orders (operators: everyone's).
+pub async fn list_orders(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    status: Option<OrderStatus>,
+    page: Page,
+) -> ApiResult<PageOf<OrderView>> {
+    actor.require_user()?;
+    let orders = store::orders_page(db, actor.tenant_scope_or_all(), status, page).await?;
+    let mut items = Vec::new();
+    for order in orders.items {
+        items.push(view_order(db, order).await?);
+    }
+    Ok(PageOf {
+        items,
+        has_next: orders.has_next,
+        has_previous: orders.has_previous,
+    })
+}
+
+/// `allocations`.
+pub async fn list_allocations(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    status: Option<AllocationStatus>,
+    page: Page,
+) -> ApiResult<PageOf<AllocationView>> {
+    actor.require_user()?;
+    let rows = store::allocations_page(db, actor.tenant_scope_or_all(), status, page).await?;
+    Ok(PageOf {
+        items: view_allocations(db, rows.items).await?,
+        has_next: rows.has_next,
+        has_previous: rows.has_previous,
+    })
+}
+
+/// `allocation(id)` and `order(id)`: `NOT_FOUND` for another tenant's ids.
+pub async fn get_allocation(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: Uuid,
+) -> ApiResult<AllocationView> {
+    actor.require_user()?;
+    let row = store::find_allocation(db, id, actor.tenant_scope_or_all())
+        .await?
+        .ok_or_else(|| ApiError::not_found("allocation"))?;
+    view_allocations(db, vec![row])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::not_found("allocation"))
+}
+
+pub async fn get_order(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: Uuid,
+) -> ApiResult<OrderView> {
+    actor.require_user()?;
+    let order = store::find_order(db, id, actor.tenant_scope_or_all())
+        .await?
+        .ok_or_else(|| ApiError::not_found("order"))?;
+    view_order(db, order).await
+}

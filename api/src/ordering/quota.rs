@@ -1,0 +1,224 @@
+//! Quotas: per-tenant limits on concurrent GPUs (per model, SKU or region, counted in
+//! GPU-equivalents: a whole GPU is 1, a MIG slice its compute share, a fraction its
+//! milli-GPUs) and on concurrent allocations. Checked inside the placement transaction,
+//! which is serialized, so concurrent orders can never overrun a quota.
+
+use std::collections::HashMap;
+
+use neocloud_schema::entity::{quota, sku};
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
+use neocloud_schema::vocabulary::{QuotaScope, SkuForm};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Milli-GPUs one unit of `sku` holds (0 when unknown, e.g. a node of an unknown size).
+pub fn milli_per_unit(sku: &sku::Model, gpus_per_node: u64) -> u64 {
+    match sku.form {
+        SkuForm::WholeGpu => 1000,
+        SkuForm::WholeNode => 1000 * gpus_per_node,
+        SkuForm::Fractional => sku.milli_gpu.unwrap_or(0).max(0) as u64,
+        SkuForm::Mig => sku
+            .gpu_model
+            .parse::<GpuModel>()
+            .ok()
+            .zip(sku.mig_profile.as_deref())
+            .and_then(|(model, name)| MigProfile::parse(name, model).ok())
+            .map_or(0, |p| {
+                u64::from(p.compute_slices()) * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)
+            }),
+    }
+}
+
+/// Fails with `QUOTA_EXCEEDED` if `count` more units of `sku` would pass any quota.
+pub async fn check<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    sku: &sku::Model,
+    count: i32,
+) -> ApiResult<()> {
+    let quotas = quota::Entity::find()
+        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
+        .all(conn)
+        .await?;
+    if quotas.is_empty() {
+        return Ok(());
+    }
+    let live = super::store::live_allocations_of(conn, tenant).await?;
+    let mut milli: HashMap<(QuotaScope, String), u64> = HashMap::new();
+    for (alloc, alloc_sku) in &live {
+        let Some(alloc_sku) = alloc_sku else { continue };
+        let gpus = super::store::gpus_of(conn, &[alloc.id]).await?.len() as u64;
+        let held = match alloc_sku.form {
+            SkuForm::WholeGpu | SkuForm::WholeNode => 1000 * gpus,
+            _ => milli_per_unit(alloc_sku, 0),
+        };
+        for key in keys(alloc_sku) {
+            *milli.entry(key).or_default() += held;
+        }
+    }
+    let gpus_per_node = 8;
+    let asked = milli_per_unit(sku, gpus_per_node) * count.max(0) as u64;
+    let allocations_asked = match sku.form {
+        SkuForm::WholeGpu => 1,
+        _ => count.max(0) as u64,
+    };
+    for q in quotas {
+        let limit = q.max_value.max(0) as u64;
+        let (used, wanted, unit) = match q.scope {
+            QuotaScope::Allocations => (live.len() as u64, allocations_asked, "allocations"),
+            scope => {
+                let matches = keys(sku).contains(&(scope, q.scope_value.clone()));
+                if !matches {
+                    continue;
+                }
+                let used = milli
+                    .get(&(scope, q.scope_value.clone()))
+                    .copied()
+                    .unwrap_or(0);
+                if used + asked > limit * 1000 {
+                    return Err(ApiError::QuotaExceeded {
+                        message: format!(
+                            "the {} quota for {} is {limit} GPUs; {} in use, {} asked",
+                            scope,
+                            q.scope_value,
+                            display_gpus(used),
+                            display_gpus(asked)
+                        ),
+                    });
+                }
+                continue;
+            }
+        };
+        if used + wanted > limit {
+            return Err(ApiError::QuotaExceeded {
+                message: format!("the quota is {limit} concurrent {unit}; {used} in use"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn keys(sku: &sku::Model) -> [(QuotaScope, String); 3] {
+    [
+        (QuotaScope::GpuModel, sku.gpu_model.clone()),
+        (QuotaScope::Sku, sku.id.to_string()),
+        (QuotaScope::Region, sku.region.clone()),
+    ]
+}
+
+fn display_gpus(milli: u64) -> String {
+    rust_decimal::Decimal::new(milli as i64, 3)
+        .normalize()
+        .to_string()
+}
+
+/// `setQuota` (operator): creates or replaces one limit; `maxGpus < 0` removes it.
+pub async fn set_quota(
+    db: &sea_orm::DatabaseConnection,
+    actor: &crate::auth::Principal,
+    tenant: TenantId,
+    scope: QuotaScope,
+    value: &str,
+    max: i64,
+) -> ApiResult<Option<quota::Model>> {
+    use sea_orm::{ActiveModelTrait, Set, TransactionTrait};
+    actor.require_operator()?;
+    let value = match scope {
+        QuotaScope::Allocations => String::new(),
+        QuotaScope::Sku => value
+            .parse::<Uuid>()
+            .map_err(|_| ApiError::invalid("value", "a SKU id"))?
+            .to_string(),
+        QuotaScope::GpuModel => value
+            .parse::<GpuModel>()
+            .map_err(|e| ApiError::invalid("value", e.to_string()))?
+            .code()
+            .to_owned(),
+        QuotaScope::Region => {
+            let v = value.trim();
+            if v.is_empty() || v.len() > 64 {
+                return Err(ApiError::invalid("value", "a region name"));
+            }
+            v.to_owned()
+        }
+    };
+    let txn = db.begin().await?;
+    crate::tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let existing = quota::Entity::find()
+        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
+        .filter(quota::Column::Scope.eq(scope))
+        .filter(quota::Column::ScopeValue.eq(value.clone()))
+        .one(&txn)
+        .await?;
+    let before = existing
+        .as_ref()
+        .map(|q| serde_json::json!({"max": q.max_value}));
+    let result = match (existing, max) {
+        (Some(q), m) if m < 0 => {
+            quota::Entity::delete_by_id(q.id).exec(&txn).await?;
+            None
+        }
+        (None, m) if m < 0 => None,
+        (Some(q), m) => {
+            let mut active: quota::ActiveModel = q.into();
+            active.max_value = Set(m);
+            active.updated_at = Set(chrono::Utc::now());
+            Some(active.update(&txn).await?)
+        }
+        (None, m) => Some(
+            quota::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                tenant_id: Set(tenant.into()),
+                scope: Set(scope),
+                scope_value: Set(value.clone()),
+                max_value: Set(m),
+                updated_at: Set(chrono::Utc::now()),
+            }
+            .insert(&txn)
+            .await?,
+        ),
+    };
+    crate::audit::record(
+        &txn,
+        actor,
+        crate::audit::Entry {
+            tenant_id: Some(tenant),
+            action: "quota.set",
+            object_type: "quota",
+            object_id: format!("{scope}:{value}"),
+            before,
+            after: result
+                .as_ref()
+                .map(|q| serde_json::json!({"max": q.max_value})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(result)
+}
+
+/// A tenant's quotas (its own, or any tenant's for operators).
+pub async fn list_quotas(
+    db: &sea_orm::DatabaseConnection,
+    actor: &crate::auth::Principal,
+    tenant: Option<TenantId>,
+) -> ApiResult<Vec<quota::Model>> {
+    actor.require_user()?;
+    let tenant = match (actor.tenant_id, tenant) {
+        (Some(own), None) => own,
+        (Some(own), Some(asked)) if own == asked => own,
+        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
+        (None, Some(asked)) => asked,
+        (None, None) => return Err(ApiError::invalid("tenantId", "operators name the tenant")),
+    };
+    Ok(quota::Entity::find()
+        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
+        .all(db)
+        .await?)
+}

@@ -1,0 +1,253 @@
+//! SQL for orders and allocations. Every tenant-owned lookup filters by tenant here.
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node, order, sku};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::vocabulary::{AllocationStatus, OrderStatus};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set,
+};
+use uuid::Uuid;
+
+use crate::pagination::{Page, PageOf};
+
+/// `None`: any tenant (operators).
+pub(crate) type Scope = Option<TenantId>;
+
+fn scoped<E, C>(query: sea_orm::Select<E>, col: C, scope: Scope) -> sea_orm::Select<E>
+where
+    E: EntityTrait,
+    C: ColumnTrait,
+{
+    match scope {
+        Some(tenant) => query.filter(col.eq(Uuid::from(tenant))),
+        None => query,
+    }
+}
+
+pub(crate) async fn find_by_idempotency_key<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    key: &str,
+) -> Result<Option<order::Model>, DbErr> {
+    order::Entity::find()
+        .filter(order::Column::TenantId.eq(Uuid::from(tenant)))
+        .filter(order::Column::IdempotencyKey.eq(key))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn find_order<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    scope: Scope,
+) -> Result<Option<order::Model>, DbErr> {
+    scoped(
+        order::Entity::find_by_id(id),
+        order::Column::TenantId,
+        scope,
+    )
+    .one(conn)
+    .await
+}
+
+pub(crate) async fn find_allocation<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    scope: Scope,
+) -> Result<Option<allocation::Model>, DbErr> {
+    scoped(
+        allocation::Entity::find_by_id(id),
+        allocation::Column::TenantId,
+        scope,
+    )
+    .one(conn)
+    .await
+}
+
+pub(crate) async fn orders_page<C: ConnectionTrait>(
+    conn: &C,
+    scope: Scope,
+    status: Option<OrderStatus>,
+    page: Page,
+) -> Result<PageOf<order::Model>, DbErr> {
+    let mut query = scoped(order::Entity::find(), order::Column::TenantId, scope);
+    if let Some(status) = status {
+        query = query.filter(order::Column::Status.eq(status));
+    }
+    page.fetch(conn, query, order::Column::Id).await
+}
+
+pub(crate) async fn allocations_page<C: ConnectionTrait>(
+    conn: &C,
+    scope: Scope,
+    status: Option<AllocationStatus>,
+    page: Page,
+) -> Result<PageOf<allocation::Model>, DbErr> {
+    let mut query = scoped(
+        allocation::Entity::find(),
+        allocation::Column::TenantId,
+        scope,
+    );
+    if let Some(status) = status {
+        query = query.filter(allocation::Column::Status.eq(status));
+    }
+    page.fetch(conn, query, allocation::Column::Id).await
+}
+
+pub(crate) async fn allocations_of_order<C: ConnectionTrait>(
+    conn: &C,
+    order_id: Uuid,
+) -> Result<Vec<allocation::Model>, DbErr> {
+    allocation::Entity::find()
+        .filter(allocation::Column::OrderId.eq(order_id))
+        .order_by_asc(allocation::Column::Id)
+        .all(conn)
+        .await
+}
+
+/// Live allocations of a tenant with their SKUs (for quotas).
+pub(crate) async fn live_allocations_of<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<Vec<(allocation::Model, Option<sku::Model>)>, DbErr> {
+    allocation::Entity::find()
+        .filter(allocation::Column::TenantId.eq(Uuid::from(tenant)))
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .find_also_related(sku::Entity)
+        .all(conn)
+        .await
+}
+
+/// The GPUs an allocation holds, by NVML index.
+pub(crate) async fn gpus_of<C: ConnectionTrait>(
+    conn: &C,
+    allocation_ids: &[Uuid],
+) -> Result<Vec<(Uuid, gpu::Model)>, DbErr> {
+    let rows = allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(allocation_ids.iter().copied()))
+        .all(conn)
+        .await?;
+    let gpus = gpu::Entity::find()
+        .filter(gpu::Column::Id.is_in(rows.iter().map(|r| r.gpu_id)))
+        .order_by_asc(gpu::Column::Index)
+        .all(conn)
+        .await?;
+    let mut out = Vec::new();
+    for g in gpus {
+        for r in rows.iter().filter(|r| r.gpu_id == g.id) {
+            out.push((r.allocation_id, g.clone()));
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) async fn nodes_by_id<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<Vec<node::Model>, DbErr> {
+    node::Entity::find()
+        .filter(node::Column::Id.is_in(ids.iter().copied()))
+        .all(conn)
+        .await
+}
+
+pub(crate) async fn insert_allocation<C: ConnectionTrait>(
+    conn: &C,
+    row: allocation::Model,
+    gpu_ids: &[Uuid],
+) -> Result<allocation::Model, DbErr> {
+    let tenant = row.tenant_id;
+    let inserted = allocation::ActiveModel::from(row).insert(conn).await?;
+    for gpu_id in gpu_ids {
+        allocation_gpu::ActiveModel {
+            allocation_id: Set(inserted.id),
+            gpu_id: Set(*gpu_id),
+            tenant_id: Set(tenant),
+        }
+        .insert(conn)
+        .await?;
+    }
+    Ok(inserted)
+}
+
+pub(crate) async fn mark_preempting<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    allocation::Entity::update_many()
+        .col_expr(
+            allocation::Column::Status,
+            Expr::value(AllocationStatus::Preempting.as_str()),
+        )
+        .col_expr(allocation::Column::PreemptAt, Expr::value(at))
+        .filter(allocation::Column::Id.is_in(ids.iter().copied()))
+        .exec(conn)
+        .await
+        .map(|_| ())
+}
+
+pub(crate) async fn end_allocation<C: ConnectionTrait>(
+    conn: &C,
+    row: &allocation::Model,
+    at: DateTime<Utc>,
+) -> Result<allocation::Model, DbErr> {
+    let mut active: allocation::ActiveModel = row.clone().into();
+    active.status = Set(AllocationStatus::Released);
+    active.ended_at = Set(Some(at));
+    active.update(conn).await
+}
+
+/// Marks the order released once none of its allocations is live.
+pub(crate) async fn settle_order<C: ConnectionTrait>(
+    conn: &C,
+    order_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let live = allocation::Entity::find()
+        .filter(allocation::Column::OrderId.eq(order_id))
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .one(conn)
+        .await?;
+    if live.is_none() {
+        order::Entity::update_many()
+            .col_expr(
+                order::Column::Status,
+                Expr::value(OrderStatus::Released.as_str()),
+            )
+            .col_expr(order::Column::EndedAt, Expr::value(at))
+            .filter(order::Column::Id.eq(order_id))
+            .filter(order::Column::Status.ne(OrderStatus::Released))
+            .exec(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Preempted allocations whose notice window has passed.
+pub(crate) async fn due_preemptions<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+) -> Result<Vec<allocation::Model>, DbErr> {
+    allocation::Entity::find()
+        .filter(allocation::Column::Status.eq(AllocationStatus::Preempting))
+        .filter(allocation::Column::PreemptAt.lte(now))
+        .all(conn)
+        .await
+}
+
+/// Live allocations on a node.
+pub(crate) async fn live_on_node<C: ConnectionTrait>(
+    conn: &C,
+    node_id: Uuid,
+) -> Result<Vec<allocation::Model>, DbErr> {
+    allocation::Entity::find()
+        .filter(allocation::Column::NodeId.eq(node_id))
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .order_by_asc(allocation::Column::Id)
+        .all(conn)
+        .await
+}

@@ -1,0 +1,515 @@
+//! Ordering through the API: placement, idempotency, capacity answers, quotas, spot
+//! preemption, isolation, and concurrency on both databases.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+const PLACE: &str = "mutation($i: PlaceOrderInput!) { placeOrder(input: $i) { order { id status
+    allocations { id status class migProfile migStartSlot milliGpu startedAt preemptAt
+      node { hostname nvlinkDomain } gpus { uuid } } } } }";
+
+/// Two 8×H100 nodes, a 2-GPU H100 node in MIG mode and a 2-GPU shared L40S node, with
+/// their SKUs. Returns SKU ids by name.
+async fn small_fleet(app: &TestApp, h100_nodes: usize) -> HashMap<String, String> {
+    for i in 0..h100_nodes {
+        app.register_node(&format!("hgx-{i}"), "H100", 8, "").await;
+    }
+    app.register_node("mig-0", "H100", 2, ", migEnabled: true")
+        .await;
+    app.register_node("l40s-0", "L40S", 2, ", sharedGpus: true")
+        .await;
+    let mut ids = HashMap::new();
+    for input in [
+        json!({"name": "h100", "gpuModel": "H100", "form": "WHOLE_GPU", "region": "eu-west", "listPricePerHour": "2.49", "currency": "USD"}),
+        json!({"name": "h100-3g", "gpuModel": "H100", "form": "MIG", "migProfile": "3g.40gb", "region": "eu-west", "listPricePerHour": "1.07", "currency": "USD"}),
+        json!({"name": "l40s-250m", "gpuModel": "L40S", "form": "FRACTIONAL", "milliGpu": 250, "region": "eu-west", "listPricePerHour": "0.25", "currency": "USD"}),
+    ] {
+        let r = app
+            .gql(
+                Some(&app.operator_key),
+                "mutation($i: CreateSkuInput!) { createSku(input: $i) { sku { id name } } }",
+                json!({"i": input}),
+            )
+            .await;
+        let sku = &r["data"]["createSku"]["sku"];
+        ids.insert(
+            sku["name"].as_str().expect("name").to_owned(),
+            sku["id"].as_str().expect("id").to_owned(),
+        );
+    }
+    ids
+}
+
+async fn place(app: &TestApp, key: &str, input: Value) -> Value {
+    app.gql(Some(key), PLACE, json!({"i": input})).await
+}
+
+async fn available(app: &TestApp, key: &str, sku: &str) -> u64 {
+    let r = app
+        .gql(
+            Some(key),
+            "{ catalog { skus { name available } } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["catalog"]["skus"]
+        .as_array()
+        .expect("skus")
+        .iter()
+        .find(|s| s["name"] == sku)
+        .expect("listed")["available"]
+        .as_u64()
+        .expect("count")
+}
+
+async fn eight_gpus_land_in_one_nvlink_domain_and_come_back_on_release(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 2).await;
+    let (_, key) = app.create_tenant("acme").await;
+    assert_eq!(available(&app, &key, "h100").await, 16);
+    let r = place(
+        &app,
+        &key,
+        json!({"sku": skus["h100"], "count": 8, "topology": {"level": "NVLINK_DOMAIN", "required": true},
+               "labels": [{"key": "project", "value": "llm"}], "idempotencyKey": "o-1"}),
+    )
+    .await;
+    let order = &r["data"]["placeOrder"]["order"];
+    assert_eq!(order["status"], "ACTIVE", "{r}");
+    let allocs = order["allocations"].as_array().expect("allocations");
+    assert_eq!(allocs.len(), 1);
+    assert_eq!(allocs[0]["gpus"].as_array().expect("gpus").len(), 8);
+    assert_eq!(available(&app, &key, "h100").await, 8);
+
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($id: ID!) { releaseOrder(id: $id) { order { status allocations { status endedAt } } } }",
+            json!({"id": order["id"]}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["releaseOrder"]["order"]["status"], "RELEASED",
+        "{r}"
+    );
+    assert_eq!(available(&app, &key, "h100").await, 16);
+}
+
+async fn mig_slices_and_fractions_take_valid_distinct_places(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, key) = app.create_tenant("acme").await;
+    let r = place(&app, &key, json!({"sku": skus["h100-3g"], "count": 4})).await;
+    let allocs = r["data"]["placeOrder"]["order"]["allocations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone();
+    assert_eq!(allocs.len(), 4);
+    let mut places = HashSet::new();
+    for a in &allocs {
+        assert_eq!(a["migProfile"], "3g.40gb");
+        let start = a["migStartSlot"].as_i64().expect("slot");
+        assert!(start == 0 || start == 4, "3g starts at 0 or 4, got {start}");
+        assert!(places.insert((a["gpus"][0]["uuid"].to_string(), start)));
+    }
+    // Both GPUs are now full of 3g slices.
+    let r = place(&app, &key, json!({"sku": skus["h100-3g"], "count": 1})).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+
+    let r = place(&app, &key, json!({"sku": skus["l40s-250m"], "count": 8})).await;
+    let allocs = r["data"]["placeOrder"]["order"]["allocations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone();
+    assert_eq!(allocs.len(), 8);
+    let mut per_gpu: HashMap<String, i64> = HashMap::new();
+    for a in &allocs {
+        *per_gpu.entry(a["gpus"][0]["uuid"].to_string()).or_default() +=
+            a["milliGpu"].as_i64().expect("milli");
+    }
+    assert!(per_gpu.values().all(|m| *m <= 1000), "{per_gpu:?}");
+    assert_eq!(available(&app, &key, "l40s-250m").await, 0);
+}
+
+async fn a_retried_order_never_buys_twice(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, key) = app.create_tenant("acme").await;
+    let input = json!({"sku": skus["h100"], "count": 2, "idempotencyKey": "retry-me"});
+    let first = place(&app, &key, input.clone()).await;
+    let second = place(&app, &key, input).await;
+    let id = &first["data"]["placeOrder"]["order"]["id"];
+    assert!(id.is_string(), "{first}");
+    assert_eq!(&second["data"]["placeOrder"]["order"]["id"], id);
+    assert_eq!(available(&app, &key, "h100").await, 6);
+    let r = place(
+        &app,
+        &key,
+        json!({"sku": skus["h100"], "count": 3, "idempotencyKey": "retry-me"}),
+    )
+    .await;
+    assert_eq!(error_code(&r), Some("IDEMPOTENCY_CONFLICT"), "{r}");
+    assert_eq!(available(&app, &key, "h100").await, 6);
+}
+
+async fn an_order_that_does_not_fit_names_what_would(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, key) = app.create_tenant("acme").await;
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 12})).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let alternatives = r["errors"][0]["extensions"]["alternatives"]
+        .as_array()
+        .expect("alternatives");
+    assert!(
+        alternatives
+            .iter()
+            .any(|a| a["reason"] == "fewer units" && a["count"] == 8),
+        "{alternatives:?}"
+    );
+    assert_eq!(available(&app, &key, "h100").await, 8, "nothing was taken");
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 0})).await;
+    assert_eq!(r["errors"][0]["extensions"]["field"], "count", "{r}");
+    let r = place(
+        &app,
+        &key,
+        json!({"sku": skus["h100"], "count": 4, "maxPricePerHour": "5.00"}),
+    )
+    .await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["field"], "maxPricePerHour",
+        "{r}"
+    );
+}
+
+async fn on_demand_preempts_spot_only_after_the_notice(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, spot_key) = app.create_tenant("spotty").await;
+    let (_, key) = app.create_tenant("acme").await;
+    let r = place(
+        &app,
+        &spot_key,
+        json!({"sku": skus["h100"], "count": 8, "class": "SPOT"}),
+    )
+    .await;
+    let spot = r["data"]["placeOrder"]["order"]["allocations"][0]["id"].clone();
+    assert!(spot.is_string(), "{r}");
+    // A spot order never preempts spot.
+    let r = place(
+        &app,
+        &key,
+        json!({"sku": skus["h100"], "count": 8, "class": "SPOT"}),
+    )
+    .await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 8})).await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    assert_eq!(alloc["status"], "ACTIVE", "{r}");
+    let r = app
+        .gql(
+            Some(&spot_key),
+            "query($id: ID!) { allocation(id: $id) { status preemptAt } }",
+            json!({"id": spot}),
+        )
+        .await;
+    assert_eq!(r["data"]["allocation"]["status"], "PREEMPTING", "{r}");
+    let preempt_at = r["data"]["allocation"]["preemptAt"]
+        .as_str()
+        .expect("preemptAt");
+    assert_eq!(
+        alloc["startedAt"].as_str(),
+        Some(preempt_at),
+        "billing starts when the spot leaves"
+    );
+}
+
+async fn quotas_hold_and_suspension_blocks_orders(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (tenant, key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { setQuota(input: {tenantId: $t, scope: GPU_MODEL, value: \"H100\", max: 3}) { quota { max } } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["setQuota"]["quota"]["max"], 3, "{r}");
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 2})).await;
+    assert!(r["data"]["placeOrder"]["order"]["id"].is_string(), "{r}");
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 2})).await;
+    assert_eq!(error_code(&r), Some("QUOTA_EXCEEDED"), "{r}");
+    // A 3g slice is 3/7 of a GPU: 2 + 3/7 fits under 3.
+    let r = place(&app, &key, json!({"sku": skus["h100-3g"], "count": 1})).await;
+    assert!(r["data"]["placeOrder"]["order"]["id"].is_string(), "{r}");
+    let r = app
+        .gql(Some(&key), "{ quotas { scope value max } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["quotas"][0]["scope"], "GPU_MODEL", "{r}");
+
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { suspendTenant(id: $t, reason: \"unpaid\") { status } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["suspendTenant"]["status"], "SUSPENDED", "{r}");
+    let r = place(&app, &key, json!({"sku": skus["l40s-250m"], "count": 1})).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { resumeTenant(id: $t) { status } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["resumeTenant"]["status"], "ACTIVE", "{r}");
+    let r = app
+        .gql(
+            Some(&key),
+            "{ auditLog(first: 50) { edges { node { action actorRole } } } }",
+            json!({}),
+        )
+        .await;
+    let actions: Vec<&str> = r["data"]["auditLog"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|e| e["node"]["action"].as_str().expect("action"))
+        .collect();
+    for expected in [
+        "tenant.create",
+        "quota.set",
+        "order.place",
+        "tenant.suspend",
+        "tenant.resume",
+    ] {
+        assert!(
+            actions.contains(&expected),
+            "{expected} missing from {actions:?}"
+        );
+    }
+}
+
+async fn a_drained_node_takes_nothing_new(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes(first: 10) { edges { node { id hostname } } } }",
+            json!({}),
+        )
+        .await;
+    let hgx = r["data"]["nodes"]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .find(|e| e["node"]["hostname"] == "hgx-0")
+        .expect("hgx-0")["node"]["id"]
+        .clone();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { drainNode(id: $id) { state } }",
+            json!({"id": hgx}),
+        )
+        .await;
+    assert_eq!(r["data"]["drainNode"]["state"], "DRAINING", "{r}");
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 1})).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let r = app
+        .gql(Some(&app.operator_key), "{ fleetOverview { nodesByState { key count } gpusByHealth { key count } capacity { region gpuModel gpus allocatedGpus } } }", json!({}))
+        .await;
+    let states = &r["data"]["fleetOverview"]["nodesByState"];
+    assert!(
+        states
+            .as_array()
+            .expect("states")
+            .iter()
+            .any(|s| s["key"] == "draining" && s["count"] == 1),
+        "{r}"
+    );
+}
+
+async fn another_tenant_can_neither_see_nor_release_an_allocation(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, a) = app.create_tenant("tenant-a").await;
+    let (_, b) = app.create_tenant("tenant-b").await;
+    let r = place(&app, &a, json!({"sku": skus["h100"], "count": 1})).await;
+    let order = r["data"]["placeOrder"]["order"]["id"].clone();
+    let alloc = r["data"]["placeOrder"]["order"]["allocations"][0]["id"].clone();
+    for (query, vars) in [
+        (
+            "query($id: ID!) { allocation(id: $id) { id } }",
+            json!({"id": alloc}),
+        ),
+        (
+            "query($id: ID!) { order(id: $id) { id } }",
+            json!({"id": order}),
+        ),
+        (
+            "mutation($id: ID!) { releaseAllocation(id: $id) { id } }",
+            json!({"id": alloc}),
+        ),
+        (
+            "mutation($id: ID!) { releaseOrder(id: $id) { order { id } } }",
+            json!({"id": order}),
+        ),
+    ] {
+        let r = app.gql(Some(&b), query, vars).await;
+        assert_eq!(error_code(&r), Some("NOT_FOUND"), "{query}: {r}");
+    }
+    let r = app
+        .gql(
+            Some(&b),
+            "{ orders { edges { node { id } } } allocations { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["orders"]["edges"]
+            .as_array()
+            .expect("edges")
+            .len(),
+        0,
+        "{r}"
+    );
+    assert_eq!(
+        r["data"]["allocations"]["edges"]
+            .as_array()
+            .expect("edges")
+            .len(),
+        0,
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&a),
+            "query($id: ID!) { allocation(id: $id) { status } }",
+            json!({"id": alloc}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["allocation"]["status"], "ACTIVE",
+        "still running: {r}"
+    );
+}
+
+/// 200 concurrent one-GPU orders: exactly as many succeed as the limit allows, and no GPU
+/// is ever in two allocations.
+async fn concurrent_orders(
+    app: &TestApp,
+    key: &str,
+    sku: &str,
+) -> (usize, HashMap<String, usize>, Vec<String>) {
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let client = app.client.clone();
+        let url = format!("{}/graphql", app.url);
+        let key = key.to_owned();
+        let body = json!({"query": PLACE, "variables": {"i": {"sku": sku, "count": 1, "idempotencyKey": format!("c-{i}")}}});
+        tasks.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .expect("post")
+                .json::<Value>()
+                .await
+                .expect("json")
+        }));
+    }
+    let mut placed = 0;
+    let mut codes: HashMap<String, usize> = HashMap::new();
+    let mut gpus = Vec::new();
+    for task in tasks {
+        let r = task.await.expect("task");
+        if let Some(order) = r["data"]["placeOrder"]["order"].as_object() {
+            placed += 1;
+            for a in order["allocations"].as_array().expect("allocations") {
+                for g in a["gpus"].as_array().expect("gpus") {
+                    gpus.push(g["uuid"].as_str().expect("uuid").to_owned());
+                }
+            }
+        } else {
+            *codes
+                .entry(error_code(&r).unwrap_or("none").to_owned())
+                .or_default() += 1;
+        }
+    }
+    (placed, codes, gpus)
+}
+
+async fn concurrent_orders_never_overrun_a_quota(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 8).await;
+    let (tenant, key) = app.create_tenant("acme").await;
+    app.gql(
+        Some(&app.operator_key),
+        "mutation($t: ID!) { setQuota(input: {tenantId: $t, scope: GPU_MODEL, value: \"H100\", max: 16}) { quota { id } } }",
+        json!({"t": tenant}),
+    )
+    .await;
+    let (placed, codes, gpus) = concurrent_orders(&app, &key, &skus["h100"]).await;
+    assert_eq!(placed, 16, "{codes:?}");
+    assert_eq!(codes.get("QUOTA_EXCEEDED"), Some(&184), "{codes:?}");
+    assert_eq!(gpus.iter().collect::<HashSet<_>>().len(), 16);
+}
+
+async fn concurrent_orders_never_sell_a_gpu_twice(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 2).await;
+    let (_, key) = app.create_tenant("acme").await;
+    let (placed, codes, gpus) = concurrent_orders(&app, &key, &skus["h100"]).await;
+    assert_eq!(placed, 16, "{codes:?}");
+    assert_eq!(codes.get("INSUFFICIENT_CAPACITY"), Some(&184), "{codes:?}");
+    assert_eq!(
+        gpus.iter().collect::<HashSet<_>>().len(),
+        16,
+        "no GPU in two allocations"
+    );
+}
+
+on_both_databases!(
+    eight_gpus_land_in_one_nvlink_domain_and_come_back_on_release,
+    mig_slices_and_fractions_take_valid_distinct_places,
+    a_retried_order_never_buys_twice,
+    an_order_that_does_not_fit_names_what_would,
+    on_demand_preempts_spot_only_after_the_notice,
+    quotas_hold_and_suspension_blocks_orders,
+    a_drained_node_takes_nothing_new,
+    another_tenant_can_neither_see_nor_release_an_allocation,
+    concurrent_orders_never_overrun_a_quota,
+    concurrent_orders_never_sell_a_gpu_twice,
+);
