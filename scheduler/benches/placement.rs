@@ -34,7 +34,7 @@ fn placement(c: &mut Criterion) {
         group.warm_up_time(Duration::from_millis(300));
         group.measurement_time(Duration::from_secs(2));
         let req = Kind::OneGpu.request(&fleet, 1000);
-        group.bench_function("commit+release 1 GPU", |b| {
+        group.bench_function("place+commit+release 1 GPU", |b| {
             b.iter(|| {
                 let p = fleet.place(&req).expect("fits");
                 fleet.commit(AllocationKey(1), &p).expect("commits");
