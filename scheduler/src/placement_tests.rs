@@ -356,3 +356,38 @@ fn a_request_for_no_gpus_is_invalid() {
         Err(NoFit::Invalid(_))
     ));
 }
+
+#[test]
+fn a_fraction_goes_to_the_gpu_it_fills_best_even_when_it_is_not_the_first() {
+    let mut fleet = Fleet::new(vec![node("l", "k", "l", "L40S", 2, GpuMode::Shared)]).unwrap();
+    let on_second = crate::placement::Placement {
+        tenant: TenantKey(1),
+        class: Class::OnDemand,
+        exclusive: None,
+        nodes: vec![crate::placement::NodePlacement {
+            node: NodeId(0),
+            cpu_milli: 0,
+            memory_mib: 0,
+            whole_node: false,
+            gpus: vec![crate::placement::GpuGrant {
+                gpu: 1,
+                share: GpuShare::Fraction {
+                    milli: 600,
+                    memory_mib: 0,
+                },
+            }],
+        }],
+        victims: Vec::new(),
+        degraded: false,
+    };
+    fleet.commit(AllocationKey(1), &on_second).unwrap();
+    let frac = Shape::Fractional {
+        milli_gpu: 300,
+        gpu_memory_mib: 0,
+        models: ModelSet::ANY,
+        cpu_milli: 0,
+        memory_mib: 0,
+    };
+    let p = fleet.place(&Request::new(TenantKey(2), frac)).unwrap();
+    assert_eq!(p.nodes[0].gpus[0].gpu, 1);
+}

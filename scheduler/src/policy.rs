@@ -204,8 +204,13 @@ pub(crate) fn score(
             } else {
                 0.0
             };
-            // Ties keep the first candidate met, in fullest-domain-first order.
-            [delta + CPU_BALANCE_WEIGHT * balance + opening, 0.0, 0.0]
+            // Then the tightest GPU for a fraction; remaining ties keep the first
+            // candidate met, in fullest-domain-first order.
+            [
+                delta + CPU_BALANCE_WEIGHT * balance + opening,
+                f64::from(leftover),
+                0.0,
+            ]
         }
     }
 }
