@@ -96,6 +96,8 @@ struct RecordMeta {
     last_id: u64,
     seq: Option<u64>,
     bytes: u64,
+    /// The record's window, kept so folding can pick records without reading them.
+    window: Option<neocloud_schema::ingest::Window>,
 }
 
 impl RecordMeta {
@@ -279,6 +281,7 @@ impl Spool {
                         last_id,
                         seq,
                         bytes: bytes.len() as u64,
+                        window: Some(batch.window),
                     });
                 }
                 (_, reason) => {
@@ -382,6 +385,7 @@ impl Spool {
         let bytes = encode(batch, &path)?;
         write_durable(&self.records_dir(), &path, &bytes, Kind::Record)?;
         meta.bytes = bytes.len() as u64;
+        meta.window = Some(batch.window);
         Ok(())
     }
 
@@ -431,6 +435,7 @@ impl Spool {
                         last_id: id,
                         seq: None,
                         bytes: 0,
+                        window: None,
                     };
                     let merged = self.unnumbered_batch(merged);
                     self.write(&mut meta, &merged)?;
@@ -463,6 +468,7 @@ impl Spool {
             last_id: id,
             seq: None,
             bytes: 0,
+            window: None,
         };
         self.write(&mut meta, &batch)?;
         failpoint::hit("spool.after_append");
@@ -476,33 +482,42 @@ impl Spool {
     fn compact(&mut self, incoming: u64) -> Result<usize, SpoolError> {
         let mut folds = 0;
         while self.is_full(incoming) {
-            let mut best: Option<(usize, Batch, Batch, chrono::Duration)> = None;
+            let mut best: Option<(usize, chrono::Duration)> = None;
             for i in 0..self.records.len().saturating_sub(1) {
                 let (a, b) = (&self.records[i], &self.records[i + 1]);
                 if a.seq.is_some() || b.seq.is_some() {
                     continue;
                 }
-                let (x, y) = (self.read(a)?, self.read(b)?);
-                if x.window.end != y.window.start {
+                let (Some(x), Some(y)) = (a.window, b.window) else {
+                    continue;
+                };
+                if x.end != y.start {
                     continue;
                 }
-                let span = y.window.end - x.window.start;
+                let span = y.end - x.start;
                 if span > chrono::Duration::seconds(neocloud_schema::ingest::MAX_WINDOW_SECONDS) {
                     continue;
                 }
-                if best.as_ref().is_none_or(|(_, _, _, s)| span < *s) {
-                    best = Some((i, x, y, span));
+                if best.as_ref().is_none_or(|(_, s)| span < *s) {
+                    best = Some((i, span));
                 }
             }
-            let Some((i, x, y, _)) = best else { break };
+            let Some((i, _)) = best else { break };
+            let (x, y) = (
+                self.read(&self.records[i])?,
+                self.read(&self.records[i + 1])?,
+            );
             let Some(merged) = fold(&as_window(&x), &as_window(&y)) else {
-                break;
+                // Too many processes to fold: never pick this pair again.
+                self.records[i].window = None;
+                continue;
             };
             let mut meta = RecordMeta {
                 first_id: self.records[i].first_id,
                 last_id: self.records[i + 1].last_id,
                 seq: None,
                 bytes: 0,
+                window: None,
             };
             let merged = self.unnumbered_batch(merged);
             self.write(&mut meta, &merged)?;
@@ -577,6 +592,7 @@ impl Spool {
             last_id: id,
             seq: Some(second.seq),
             bytes: 0,
+            window: None,
         };
         // The second half first: a crash in between leaves both halves' devices in two
         // batches (the server ignores the repeated device-seconds), never loses any.
@@ -843,6 +859,7 @@ mod tests {
             last_id: 2,
             seq: None,
             bytes: 0,
+            window: None,
         };
         spool.write(&mut meta, &merged).unwrap();
         drop(spool);

@@ -263,8 +263,8 @@ fn weighted_u64(a: Option<u64>, da: f64, b: Option<u64>, db: f64) -> Option<u64>
 }
 
 /// Merges two adjacent windows (`a` ends where `b` starts) into one window with the same
-/// integrals. `None` when they are not adjacent or the result would exceed the contract's
-/// window limit.
+/// integrals. `None` when they are not adjacent, or the result would exceed the
+/// contract's limits (a one-hour window, 1024 processes per device).
 pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
     if a.window.end != b.window.start
         || b.window.end - a.window.start > Duration::seconds(MAX_WINDOW_SECONDS)
@@ -282,7 +282,7 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
     }
     let devices = by_uuid
         .into_iter()
-        .map(|(uuid, (x, y))| {
+        .map(|(uuid, (x, y))| -> Option<DeviceSample> {
             let any = y
                 .or(x)
                 .map(|d| (d.parent_uuid.clone(), d.mig_profile.clone()));
@@ -310,9 +310,12 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
             for p in y.iter().flat_map(|d| d.processes.iter()) {
                 procs.entry((p.pid, p.allocation_id)).or_default().1 = Some(p);
             }
+            if procs.len() > MAX_PROCESSES_PER_DEVICE {
+                // The merged device would break the contract's limit: do not fold.
+                return None;
+            }
             let processes = procs
                 .into_iter()
-                .take(MAX_PROCESSES_PER_DEVICE)
                 .map(|((pid, allocation_id), (p, q))| ProcessSample {
                     pid,
                     allocation_id,
@@ -331,7 +334,7 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
                     ),
                 })
                 .collect();
-            DeviceSample {
+            Some(DeviceSample {
                 uuid,
                 parent_uuid,
                 mig_profile,
@@ -343,9 +346,9 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
                 health,
                 events,
                 processes,
-            }
+            })
         })
-        .collect();
+        .collect::<Option<Vec<_>>>()?;
     Some(ClosedWindow {
         window: Window {
             start: a.window.start,
