@@ -1,3 +1,5 @@
+//! Behaviour of `Fleet::place` and `Fleet::commit`, one scenario per test.
+
 use neocloud_schema::mig::MigProfile;
 
 use crate::fleet::{Fleet, GpuMode, Health, NodeState};

@@ -115,7 +115,9 @@ impl Fleet {
                 allow_degraded,
             };
             for (i, n) in self.nodes.iter().enumerate() {
-                if n.state != NodeState::Active || !n.allocs.iter().any(|a| a.class == Class::Spot)
+                if n.state != NodeState::Active
+                    || !n.allocs.iter().any(|a| a.class == Class::Spot)
+                    || !could_serve(n, &req.shape)
                 {
                     continue;
                 }
@@ -189,5 +191,22 @@ impl Fleet {
             key -= 1;
         }
         AllocationKey(key)
+    }
+}
+
+/// Whether the node has GPUs of the kind the shape needs at all (a cheap filter before
+/// trying it without its spot work).
+fn could_serve(node: &crate::fleet::Node, shape: &Shape) -> bool {
+    use crate::fleet::GpuMode;
+    let has = |models: crate::ids::ModelSet, mode: Option<GpuMode>| {
+        node.gpus
+            .iter()
+            .any(|g| models.contains(g.model) && mode.is_none_or(|m| g.mode == m))
+    };
+    match *shape {
+        Shape::WholeGpus { models, .. } | Shape::WholeNodes { models, .. } => has(models, None),
+        Shape::Mig { models, .. } => has(models, Some(GpuMode::Mig)),
+        Shape::Fractional { models, .. } => has(models, Some(GpuMode::Shared)),
+        Shape::Cpu { .. } => true,
     }
 }
