@@ -23,6 +23,15 @@ impl Fleet {
     pub(crate) fn preempt(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
         let max_gpus = self.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
         let gang = match req.shape {
+            // No node is big enough: no amount of preemption helps.
+            Shape::WholeGpus {
+                count, topology, ..
+            } if topology.required
+                && topology.level == crate::request::TopologyLevel::Node
+                && count as usize > max_gpus =>
+            {
+                return None;
+            }
             Shape::WholeGpus { count, .. } => count as usize > max_gpus,
             Shape::WholeNodes { count, .. } => count > 1,
             _ => false,
