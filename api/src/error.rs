@@ -44,6 +44,7 @@ error_codes! {
     InsufficientCapacity => "INSUFFICIENT_CAPACITY", CONFLICT;
     IdempotencyConflict => "IDEMPOTENCY_CONFLICT", CONFLICT;
     PayloadTooLarge => "PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE;
+    RateLimited => "RATE_LIMITED", TOO_MANY_REQUESTS;
     Unavailable => "UNAVAILABLE", SERVICE_UNAVAILABLE;
     Internal => "INTERNAL", INTERNAL_SERVER_ERROR;
 }
@@ -72,6 +73,7 @@ pub enum ApiError {
     AlreadyExists {
         what: String,
     },
+    RateLimited,
     QuotaExceeded {
         message: String,
     },
@@ -111,6 +113,7 @@ impl ApiError {
             ApiError::QuotaExceeded { .. } => Code::QuotaExceeded,
             ApiError::InsufficientCapacity { .. } => Code::InsufficientCapacity,
             ApiError::IdempotencyConflict { .. } => Code::IdempotencyConflict,
+            ApiError::RateLimited => Code::RateLimited,
             ApiError::Unavailable { .. } => Code::Unavailable,
             ApiError::Database { .. } | ApiError::Internal { .. } => Code::Internal,
         }
@@ -128,6 +131,7 @@ impl ApiError {
             ApiError::NotFound { what } => format!("{what} not found"),
             ApiError::InvalidInput { field, message } => format!("{field}: {message}"),
             ApiError::AlreadyExists { what } => format!("{what} already exists"),
+            ApiError::RateLimited => "too many requests for this API key; slow down".into(),
             ApiError::Database { .. } | ApiError::Internal { .. } => "internal error".into(),
         }
     }

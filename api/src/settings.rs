@@ -48,6 +48,10 @@ pub struct Limits {
     pub graphql_complexity: usize,
     /// Largest `first` of a connection.
     pub page_size_max: u32,
+    /// Steady requests per second per API key (0 disables the limit).
+    pub requests_per_second: u32,
+    /// Requests a key may make at once before the steady rate applies.
+    pub burst: u32,
 }
 
 const DEFAULTS: &str = r#"
@@ -61,6 +65,8 @@ body_bytes = 1048576
 graphql_depth = 12
 graphql_complexity = 5000
 page_size_max = 100
+requests_per_second = 50
+burst = 200
 
 [ordering]
 preemption_notice_seconds = 60
@@ -130,6 +136,8 @@ impl Settings {
                 graphql_depth: 12,
                 graphql_complexity: 5000,
                 page_size_max: 100,
+                requests_per_second: 0,
+                burst: 200,
             },
             ordering: OrderingSettings {
                 preemption_notice_seconds: 60,
@@ -160,7 +168,14 @@ impl Settings {
             });
         }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 5] = [
+        let checks: [(&'static str, usize, usize, usize); 7] = [
+            (
+                "limits.requests_per_second",
+                limits.requests_per_second as usize,
+                0,
+                1_000_000,
+            ),
+            ("limits.burst", limits.burst as usize, 1, 1_000_000),
             (
                 "ordering.preemption_notice_seconds",
                 self.ordering.preemption_notice_seconds as usize,

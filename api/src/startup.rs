@@ -14,6 +14,7 @@ use sea_orm::DatabaseConnection;
 use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
+use crate::http::rate_limit::RateLimiter;
 use crate::http::{agents, graphql, health, metrics, observe};
 use crate::ordering::Ordering;
 use crate::settings::Settings;
@@ -21,6 +22,7 @@ use crate::settings::Settings;
 /// What every handler can reach.
 pub struct AppState {
     pub db: DatabaseConnection,
+    pub rate_limiter: RateLimiter,
     pub ordering: Arc<Ordering>,
     pub schema: NeoSchema,
     pub metrics: Metrics,
@@ -54,6 +56,10 @@ impl Application {
         let state = web::Data::new(AppState {
             schema: build_schema(db.clone(), ordering.clone(), &settings.limits),
             ordering,
+            rate_limiter: RateLimiter::new(
+                settings.limits.requests_per_second,
+                settings.limits.burst,
+            ),
             metrics: Metrics::new()?,
             db: db.clone(),
         });

@@ -135,3 +135,66 @@ on_both_databases!(
     malformed_requests_get_coded_errors_and_the_server_lives_on,
     deep_and_expensive_queries_are_refused,
 );
+
+async fn a_key_over_its_rate_is_told_to_slow_down(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, |s| {
+        s.limits.requests_per_second = 1;
+        s.limits.burst = 3;
+    })
+    .await
+    else {
+        return;
+    };
+    let mut codes = Vec::new();
+    for _ in 0..5 {
+        let (status, r) = app
+            .gql_status(Some(&app.operator_key), "{ viewer { role } }", json!({}))
+            .await;
+        codes.push((status, error_code(&r).map(str::to_owned)));
+    }
+    assert!(
+        codes[..3].iter().all(|(s, c)| *s == 200 && c.is_none()),
+        "{codes:?}"
+    );
+    assert_eq!(
+        codes[4],
+        (429, Some("RATE_LIMITED".to_owned())),
+        "{codes:?}"
+    );
+}
+
+async fn aliases_and_batches_cannot_multiply_a_request(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let aliased: String = (0..3000)
+        .map(|i| format!("a{i}: viewer {{ role }} "))
+        .collect();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            &format!("{{ {aliased} }}"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        error_code(&r),
+        Some("INVALID_QUERY"),
+        "{}",
+        &r.to_string()[..200.min(r.to_string().len())]
+    );
+    let res = app
+        .client
+        .post(format!("{}/graphql", app.url))
+        .bearer_auth(&app.operator_key)
+        .json(&json!([{"query": "{ viewer { role } }"}, {"query": "{ viewer { role } }"}]))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 400, "batched requests are not accepted");
+}
+
+on_both_databases!(
+    a_key_over_its_rate_is_told_to_slow_down,
+    aliases_and_batches_cannot_multiply_a_request,
+);

@@ -46,7 +46,13 @@ impl Demo {
         let log = std::fs::File::create(dir.join("demo.log")).expect("log file");
         let child = Command::new(neocloud_binary())
             .current_dir(dir)
-            .args(["demo", "--listen", "127.0.0.1:0", "--database-url", database_url])
+            .args([
+                "demo",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+                database_url,
+            ])
             .arg("--credentials-out")
             .arg(&creds_path)
             .stdout(log.try_clone().expect("log"))
@@ -81,10 +87,14 @@ impl Demo {
     }
 
     async fn gql(&self, key: &str, query: &str) -> Value {
+        self.gql_vars(key, query, json!({})).await
+    }
+
+    async fn gql_vars(&self, key: &str, query: &str, variables: Value) -> Value {
         reqwest::Client::new()
             .post(format!("{}/graphql", self.url))
             .bearer_auth(key)
-            .json(&json!({"query": query}))
+            .json(&json!({"query": query, "variables": variables}))
             .send()
             .await
             .expect("request")
@@ -100,7 +110,12 @@ async fn journey(database_url: &str) {
     let tenants = demo.credentials["tenants"].as_array().expect("tenants");
     assert_eq!(tenants.len(), 2);
     assert!(demo.credentials["operator_key"].is_string());
-    assert!(!demo.credentials["agents"].as_array().expect("agents").is_empty());
+    assert!(
+        !demo.credentials["agents"]
+            .as_array()
+            .expect("agents")
+            .is_empty()
+    );
     let tenant_key = tenants[0]["key"].as_str().expect("key");
 
     let r = demo
@@ -112,19 +127,138 @@ async fn journey(database_url: &str) {
     let r = demo
         .gql(tenant_key, "mutation { createApiKey(role: TENANT_MEMBER, label: \"journey\") { apiKey key { id } } }")
         .await;
-    let new_key = r["data"]["createApiKey"]["apiKey"].as_str().expect("new key").to_owned();
-    let r = demo.gql(&new_key, "{ viewer { role tenant { name } } }").await;
+    let new_key = r["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .expect("new key")
+        .to_owned();
+    let r = demo
+        .gql(&new_key, "{ viewer { role tenant { name } } }")
+        .await;
     assert_eq!(r["data"]["viewer"]["role"], "TENANT_MEMBER", "{r}");
     assert_eq!(r["data"]["viewer"]["tenant"]["name"], tenants[0]["name"]);
+    order_and_release(&demo, tenant_key, tenants[1]["key"].as_str().expect("key")).await;
     let first_tenant_id = tenants[0]["id"].clone();
     drop(demo);
 
     // A second start on the same database seeds nothing twice and issues working keys.
     let again = Demo::start(dir.path(), database_url).await;
     assert_eq!(again.credentials["tenants"][0]["id"], first_tenant_id);
-    let operator = again.credentials["operator_key"].as_str().expect("operator key");
-    let r = again.gql(operator, "{ tenants(first: 50) { edges { node { name } } } }").await;
-    assert_eq!(r["data"]["tenants"]["edges"].as_array().expect("edges").len(), 2, "{r}");
+    let operator = again.credentials["operator_key"]
+        .as_str()
+        .expect("operator key");
+    let r = again
+        .gql(
+            operator,
+            "{ tenants(first: 50) { edges { node { name } } } }",
+        )
+        .await;
+    assert_eq!(
+        r["data"]["tenants"]["edges"]
+            .as_array()
+            .expect("edges")
+            .len(),
+        2,
+        "{r}"
+    );
+}
+
+/// A tenant orders 8 H100 in one NVLink domain, a MIG 3g slice and a fractional L40S
+/// share, sees where they run, and releases them; the other tenant can neither see nor
+/// release them.
+async fn order_and_release(demo: &Demo, key: &str, other: &str) {
+    let r = demo
+        .gql(
+            key,
+            "{ catalog { skus { id name gpuModel form migProfile milliGpu region } } }",
+        )
+        .await;
+    let skus = r["data"]["catalog"]["skus"]
+        .as_array()
+        .expect("skus")
+        .clone();
+    let find = |pred: &dyn Fn(&Value) -> bool| {
+        skus.iter().find(|s| pred(s)).expect("a matching SKU")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    let h100 =
+        find(&|s| s["gpuModel"] == "H100" && s["form"] == "WHOLE_GPU" && s["region"] == "eu-west");
+    let mig =
+        find(&|s| s["form"] == "MIG" && s["migProfile"] == "3g.40gb" && s["region"] == "eu-west");
+    let frac =
+        find(&|s| s["form"] == "FRACTIONAL" && s["gpuModel"] == "L40S" && s["region"] == "eu-west");
+    let place = "mutation($i: PlaceOrderInput!) { placeOrder(input: $i) { order { id allocations {
+        id migProfile milliGpu node { hostname nvlinkDomain } gpus { uuid } } } } }";
+    let mut orders = Vec::new();
+    for input in [
+        json!({"sku": h100, "count": 8, "topology": {"level": "NVLINK_DOMAIN", "required": true}}),
+        json!({"sku": mig, "count": 1}),
+        json!({"sku": frac, "count": 1}),
+    ] {
+        let r = demo.gql_vars(key, place, json!({"i": input})).await;
+        let order = r["data"]["placeOrder"]["order"].clone();
+        assert!(order["id"].is_string(), "{r}");
+        orders.push(order);
+    }
+    let eight = &orders[0]["allocations"];
+    assert_eq!(
+        eight.as_array().expect("allocations").len(),
+        1,
+        "8 GPUs on one HGX node"
+    );
+    assert_eq!(eight[0]["gpus"].as_array().expect("gpus").len(), 8);
+    assert_eq!(orders[1]["allocations"][0]["migProfile"], "3g.40gb");
+    assert!(orders[2]["allocations"][0]["milliGpu"].is_number());
+
+    let r = demo
+        .gql(
+            key,
+            "{ allocations(status: ACTIVE) { edges { node { id node { hostname } } } } }",
+        )
+        .await;
+    assert_eq!(
+        r["data"]["allocations"]["edges"]
+            .as_array()
+            .expect("edges")
+            .len(),
+        3,
+        "{r}"
+    );
+    let r = demo
+        .gql(other, "{ allocations { edges { node { id } } } }")
+        .await;
+    assert_eq!(
+        r["data"]["allocations"]["edges"]
+            .as_array()
+            .expect("edges")
+            .len(),
+        0,
+        "{r}"
+    );
+    for order in &orders {
+        let r = demo
+            .gql_vars(
+                other,
+                "mutation($id: ID!) { releaseOrder(id: $id) { order { id } } }",
+                json!({"id": order["id"]}),
+            )
+            .await;
+        assert_eq!(r["errors"][0]["extensions"]["code"], "NOT_FOUND", "{r}");
+    }
+    for order in &orders {
+        let r = demo
+            .gql_vars(
+                key,
+                "mutation($id: ID!) { releaseOrder(id: $id) { order { status } } }",
+                json!({"id": order["id"]}),
+            )
+            .await;
+        assert_eq!(
+            r["data"]["releaseOrder"]["order"]["status"], "RELEASED",
+            "{r}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

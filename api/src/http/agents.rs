@@ -19,6 +19,9 @@ pub async fn agent_node(state: &AppState, req: &HttpRequest) -> ApiResult<(Princ
         message: "send `Authorization: Bearer <agent token>`".into(),
     })?;
     let principal = auth::authenticate(&state.db, key).await?;
+    if !state.rate_limiter.allow(principal.key_id) {
+        return Err(ApiError::RateLimited);
+    }
     match (principal.role, principal.node_id) {
         (Role::Agent, Some(node)) => Ok((principal, node)),
         _ => Err(ApiError::forbidden(

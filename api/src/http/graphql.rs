@@ -39,6 +39,10 @@ pub async fn graphql(
         None => Caller(None),
         Some(key) => match auth::authenticate(&state.db, key).await {
             Ok(principal) => {
+                if !state.rate_limiter.allow(principal.key_id) {
+                    let err = crate::error::ApiError::RateLimited;
+                    return error_response(err.code().status(), err.code(), &err.message());
+                }
                 if let Some(tenant) = principal.tenant_id {
                     tracing::Span::current().record("tenant_id", tracing::field::display(tenant));
                 }

@@ -6,6 +6,7 @@ pub mod graphql;
 pub mod health;
 pub mod metrics;
 pub mod observe;
+pub mod rate_limit;
 
 use actix_web::HttpRequest;
 

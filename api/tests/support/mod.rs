@@ -110,6 +110,14 @@ async fn fresh_postgres() -> Option<(String, PgDatabase)> {
 impl TestApp {
     /// `None` only when PostgreSQL is unreachable and not required.
     pub async fn spawn(backend: Backend) -> Option<TestApp> {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Like `spawn`, with settings adjusted first.
+    pub async fn spawn_with(
+        backend: Backend,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> Option<TestApp> {
         let dir = tempfile::tempdir().expect("tempdir");
         let (url, pg) = match backend {
             Backend::Sqlite => (
@@ -121,7 +129,8 @@ impl TestApp {
                 (url, Some(pg))
             }
         };
-        let settings = Settings::for_tests(&url);
+        let mut settings = Settings::for_tests(&url);
+        adjust(&mut settings);
         let app = Application::build(settings).await.expect("the app builds");
         let db = app.db().clone();
         let operator_key = neocloud_api::auth::bootstrap_operator_key(&db, "test operator")
