@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use neocloud_schema::agent_api::Assignments;
 use tokio::sync::{Notify, watch};
 
 use crate::attribution::AttributionConfig;
@@ -62,6 +63,9 @@ pub struct AgentConfig {
     pub backoff_max: Duration,
     /// Wait between attempts while the server refuses the token.
     pub auth_backoff: Duration,
+    /// The server's latest device assignments (see [`refresh_assignments`]); applied to
+    /// the source and the attributor at the next cycle after each change.
+    pub assignments: Option<watch::Receiver<Option<Assignments>>>,
 }
 
 impl AgentConfig {
@@ -76,6 +80,7 @@ impl AgentConfig {
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(60),
             auth_backoff: Duration::from_secs(60),
+            assignments: None,
         }
     }
 }
@@ -147,6 +152,12 @@ fn sampling_loop<S: GpuSource>(
     let mut next = ceil_to(Utc::now().timestamp_millis(), step_ms);
     let mut pending: Vec<ClosedWindow> = Vec::new();
     let mut cycles = 0u64;
+    let mut assignments = config.assignments.clone();
+    if let Some(rx) = &mut assignments
+        && let Some(a) = rx.borrow_and_update().clone()
+    {
+        sampler.apply_assignments(&a);
+    }
     loop {
         // Wait for the tick, checking for shutdown at least every 50 ms.
         loop {
@@ -167,6 +178,16 @@ fn sampling_loop<S: GpuSource>(
                 break;
             }
             std::thread::sleep(Duration::from_millis((next - now).min(50) as u64));
+        }
+        if let Some(rx) = &mut assignments
+            && rx.has_changed().unwrap_or(false)
+            && let Some(a) = rx.borrow_and_update().clone()
+        {
+            tracing::info!(
+                allocations = a.assignments.len(),
+                "Device assignments changed."
+            );
+            sampler.apply_assignments(&a);
         }
         let at = DateTime::from_timestamp_millis(next).unwrap_or_else(Utc::now);
         match sampler.cycle(at) {
@@ -472,9 +493,61 @@ where
     })
 }
 
+/// Polls `GET /v1/agents/assignments` every `period` and publishes changes, until
+/// `shutdown`. A server without the endpoint (404) is asked again at the next period; a
+/// failed poll keeps the last known assignments.
+pub async fn refresh_assignments(
+    shipper: HttpShipper,
+    tx: watch::Sender<Option<Assignments>>,
+    period: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        match shipper.assignments().await {
+            Ok(Some(a)) => {
+                tx.send_if_modified(|current| {
+                    let changed = current.as_ref() != Some(&a);
+                    if changed {
+                        *current = Some(a);
+                    }
+                    changed
+                });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "Could not refresh the device assignments."),
+        }
+        if sleep_or_stop(period, &mut shutdown).await {
+            return;
+        }
+    }
+}
+
+/// The first assignments, then a task that keeps them fresh.
+pub async fn watch_assignments(
+    shipper: &HttpShipper,
+    period: Duration,
+    shutdown: watch::Receiver<bool>,
+) -> watch::Receiver<Option<Assignments>> {
+    let first = match shipper.assignments().await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "Could not fetch the device assignments.");
+            None
+        }
+    };
+    let (tx, rx) = watch::channel(first);
+    tokio::spawn(refresh_assignments(shipper.clone(), tx, period, shutdown));
+    rx
+}
+
+/// How often the agent asks for its node's assignments.
+pub const ASSIGNMENTS_PERIOD: Duration = Duration::from_secs(15);
+
 /// A simulated agent for one registered node, as `neocloud demo` runs one per demo node
 /// in process: asks the server for the node's inventory, simulates exactly those devices
-/// (seeded), and ships to `server` with the node's agent token until `shutdown`.
+/// (seeded) running work for exactly the node's current allocations (`GET
+/// /v1/agents/assignments`, refreshed), and ships to `server` with the node's agent
+/// token until `shutdown`.
 #[derive(Debug, Clone)]
 pub struct SimulatedAgent {
     pub server: String,
@@ -483,6 +556,8 @@ pub struct SimulatedAgent {
     pub spool_dir: PathBuf,
     pub interval: Duration,
     pub compression: Compression,
+    /// How often the node's assignments are asked for.
+    pub assignments_period: Duration,
 }
 
 impl SimulatedAgent {
@@ -494,6 +569,7 @@ impl SimulatedAgent {
             spool_dir: spool_dir.into(),
             interval: Duration::from_secs(10),
             compression: Compression::Gzip,
+            assignments_period: ASSIGNMENTS_PERIOD,
         }
     }
 
@@ -516,6 +592,9 @@ impl SimulatedAgent {
         let profile = SimProfile::from_inventory(&inventory)?;
         let mut config = AgentConfig::new(&inventory.hostname, &self.spool_dir);
         config.interval = self.interval;
+        config.sample_interval = config.sample_interval.min(self.interval);
+        config.assignments =
+            Some(watch_assignments(&shipper, self.assignments_period, shutdown.clone()).await);
         let metrics = AgentMetrics::new()?;
         let seed = self.seed;
         run(

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use neocloud_schema::agent_api::Assignments;
 use neocloud_schema::ids::AllocationId;
 use neocloud_schema::ingest::{MAX_LABEL_BYTES, MAX_LABELS_PER_PROCESS};
 use uuid::Uuid;
@@ -154,6 +155,8 @@ pub struct Attributor {
     cache: HashMap<u32, (u64, Attribution)>,
     /// Device (GPU or MIG uuid) → the allocation it is assigned to.
     device_allocations: HashMap<String, AllocationId>,
+    /// (parent GPU uuid, MIG profile name) → the MIG allocations of that profile there.
+    mig_allocations: HashMap<(String, String), Vec<AllocationId>>,
 }
 
 impl Attributor {
@@ -162,7 +165,56 @@ impl Attributor {
             config,
             cache: HashMap::new(),
             device_allocations: HashMap::new(),
+            mig_allocations: HashMap::new(),
         }
+    }
+
+    /// Takes the server's assignments (`GET /v1/agents/assignments`): a whole GPU sold to
+    /// one allocation maps to it; a MIG instance maps to the allocation of its profile on
+    /// its parent GPU when there is exactly one. Time-shared GPUs (milli-GPU allocations)
+    /// map nothing: their processes are told apart by cgroup only.
+    pub fn set_assignments(&mut self, assignments: &Assignments) {
+        let mut whole: HashMap<String, Vec<AllocationId>> = HashMap::new();
+        self.mig_allocations.clear();
+        for a in &assignments.assignments {
+            match (&a.mig_profile, a.milli_gpu) {
+                (Some(profile), _) => self
+                    .mig_allocations
+                    .entry((a.gpu_uuid.clone(), profile.clone()))
+                    .or_default()
+                    .push(a.allocation_id),
+                (None, None) => whole
+                    .entry(a.gpu_uuid.clone())
+                    .or_default()
+                    .push(a.allocation_id),
+                (None, Some(_)) => {}
+            }
+        }
+        self.device_allocations = whole
+            .into_iter()
+            .filter_map(|(gpu, allocs)| (allocs.len() == 1).then(|| (gpu, allocs[0])))
+            .collect();
+    }
+
+    /// Like [`Attributor::resolve`], also using the MIG assignment of a MIG instance.
+    pub fn resolve_on(
+        &mut self,
+        table: &dyn ProcessTable,
+        pid: u32,
+        device_uuid: &str,
+        mig: Option<(&str, &str)>,
+    ) -> Attribution {
+        let mut attribution = self.resolve(table, pid, device_uuid);
+        if attribution.allocation_id.is_none()
+            && let Some((parent, profile)) = mig
+            && let Some(allocs) = self
+                .mig_allocations
+                .get(&(parent.to_owned(), profile.to_owned()))
+            && allocs.len() == 1
+        {
+            attribution.allocation_id = Some(allocs[0]);
+        }
+        attribution
     }
 
     /// Replaces the device → allocation map (from the server's assignments).

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use neocloud_agent::agent::{AgentConfig, run};
+use neocloud_agent::agent::{ASSIGNMENTS_PERIOD, AgentConfig, run, watch_assignments};
 use neocloud_agent::attribution::AttributionConfig;
 use neocloud_agent::metrics::{self, AgentMetrics, Health};
 use neocloud_agent::sampler::Sampler;
@@ -243,6 +243,11 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         label_env_allow: args.label_env.clone(),
     };
 
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    if let Some(shipper) = &shipper {
+        config.assignments = Some(watch_assignments(shipper, ASSIGNMENTS_PERIOD, rx.clone()).await);
+    }
+
     let metrics = AgentMetrics::new()?;
     let health = Arc::new(Health::default());
     if args.metrics_listen != "off" {
@@ -263,7 +268,6 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         ));
     }
 
-    let (tx, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

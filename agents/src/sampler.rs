@@ -3,6 +3,7 @@
 //! what the agent's sampling thread runs once per tick and what the benchmark measures.
 
 use chrono::{DateTime, Duration, Utc};
+use neocloud_schema::agent_api::Assignments;
 
 use crate::attribution::{AttributionConfig, Attributor};
 use crate::source::{GpuSource, SourceError};
@@ -60,6 +61,12 @@ impl<S: GpuSource> Sampler<S> {
             .start()
             .is_some_and(|start| now - start >= self.interval);
         Ok(if due { self.window.close() } else { None })
+    }
+
+    /// Hands the server's assignments to the source and the attributor.
+    pub fn apply_assignments(&mut self, assignments: &Assignments) {
+        self.source.apply_assignments(assignments);
+        self.attributor.set_assignments(assignments);
     }
 
     /// Closes whatever the open window holds (on shutdown).

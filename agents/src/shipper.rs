@@ -10,7 +10,7 @@ use std::future::Future;
 use std::io::Write;
 use std::time::Duration;
 
-use neocloud_schema::agent_api::Inventory;
+use neocloud_schema::agent_api::{Assignments, Inventory};
 use neocloud_schema::ingest::Batch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -128,6 +128,39 @@ impl HttpShipper {
             200 => {
                 serde_json::from_str(&body).map_err(|e| req_err(format!("unexpected body: {e}")))
             }
+            401 | 403 => Err(ShipperError::Unauthorized {
+                status,
+                message: error_message(&body),
+            }),
+            _ => Err(req_err(format!(
+                "status {status}: {}",
+                error_message(&body)
+            ))),
+        }
+    }
+
+    /// `GET /v1/agents/assignments`: which device serves which allocation. `None` when
+    /// the server has no such endpoint (404).
+    pub async fn assignments(&self) -> Result<Option<Assignments>, ShipperError> {
+        let url = format!("{}/v1/agents/assignments", self.server);
+        let req_err = |reason: String| ShipperError::Request {
+            url: url.clone(),
+            reason,
+        };
+        let resp = self
+            .client
+            .get(&url)
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| req_err(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let body = resp.text().await.map_err(|e| req_err(e.to_string()))?;
+        match status {
+            200 => serde_json::from_str(&body)
+                .map(Some)
+                .map_err(|e| req_err(format!("unexpected body: {e}"))),
+            404 => Ok(None),
             401 | 403 => Err(ShipperError::Unauthorized {
                 status,
                 message: error_message(&body),

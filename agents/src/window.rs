@@ -160,7 +160,11 @@ impl WindowBuilder {
             }
             for (pid, fb) in pids {
                 running.insert(pid);
-                let attribution = attributor.resolve(table, pid, &reading.uuid);
+                let mig = reading
+                    .parent_uuid
+                    .as_deref()
+                    .zip(reading.mig_profile.as_deref());
+                let attribution = attributor.resolve_on(table, pid, &reading.uuid, mig);
                 if acc.processes.len() >= MAX_PROCESSES_PER_DEVICE
                     && !acc
                         .processes

@@ -6,10 +6,14 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use neocloud_agent::agent::{AgentConfig, RunReport, run};
+use std::collections::BTreeSet;
+
+use neocloud_agent::agent::{AgentConfig, RunReport, SimulatedAgent, run};
 use neocloud_agent::metrics::{AgentMetrics, Health};
 use neocloud_agent::shipper::{Compression, HttpShipper, ShipOutcome, Shipper};
 use neocloud_agent::source::sim::{SimProfile, SimSource};
+use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
+use neocloud_schema::ids::AllocationId;
 use support::{Fault, IngestServer, TOKEN};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -216,4 +220,103 @@ async fn the_shipper_classifies_every_answer_of_the_contract() {
     let mut big = batch.clone();
     big.seq = 3;
     assert_eq!(shipper.ship(&big).await, ShipOutcome::TooLarge);
+}
+
+fn assignment(allocation: AllocationId, gpu: &str, mig: Option<(&str, u8)>) -> Assignment {
+    Assignment {
+        allocation_id: allocation,
+        gpu_uuid: gpu.into(),
+        mig_profile: mig.map(|m| m.0.to_owned()),
+        mig_start_slot: mig.map(|m| m.1),
+        milli_gpu: None,
+        status: "active".into(),
+        started_at: chrono::Utc::now(),
+        preempt_at: None,
+    }
+}
+
+fn allocations_in(b: &neocloud_schema::ingest::Batch) -> BTreeSet<AllocationId> {
+    b.devices
+        .iter()
+        .flat_map(|d| d.processes.iter().filter_map(|p| p.allocation_id))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_demos_simulated_agent_bills_exactly_the_nodes_allocations() {
+    let gpu = |i: u32| format!("GPU-00000000-0000-4000-8000-00000000000{i}");
+    let inventory = Inventory {
+        hostname: "gpu-node-07".into(),
+        region: "eu".into(),
+        zone: "eu-1a".into(),
+        rack: "r1".into(),
+        nvlink_domain: "d1".into(),
+        gpu_model: "H100".into(),
+        mig_enabled: true,
+        shared_gpus: false,
+        gpus: (0..4)
+            .map(|i| InventoryGpu {
+                uuid: gpu(i),
+                index: i,
+                model: "H100".into(),
+                memory_mib: 80 * 1024,
+                mig_enabled: i < 2,
+                health: "ok".into(),
+            })
+            .collect(),
+    };
+    let id = |n: u128| AllocationId(uuid::Uuid::from_u128(n));
+    let (whole, mig_3g, mig_1g, later) = (id(1), id(2), id(3), id(4));
+    let server = IngestServer::start((32, 80 << 30), Some(inventory)).await;
+    server.with(|s| {
+        s.assignments = Some(Assignments {
+            hostname: "gpu-node-07".into(),
+            assignments: vec![
+                assignment(whole, &gpu(2), None),
+                assignment(mig_3g, &gpu(0), Some(("3g.40gb", 0))),
+                assignment(mig_1g, &gpu(0), Some(("1g.10gb", 4))),
+            ],
+        })
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut agent = SimulatedAgent::new(&server.url(), TOKEN, 21, dir.path().join("spool"));
+    agent.interval = Duration::from_millis(200);
+    agent.assignments_period = Duration::from_millis(100);
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(agent.run(rx));
+    server
+        .wait_for(30, "batches with all three allocations", |s| {
+            s.stored.values().any(|b| allocations_in(b).len() == 3)
+        })
+        .await;
+    // The whole GPU's allocation ends; another starts on GPU 3.
+    server.with(|s| {
+        if let Some(a) = &mut s.assignments {
+            a.assignments[0] = assignment(later, &gpu(3), None);
+        }
+    });
+    server
+        .wait_for(30, "the new allocation's usage", |s| {
+            s.stored
+                .values()
+                .last()
+                .is_some_and(|b| allocations_in(b) == [mig_3g, mig_1g, later].into())
+        })
+        .await;
+    stop.send(true).expect("stop");
+    task.await.expect("join").expect("ran");
+    server.assert_complete_and_exact();
+    server.with(|s| {
+        for b in s.stored.values() {
+            assert_eq!(b.agent_id, "gpu-node-07");
+            assert!(allocations_in(b).is_subset(&[whole, mig_3g, mig_1g, later].into()));
+            let gpus: BTreeSet<&str> = b
+                .devices
+                .iter()
+                .filter(|d| d.parent_uuid.is_none())
+                .map(|d| d.uuid.as_str())
+                .collect();
+            assert_eq!(gpus.len(), 4, "exactly the registered GPUs");
+        }
+    });
 }

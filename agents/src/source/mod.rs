@@ -10,6 +10,7 @@ pub mod nvml;
 pub mod sim;
 
 use chrono::{DateTime, Utc};
+use neocloud_schema::agent_api::Assignments;
 use neocloud_schema::ingest::{DeviceHealth, HealthEvent, HealthEventKind};
 
 use crate::attribution::ProcessTable;
@@ -129,6 +130,9 @@ pub trait GpuSource: Send {
     fn sample(&mut self, now: DateTime<Utc>) -> Result<Snapshot, SourceError>;
     /// Where process cgroups and environments are read (`/proc`, or the simulator's).
     fn process_table(&self) -> &dyn ProcessTable;
+    /// The server's current assignments of this node's devices. The simulator runs work
+    /// for exactly these allocations; the real driver has nothing to do with them.
+    fn apply_assignments(&mut self, _assignments: &Assignments) {}
 }
 
 /// What the platform does about an XID (shared/reference/xid.md): the device health it

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::agent_api::Inventory;
+use neocloud_schema::agent_api::{Assignments, Inventory};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::AllocationId;
 use neocloud_schema::ingest::{DeviceHealth, HealthEvent, HealthEventKind};
@@ -338,6 +338,10 @@ struct SimDevice {
     allocations: Vec<AllocationId>,
     gpu_instance_id: Option<u32>,
     compute_instance_id: Option<u32>,
+    /// First memory slot of a MIG instance.
+    mig_slot: Option<u8>,
+    /// A MIG instance destroyed by a reconfiguration: no longer reported.
+    retired: bool,
     health: DeviceHealth,
     energy_mj: u64,
     util_pct: u32,
@@ -455,6 +459,8 @@ impl SimSource {
                 },
                 gpu_instance_id: None,
                 compute_instance_id: None,
+                mig_slot: None,
+                retired: false,
                 health: DeviceHealth::Ok,
                 energy_mj: rng.random_range(1_000_000..1_000_000_000),
                 util_pct: 0,
@@ -465,7 +471,12 @@ impl SimSource {
                 samples: VecDeque::new(),
                 cursor_us: 0,
             });
+            let mut used = neocloud_schema::mig::SlotMask::default();
             for (k, p) in g.mig.iter().flatten().enumerate() {
+                let slot = used.free_starts(*p).next();
+                if let Some(start) = slot {
+                    used = used.union(p.mask_at(start));
+                }
                 let uuid = format!("MIG-{}", random_uuid(&mut rng));
                 devices.push(SimDevice {
                     uuid,
@@ -480,6 +491,8 @@ impl SimSource {
                     allocations: vec![AllocationId(random_uuid(&mut rng))],
                     gpu_instance_id: Some(k as u32 + 1),
                     compute_instance_id: Some(0),
+                    mig_slot: slot,
+                    retired: false,
                     health: DeviceHealth::Ok,
                     energy_mj: 0,
                     util_pct: 0,
@@ -574,7 +587,7 @@ impl SimSource {
         // New processes keep each healthy device at its target.
         for d in 0..self.devices.len() {
             let dev = &self.devices[d];
-            if dev.allocations.is_empty() || dev.health == DeviceHealth::Failed {
+            if dev.retired || dev.allocations.is_empty() || dev.health == DeviceHealth::Failed {
                 continue;
             }
             let target = if dev.parent.is_some() {
@@ -797,6 +810,104 @@ impl SimSource {
         });
     }
 
+    /// Runs work for exactly the server's allocations from now on: a whole or time-shared
+    /// GPU runs the processes of the allocations assigned to it (none: idle); a MIG GPU
+    /// is reconfigured to the instances of its MIG allocations (profile and start slot),
+    /// keeping instances that match. Processes of allocations that went away end.
+    pub fn assign(&mut self, assignments: &Assignments) {
+        let parents: Vec<usize> = (0..self.devices.len())
+            .filter(|&d| self.devices[d].parent.is_none())
+            .collect();
+        for p in parents {
+            let uuid = self.devices[p].uuid.clone();
+            let mine: Vec<_> = assignments
+                .assignments
+                .iter()
+                .filter(|a| a.gpu_uuid == uuid)
+                .collect();
+            if !self.devices[p].mig_mode {
+                let mut allocs: Vec<AllocationId> = mine.iter().map(|a| a.allocation_id).collect();
+                allocs.dedup();
+                self.devices[p].allocations = allocs;
+                continue;
+            }
+            let model = self.devices[p].model;
+            let mut keep: Vec<usize> = Vec::new();
+            for a in mine.iter().filter(|a| a.mig_profile.is_some()) {
+                let profile_name = a.mig_profile.clone().unwrap_or_default();
+                let existing = (0..self.devices.len()).find(|&i| {
+                    let d = &self.devices[i];
+                    d.parent == Some(p)
+                        && !d.retired
+                        && !keep.contains(&i)
+                        && d.mig_profile.as_deref() == Some(profile_name.as_str())
+                        && (a.mig_start_slot.is_none() || d.mig_slot == a.mig_start_slot)
+                });
+                let index = match existing {
+                    Some(i) => i,
+                    None => {
+                        let Ok(profile) = MigProfile::parse(&profile_name, model) else {
+                            continue;
+                        };
+                        let gi = self
+                            .devices
+                            .iter()
+                            .filter(|d| d.parent == Some(p))
+                            .filter_map(|d| d.gpu_instance_id)
+                            .max()
+                            .unwrap_or(0)
+                            + 1;
+                        let uuid = format!("MIG-{}", random_uuid(&mut self.rng));
+                        self.devices.push(SimDevice {
+                            uuid,
+                            parent: Some(p),
+                            mig_profile: Some(profile_name.clone()),
+                            gpu_index: self.devices[p].gpu_index,
+                            model,
+                            memory_bytes: profile.memory_mib(model) * 1024 * 1024,
+                            pci_bus_id: String::new(),
+                            shared: false,
+                            mig_mode: false,
+                            allocations: Vec::new(),
+                            gpu_instance_id: Some(gi),
+                            compute_instance_id: Some(0),
+                            mig_slot: a.mig_start_slot,
+                            retired: false,
+                            health: self.devices[p].health,
+                            energy_mj: 0,
+                            util_pct: 0,
+                            fb_used: 0,
+                            power_mw: 0,
+                            temp_c: 0,
+                            events: Vec::new(),
+                            samples: VecDeque::new(),
+                            cursor_us: 0,
+                        });
+                        self.devices.len() - 1
+                    }
+                };
+                self.devices[index].allocations = vec![a.allocation_id];
+                keep.push(index);
+            }
+            for i in 0..self.devices.len() {
+                if self.devices[i].parent == Some(p) && !keep.contains(&i) {
+                    self.devices[i].retired = true;
+                    self.devices[i].allocations.clear();
+                }
+            }
+        }
+        let gone: Vec<u32> = self
+            .procs
+            .iter()
+            .filter(|pr| !self.devices[pr.device].allocations.contains(&pr.allocation))
+            .map(|pr| pr.pid)
+            .collect();
+        self.procs.retain(|pr| !gone.contains(&pr.pid));
+        for pid in gone {
+            self.forget_pid(pid);
+        }
+    }
+
     fn reading(&mut self, d: usize) -> DeviceReading {
         let name = self.devices[d].model.spec().nvml_name_prefix.to_owned();
         let parent_uuid = self.devices[d].parent.map(|p| self.devices[p].uuid.clone());
@@ -861,12 +972,19 @@ impl GpuSource for SimSource {
 
     fn sample(&mut self, now: DateTime<Utc>) -> Result<Snapshot, SourceError> {
         self.advance_to(now.timestamp());
-        let devices = (0..self.devices.len()).map(|d| self.reading(d)).collect();
+        let live: Vec<usize> = (0..self.devices.len())
+            .filter(|&d| !self.devices[d].retired)
+            .collect();
+        let devices = live.into_iter().map(|d| self.reading(d)).collect();
         Ok(Snapshot { at: now, devices })
     }
 
     fn process_table(&self) -> &dyn ProcessTable {
         self.table.as_ref()
+    }
+
+    fn apply_assignments(&mut self, assignments: &Assignments) {
+        self.assign(assignments);
     }
 }
 
@@ -979,6 +1097,82 @@ mod tests {
             }
         }
         assert!(reused);
+    }
+
+    fn assignment(
+        alloc: AllocationId,
+        gpu: &str,
+        mig: Option<(&str, u8)>,
+        milli: Option<u32>,
+    ) -> neocloud_schema::agent_api::Assignment {
+        neocloud_schema::agent_api::Assignment {
+            allocation_id: alloc,
+            gpu_uuid: gpu.into(),
+            mig_profile: mig.map(|m| m.0.to_owned()),
+            mig_start_slot: mig.map(|m| m.1),
+            milli_gpu: milli,
+            status: "active".into(),
+            started_at: at(0),
+            preempt_at: None,
+        }
+    }
+
+    #[test]
+    fn with_assignments_work_runs_for_exactly_the_servers_allocations() {
+        let mut sim = SimSource::new(SimProfile::mixed_host("sim-1"), 9).unwrap();
+        let gpus: Vec<String> = sim
+            .devices
+            .iter()
+            .filter(|d| d.parent.is_none())
+            .map(|d| d.uuid.clone())
+            .collect();
+        let (whole, mig_a, mig_b, shared) = (
+            AllocationId(Uuid::from_u128(1)),
+            AllocationId(Uuid::from_u128(2)),
+            AllocationId(Uuid::from_u128(3)),
+            AllocationId(Uuid::from_u128(4)),
+        );
+        sim.sample(at(0)).unwrap();
+        sim.assign(&Assignments {
+            hostname: "sim-1".into(),
+            assignments: vec![
+                assignment(whole, &gpus[4], None, None),
+                assignment(mig_a, &gpus[0], Some(("1g.10gb", 3)), None),
+                assignment(mig_b, &gpus[0], Some(("3g.40gb", 4)), None),
+                assignment(shared, &gpus[2], None, Some(250)),
+            ],
+        });
+        let snap = sim.sample(at(5)).unwrap();
+        let table = sim.process_table();
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &snap.devices {
+            for p in &d.processes {
+                let cgroup = table.cgroup(p.pid).unwrap();
+                seen.insert(
+                    crate::attribution::allocation_from_cgroup(&cgroup, "neocloud-").unwrap(),
+                );
+            }
+        }
+        assert_eq!(seen, [whole, mig_a, mig_b, shared].into_iter().collect());
+        let migs: Vec<_> = snap
+            .devices
+            .iter()
+            .filter(|d| d.parent_uuid.as_deref() == Some(gpus[0].as_str()))
+            .map(|d| d.mig_profile.clone().unwrap())
+            .collect();
+        assert_eq!(
+            migs.len(),
+            2,
+            "GPU 0 reconfigured to its two MIG allocations: {migs:?}"
+        );
+        assert!(
+            snap.devices
+                .iter()
+                .all(|d| d.parent_uuid.as_deref() != Some(gpus[1].as_str())),
+            "no MIG allocation on GPU 1: no instances"
+        );
+        let idle = snap.devices.iter().find(|d| d.uuid == gpus[5]).unwrap();
+        assert!(idle.processes.is_empty(), "an unassigned GPU is idle");
     }
 
     #[test]

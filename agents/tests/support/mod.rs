@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use neocloud_schema::agent_api::Inventory;
+use neocloud_schema::agent_api::{Assignments, Inventory};
 use neocloud_schema::ingest::{Batch, ValidationContext};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -48,6 +48,8 @@ pub struct State {
     /// Batches with more devices than this are answered 413.
     pub max_devices: Option<usize>,
     pub encodings: Vec<String>,
+    /// Served on `GET /v1/agents/assignments` (404 while `None`).
+    pub assignments: Option<Assignments>,
 }
 
 #[derive(Clone)]
@@ -185,6 +187,13 @@ impl IngestServer {
                 (_, false) => (401, error("UNAUTHENTICATED", "bad token")),
                 (Some(inv), true) => (200, serde_json::to_string(inv).expect("json")),
                 (None, true) => (404, error("NOT_FOUND", "no inventory")),
+            }
+        } else if request_line.starts_with("GET /v1/agents/assignments") {
+            let current = self.with(|s| s.assignments.clone());
+            match (current, authorized) {
+                (_, false) => (401, error("UNAUTHENTICATED", "bad token")),
+                (Some(a), true) => (200, serde_json::to_string(&a).expect("json")),
+                (None, true) => (404, error("NOT_FOUND", "no such route")),
             }
         } else if request_line.starts_with("POST /v1/ingest") {
             let encoding = headers.get("content-encoding").cloned().unwrap_or_default();
