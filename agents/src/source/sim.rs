@@ -333,7 +333,6 @@ struct SimDevice {
     model: GpuModel,
     memory_bytes: u64,
     pci_bus_id: String,
-    shared: bool,
     mig_mode: bool,
     allocations: Vec<AllocationId>,
     gpu_instance_id: Option<u32>,
@@ -356,7 +355,6 @@ struct SimDevice {
 #[derive(Debug, Clone)]
 struct SimProc {
     pid: u32,
-    start_time: u64,
     device: usize,
     allocation: AllocationId,
     base_util: u32,
@@ -450,7 +448,6 @@ impl SimSource {
                 model: g.model,
                 memory_bytes,
                 pci_bus_id: format!("0000:{:02x}:00", 0x18 + i * 0x10),
-                shared: g.shared,
                 mig_mode: g.mig.is_some(),
                 allocations: if g.mig.is_some() {
                     Vec::new()
@@ -486,7 +483,6 @@ impl SimSource {
                     model: g.model,
                     memory_bytes: p.memory_mib(g.model) * 1024 * 1024,
                     pci_bus_id: String::new(),
-                    shared: false,
                     mig_mode: false,
                     allocations: vec![AllocationId(random_uuid(&mut rng))],
                     gpu_instance_id: Some(k as u32 + 1),
@@ -799,7 +795,6 @@ impl SimSource {
         });
         self.procs.push(SimProc {
             pid,
-            start_time,
             device: d,
             allocation,
             base_util,
@@ -866,7 +861,6 @@ impl SimSource {
                             model,
                             memory_bytes: profile.memory_mib(model) * 1024 * 1024,
                             pci_bus_id: String::new(),
-                            shared: false,
                             mig_mode: false,
                             allocations: Vec::new(),
                             gpu_instance_id: Some(gi),
@@ -948,7 +942,6 @@ impl SimSource {
             r.ecc_uncorrected_total = Some(0);
             r.throttle_reasons = Some(0);
         }
-        let _ = dev.shared;
         r.processes = self
             .procs
             .iter()
@@ -960,7 +953,6 @@ impl SimSource {
                 compute_instance_id: self.devices[d].compute_instance_id,
             })
             .collect();
-        let _ = self.procs.iter().map(|p| p.start_time).max();
         r
     }
 }
@@ -1089,10 +1081,11 @@ mod tests {
         let mut seen: HashMap<u32, u64> = HashMap::new();
         let mut reused = false;
         for s in 0..600 {
-            sim.sample(at(s)).unwrap();
-            for p in &sim.procs {
-                if let Some(start) = seen.insert(p.pid, p.start_time) {
-                    reused |= start != p.start_time;
+            let snap = sim.sample(at(s)).unwrap();
+            for p in snap.devices.iter().flat_map(|d| d.processes.iter()) {
+                let start = sim.process_table().start_time(p.pid).unwrap();
+                if let Some(before) = seen.insert(p.pid, start) {
+                    reused |= before != start;
                 }
             }
         }
