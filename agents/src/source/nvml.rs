@@ -93,6 +93,10 @@ fn mig_profile_name(parent_name: &str, instance_memory_bytes: u64) -> Option<Str
 }
 
 struct GpuState {
+    /// The UUID read at start, so a GPU that stops answering can still be reported.
+    uuid: Option<String>,
+    /// Whether the last cycle could read this GPU (to log changes only).
+    readable: bool,
     cursor_us: u64,
     pci_bus_id: Option<String>,
     gpm: bool,
@@ -130,6 +134,8 @@ impl NvmlSource {
                 .device_by_index(i)
                 .map_err(call_err("device_by_index"))?;
             gpus.push(GpuState {
+                uuid: opt(device.uuid()),
+                readable: true,
                 cursor_us: 0,
                 pci_bus_id: opt(device.pci_info()).map(|p| p.bus_id),
                 gpm: opt(device.gpm_support()).unwrap_or(false),
@@ -332,6 +338,9 @@ fn start_event_thread(
                     | EventTypes::DOUBLE_BIT_ECC_ERROR
                     | EventTypes::SINGLE_BIT_ECC_ERROR;
                 let supported = device.supported_event_types().map(|s| s & wanted).unwrap_or(wanted);
+                if supported.is_empty() {
+                    continue;
+                }
                 set = match device.register_events(supported, set) {
                     Ok(s) => s,
                     Err(e) => {
@@ -382,8 +391,38 @@ impl GpuSource for NvmlSource {
 
     fn sample(&mut self, now: DateTime<Utc>) -> Result<Snapshot, SourceError> {
         let mut devices = Vec::new();
+        let mut failures = 0;
+        let mut last_error = None;
         for i in 0..self.gpus.len() {
-            self.read_gpu(i, &mut devices)?;
+            match self.read_gpu(i, &mut devices) {
+                Ok(()) => {
+                    if !self.gpus[i].readable {
+                        tracing::info!(gpu = i, "GPU answers again.");
+                    }
+                    self.gpus[i].readable = true;
+                }
+                Err(e) => {
+                    // One GPU that stopped answering (fallen off the bus, XID 79) must not
+                    // stop the others being measured: it is reported failed, by its UUID.
+                    failures += 1;
+                    if self.gpus[i].readable {
+                        tracing::error!(gpu = i, error = %e, "GPU does not answer: reported as failed.");
+                    }
+                    self.gpus[i].readable = false;
+                    if let Some(uuid) = self.gpus[i].uuid.clone() {
+                        let mut r = DeviceReading::new(uuid);
+                        r.health = Some(neocloud_schema::ingest::DeviceHealth::Failed);
+                        devices.push(r);
+                    }
+                    last_error = Some(e);
+                }
+            }
+        }
+        if failures > 0
+            && failures == self.gpus.len()
+            && let Some(e) = last_error
+        {
+            return Err(e);
         }
         self.drain_events(now, &mut devices);
         Ok(Snapshot { at: now, devices })
