@@ -66,3 +66,47 @@ impl Fleet {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use neocloud_schema::mig::MigProfile;
+
+    use crate::fleet::{Fleet, GpuMode};
+    use crate::ids::{AllocationKey, ModelSet, TenantKey};
+    use crate::request::{Request, Shape};
+    use crate::testkit::node;
+
+    #[test]
+    fn mig_and_fractional_availability_follow_commits() {
+        let mut fleet = Fleet::new(vec![
+            node("m", "k", "m", "H100", 2, GpuMode::Mig),
+            node("s", "k", "s", "L40S", 2, GpuMode::Shared),
+        ])
+        .unwrap();
+        let three = Shape::Mig {
+            profile: MigProfile::ThreeG,
+            models: ModelSet::ANY,
+            cpu_milli: 0,
+            memory_mib: 0,
+        };
+        let quarter = Shape::Fractional {
+            milli_gpu: 250,
+            gpu_memory_mib: 0,
+            models: ModelSet::ANY,
+            cpu_milli: 0,
+            memory_mib: 0,
+        };
+        assert_eq!(fleet.available(&three), 4);
+        assert_eq!(fleet.available(&quarter), 8);
+        let p = fleet.place(&Request::new(TenantKey(1), three)).unwrap();
+        fleet.commit(AllocationKey(1), &p).unwrap();
+        let p = fleet.place(&Request::new(TenantKey(1), quarter)).unwrap();
+        fleet.commit(AllocationKey(2), &p).unwrap();
+        assert_eq!(fleet.available(&three), 3);
+        // 750 milli left on one GPU counts as 700 (rounded down to 100): two more
+        // quarters there, four on the idle GPU.
+        assert_eq!(fleet.available(&quarter), 6);
+        fleet.release(AllocationKey(1)).unwrap();
+        assert_eq!(fleet.available(&three), 4);
+    }
+}
