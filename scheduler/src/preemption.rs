@@ -213,7 +213,27 @@ fn could_serve(node: &crate::fleet::Node, shape: &Shape) -> bool {
             .any(|g| models.contains(g.model) && mode.is_none_or(|m| g.mode == m))
     };
     match *shape {
-        Shape::WholeGpus { models, .. } | Shape::WholeNodes { models, .. } => has(models, None),
+        Shape::WholeGpus { models, count, .. } => {
+            // GPUs that would be free with the node's spot work gone (an upper bound:
+            // a shared GPU also used by other work still counts).
+            let spot = |key: &crate::ids::AllocationKey| {
+                node.allocs
+                    .iter()
+                    .any(|a| a.key == *key && a.class == Class::Spot)
+            };
+            let freeable = node
+                .gpus
+                .iter()
+                .filter(|g| {
+                    models.contains(g.model)
+                        && g.mode != GpuMode::Mig
+                        && g.health != crate::fleet::Health::Failed
+                        && g.holder.as_ref().is_none_or(spot)
+                })
+                .count();
+            freeable >= count as usize
+        }
+        Shape::WholeNodes { models, .. } => has(models, None),
         Shape::Mig { models, .. } => has(models, Some(GpuMode::Mig)),
         Shape::Fractional { models, .. } => has(models, Some(GpuMode::Shared)),
         Shape::Cpu { .. } => true,
