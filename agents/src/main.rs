@@ -134,6 +134,12 @@ impl GpuSource for Source {
             Source::Nvml(s) => s.process_table(),
         }
     }
+    fn apply_assignments(&mut self, assignments: &neocloud_schema::agent_api::Assignments) {
+        match self {
+            Source::Sim(s) => s.apply_assignments(assignments),
+            Source::Nvml(s) => s.apply_assignments(assignments),
+        }
+    }
 }
 
 /// What the source needs, decided before the sampling thread starts.

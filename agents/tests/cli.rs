@@ -6,7 +6,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
+use neocloud_schema::ids::AllocationId;
 use neocloud_schema::ingest::{Batch, ValidationContext};
+
+mod support;
 
 fn agent() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neocloud-agent"));
@@ -189,4 +193,99 @@ fn a_half_given_server_address_is_refused_with_a_message() {
         .read_to_string(&mut err)
         .expect("utf8");
     assert!(err.contains("--server and --token go together"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_a_server_simulates_the_nodes_devices_and_bills_its_allocations() {
+    let gpu = |i: u32| format!("GPU-00000000-0000-4000-8000-00000000000{i}");
+    let inventory = Inventory {
+        hostname: "eu-l40s-01".into(),
+        region: "eu".into(),
+        zone: "eu-1a".into(),
+        rack: "r1".into(),
+        nvlink_domain: "eu-l40s-01".into(),
+        gpu_model: "L40S".into(),
+        mig_enabled: false,
+        shared_gpus: true,
+        gpus: (0..2)
+            .map(|i| InventoryGpu {
+                uuid: gpu(i),
+                index: i,
+                model: "L40S".into(),
+                memory_mib: 48 * 1024,
+                mig_enabled: false,
+                health: "ok".into(),
+            })
+            .collect(),
+    };
+    let allocation = AllocationId(uuid::Uuid::from_u128(77));
+    let server = support::IngestServer::start((2, 48 << 30), Some(inventory)).await;
+    server.with(|s| {
+        s.assignments = Some(Assignments {
+            hostname: "eu-l40s-01".into(),
+            assignments: vec![Assignment {
+                allocation_id: allocation,
+                gpu_uuid: gpu(1),
+                mig_profile: None,
+                mig_start_slot: None,
+                milli_gpu: Some(250),
+                status: "active".into(),
+                started_at: chrono::Utc::now(),
+                preempt_at: None,
+            }],
+        })
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = agent()
+        .args([
+            "run",
+            "--simulate",
+            "--server",
+            &server.url(),
+            "--token",
+            support::TOKEN,
+        ])
+        .arg("--spool")
+        .arg(dir.path().join("spool"))
+        .args([
+            "--interval",
+            "0.5",
+            "--sample-interval-ms",
+            "100",
+            "--metrics-listen",
+            "off",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    server
+        .wait_for(30, "batches with the allocation's usage", |s| {
+            s.stored
+                .values()
+                .filter(|b| !b.devices.iter().all(|d| d.processes.is_empty()))
+                .count()
+                >= 2
+        })
+        .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    server.assert_complete_and_exact();
+    server.with(|s| {
+        for b in s.stored.values() {
+            assert_eq!(b.agent_id, "eu-l40s-01", "the registered hostname");
+            let uuids: Vec<&str> = b.devices.iter().map(|d| d.uuid.as_str()).collect();
+            assert_eq!(uuids, [gpu(0), gpu(1)], "exactly the registered GPUs");
+            assert!(
+                b.devices[0].processes.is_empty(),
+                "an unassigned GPU is idle"
+            );
+            assert!(
+                b.devices[1]
+                    .processes
+                    .iter()
+                    .all(|p| p.allocation_id == Some(allocation))
+            );
+        }
+    });
 }
