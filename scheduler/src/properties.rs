@@ -296,6 +296,15 @@ proptest! {
         ops in proptest::collection::vec(op(6), 1..40),
     ) {
         let mut fleet = fleet_of(&modes);
+        // Score against the mix of the requests to come, as the api would after a while.
+        let shapes: Vec<Shape> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Place(r) | Op::PlaceThenRelease(r) => Some(r.shape),
+                _ => None,
+            })
+            .collect();
+        fleet.set_mix(crate::fractional::ShapeMix::observe(&shapes, 8));
         let mut live: Vec<AllocationKey> = Vec::new();
         let mut next = 1u128;
         for op in ops {
