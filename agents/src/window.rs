@@ -202,9 +202,11 @@ impl WindowBuilder {
             .into_iter()
             .map(|(uuid, acc)| {
                 let sticky = self.sticky_health.get(&uuid).copied();
+                // `None` when nothing is known: the driver has no health reading, and an
+                // agent that saw no event must not claim a GPU is fine.
                 let health = match (acc.source_health, sticky) {
                     (Some(a), Some(b)) => Some(worse(a, b)),
-                    (a, b) => a.or(b).or(Some(DeviceHealth::Ok)),
+                    (a, b) => a.or(b),
                 };
                 let processes = acc
                     .processes
@@ -446,6 +448,32 @@ mod tests {
         let mut attributor = Attributor::new(AttributionConfig::default());
         w.add(&snapshot(0, Some(1.0), None), &mut attributor, &NoProcs);
         assert!(w.close().is_none());
+    }
+
+    #[test]
+    fn health_is_unknown_without_a_reading_and_sticks_after_a_fatal_xid() {
+        let mut w = WindowBuilder::new();
+        let mut attributor = Attributor::new(AttributionConfig::default());
+        w.add(&snapshot(0, Some(1.0), None), &mut attributor, &NoProcs);
+        w.add(&snapshot(1, Some(1.0), None), &mut attributor, &NoProcs);
+        assert_eq!(w.close().unwrap().devices[0].health, None);
+        let mut with_xid = snapshot(2, Some(1.0), None);
+        with_xid.devices[0].events.push(HealthEvent {
+            kind: neocloud_schema::ingest::HealthEventKind::Xid,
+            code: 79,
+            at: at(2),
+        });
+        w.add(&with_xid, &mut attributor, &NoProcs);
+        let failed = w.close().unwrap();
+        assert_eq!(failed.devices[0].health, Some(DeviceHealth::Failed));
+        assert_eq!(failed.devices[0].events.len(), 1);
+        w.add(&snapshot(3, Some(1.0), None), &mut attributor, &NoProcs);
+        let after = w.close().unwrap();
+        assert_eq!(after.devices[0].health, Some(DeviceHealth::Failed));
+        assert!(
+            after.devices[0].events.is_empty(),
+            "an event is shipped once"
+        );
     }
 
     #[test]
