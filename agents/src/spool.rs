@@ -844,6 +844,24 @@ mod tests {
     }
 
     #[test]
+    fn a_window_is_dropped_only_beyond_twice_the_limit_with_nothing_left_to_fold() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = SpoolLimits {
+            max_bytes: u64::MAX,
+            max_records: 1,
+        };
+        let (mut spool, _) = open(dir.path(), limits);
+        spool.append(window(0, 10, 10.0)).unwrap();
+        spool.head().unwrap();
+        let kept = spool.append(window(10, 20, 10.0)).unwrap();
+        assert!(!kept.dropped, "up to twice the limit, nothing is dropped");
+        // Not adjacent to anything unsent: it cannot be folded.
+        let over = spool.append(window(4000, 4010, 10.0)).unwrap();
+        assert!(over.dropped);
+        assert_eq!(spool.len(), 2);
+    }
+
+    #[test]
     fn an_interrupted_fold_leaves_no_double_count() {
         let dir = tempfile::tempdir().unwrap();
         let (mut spool, _) = open(dir.path(), SpoolLimits::default());

@@ -517,4 +517,118 @@ mod tests {
         let long = build(&[(10, Some(0.0), None), (3601, Some(1.0), None)]);
         assert!(fold(&a, &long).is_none());
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// (duration s, per device: present?, util, fb, per process pid 1..4: util)
+        type Spec = Vec<(i64, Vec<(bool, f64, u64, Vec<(u32, f64)>)>)>;
+
+        fn windows(spec: &Spec) -> Vec<ClosedWindow> {
+            let mut t = 0;
+            spec.iter()
+                .map(|(dur, devices)| {
+                    let w = ClosedWindow {
+                        window: Window {
+                            start: at(t),
+                            end: at(t + dur),
+                        },
+                        devices: devices
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, d)| d.0)
+                            .map(|(i, (_, util, fb, procs))| DeviceSample {
+                                uuid: format!("GPU-{i}"),
+                                parent_uuid: None,
+                                mig_profile: None,
+                                sm_util_pct: Some(*util),
+                                fb_used_bytes: Some(*fb),
+                                energy_mj: None,
+                                power_mw: None,
+                                temp_c: None,
+                                health: None,
+                                events: vec![],
+                                processes: procs
+                                    .iter()
+                                    .map(|(pid, u)| ProcessSample {
+                                        pid: *pid,
+                                        allocation_id: None,
+                                        labels: BTreeMap::new(),
+                                        sm_util_pct: Some(*u),
+                                        fb_used_bytes: Some(u64::from(*pid) << 20),
+                                    })
+                                    .collect(),
+                            })
+                            .collect(),
+                    };
+                    t += dur;
+                    w
+                })
+                .collect()
+        }
+
+        fn totals(ws: &[ClosedWindow]) -> BTreeMap<String, (f64, f64)> {
+            let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+            for w in ws {
+                let secs = seconds(w.window.duration());
+                for d in &w.devices {
+                    let e = out.entry(d.uuid.clone()).or_default();
+                    e.0 += d.sm_util_pct.unwrap_or(0.0) * secs;
+                    e.1 += d.fb_used_bytes.unwrap_or(0) as f64 * secs;
+                    for p in &d.processes {
+                        let e = out.entry(format!("{}/{}", d.uuid, p.pid)).or_default();
+                        e.0 += p.sm_util_pct.unwrap_or(0.0) * secs;
+                        e.1 += p.fb_used_bytes.unwrap_or(0) as f64 * secs;
+                    }
+                }
+            }
+            out
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            let process = (1u32..5, 0.0f64..25.0);
+            let device = (
+                any::<bool>(),
+                0.0f64..100.0,
+                0u64..(80u64 << 30),
+                proptest::collection::vec(process, 0..4),
+            );
+            proptest::collection::vec((1i64..900, proptest::collection::vec(device, 1..4)), 1..24)
+        }
+
+        proptest! {
+            #[test]
+            fn folding_any_adjacent_windows_preserves_every_integral(spec in spec()) {
+                let mut ws = windows(&spec);
+                // Dedupe pids per device: a pid appears once per device and window.
+                for w in &mut ws {
+                    for d in &mut w.devices {
+                        d.processes.sort_by_key(|p| p.pid);
+                        d.processes.dedup_by_key(|p| p.pid);
+                    }
+                }
+                let before = totals(&ws);
+                let mut folded: Vec<ClosedWindow> = Vec::new();
+                for w in ws {
+                    let merged = folded.last().and_then(|last| fold(last, &w));
+                    match merged {
+                        Some(m) => {
+                            prop_assert!(m.window.duration() <= Duration::seconds(MAX_WINDOW_SECONDS));
+                            *folded.last_mut().expect("a last window") = m;
+                        }
+                        None => folded.push(w),
+                    }
+                }
+                let after = totals(&folded);
+                prop_assert_eq!(before.len(), after.len());
+                for (k, (u, f)) in &before {
+                    let (u2, f2) = after[k];
+                    prop_assert!((u - u2).abs() <= 1e-6 * u.max(1.0), "{} util {} vs {}", k, u, u2);
+                    // fb is rounded to whole bytes per window: at most half a byte × duration.
+                    prop_assert!((f - f2).abs() <= 0.5 * 3600.0 * 24.0 + 1e-6 * f, "{} fb {} vs {}", k, f, f2);
+                }
+            }
+        }
+    }
 }
