@@ -258,7 +258,17 @@ async fn shipping_loop<Sh: Shipper>(
         if *shutdown.borrow() {
             return acked;
         }
-        let head = lock(&spool).head();
+        let head = {
+            let mut s = lock(&spool);
+            let before = s.quarantined_at_run();
+            let head = s.head();
+            let newly = s.quarantined_at_run() - before;
+            if newly > 0 {
+                metrics.spool_quarantined_total.inc_by(newly);
+                update_gauges(&s, &metrics);
+            }
+            head
+        };
         let batch = match head {
             Ok(Some(b)) => b,
             Ok(None) => {

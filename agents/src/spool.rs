@@ -140,6 +140,8 @@ pub struct Spool {
     records: Vec<RecordMeta>,
     next_id: u64,
     bytes: u64,
+    /// Records found corrupt while running (not at open), moved to `quarantine/`.
+    quarantined_at_run: u64,
 }
 
 fn encode(batch: &Batch, path: &Path) -> Result<Vec<u8>, SpoolError> {
@@ -318,6 +320,7 @@ impl Spool {
             records,
             next_id,
             bytes,
+            quarantined_at_run: 0,
         };
         spool.save_state_as(Kind::StateAtOpen)?;
         Ok((spool, report))
@@ -339,6 +342,11 @@ impl Spool {
 
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+    }
+
+    /// Records found corrupt while running and quarantined (see [`Spool::head`]).
+    pub fn quarantined_at_run(&self) -> u64 {
+        self.quarantined_at_run
     }
 
     /// Bytes of records on disk.
@@ -533,10 +541,27 @@ impl Spool {
 
     /// The batch to send next, numbered (durably) if it was not yet.
     pub fn head(&mut self) -> Result<Option<Batch>, SpoolError> {
-        let Some(mut meta) = self.records.first().cloned() else {
-            return Ok(None);
+        let (mut meta, mut batch) = loop {
+            let Some(meta) = self.records.first().cloned() else {
+                return Ok(None);
+            };
+            match self.read(&meta) {
+                Ok(batch) => break (meta, batch),
+                Err(SpoolError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::InvalidData =>
+                {
+                    // Damaged on disk after it was checked at open: never send it, never
+                    // let it block the records behind it.
+                    let r = self.records.remove(0);
+                    self.bytes -= r.bytes;
+                    let to = self.dir.join("quarantine").join(r.file_name());
+                    fs::rename(self.path_of(&r), &to).map_err(io_err(&to))?;
+                    self.quarantined_at_run += 1;
+                    tracing::error!(file = %r.file_name(), reason = %source, "Spool record is corrupt: quarantined, never sent.");
+                }
+                Err(e) => return Err(e),
+            }
         };
-        let mut batch = self.read(&meta)?;
         if meta.seq.is_none() {
             batch.seq = self.state.next_seq;
             batch.boot_id = self.state.boot_id;
@@ -768,6 +793,23 @@ mod tests {
             fs::read_dir(dir.path().join("quarantine")).unwrap().count(),
             1
         );
+    }
+
+    #[test]
+    fn a_record_damaged_while_running_is_quarantined_instead_of_blocking_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut spool, _) = open(dir.path(), SpoolLimits::default());
+        spool.append(window(0, 10, 10.0)).unwrap();
+        spool.append(window(10, 20, 10.0)).unwrap();
+        let first = dir
+            .path()
+            .join("records")
+            .join(format!("{:020}-{:020}.rec", 1, 1));
+        fs::write(&first, b"NCSP garbage").unwrap();
+        let head = spool.head().unwrap().unwrap();
+        assert_eq!(head.window.start, at(10));
+        assert_eq!(head.seq, 1, "the damaged record never got a number");
+        assert_eq!(spool.quarantined_at_run(), 1);
     }
 
     #[test]
