@@ -593,7 +593,13 @@ impl SimulatedAgent {
         );
         let inventory = loop {
             match shipper.inventory().await {
-                Ok(inv) => break inv,
+                Ok(Some(inv)) => break inv,
+                Ok(None) => {
+                    return Err(AgentError::Shipper(ShipperError::Request {
+                        url: format!("{}/v1/agents/inventory", self.server),
+                        reason: "the server has no inventory endpoint (404)".into(),
+                    }));
+                }
                 Err(e @ ShipperError::Unauthorized { .. }) => return Err(e.into()),
                 Err(e) if backoff.attempts() >= 10 => return Err(e.into()),
                 Err(_) => tokio::time::sleep(backoff.next_delay()).await,

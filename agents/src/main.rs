@@ -16,7 +16,7 @@ use neocloud_agent::agent::{ASSIGNMENTS_PERIOD, AgentConfig, run, watch_assignme
 use neocloud_agent::attribution::AttributionConfig;
 use neocloud_agent::metrics::{self, AgentMetrics, Health};
 use neocloud_agent::sampler::Sampler;
-use neocloud_agent::shipper::{Compression, HttpShipper, ShipperError};
+use neocloud_agent::shipper::{Backoff, Compression, HttpShipper, ShipperError};
 use neocloud_agent::source::nvml::NvmlSource;
 use neocloud_agent::source::sim::{SimProfile, SimSource};
 use neocloud_agent::source::{GpuSource, SourceError};
@@ -216,18 +216,28 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         }
         _ => bail!("--server and --token go together"),
     };
-    let inventory = match &shipper {
-        Some(s) => match s.inventory().await {
-            Ok(inv) => Some(inv),
+    // A simulated host without a profile file is the node's inventory: wait for it (the
+    // server may still be starting). A real host samples at once and falls back to
+    // --agent-id or the host name.
+    let needs_inventory = args.source.simulate && args.source.sim_profile.is_none();
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 1);
+    let inventory = loop {
+        let Some(s) = &shipper else { break None };
+        match s.inventory().await {
+            Ok(inv) => break inv,
             Err(e @ ShipperError::Unauthorized { .. }) => {
                 return Err(e).context("the server refused the agent token; check --token");
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "Could not fetch this node's inventory; using local defaults.");
-                None
+            Err(e) if needs_inventory => {
+                let wait = backoff.next_delay();
+                tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "Could not fetch this node's inventory; the simulated host needs it.");
+                tokio::time::sleep(wait).await;
             }
-        },
-        None => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "Could not fetch this node's inventory; using --agent-id or the host name.");
+                break None;
+            }
+        }
     };
     let agent_id = args
         .source

@@ -109,40 +109,16 @@ impl HttpShipper {
     }
 
     /// `GET /v1/agents/inventory`: the devices the server registered for this node.
-    pub async fn inventory(&self) -> Result<Inventory, ShipperError> {
-        let url = format!("{}/v1/agents/inventory", self.server);
-        let req_err = |reason: String| ShipperError::Request {
-            url: url.clone(),
-            reason,
-        };
-        let resp = self
-            .client
-            .get(&url)
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| req_err(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = resp.text().await.map_err(|e| req_err(e.to_string()))?;
-        match status {
-            200 => {
-                serde_json::from_str(&body).map_err(|e| req_err(format!("unexpected body: {e}")))
-            }
-            401 | 403 => Err(ShipperError::Unauthorized {
-                status,
-                message: error_message(&body),
-            }),
-            _ => Err(req_err(format!(
-                "status {status}: {}",
-                error_message(&body)
-            ))),
-        }
+    /// `None` when the server has no such endpoint (404).
+    pub async fn inventory(&self) -> Result<Option<Inventory>, ShipperError> {
+        self.get_json("/v1/agents/inventory").await
     }
 
-    /// `GET /v1/agents/assignments`: which device serves which allocation. `None` when
-    /// the server has no such endpoint (404).
-    pub async fn assignments(&self) -> Result<Option<Assignments>, ShipperError> {
-        let url = format!("{}/v1/agents/assignments", self.server);
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Option<T>, ShipperError> {
+        let url = format!("{}{path}", self.server);
         let req_err = |reason: String| ShipperError::Request {
             url: url.clone(),
             reason,
@@ -170,6 +146,12 @@ impl HttpShipper {
                 error_message(&body)
             ))),
         }
+    }
+
+    /// `GET /v1/agents/assignments`: which device serves which allocation. `None` when
+    /// the server has no such endpoint (404).
+    pub async fn assignments(&self) -> Result<Option<Assignments>, ShipperError> {
+        self.get_json("/v1/agents/assignments").await
     }
 
     fn body(&self, batch: &Batch) -> Result<(Vec<u8>, Option<&'static str>), String> {
