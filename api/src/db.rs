@@ -39,3 +39,17 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
 pub async fn ping(db: &DatabaseConnection) -> Result<(), DbErr> {
     db.ping().await
 }
+
+/// Begins a transaction that will write. On SQLite it takes the write lock at once (a
+/// deferred transaction that reads first cannot upgrade once another writer committed,
+/// and fails instead of waiting); on PostgreSQL it is a plain `BEGIN`.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+    use sea_orm::TransactionTrait;
+    let txn = db.begin().await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        // A write statement takes SQLite's RESERVED lock even when it changes no row.
+        txn.execute_unprepared("UPDATE fleet_epoch SET epoch = epoch WHERE id = -1")
+            .await?;
+    }
+    Ok(txn)
+}

@@ -42,6 +42,8 @@ pub enum LogFormat {
 pub struct Limits {
     /// Largest accepted request body, in bytes.
     pub body_bytes: usize,
+    /// Largest accepted ingest batch, in bytes after decompression.
+    pub ingest_body_bytes: usize,
     /// Deepest accepted GraphQL selection.
     pub graphql_depth: usize,
     /// Largest accepted GraphQL complexity (each field costs 1; lists cost per page).
@@ -62,6 +64,7 @@ log_filter = "info"
 
 [limits]
 body_bytes = 1048576
+ingest_body_bytes = 8388608
 graphql_depth = 12
 graphql_complexity = 5000
 page_size_max = 100
@@ -133,6 +136,7 @@ impl Settings {
             log_filter: "warn".into(),
             limits: Limits {
                 body_bytes: 1 << 20,
+                ingest_body_bytes: 8 << 20,
                 graphql_depth: 12,
                 graphql_complexity: 5000,
                 page_size_max: 100,
@@ -168,7 +172,13 @@ impl Settings {
             });
         }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 7] = [
+        let checks: [(&'static str, usize, usize, usize); 8] = [
+            (
+                "limits.ingest_body_bytes",
+                limits.ingest_body_bytes,
+                1024,
+                256 << 20,
+            ),
             (
                 "limits.requests_per_second",
                 limits.requests_per_second as usize,

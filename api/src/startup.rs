@@ -15,7 +15,7 @@ use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
 use crate::http::rate_limit::RateLimiter;
-use crate::http::{agents, graphql, health, metrics, observe};
+use crate::http::{agents, graphql, health, ingest, metrics, observe};
 use crate::ordering::Ordering;
 use crate::settings::Settings;
 
@@ -64,6 +64,7 @@ impl Application {
             db: db.clone(),
         });
         let body_limit = settings.limits.body_bytes;
+        let ingest_limit = settings.limits.ingest_body_bytes;
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         let server = HttpServer::new(move || {
             App::new()
@@ -78,6 +79,11 @@ impl Application {
                 .route("/graphql", web::get().to(graphql::graphiql))
                 .route("/v1/agents/inventory", web::get().to(agents::inventory))
                 .route("/v1/agents/assignments", web::get().to(agents::assignments))
+                .service(
+                    web::resource("/v1/ingest")
+                        .app_data(web::PayloadConfig::new(ingest_limit))
+                        .route(web::post().to(ingest::ingest)),
+                )
                 .default_service(web::to(not_found))
         })
         .workers(workers)

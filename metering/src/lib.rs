@@ -1,4 +1,15 @@
-//! neocloud-metering: the metering pipeline — ingest with exactly-once batch ids, minute
-//! buckets per allocation, rating against plan versions, invoicing and Stripe sync.
+//! neocloud-metering: the metering pipeline. `ingest` takes agent batches exactly once
+//! (batch ids kept for ever, in the same transaction as their effects; a device's usage
+//! counted at most once per second), attributes device and process samples to
+//! allocations by time and folds them into minute buckets; `health` turns XID and ECC
+//! events into GPU health transitions; `usage` answers usage queries.
 //!
-//! Nothing here yet: the metering, rating and payments issues fill this crate.
+//! Rating, invoicing and Stripe sync come next.
+
+pub mod coverage;
+pub mod error;
+pub mod health;
+pub mod ingest;
+pub mod usage;
+
+pub use error::MeteringError;

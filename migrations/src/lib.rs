@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_core;
 mod m20261129_000002_ordering;
+mod m20261129_000003_metering;
 
 pub struct Migrator;
 
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261129_000001_core::Migration),
             Box::new(m20261129_000002_ordering::Migration),
+            Box::new(m20261129_000003_metering::Migration),
         ]
     }
 }

@@ -15,7 +15,7 @@ use chrono::{Duration, Utc};
 use neocloud_schema::entity::api_key;
 use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
 use neocloud_schema::vocabulary::Role;
-use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 use serde_json::json;
 
 use crate::audit;
@@ -145,7 +145,7 @@ pub async fn create_key(
             ));
         }
     };
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     if let Some(tenant_id) = tenant_id {
         tenancy::store::find(&txn, tenant_id)
             .await?
@@ -198,7 +198,7 @@ pub async fn revoke_key(
     actor: &Principal,
     id: ApiKeyId,
 ) -> ApiResult<api_key::Model> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let key = store::find_in_scope(&txn, id, actor.tenant_scope_or_all())
         .await?
         .ok_or_else(|| ApiError::not_found("API key"))?;
@@ -234,7 +234,7 @@ pub async fn revoke_key(
 /// operator's first), recorded in the audit log as a system action.
 pub async fn bootstrap_operator_key(db: &DatabaseConnection, label: &str) -> ApiResult<MintedKey> {
     let label = validate_label(Some(label))?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let minted = mint(&txn, Role::Operator, None, None, &label, None).await?;
     audit::record_as(
         &txn,

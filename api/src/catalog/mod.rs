@@ -9,7 +9,7 @@ use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::{Currency, parse_plain_decimal};
 use neocloud_schema::vocabulary::SkuForm;
 use rust_decimal::Decimal;
-use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use crate::audit;
 use crate::auth::Principal;
@@ -163,7 +163,7 @@ pub async fn create_sku(
 ) -> ApiResult<sku::Model> {
     actor.require_operator()?;
     let valid = new.validate()?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let sku = create_in(&txn, Some(actor), &valid).await?;
     txn.commit().await?;
     Ok(sku)

@@ -17,7 +17,7 @@ use neocloud_schema::vocabulary::{Metric, Role, TiersMode};
 use rust_decimal::Decimal;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait,
-    QueryFilter, Set, TransactionTrait,
+    QueryFilter, Set,
 };
 use serde::Serialize;
 use uuid::Uuid;
@@ -57,7 +57,7 @@ pub struct AgentCredentials {
 
 /// Seeds what is missing and issues fresh credentials, in one transaction.
 pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     revoke_previous_demo_keys(&txn).await?;
     seed_fleet(&txn).await?;
     let skus = seed_catalog(&txn).await?;

@@ -7,7 +7,7 @@ use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::{NodeId, ProviderId};
 use neocloud_schema::vocabulary::Role;
-use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
 use crate::audit;
 use crate::auth::{self, Principal};
@@ -195,7 +195,7 @@ pub async fn register_node(
 ) -> ApiResult<RegisteredNode> {
     actor.require_operator()?;
     let valid = registration.validate()?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let registered = register_in(&txn, Some(actor), &valid).await?;
     txn.commit().await?;
     Ok(registered)
@@ -302,7 +302,7 @@ pub async fn set_node_state(
     state: neocloud_schema::vocabulary::NodeState,
 ) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
     actor.require_operator()?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let node = store::find(&txn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("node"))?;

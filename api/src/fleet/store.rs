@@ -1,12 +1,10 @@
 //! SQL for nodes, GPUs and providers.
 
 use chrono::Utc;
-use neocloud_schema::entity::fleet_epoch;
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
 use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
 use neocloud_schema::entity::provider::{self, Entity as Providers};
 use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     Set,
@@ -27,27 +25,9 @@ pub(crate) async fn find_by_hostname<C: ConnectionTrait>(
         .await
 }
 
-/// Increments the fleet epoch inside the caller's transaction and returns the new value.
-/// The row lock it takes serializes every fleet change (see `ordering::fleet_cache`).
-pub(crate) async fn bump_epoch<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
-    fleet_epoch::Entity::update_many()
-        .col_expr(
-            fleet_epoch::Column::Epoch,
-            Expr::col(fleet_epoch::Column::Epoch).add(1),
-        )
-        .filter(fleet_epoch::Column::Id.eq(1))
-        .exec(conn)
-        .await?;
-    current_epoch(conn).await
-}
-
-pub(crate) async fn current_epoch<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
-    fleet_epoch::Entity::find_by_id(1)
-        .one(conn)
-        .await?
-        .map(|row| row.epoch)
-        .ok_or_else(|| DbErr::RecordNotFound("fleet_epoch row 1".into()))
-}
+pub(crate) use neocloud_schema::entity::fleet_epoch::{
+    bump as bump_epoch, current as current_epoch,
+};
 
 pub(crate) async fn find<C: ConnectionTrait>(
     conn: &C,

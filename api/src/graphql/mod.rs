@@ -9,6 +9,7 @@ mod nodes;
 mod ordering;
 mod scalars;
 mod tenants;
+mod usage;
 mod viewer;
 
 use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
@@ -30,6 +31,7 @@ pub struct Query(
     api_keys::ApiKeyQuery,
     ordering::OrderingQuery,
     console::ConsoleQuery,
+    usage::UsageQuery,
 );
 
 #[derive(MergedObject, Default)]

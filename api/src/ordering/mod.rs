@@ -24,7 +24,7 @@ use neocloud_schema::vocabulary::{
     AllocationClass, AllocationStatus, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
 };
 use rust_decimal::Decimal;
-use sea_orm::{ActiveModelTrait, DatabaseConnection, DatabaseTransaction, Set, TransactionTrait};
+use sea_orm::{ActiveModelTrait, DatabaseConnection, DatabaseTransaction, Set};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
@@ -119,7 +119,7 @@ impl Ordering {
             .unwrap_or_else(|| Uuid::new_v4().to_string());
 
         let mut cache = self.cache.lock().await;
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         if let Some(existing) =
             store::find_by_idempotency_key(&txn, tenant, &idempotency_key).await?
         {
@@ -285,7 +285,7 @@ impl Ordering {
     ) -> ApiResult<allocation::Model> {
         let scope = actor.tenant_scope_or_all();
         let mut cache = self.cache.lock().await;
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         let row = store::find_allocation(&txn, id, scope)
             .await?
             .ok_or_else(|| ApiError::not_found("allocation"))?;
@@ -320,7 +320,7 @@ impl Ordering {
     ) -> ApiResult<OrderView> {
         let scope = actor.tenant_scope_or_all();
         let mut cache = self.cache.lock().await;
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         let order = store::find_order(&txn, id, scope)
             .await?
             .ok_or_else(|| ApiError::not_found("order"))?;
@@ -380,7 +380,7 @@ impl Ordering {
             return Ok(0);
         }
         let mut cache = self.cache.lock().await;
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         Self::current(&mut cache, &txn).await?;
         let mut ended = 0;
         for row in store::due_preemptions(&txn, Utc::now()).await? {

@@ -125,7 +125,7 @@ pub async fn set_quota(
     value: &str,
     max: i64,
 ) -> ApiResult<Option<quota::Model>> {
-    use sea_orm::{ActiveModelTrait, Set, TransactionTrait};
+    use sea_orm::{ActiveModelTrait, Set};
     actor.require_operator()?;
     let value = match scope {
         QuotaScope::Allocations => String::new(),
@@ -146,7 +146,7 @@ pub async fn set_quota(
             v.to_owned()
         }
     };
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     crate::tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;

@@ -7,7 +7,7 @@ use neocloud_schema::entity::tenant;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::Role;
-use sea_orm::{DatabaseConnection, TransactionTrait};
+use sea_orm::DatabaseConnection;
 
 use crate::audit;
 use crate::auth::{self, Principal};
@@ -61,7 +61,7 @@ pub async fn create_tenant(
     actor.require_operator()?;
     let name = TenantName::parse(name)?;
     let currency = parse_currency(currency)?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let created = create_in(&txn, Some(actor), &name, currency).await?;
     txn.commit().await?;
     Ok(created)
@@ -137,7 +137,7 @@ pub async fn set_status(
     reason: &str,
 ) -> ApiResult<tenant::Model> {
     actor.require_operator()?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let tenant = store::find(&txn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;

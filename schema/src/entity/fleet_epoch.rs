@@ -16,3 +16,23 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+/// Increments the epoch inside the caller's transaction and returns the new value. The
+/// row lock it takes serializes every fleet change.
+pub async fn bump<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    Entity::update_many()
+        .col_expr(Column::Epoch, Expr::col(Column::Epoch).add(1))
+        .filter(Column::Id.eq(1))
+        .exec(conn)
+        .await?;
+    current(conn).await
+}
+
+pub async fn current<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
+    Entity::find_by_id(1)
+        .one(conn)
+        .await?
+        .map(|row| row.epoch)
+        .ok_or_else(|| DbErr::RecordNotFound("fleet_epoch row 1".into()))
+}

@@ -1,0 +1,159 @@
+//! Usage: `usage(from, to, groupBy, tenantId)` for tenants (operators name the tenant) and
+//! `ingestHealth` for operators.
+
+use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use neocloud_metering::{ingest, usage};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::vocabulary::Role;
+
+use super::scalars::{parse_id, to_id};
+use crate::error::ApiError;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum UsageGroupBy {
+    Sku,
+    Allocation,
+    Label,
+    Day,
+}
+
+impl From<UsageGroupBy> for usage::GroupBy {
+    fn from(g: UsageGroupBy) -> Self {
+        match g {
+            UsageGroupBy::Sku => usage::GroupBy::Sku,
+            UsageGroupBy::Allocation => usage::GroupBy::Allocation,
+            UsageGroupBy::Label => usage::GroupBy::Label,
+            UsageGroupBy::Day => usage::GroupBy::Day,
+        }
+    }
+}
+
+/// One group of usage. Quantities are exact decimal strings.
+#[derive(SimpleObject)]
+pub struct UsageRow {
+    /// The group's key parts joined by `|`, in `groupBy` order.
+    pub key: String,
+    pub keys: Vec<String>,
+    /// GPU-seconds allocated (× GPU share for MIG and fractions), minus failed-GPU time.
+    pub allocated_seconds: String,
+    /// SM-active GPU-seconds.
+    pub active_seconds: String,
+    pub memory_gib_seconds: String,
+    pub energy_kwh: String,
+    /// GPU-seconds on a failed GPU, credited instead of billed.
+    pub sla_credit_seconds: String,
+    /// Filled once rating is in place.
+    pub cost: Option<String>,
+}
+
+#[derive(SimpleObject)]
+pub struct Usage {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub rows: Vec<UsageRow>,
+}
+
+#[derive(SimpleObject)]
+pub struct AgentStream {
+    pub agent_id: String,
+    pub boot_id: ID,
+    pub last_seq: i64,
+    pub gaps: i64,
+    pub lag_seconds: i64,
+    pub last_received_at: DateTime<Utc>,
+}
+
+#[derive(SimpleObject)]
+pub struct IngestHealth {
+    pub agents: Vec<AgentStream>,
+}
+
+#[derive(Default)]
+pub struct UsageQuery;
+
+#[Object]
+impl UsageQuery {
+    /// What the tenant used in `[from, to)`, grouped as asked.
+    async fn usage(
+        &self,
+        ctx: &Context<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        #[graphql(default)] group_by: Vec<UsageGroupBy>,
+        tenant_id: Option<ID>,
+    ) -> Result<Usage> {
+        let actor = super::principal(ctx)?;
+        actor.require_user()?;
+        let asked: Option<TenantId> = tenant_id.map(|id| parse_id("tenantId", &id)).transpose()?;
+        let tenant = match (actor.role, actor.tenant_id, asked) {
+            (Role::Operator, _, Some(t)) => t,
+            (Role::Operator, _, None) => {
+                return Err(ApiError::invalid("tenantId", "operators name the tenant").into());
+            }
+            (_, Some(own), None) => own,
+            (_, Some(own), Some(t)) if t == own => own,
+            _ => return Err(ApiError::not_found("tenant").into()),
+        };
+        if to <= from {
+            return Err(ApiError::invalid("to", "must be after from").into());
+        }
+        if (to - from).num_days() > usage::MAX_RANGE_DAYS {
+            return Err(ApiError::invalid(
+                "to",
+                format!("a query spans at most {} days", usage::MAX_RANGE_DAYS),
+            )
+            .into());
+        }
+        let mut group: Vec<usage::GroupBy> = Vec::new();
+        for g in group_by {
+            let g = g.into();
+            if !group.contains(&g) {
+                group.push(g);
+            }
+        }
+        let rows = usage::usage(super::db(ctx)?, tenant.into(), from, to, &group, Utc::now())
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Usage {
+            from,
+            to,
+            rows: rows
+                .into_iter()
+                .map(|r| UsageRow {
+                    key: r.key.join("|"),
+                    keys: r.key,
+                    allocated_seconds: r.allocated_seconds.normalize().to_string(),
+                    active_seconds: r.active_seconds.normalize().to_string(),
+                    memory_gib_seconds: r.memory_gib_seconds.normalize().to_string(),
+                    energy_kwh: r.energy_kwh.normalize().to_string(),
+                    sla_credit_seconds: r.sla_credit_seconds.normalize().to_string(),
+                    cost: None,
+                })
+                .collect(),
+        })
+    }
+
+    /// Completeness of every agent's stream of batches (operator).
+    async fn ingest_health(&self, ctx: &Context<'_>) -> Result<IngestHealth> {
+        super::principal(ctx)?.require_operator()?;
+        let streams = ingest::stream_health(super::db(ctx)?, Utc::now())
+            .await
+            .map_err(|e| ApiError::Internal {
+                message: e.to_string(),
+            })?;
+        Ok(IngestHealth {
+            agents: streams
+                .into_iter()
+                .map(|s| AgentStream {
+                    agent_id: s.agent_id,
+                    boot_id: to_id(s.boot_id),
+                    last_seq: s.last_seq,
+                    gaps: s.gaps,
+                    lag_seconds: s.lag_seconds,
+                    last_received_at: s.last_received_at,
+                })
+                .collect(),
+        })
+    }
+}

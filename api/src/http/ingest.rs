@@ -1,0 +1,49 @@
+//! `POST /v1/ingest` (contract): an agent's batch, authenticated by its node's token. The
+//! body may be gzip or zstd (decoded by the server, bounded by the ingest body limit after
+//! decoding). Answers `200 accepted|duplicate`, `400` naming the field, `401/403`, `413`.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use neocloud_metering::MeteringError;
+use neocloud_metering::ingest::{self, Outcome};
+use serde_json::json;
+
+use super::agents::agent_node;
+use crate::error::{Code, rest_error};
+use crate::startup::AppState;
+
+pub async fn ingest(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (_, node_id) = match agent_node(&state, &req).await {
+        Ok(found) => found,
+        Err(err) => return err.to_response(),
+    };
+    let result = async {
+        let batch = ingest::parse(&body)?;
+        ingest::accept(&state.db, node_id.into(), batch, chrono::Utc::now()).await
+    }
+    .await;
+    match result {
+        Ok((Outcome::Accepted { seq }, effects)) => {
+            tracing::debug!(seq, counted = effects.counted_seconds, "Batch accepted.");
+            HttpResponse::Ok().json(json!({"status": "accepted", "seq": seq}))
+        }
+        Ok((Outcome::Duplicate { seq }, _)) => {
+            HttpResponse::Ok().json(json!({"status": "duplicate", "seq": seq}))
+        }
+        Err(MeteringError::Invalid(invalid)) => HttpResponse::BadRequest().json(json!({
+            "error": {
+                "code": Code::InvalidInput.as_str(),
+                "message": invalid.to_string(),
+                "field": invalid.field,
+            }
+        })),
+        Err(MeteringError::Forbidden { message }) => rest_error(Code::Forbidden, &message),
+        Err(MeteringError::Database(err)) => {
+            tracing::error!(error = %err, "Ingest failed; the batch was not recorded.");
+            rest_error(Code::Unavailable, "the batch was not recorded; retry")
+        }
+    }
+}

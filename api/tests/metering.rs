@@ -1,0 +1,332 @@
+//! Metering through `POST /v1/ingest`: every sample counted exactly once — through
+//! duplicates, reordering, overlapping boots — bad batches rejected with the field named
+//! and nothing stored, health events acted on.
+
+mod support;
+
+use std::io::Write;
+
+use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
+use neocloud_schema::entity::{ingest_batch, usage_minute};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use serde_json::{Value, json};
+use support::{Backend, TestApp};
+
+struct Setup {
+    token: String,
+    tenant_key: String,
+    host: String,
+    gpu: String,
+    allocation: String,
+    started: DateTime<Utc>,
+}
+
+async fn setup(app: &TestApp) -> Setup {
+    let r = app.register_node("hgx-0", "H100", 8, "").await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }",
+            json!({}),
+        )
+        .await;
+    let sku = r["data"]["createSku"]["sku"]["id"].clone();
+    let (_, tenant_key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&tenant_key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id startedAt gpus { uuid } } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    Setup {
+        token,
+        tenant_key,
+        host: "hgx-0".into(),
+        gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
+        allocation: alloc["id"].as_str().expect("id").to_owned(),
+        started: alloc["startedAt"]
+            .as_str()
+            .expect("start")
+            .parse()
+            .expect("time"),
+    }
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A 10-second window starting `offset` seconds after the allocation's first whole second.
+fn batch(s: &Setup, boot: &str, seq: u64, offset: i64, sm: f64) -> Value {
+    let start = s
+        .started
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc")
+        + Duration::seconds(1 + offset);
+    json!({"version": 1, "agent_id": s.host, "boot_id": boot, "seq": seq,
+        "window": {"start": iso(start), "end": iso(start + Duration::seconds(10))},
+        "devices": [{"uuid": s.gpu, "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30, "energy_mj": 1000,
+            "temp_c": 60, "health": "ok", "events": [],
+            "processes": [{"pid": 42, "allocation_id": s.allocation, "labels": {"project": "llm"},
+                "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30}]}]})
+}
+
+async fn post(app: &TestApp, token: Option<&str>, body: Vec<u8>, gzip: bool) -> (u16, Value) {
+    let mut req = app
+        .client
+        .post(format!("{}/v1/ingest", app.url))
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        req = req.bearer_auth(token);
+    }
+    let body = if gzip {
+        req = req.header("content-encoding", "gzip");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&body).expect("gzip");
+        enc.finish().expect("gzip")
+    } else {
+        body
+    };
+    let res = req.body(body).send().await.expect("post");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn send(app: &TestApp, s: &Setup, body: &Value) -> (u16, Value) {
+    post(
+        app,
+        Some(&s.token),
+        serde_json::to_vec(body).expect("json"),
+        false,
+    )
+    .await
+}
+
+async fn active_seconds(app: &TestApp, s: &Setup) -> String {
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key activeSeconds } } }",
+            json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(s.started + Duration::minutes(10))}),
+        )
+        .await;
+    let rows = r["data"]["usage"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    rows.iter()
+        .filter(|row| row["key"] == s.allocation.as_str())
+        .map(|row| row["activeSeconds"].as_str().expect("decimal").to_owned())
+        .next()
+        .unwrap_or_else(|| "0".into())
+}
+
+async fn a_batch_counts_once_however_often_it_arrives(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    let (code, r) = send(&app, &s, &batch(&s, &boot, 1, 0, 50.0)).await;
+    assert_eq!((code, &r["status"]), (200, &json!("accepted")), "{r}");
+    let (code, r) = send(&app, &s, &batch(&s, &boot, 1, 0, 50.0)).await;
+    assert_eq!((code, &r["status"]), (200, &json!("duplicate")), "{r}");
+    // The same window again from a new boot (an agent that lost its spool): counted once.
+    let (code, r) = send(
+        &app,
+        &s,
+        &batch(&s, &uuid::Uuid::new_v4().to_string(), 1, 0, 50.0),
+    )
+    .await;
+    assert_eq!((code, &r["status"]), (200, &json!("accepted")), "{r}");
+    assert_eq!(active_seconds(&app, &s).await, "5");
+}
+
+async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    let batches: Vec<Value> = (0..4)
+        .map(|i| batch(&s, &boot, i + 1, 10 * i as i64, 25.0 * (i + 1) as f64))
+        .collect();
+    for i in [2usize, 0, 3, 1, 1, 3, 0, 2] {
+        let (code, r) = send(&app, &s, &batches[i]).await;
+        assert_eq!(code, 200, "{r}");
+    }
+    // 10 s each at 25, 50, 75, 100 %.
+    assert_eq!(active_seconds(&app, &s).await, "25");
+    let buckets_before = usage_minute::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count");
+    for b in &batches {
+        send(&app, &s, b).await;
+    }
+    assert_eq!(active_seconds(&app, &s).await, "25");
+    assert_eq!(
+        usage_minute::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        buckets_before
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ingestHealth { agents { agentId lastSeq gaps } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["ingestHealth"]["agents"][0]["lastSeq"], 4, "{r}");
+    assert_eq!(r["data"]["ingestHealth"]["agents"][0]["gaps"], 0, "{r}");
+}
+
+async fn a_sequence_gap_is_recorded(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    send(&app, &s, &batch(&s, &boot, 1, 0, 10.0)).await;
+    send(&app, &s, &batch(&s, &boot, 4, 30, 10.0)).await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ingestHealth { agents { lastSeq gaps lagSeconds } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["ingestHealth"]["agents"][0]["gaps"], 2, "{r}");
+}
+
+async fn bad_batches_are_rejected_naming_the_field_and_store_nothing(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    let mut bad = batch(&s, &boot, 1, 0, 150.0);
+    let (code, r) = send(&app, &s, &bad).await;
+    assert_eq!(code, 400, "{r}");
+    assert_eq!(r["error"]["field"], "devices[0].sm_util_pct", "{r}");
+    bad["devices"][0]["sm_util_pct"] = json!(50.0);
+    bad["window"]["end"] = bad["window"]["start"].clone();
+    assert_eq!(send(&app, &s, &bad).await.1["error"]["field"], "window.end");
+    let (code, r) = post(&app, Some(&s.token), b"{not json".to_vec(), false).await;
+    assert_eq!(
+        (code, r["error"]["code"].as_str()),
+        (400, Some("INVALID_INPUT")),
+        "{r}"
+    );
+    let mut other_node = batch(&s, &boot, 1, 0, 50.0);
+    other_node["agent_id"] = json!("hgx-9");
+    assert_eq!(send(&app, &s, &other_node).await.0, 403);
+    let mut foreign = batch(&s, &boot, 1, 0, 50.0);
+    foreign["devices"][0]["uuid"] = json!("GPU-not-mine");
+    assert_eq!(send(&app, &s, &foreign).await.0, 403);
+    let (code, _) = post(&app, None, b"{}".to_vec(), false).await;
+    assert_eq!(code, 401);
+    let (code, _) = post(&app, Some(&s.tenant_key), b"{}".to_vec(), false).await;
+    assert_eq!(code, 403);
+
+    assert_eq!(
+        ingest_batch::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        0
+    );
+    assert_eq!(
+        usage_minute::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        0
+    );
+    // The first valid one after all that is the first counted.
+    let (code, r) = post(
+        &app,
+        Some(&s.token),
+        serde_json::to_vec(&batch(&s, &boot, 1, 0, 50.0)).expect("json"),
+        true,
+    )
+    .await;
+    assert_eq!(
+        (code, &r["status"]),
+        (200, &json!("accepted")),
+        "gzip body: {r}"
+    );
+    assert_eq!(active_seconds(&app, &s).await, "5");
+}
+
+async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let mut b = batch(&s, &uuid::Uuid::new_v4().to_string(), 1, 0, 50.0);
+    b["devices"][0]["events"] = json!([{"kind": "xid", "code": 79, "at": iso(s.started)}]);
+    let (code, r) = send(&app, &s, &b).await;
+    assert_eq!(code, 200, "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes { edges { node { gpus { uuid health } } } } }",
+            json!({}),
+        )
+        .await;
+    let gpus = r["data"]["nodes"]["edges"][0]["node"]["gpus"]
+        .as_array()
+        .expect("gpus");
+    let failed = gpus
+        .iter()
+        .find(|g| g["uuid"] == s.gpu.as_str())
+        .expect("gpu");
+    assert_eq!(failed["health"], "FAILED", "{r}");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t) { rows { allocatedSeconds slaCreditSeconds } } }",
+            json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(Utc::now() + Duration::minutes(5))}),
+        )
+        .await;
+    let row = &r["data"]["usage"]["rows"][0];
+    assert_eq!(row["allocatedSeconds"], "0", "{r}");
+    assert_ne!(row["slaCreditSeconds"], "0", "{r}");
+    // Released, the failed GPU still takes nothing new.
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "mutation($id: ID!) { releaseAllocation(id: $id) { status } }",
+            json!({"id": s.allocation}),
+        )
+        .await;
+    assert_eq!(r["data"]["releaseAllocation"]["status"], "RELEASED", "{r}");
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "{ catalog { skus { name available } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["catalog"]["skus"][0]["available"], 7,
+        "8 GPUs − 1 failed: {r}"
+    );
+}
+
+on_both_databases!(
+    a_batch_counts_once_however_often_it_arrives,
+    reordered_and_repeated_batches_give_identical_usage,
+    a_sequence_gap_is_recorded,
+    bad_batches_are_rejected_naming_the_field_and_store_nothing,
+    a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit,
+);

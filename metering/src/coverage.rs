@@ -1,0 +1,128 @@
+//! Second-level coverage of a device's time: which seconds of each minute have already
+//! been counted. A window is the seconds `[floor(start), floor(end))`; only seconds no
+//! earlier batch counted are counted now, so overlapping windows (an agent restarted
+//! without its spool, two agents on one node) never count a second twice.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+
+/// Seconds of one minute, as bits 0..60.
+pub type MinuteMask = u64;
+
+pub const FULL_MINUTE: MinuteMask = (1 << 60) - 1;
+
+/// The seconds a window covers, per minute (minute start → mask).
+pub fn window_masks(
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> BTreeMap<DateTime<Utc>, MinuteMask> {
+    let mut out = BTreeMap::new();
+    let (Ok(first), Ok(end)) = (
+        start.duration_trunc(TimeDelta::seconds(1)),
+        end.duration_trunc(TimeDelta::seconds(1)),
+    ) else {
+        return out;
+    };
+    let mut t = first;
+    while t < end {
+        let Ok(minute) = t.duration_trunc(TimeDelta::minutes(1)) else {
+            break;
+        };
+        let minute_end = minute + TimeDelta::minutes(1);
+        let stop = end.min(minute_end);
+        let from = (t - minute).num_seconds() as u32;
+        let to = (stop - minute).num_seconds() as u32;
+        *out.entry(minute).or_default() |= range_mask(from, to);
+        t = stop;
+    }
+    out
+}
+
+/// Bits `from..to` set.
+pub fn range_mask(from: u32, to: u32) -> MinuteMask {
+    if to <= from {
+        return 0;
+    }
+    let width = (to - from).min(60);
+    (((1u64 << width) - 1) << from) & FULL_MINUTE
+}
+
+/// The seconds of `mask` inside `[lo, hi)`, for the minute starting at `minute`.
+pub fn clip(
+    mask: MinuteMask,
+    minute: DateTime<Utc>,
+    lo: DateTime<Utc>,
+    hi: DateTime<Utc>,
+) -> MinuteMask {
+    let start = (lo - minute).num_seconds().clamp(0, 60) as u32;
+    let end = (hi - minute).num_seconds().clamp(0, 60) as u32;
+    mask & range_mask(start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().expect("time")
+    }
+
+    #[test]
+    fn a_ten_second_window_covers_ten_seconds_of_one_minute() {
+        let masks = window_masks(t("2026-11-29T14:00:02Z"), t("2026-11-29T14:00:12Z"));
+        assert_eq!(masks.len(), 1);
+        assert_eq!(masks[&t("2026-11-29T14:00:00Z")], range_mask(2, 12));
+        assert_eq!(range_mask(2, 12).count_ones(), 10);
+    }
+
+    #[test]
+    fn a_window_across_a_minute_boundary_splits() {
+        let masks = window_masks(t("2026-11-29T14:00:55Z"), t("2026-11-29T14:01:05Z"));
+        assert_eq!(masks[&t("2026-11-29T14:00:00Z")].count_ones(), 5);
+        assert_eq!(masks[&t("2026-11-29T14:01:00Z")].count_ones(), 5);
+    }
+
+    #[test]
+    fn clipping_keeps_only_the_seconds_inside_an_interval() {
+        let minute = t("2026-11-29T14:00:00Z");
+        let clipped = clip(
+            FULL_MINUTE,
+            minute,
+            t("2026-11-29T14:00:10Z"),
+            t("2026-11-29T14:00:20Z"),
+        );
+        assert_eq!(clipped, range_mask(10, 20));
+        assert_eq!(
+            clip(
+                FULL_MINUTE,
+                minute,
+                t("2026-11-29T13:00:00Z"),
+                t("2026-11-29T15:00:00Z")
+            ),
+            FULL_MINUTE
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn overlapping_windows_never_count_a_second_twice(windows in proptest::collection::vec((0i64..3600, 1i64..600), 1..20)) {
+            let base = t("2026-11-29T14:00:00Z");
+            let mut covered: BTreeMap<DateTime<Utc>, MinuteMask> = BTreeMap::new();
+            let mut counted = 0u64;
+            let mut truth = std::collections::BTreeSet::new();
+            for (offset, len) in windows {
+                let start = base + TimeDelta::seconds(offset);
+                let end = start + TimeDelta::seconds(len);
+                for s in offset..offset + len { truth.insert(s); }
+                for (minute, mask) in window_masks(start, end) {
+                    let old = covered.entry(minute).or_default();
+                    counted += u64::from((mask & !*old).count_ones());
+                    *old |= mask;
+                }
+            }
+            prop_assert_eq!(counted, truth.len() as u64);
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Folding one device sample into minute buckets (pure). A sample summarises its window:
+//! its utilization and memory hold for every newly counted second of the window. Those
+//! seconds are attributed to allocations by time — a whole GPU or MIG instance to the
+//! allocation holding it, a shared GPU's processes to their own (valid) allocations —
+//! and split by the processes' label sets. Seconds no allocation holds stay under the nil
+//! allocation, for utilization reports, never billed.
+//!
+//! Rounding: utilization percentages are taken to 6 decimal places; GiB-seconds to 9;
+//! kWh to 12. Everything after that is exact decimal arithmetic.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::ingest::{DeviceSample, ProcessSample};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::FromPrimitive;
+use uuid::Uuid;
+
+use crate::coverage::{MinuteMask, clip};
+
+const GIB: i64 = 1 << 30;
+
+/// What an allocation holds on the sampled GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holding {
+    Whole,
+    /// A MIG instance of this profile name.
+    Mig(String),
+    /// A fraction of a shared GPU.
+    Fraction,
+}
+
+/// An allocation that may own some of the sample's seconds.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub allocation: Uuid,
+    pub tenant: Uuid,
+    pub sku: Uuid,
+    pub start: DateTime<Utc>,
+    pub end: Option<DateTime<Utc>>,
+    pub holding: Holding,
+}
+
+/// One bucket increment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Increment {
+    pub minute: DateTime<Utc>,
+    /// `Uuid::nil()` when no allocation holds these seconds.
+    pub allocation: Uuid,
+    pub tenant: Option<Uuid>,
+    pub sku: Option<Uuid>,
+    pub label: String,
+    pub active_seconds: Decimal,
+    pub memory_gib_seconds: Decimal,
+    pub energy_kwh: Decimal,
+    pub seconds: i64,
+}
+
+fn pct(value: Option<f64>) -> Decimal {
+    value
+        .and_then(Decimal::from_f64)
+        .map_or(Decimal::ZERO, |d| d.round_dp(6))
+}
+
+fn gib_seconds(bytes: Option<u64>, seconds: i64) -> Decimal {
+    let bytes = Decimal::from(bytes.unwrap_or(0));
+    (bytes * Decimal::from(seconds) / Decimal::from(GIB)).round_dp(9)
+}
+
+/// The canonical label key of a process: `k=v` pairs sorted by key, joined by `,`.
+pub fn label_key(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Splits `total` by `weights` exactly: the last share takes the remainder.
+fn split(total: Decimal, weights: &[Decimal]) -> Vec<Decimal> {
+    let sum: Decimal = weights.iter().sum();
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    if sum.is_zero() {
+        let n = Decimal::from(weights.len());
+        let each = (total / n).round_dp(12);
+        let mut out = vec![each; weights.len()];
+        if let Some(last) = out.last_mut() {
+            *last = total - each * (n - Decimal::ONE);
+        }
+        return out;
+    }
+    let mut out = Vec::with_capacity(weights.len());
+    let mut given = Decimal::ZERO;
+    for (i, w) in weights.iter().enumerate() {
+        let share = if i + 1 == weights.len() {
+            total - given
+        } else {
+            (total * w / sum).round_dp(12)
+        };
+        given += share;
+        out.push(share);
+    }
+    out
+}
+
+/// Device-level quantities for `seconds`, split across the device's processes' label sets.
+fn device_increments(
+    device: &DeviceSample,
+    minute: DateTime<Utc>,
+    owner: Option<&Candidate>,
+    seconds: i64,
+    energy_kwh: Decimal,
+) -> Vec<Increment> {
+    let active = pct(device.sm_util_pct) / Decimal::ONE_HUNDRED * Decimal::from(seconds);
+    let memory = gib_seconds(device.fb_used_bytes, seconds);
+    let base = |label: String, active, memory, energy| Increment {
+        minute,
+        allocation: owner.map_or(Uuid::nil(), |c| c.allocation),
+        tenant: owner.map(|c| c.tenant),
+        sku: owner.map(|c| c.sku),
+        label,
+        active_seconds: active,
+        memory_gib_seconds: memory,
+        energy_kwh: energy,
+        seconds,
+    };
+    // One bucket per distinct label set of the device's processes.
+    let mut groups: BTreeMap<String, (Decimal, Decimal)> = BTreeMap::new();
+    for p in &device.processes {
+        let entry = groups.entry(label_key(&p.labels)).or_default();
+        entry.0 += pct(p.sm_util_pct);
+        entry.1 += Decimal::from(p.fb_used_bytes.unwrap_or(0));
+    }
+    if groups.len() <= 1 {
+        let label = groups.into_keys().next().unwrap_or_default();
+        return vec![base(label, active, memory, energy_kwh)];
+    }
+    let labels: Vec<String> = groups.keys().cloned().collect();
+    let sm: Vec<Decimal> = groups.values().map(|g| g.0).collect();
+    let fb: Vec<Decimal> = groups.values().map(|g| g.1).collect();
+    let actives = split(active, &sm);
+    let memories = split(memory, &fb);
+    let energies = split(energy_kwh, &sm);
+    labels
+        .into_iter()
+        .zip(actives)
+        .zip(memories)
+        .zip(energies)
+        .map(|(((label, a), m), e)| {
+            let mut inc = base(label, a, m, e);
+            // Seconds are counted once per bucket key; only the first label carries them.
+            inc.seconds = 0;
+            inc
+        })
+        .enumerate()
+        .map(|(i, mut inc)| {
+            if i == 0 {
+                inc.seconds = seconds;
+            }
+            inc
+        })
+        .collect()
+}
+
+fn process_increment(
+    p: &ProcessSample,
+    minute: DateTime<Utc>,
+    owner: Option<&Candidate>,
+    seconds: i64,
+) -> Increment {
+    Increment {
+        minute,
+        allocation: owner.map_or(Uuid::nil(), |c| c.allocation),
+        tenant: owner.map(|c| c.tenant),
+        sku: owner.map(|c| c.sku),
+        label: label_key(&p.labels),
+        active_seconds: pct(p.sm_util_pct) / Decimal::ONE_HUNDRED * Decimal::from(seconds),
+        memory_gib_seconds: gib_seconds(p.fb_used_bytes, seconds),
+        energy_kwh: Decimal::ZERO,
+        seconds,
+    }
+}
+
+/// Folds one device's newly counted seconds (`fresh`, per minute) into increments.
+/// `energy_kwh` is the device's energy over the fresh seconds (whole GPUs only).
+pub fn fold(
+    device: &DeviceSample,
+    fresh: &BTreeMap<DateTime<Utc>, MinuteMask>,
+    candidates: &[Candidate],
+    energy_kwh: Decimal,
+) -> Vec<Increment> {
+    let total_seconds: i64 = fresh.values().map(|m| i64::from(m.count_ones())).sum();
+    if total_seconds == 0 {
+        return Vec::new();
+    }
+    let energy_per_second = energy_kwh / Decimal::from(total_seconds);
+    let is_mig = device.uuid.starts_with("MIG-");
+    let mig_owner: Option<&Candidate> = if is_mig {
+        let profile = device.mig_profile.clone().unwrap_or_default();
+        let same: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|c| c.holding == Holding::Mig(profile.clone()))
+            .collect();
+        if same.len() == 1 {
+            same.first().copied()
+        } else {
+            // Several instances of the profile on this GPU: trust a process's allocation id,
+            // but only if it names one of them.
+            device
+                .processes
+                .iter()
+                .filter_map(|p| p.allocation_id)
+                .find_map(|id| same.iter().copied().find(|c| c.allocation == id.as_uuid()))
+        }
+    } else {
+        None
+    };
+    let whole: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.holding == Holding::Whole)
+        .collect();
+    let fractions: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.holding == Holding::Fraction)
+        .collect();
+
+    let mut out = Vec::new();
+    for (&minute, &mask) in fresh {
+        let mut rest = mask;
+        let owners: Vec<&Candidate> = if is_mig {
+            mig_owner.into_iter().collect()
+        } else {
+            whole.clone()
+        };
+        for owner in owners {
+            let end = owner.end.unwrap_or(minute + chrono::TimeDelta::minutes(1));
+            let mine = clip(rest, minute, owner.start, end);
+            rest &= !mine;
+            let secs = i64::from(mine.count_ones());
+            if secs > 0 {
+                let energy = if is_mig {
+                    Decimal::ZERO
+                } else {
+                    energy_per_second * Decimal::from(secs)
+                };
+                out.extend(device_increments(device, minute, Some(owner), secs, energy));
+            }
+        }
+        let secs = i64::from(rest.count_ones());
+        if secs == 0 {
+            continue;
+        }
+        if !is_mig && !fractions.is_empty() {
+            // A shared GPU: each process to its own allocation, if it holds this GPU then.
+            for p in &device.processes {
+                let owner = p.allocation_id.and_then(|id| {
+                    fractions
+                        .iter()
+                        .copied()
+                        .find(|c| c.allocation == id.as_uuid())
+                });
+                let owned = owner.map_or(rest, |c| {
+                    clip(
+                        rest,
+                        minute,
+                        c.start,
+                        c.end.unwrap_or(minute + chrono::TimeDelta::minutes(1)),
+                    )
+                });
+                let s = i64::from(owned.count_ones());
+                if s > 0 {
+                    out.push(process_increment(p, minute, owner, s));
+                }
+            }
+        } else {
+            let energy = if is_mig {
+                Decimal::ZERO
+            } else {
+                energy_per_second * Decimal::from(secs)
+            };
+            out.extend(device_increments(device, minute, None, secs, energy));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coverage::window_masks;
+    use neocloud_schema::ids::AllocationId;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().expect("time")
+    }
+
+    fn device(sm: f64, processes: Vec<ProcessSample>) -> DeviceSample {
+        DeviceSample {
+            uuid: "GPU-1".into(),
+            parent_uuid: None,
+            mig_profile: None,
+            sm_util_pct: Some(sm),
+            fb_used_bytes: Some(1 << 30),
+            energy_mj: None,
+            power_mw: None,
+            temp_c: None,
+            health: None,
+            events: vec![],
+            processes,
+        }
+    }
+
+    fn process(alloc: Option<Uuid>, label: &str, sm: f64) -> ProcessSample {
+        ProcessSample {
+            pid: 1,
+            allocation_id: alloc.map(AllocationId::from),
+            labels: [("project".to_owned(), label.to_owned())].into(),
+            sm_util_pct: Some(sm),
+            fb_used_bytes: Some(1 << 29),
+        }
+    }
+
+    fn candidate(holding: Holding, start: &str, end: Option<&str>) -> Candidate {
+        Candidate {
+            allocation: Uuid::now_v7(),
+            tenant: Uuid::now_v7(),
+            sku: Uuid::now_v7(),
+            start: t(start),
+            end: end.map(t),
+            holding,
+        }
+    }
+
+    fn sum(incs: &[Increment], alloc: Uuid) -> (Decimal, i64) {
+        incs.iter()
+            .filter(|i| i.allocation == alloc)
+            .fold((Decimal::ZERO, 0), |(a, s), i| {
+                (a + i.active_seconds, s + i.seconds)
+            })
+    }
+
+    #[test]
+    fn ten_seconds_at_half_utilization_are_five_active_seconds() {
+        let fresh = window_masks(t("2026-11-29T14:00:02Z"), t("2026-11-29T14:00:12Z"));
+        let c = candidate(Holding::Whole, "2026-11-29T14:00:00Z", None);
+        let incs = fold(
+            &device(50.0, vec![]),
+            &fresh,
+            std::slice::from_ref(&c),
+            Decimal::ZERO,
+        );
+        assert_eq!(sum(&incs, c.allocation), (Decimal::from(5), 10));
+        assert_eq!(incs[0].memory_gib_seconds, Decimal::from(10));
+    }
+
+    #[test]
+    fn seconds_before_an_allocation_starts_are_not_billed_to_it() {
+        let fresh = window_masks(t("2026-11-29T14:00:00Z"), t("2026-11-29T14:00:10Z"));
+        let c = candidate(Holding::Whole, "2026-11-29T14:00:04Z", None);
+        let incs = fold(
+            &device(100.0, vec![]),
+            &fresh,
+            std::slice::from_ref(&c),
+            Decimal::ZERO,
+        );
+        assert_eq!(sum(&incs, c.allocation), (Decimal::from(6), 6));
+        assert_eq!(sum(&incs, Uuid::nil()), (Decimal::from(4), 4));
+    }
+
+    #[test]
+    fn a_shared_gpu_bills_each_process_to_its_own_allocation_only() {
+        let fresh = window_masks(t("2026-11-29T14:00:00Z"), t("2026-11-29T14:00:10Z"));
+        let a = candidate(Holding::Fraction, "2026-11-29T13:00:00Z", None);
+        let b = candidate(Holding::Fraction, "2026-11-29T13:00:00Z", None);
+        let stranger = Uuid::now_v7();
+        let d = device(
+            90.0,
+            vec![
+                process(Some(a.allocation), "x", 30.0),
+                process(Some(b.allocation), "y", 60.0),
+                process(Some(stranger), "z", 10.0),
+            ],
+        );
+        let incs = fold(&d, &fresh, &[a.clone(), b.clone()], Decimal::ZERO);
+        assert_eq!(sum(&incs, a.allocation).0, Decimal::from(3));
+        assert_eq!(sum(&incs, b.allocation).0, Decimal::from(6));
+        assert_eq!(
+            sum(&incs, Uuid::nil()).0,
+            Decimal::from(1),
+            "an unknown allocation id is not billed"
+        );
+        assert!(incs.iter().all(|i| i.allocation != stranger));
+    }
+
+    #[test]
+    fn label_sets_split_a_whole_gpu_exactly() {
+        let fresh = window_masks(t("2026-11-29T14:00:00Z"), t("2026-11-29T14:00:07Z"));
+        let c = candidate(Holding::Whole, "2026-11-29T13:00:00Z", None);
+        let d = device(
+            100.0,
+            vec![process(None, "a", 1.0), process(None, "b", 2.0)],
+        );
+        let incs = fold(&d, &fresh, std::slice::from_ref(&c), Decimal::new(7, 3));
+        let total: Decimal = incs.iter().map(|i| i.active_seconds).sum();
+        let energy: Decimal = incs.iter().map(|i| i.energy_kwh).sum();
+        assert_eq!(total, Decimal::from(7));
+        assert_eq!(energy, Decimal::new(7, 3));
+        assert_eq!(incs.len(), 2);
+        assert_eq!(incs.iter().map(|i| i.seconds).sum::<i64>(), 7);
+    }
+}

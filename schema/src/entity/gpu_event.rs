@@ -1,0 +1,21 @@
+//! XID and ECC events as agents reported them.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "gpu_events")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub node_id: Uuid,
+    pub device_uuid: String,
+    pub kind: String,
+    pub code: i32,
+    pub at: DateTimeUtc,
+    pub received_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

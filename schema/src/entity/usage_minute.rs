@@ -1,0 +1,27 @@
+//! Usage folded into minute buckets per (allocation, device, label set). Unallocated
+//! devices are kept under the nil allocation id, for utilization reports, never billed.
+//! Quantities are exact decimals stored as TEXT.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "usage_minutes")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub minute_start: DateTimeUtc,
+    pub device_uuid: String,
+    pub allocation_id: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub sku_id: Option<Uuid>,
+    pub label: String,
+    pub active_seconds: String,
+    pub memory_gib_seconds: String,
+    pub energy_kwh: String,
+    pub sampled_seconds: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
