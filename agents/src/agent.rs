@@ -1,6 +1,6 @@
 //! The running agent: a sampling thread (source → windows → spool) and a shipping task
 //! (spool head → server → ack), sharing the spool. [`run`] is the whole agent for any
-//! source and shipper; [`run_simulated`] is the in-process simulated agent the demo can
+//! source and shipper; [`SimulatedAgent`] is the in-process simulated agent the demo can
 //! start once per demo node.
 //!
 //! What each server answer does to the spooled batch (ingest v1 contract):

@@ -4,8 +4,8 @@
 //! pipeline (`POST /v1/ingest`, ingest wire format v1).
 //!
 //! Modules, one per concept:
-//! - [`source`]: the [`source::GpuSource`] trait, NVML ([`source::nvml`]) and the
-//!   simulator ([`source::sim`], with ground truth).
+//! - [`source`]: the [`source::GpuSource`] trait, NVML ([`source::nvml`]), XIDs from the
+//!   kernel log ([`source::kmsg`]) and the simulator ([`source::sim`], with ground truth).
 //! - [`attribution`]: pid → cgroup → allocation, labels from allow-listed environment.
 //! - [`window`]: cycles → windows (exact integrals), and folding windows together.
 //! - [`sampler`]: one sampling cycle end to end (what the benchmark measures).
@@ -14,6 +14,7 @@
 //! - [`agent`]: the running agent ([`agent::run`]) and the in-process simulated agent
 //!   the demo starts per node ([`agent::SimulatedAgent`]).
 //! - [`metrics`]: `/metrics` and `/healthz`.
+//! - [`failpoint`]: named crash points for the crash-safety tests (inert in production).
 //!
 //! This crate depends on `neocloud-schema` without its `db` feature: no database code.
 
