@@ -75,6 +75,9 @@ pub struct SimGpuSpec {
     /// Time-shared between several allocations.
     #[serde(default)]
     pub shared: bool,
+    /// Health at start (the server's view, from the inventory); `ok` when absent.
+    #[serde(default)]
+    pub health: Option<DeviceHealth>,
 }
 
 /// Something that happens at a given second after the simulation starts.
@@ -109,6 +112,7 @@ impl SimProfile {
             uuid: None,
             mig,
             shared,
+            health: None,
         };
         let ev = |after_seconds, gpu_index, what| SimEvent {
             after_seconds,
@@ -154,6 +158,7 @@ impl SimProfile {
                     uuid: None,
                     mig: None,
                     shared: false,
+                    health: None,
                 })
                 .collect(),
             processes_per_gpu,
@@ -181,6 +186,11 @@ impl SimProfile {
                     mig: (g.mig_enabled && model.mig_capable())
                         .then(|| vec![MigProfile::ThreeG, MigProfile::TwoG, MigProfile::OneG]),
                     shared: inventory.shared_gpus,
+                    health: match g.health.as_str() {
+                        "failed" => Some(DeviceHealth::Failed),
+                        "degraded" => Some(DeviceHealth::Degraded),
+                        _ => None,
+                    },
                 })
             })
             .collect::<Result<Vec<_>, SourceError>>()?;
@@ -458,7 +468,7 @@ impl SimSource {
                 compute_instance_id: None,
                 mig_slot: None,
                 retired: false,
-                health: DeviceHealth::Ok,
+                health: g.health.unwrap_or(DeviceHealth::Ok),
                 energy_mj: rng.random_range(1_000_000..1_000_000_000),
                 util_pct: 0,
                 fb_used: 0,
@@ -489,7 +499,7 @@ impl SimSource {
                     compute_instance_id: Some(0),
                     mig_slot: slot,
                     retired: false,
-                    health: DeviceHealth::Ok,
+                    health: g.health.unwrap_or(DeviceHealth::Ok),
                     energy_mj: 0,
                     util_pct: 0,
                     fb_used: 0,
@@ -1166,6 +1176,38 @@ mod tests {
         );
         let idle = snap.devices.iter().find(|d| d.uuid == gpus[5]).unwrap();
         assert!(idle.processes.is_empty(), "an unassigned GPU is idle");
+    }
+
+    #[test]
+    fn a_gpu_the_server_knows_as_failed_stays_failed_and_runs_nothing() {
+        let inventory = Inventory {
+            hostname: "n1".into(),
+            region: "r".into(),
+            zone: "z".into(),
+            rack: "k".into(),
+            nvlink_domain: "d".into(),
+            gpu_model: "L40S".into(),
+            mig_enabled: false,
+            shared_gpus: false,
+            gpus: ["ok", "failed"]
+                .iter()
+                .enumerate()
+                .map(|(i, h)| neocloud_schema::agent_api::InventoryGpu {
+                    uuid: format!("GPU-{i}"),
+                    index: i as u32,
+                    model: "L40S".into(),
+                    memory_mib: 48 * 1024,
+                    mig_enabled: false,
+                    health: (*h).into(),
+                })
+                .collect(),
+        };
+        let mut sim = SimSource::new(SimProfile::from_inventory(&inventory).unwrap(), 1).unwrap();
+        let snap = sim.sample(at(3)).unwrap();
+        assert_eq!(snap.devices[0].health, Some(DeviceHealth::Ok));
+        assert!(!snap.devices[0].processes.is_empty());
+        assert_eq!(snap.devices[1].health, Some(DeviceHealth::Failed));
+        assert!(snap.devices[1].processes.is_empty());
     }
 
     #[test]
