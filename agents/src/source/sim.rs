@@ -830,12 +830,32 @@ impl SimSource {
                 .iter()
                 .filter(|a| a.gpu_uuid == uuid)
                 .collect();
+            let any_mig = mine.iter().any(|a| a.mig_profile.is_some());
+            let any_whole = mine.iter().any(|a| a.mig_profile.is_none());
+            // The tenant of a whole GPU (or bare-metal node) that was in MIG mode turns
+            // MIG off and uses the GPU whole; MIG allocations turn it on again.
+            if any_mig && self.devices[p].model.mig_capable() {
+                self.devices[p].mig_mode = true;
+            } else if any_whole {
+                self.devices[p].mig_mode = false;
+            }
             if !self.devices[p].mig_mode {
-                let mut allocs: Vec<AllocationId> = mine.iter().map(|a| a.allocation_id).collect();
+                let mut allocs: Vec<AllocationId> = mine
+                    .iter()
+                    .filter(|a| a.mig_profile.is_none())
+                    .map(|a| a.allocation_id)
+                    .collect();
                 allocs.dedup();
                 self.devices[p].allocations = allocs;
+                for i in 0..self.devices.len() {
+                    if self.devices[i].parent == Some(p) {
+                        self.devices[i].retired = true;
+                        self.devices[i].allocations.clear();
+                    }
+                }
                 continue;
             }
+            self.devices[p].allocations.clear();
             let model = self.devices[p].model;
             let mut keep: Vec<usize> = Vec::new();
             for a in mine.iter().filter(|a| a.mig_profile.is_some()) {
@@ -1129,11 +1149,12 @@ mod tests {
             .filter(|d| d.parent.is_none())
             .map(|d| d.uuid.clone())
             .collect();
-        let (whole, mig_a, mig_b, shared) = (
+        let (whole, mig_a, mig_b, shared, bare) = (
             AllocationId(Uuid::from_u128(1)),
             AllocationId(Uuid::from_u128(2)),
             AllocationId(Uuid::from_u128(3)),
             AllocationId(Uuid::from_u128(4)),
+            AllocationId(Uuid::from_u128(5)),
         );
         sim.sample(at(0)).unwrap();
         sim.assign(&Assignments {
@@ -1143,6 +1164,7 @@ mod tests {
                 assignment(mig_a, &gpus[0], Some(("1g.10gb", 3)), None),
                 assignment(mig_b, &gpus[0], Some(("3g.40gb", 4)), None),
                 assignment(shared, &gpus[2], None, Some(250)),
+                assignment(bare, &gpus[1], None, None),
             ],
         });
         let snap = sim.sample(at(5)).unwrap();
@@ -1156,7 +1178,10 @@ mod tests {
                 );
             }
         }
-        assert_eq!(seen, [whole, mig_a, mig_b, shared].into_iter().collect());
+        assert_eq!(
+            seen,
+            [whole, mig_a, mig_b, shared, bare].into_iter().collect()
+        );
         let migs: Vec<_> = snap
             .devices
             .iter()
@@ -1172,8 +1197,10 @@ mod tests {
             snap.devices
                 .iter()
                 .all(|d| d.parent_uuid.as_deref() != Some(gpus[1].as_str())),
-            "no MIG allocation on GPU 1: no instances"
+            "GPU 1 is sold whole: MIG is off, no instances"
         );
+        let bare_gpu = snap.devices.iter().find(|d| d.uuid == gpus[1]).unwrap();
+        assert!(bare_gpu.sm_util_pct.is_some() && !bare_gpu.processes.is_empty());
         let idle = snap.devices.iter().find(|d| d.uuid == gpus[5]).unwrap();
         assert!(idle.processes.is_empty(), "an unassigned GPU is idle");
     }
