@@ -119,7 +119,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database,
             listen,
             credentials_out,
-            no_agents: _,
+            no_agents,
         } => {
             let settings = load(&cli, database.database_url.as_deref(), listen.as_deref())?;
             let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
@@ -151,7 +151,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .as_ref()
                     .map_or(String::new(), |p| format!(" (in {})", p.display()))
             );
+            let (stop_agents, agents_stopped) = tokio::sync::watch::channel(false);
+            if !no_agents {
+                let spool_root = std::env::current_dir()?.join("neocloud-demo-spool");
+                for (i, agent) in credentials.agents.iter().enumerate() {
+                    let simulated = neocloud_agent::SimulatedAgent::new(
+                        &url,
+                        &agent.token,
+                        i as u64,
+                        spool_root.join(&agent.node),
+                    );
+                    let node = agent.node.clone();
+                    let shutdown = agents_stopped.clone();
+                    tokio::spawn(async move {
+                        if let Err(err) = simulated.run(shutdown).await {
+                            tracing::warn!(%node, error = %err, "Simulated agent stopped.");
+                        }
+                    });
+                }
+                println!(
+                    "  simulated agents: one per node, spooling under {}",
+                    spool_root.display()
+                );
+            }
             app.run_until_stopped().await?;
+            // Agents close their open windows into their spools.
+            let _ = stop_agents.send(true);
             Ok(())
         }
         Command::Migrate { database } => {
