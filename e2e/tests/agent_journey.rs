@@ -6,7 +6,7 @@
 //! allocation's usage, and after a `kill -9` and a restart the stream has no gap.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,20 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// `target/<profile>/<name>`, next to this test's own `deps/` directory.
-fn binary(name: &str, package: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let bin = profile_dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: build it with `cargo build -p {package}` (cargo test --workspace does)",
-        bin.display()
-    );
-    bin
-}
+use neocloud_e2e::binary;
 
 struct Killed(Child);
 

@@ -10,20 +10,8 @@ use std::time::{Duration, Instant};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
 
-/// `target/<profile>/neocloud`, next to this test's own `deps/` directory.
 fn neocloud_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let bin = profile_dir.join("neocloud");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it with `cargo build -p neocloud-api` (cargo test --workspace does)",
-        bin.display()
-    );
-    bin
+    neocloud_e2e::binary("neocloud", "neocloud-api")
 }
 
 struct Demo {

@@ -4,17 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 fn neocloud_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .join("neocloud")
+    neocloud_e2e::binary("neocloud", "neocloud-api")
 }
 
 /// Accepts connections and sends the request head of each to `tx`.

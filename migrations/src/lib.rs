@@ -7,6 +7,7 @@
 
 pub use sea_orm_migration::prelude::*;
 
+mod helpers;
 mod m20261129_000001_core;
 mod m20261129_000002_ordering;
 mod m20261129_000003_metering;

@@ -3,6 +3,8 @@
 
 use sea_orm_migration::{prelude::*, schema::*};
 
+use crate::helpers::{fk, index};
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -210,39 +212,6 @@ enum AuditLog {
     ObjectId,
     Before,
     After,
-}
-
-/// A foreign key from `from.col` to `to.id`.
-fn fk(
-    from: impl IntoIden + 'static,
-    col: impl IntoIden + 'static,
-    to: impl IntoIden + 'static,
-    to_col: impl IntoIden + 'static,
-) -> ForeignKeyCreateStatement {
-    ForeignKey::create()
-        .from_tbl(from)
-        .from_col(col)
-        .to_tbl(to)
-        .to_col(to_col)
-        .on_delete(ForeignKeyAction::Restrict)
-        .to_owned()
-}
-
-fn index(
-    name: &str,
-    table: impl IntoIden + 'static,
-    cols: Vec<DynIden>,
-    unique: bool,
-) -> IndexCreateStatement {
-    let mut stmt = Index::create();
-    stmt.name(name).table(table);
-    for col in cols {
-        stmt.col(col);
-    }
-    if unique {
-        stmt.unique();
-    }
-    stmt.to_owned()
 }
 
 #[async_trait::async_trait]

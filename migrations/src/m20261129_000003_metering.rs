@@ -4,6 +4,8 @@
 
 use sea_orm_migration::{prelude::*, schema::*};
 
+use crate::helpers::index;
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -75,23 +77,6 @@ enum GpuHealthIntervals {
     StartedAt,
     EndedAt,
     Cause,
-}
-
-fn index(
-    name: &str,
-    table: impl IntoIden + 'static,
-    cols: Vec<DynIden>,
-    unique: bool,
-) -> IndexCreateStatement {
-    let mut stmt = Index::create();
-    stmt.name(name).table(table);
-    for col in cols {
-        stmt.col(col);
-    }
-    if unique {
-        stmt.unique();
-    }
-    stmt.to_owned()
 }
 
 #[async_trait::async_trait]
