@@ -118,6 +118,21 @@ impl Ordering {
             .clone()
             .unwrap_or_else(|| Uuid::new_v4().to_string());
 
+        // What needs no serialization is read before taking the fleet lock.
+        let tenant_row = tenancy::store::find(db, tenant)
+            .await?
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+        if tenant_row.status == TenantStatus::Suspended {
+            return Err(ApiError::forbidden(
+                "the tenant is suspended and cannot place new orders",
+            ));
+        }
+        let sku = crate::catalog::store::find(db, input.sku)
+            .await?
+            .filter(|s| s.active)
+            .ok_or_else(|| ApiError::invalid("sku", "no such SKU in the catalog"))?;
+        check_price(&sku, &input)?;
+
         let mut cache = self.cache.lock().await;
         let txn = crate::db::begin_write(db).await?;
         if let Some(existing) =
@@ -131,19 +146,6 @@ impl Ordering {
             drop(txn);
             return view_order(db, existing).await;
         }
-        let tenant_row = tenancy::store::find(&txn, tenant)
-            .await?
-            .ok_or_else(|| ApiError::not_found("tenant"))?;
-        if tenant_row.status == TenantStatus::Suspended {
-            return Err(ApiError::forbidden(
-                "the tenant is suspended and cannot place new orders",
-            ));
-        }
-        let sku = crate::catalog::store::find(&txn, input.sku)
-            .await?
-            .filter(|s| s.active)
-            .ok_or_else(|| ApiError::invalid("sku", "no such SKU in the catalog"))?;
-        check_price(&sku, &input)?;
         quota::check(&txn, tenant, &sku, input.count).await?;
 
         Self::current(&mut cache, &txn).await?;

@@ -21,12 +21,15 @@ impl ActiveModelBehavior for ActiveModel {}
 /// row lock it takes serializes every fleet change.
 pub async fn bump<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
     use sea_orm::sea_query::{Expr, ExprTrait};
+    // One round trip: RETURNING works on PostgreSQL and SQLite ≥ 3.35.
     Entity::update_many()
         .col_expr(Column::Epoch, Expr::col(Column::Epoch).add(1))
         .filter(Column::Id.eq(1))
-        .exec(conn)
-        .await?;
-    current(conn).await
+        .exec_with_returning(conn)
+        .await?
+        .first()
+        .map(|row| row.epoch)
+        .ok_or_else(|| DbErr::RecordNotFound("fleet_epoch row 1".into()))
 }
 
 pub async fn current<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {

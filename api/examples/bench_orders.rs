@@ -1,0 +1,195 @@
+//! `placeOrder` throughput and latency on PostgreSQL: the real server, a fleet of
+//! `--nodes` 8×H100 nodes, `--clients` concurrent clients each placing one-GPU orders
+//! until `--orders` are placed. The baseline, measured in the same run with the same
+//! clients, is an authenticated `viewer` query: the floor every request pays (HTTP,
+//! auth, GraphQL) before any ordering work.
+//!
+//! `cargo run --release -p neocloud-api --example bench_orders -- --nodes 1000 --orders 4000 --clients 16`
+//! (PostgreSQL at `NEOCLOUD_TEST_POSTGRES_URL`, default postgres://postgres@127.0.0.1:5432/postgres;
+//! a fresh database is created and dropped).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::time::{Duration, Instant};
+
+use neocloud_api::settings::Settings;
+use neocloud_api::startup::Application;
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::{Value, json};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn gql(client: &reqwest::Client, url: &str, key: &str, query: &str, vars: Value) -> Value {
+    client
+        .post(format!("{url}/graphql"))
+        .bearer_auth(key)
+        .json(&json!({"query": query, "variables": vars}))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs `clients` loops of `one` until `total` calls are done; returns (calls/s, p50, p99).
+async fn drive<F, Fut>(clients: usize, total: usize, one: F) -> (f64, Duration, Duration)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let one = Arc::new(one);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (one, next) = (one.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, AtomicOrdering::SeqCst);
+                if i >= total {
+                    break;
+                }
+                let t = Instant::now();
+                assert!(one(i).await, "call {i} failed");
+                latencies.push(t.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("client"));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    (
+        total as f64 / elapsed,
+        percentile(&all, 0.5),
+        percentile(&all, 0.99),
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let nodes = arg("--nodes", 1000);
+    let orders = arg("--orders", 4000);
+    let clients = arg("--clients", 16);
+    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin = Database::connect(&admin_url)
+        .await
+        .expect("PostgreSQL reachable");
+    let name = format!("neocloud_bench_{}", uuid::Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .expect("create database");
+    let (base, _) = admin_url.rsplit_once('/').expect("database URL");
+    let mut settings = Settings::for_tests(&format!("{base}/{name}"));
+    settings.limits.page_size_max = 100;
+    let app = Application::build(settings).await.expect("app");
+    let db = app.db().clone();
+    let operator = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
+        .await
+        .expect("operator key")
+        .secret;
+    let url = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let client = reqwest::Client::new();
+
+    let seeded = Instant::now();
+    for n in 0..nodes {
+        let gpus: Vec<Value> = (0..8)
+            .map(|i| json!({"uuid": format!("GPU-{n:06}-{i}"), "index": i}))
+            .collect();
+        let r = gql(
+            &client,
+            &url,
+            &operator,
+            "mutation($h: String!, $r: String!, $g: [GpuRegistrationInput!]!) { registerNode(input: {hostname: $h, region: \"eu-west\", zone: \"a\", rack: $r, nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g}) { agentToken } }",
+            json!({"h": format!("hgx-{n:06}"), "r": format!("r{:03}", n / 32), "g": gpus}),
+        )
+        .await;
+        assert!(r["data"]["registerNode"].is_object(), "{r}");
+    }
+    let r = gql(&client, &url, &operator, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
+    let sku = r["data"]["createSku"]["sku"]["id"]
+        .as_str()
+        .expect("sku")
+        .to_owned();
+    let r = gql(
+        &client,
+        &url,
+        &operator,
+        "mutation { createTenant(input: {name: \"bench\", currency: \"USD\"}) { apiKey } }",
+        json!({}),
+    )
+    .await;
+    let key = r["data"]["createTenant"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    println!(
+        "fleet: {nodes} nodes × 8 H100 registered in {:.1} s; {clients} clients",
+        seeded.elapsed().as_secs_f64()
+    );
+
+    let (c, u, k) = (client.clone(), url.clone(), key.clone());
+    let (rate, p50, p99) = drive(clients, orders, move |_| {
+        let (c, u, k) = (c.clone(), u.clone(), k.clone());
+        async move {
+            let r = gql(&c, &u, &k, "{ viewer { role } }", json!({})).await;
+            r["data"]["viewer"].is_object()
+        }
+    })
+    .await;
+    println!(
+        "baseline  viewer query   {rate:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+
+    let (c, u, k) = (client.clone(), url.clone(), key.clone());
+    let (rate, p50, p99) = drive(clients, orders, move |i| {
+        let (c, u, k, s) = (c.clone(), u.clone(), k.clone(), sku.clone());
+        async move {
+            let r = gql(
+                &c,
+                &u,
+                &k,
+                "mutation($i: PlaceOrderInput!) { placeOrder(input: $i) { order { id } } }",
+                json!({"i": {"sku": s, "count": 1, "idempotencyKey": format!("bench-{i}")}}),
+            )
+            .await;
+            r["data"]["placeOrder"]["order"]["id"].is_string()
+        }
+    })
+    .await;
+    println!(
+        "placeOrder (1 GPU)       {rate:>8.0} orders/s p50 {:>6.2} ms   p99 {:>6.2} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+
+    drop(db);
+    let _ = admin
+        .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .await;
+}
