@@ -1,0 +1,280 @@
+//! End-to-end ingest on PostgreSQL: `--posters` concurrent agents post realistic batches
+//! (10 s windows, 8 GPUs, 8 processes each: 72 samples a batch) for `--nodes` nodes whose
+//! GPUs are all allocated, through the real server. Durable samples/s counts samples of
+//! batches answered `accepted`. The baseline, in the same run and database with the same
+//! posters, is the naive design: one INSERT per raw sample (a transaction per batch), and
+//! the SQL GROUP BY the usage query would then need, timed on its own.
+//!
+//! `cargo run --release -p neocloud-api --example bench_ingest -- --nodes 64 --batches 30 --posters 16`
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{Duration, Utc};
+use neocloud_api::settings::Settings;
+use neocloud_api::startup::Application;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, TransactionTrait};
+use serde_json::{Value, json};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn gql(client: &reqwest::Client, url: &str, key: &str, query: &str, vars: Value) -> Value {
+    client
+        .post(format!("{url}/graphql"))
+        .bearer_auth(key)
+        .json(&json!({"query": query, "variables": vars}))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json")
+}
+
+const PROCESSES: usize = 8;
+
+fn batch(
+    host: &str,
+    boot: &str,
+    seq: usize,
+    gpus: &[(String, String)],
+    start: chrono::DateTime<Utc>,
+) -> Value {
+    let iso = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let devices: Vec<Value> = gpus
+        .iter()
+        .map(|(uuid, alloc)| {
+            let processes: Vec<Value> = (0..PROCESSES)
+                .map(|p| {
+                    json!({"pid": 1000 + p, "allocation_id": alloc,
+                    "labels": {"project": format!("p{}", p % 2)},
+                    "sm_util_pct": 7.5, "fb_used_bytes": 1u64 << 30})
+                })
+                .collect();
+            json!({"uuid": uuid, "sm_util_pct": 60.0, "fb_used_bytes": 8u64 << 30,
+                "energy_mj": 1_000_000 + seq * 3_500_000, "power_mw": 350000, "temp_c": 60,
+                "health": "ok", "events": [], "processes": processes})
+        })
+        .collect();
+    json!({"version": 1, "agent_id": host, "boot_id": boot, "seq": seq,
+        "window": {"start": iso(start), "end": iso(start + Duration::seconds(10))},
+        "devices": devices})
+}
+
+/// Samples in one batch: each device reading and each process reading.
+fn samples(b: &Value) -> usize {
+    b["devices"].as_array().map_or(0, |d| {
+        d.iter()
+            .map(|x| 1 + x["processes"].as_array().map_or(0, Vec::len))
+            .sum()
+    })
+}
+
+async fn naive_insert(db: &DatabaseConnection, b: &Value) {
+    let txn = db.begin().await.expect("begin");
+    let backend = db.get_database_backend();
+    for d in b["devices"].as_array().expect("devices") {
+        for p in std::iter::once(d).chain(d["processes"].as_array().expect("processes").iter()) {
+            txn.execute_raw(Statement::from_sql_and_values(
+                backend,
+                "INSERT INTO bench_raw_samples (agent_id, seq, device, pid, allocation_id, window_start, window_end, sm_util_pct, fb_used_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                [
+                    b["agent_id"].as_str().unwrap_or_default().into(),
+                    b["seq"].as_i64().unwrap_or_default().into(),
+                    d["uuid"].as_str().unwrap_or_default().into(),
+                    p["pid"].as_i64().unwrap_or(-1).into(),
+                    p["allocation_id"].as_str().unwrap_or_default().into(),
+                    b["window"]["start"].as_str().unwrap_or_default().into(),
+                    b["window"]["end"].as_str().unwrap_or_default().into(),
+                    p["sm_util_pct"].as_f64().unwrap_or_default().into(),
+                    p["fb_used_bytes"].as_i64().unwrap_or_default().into(),
+                ],
+            ))
+            .await
+            .expect("insert");
+        }
+    }
+    txn.commit().await.expect("commit");
+}
+
+#[tokio::main]
+async fn main() {
+    let nodes = arg("--nodes", 64);
+    let batches = arg("--batches", 30).min(30);
+    let posters = arg("--posters", 16);
+    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin = Database::connect(&admin_url)
+        .await
+        .expect("PostgreSQL reachable");
+    let name = format!("neocloud_bench_{}", uuid::Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .expect("create");
+    let (base, _) = admin_url.rsplit_once('/').expect("database URL");
+    let app = Application::build(Settings::for_tests(&format!("{base}/{name}")))
+        .await
+        .expect("app");
+    let db = app.db().clone();
+    let operator = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
+        .await
+        .expect("key")
+        .secret;
+    let url = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let client = reqwest::Client::new();
+
+    let r = gql(&client, &url, &operator, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
+    let sku = r["data"]["createSku"]["sku"]["id"]
+        .as_str()
+        .expect("sku")
+        .to_owned();
+    let r = gql(
+        &client,
+        &url,
+        &operator,
+        "mutation { createTenant(input: {name: \"bench\", currency: \"USD\"}) { apiKey } }",
+        json!({}),
+    )
+    .await;
+    let tenant = r["data"]["createTenant"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let mut agents = Vec::new();
+    for n in 0..nodes {
+        let host = format!("hgx-{n:04}");
+        let gpus: Vec<Value> = (0..8)
+            .map(|i| json!({"uuid": format!("GPU-{n:04}-{i}"), "index": i}))
+            .collect();
+        let r = gql(&client, &url, &operator,
+            "mutation($h: String!, $g: [GpuRegistrationInput!]!) { registerNode(input: {hostname: $h, region: \"eu-west\", zone: \"a\", rack: \"r1\", nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g}) { agentToken } }",
+            json!({"h": host, "g": gpus})).await;
+        let token = r["data"]["registerNode"]["agentToken"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+        let r = gql(&client, &url, &tenant,
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 8, topology: {level: NODE}}) { order { allocations { id gpus { uuid } } } } }",
+            json!({"s": sku})).await;
+        let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+        let id = alloc["id"].as_str().expect("allocation").to_owned();
+        let placed: Vec<(String, String)> = alloc["gpus"]
+            .as_array()
+            .expect("gpus")
+            .iter()
+            .map(|g| (g["uuid"].as_str().expect("uuid").to_owned(), id.clone()))
+            .collect();
+        agents.push((host, token, placed));
+    }
+    let start = Utc::now();
+    let work: Vec<(String, String, Value)> = agents
+        .iter()
+        .flat_map(|(host, token, gpus)| {
+            let boot = uuid::Uuid::new_v4().to_string();
+            (0..batches)
+                .map(move |s| {
+                    let b = batch(
+                        host,
+                        &boot,
+                        s + 1,
+                        gpus,
+                        start + Duration::seconds(10 * s as i64),
+                    );
+                    (host.clone(), token.clone(), b)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let total_samples: usize = work.iter().map(|(_, _, b)| samples(b)).sum();
+    println!(
+        "{nodes} nodes, {} batches of {} samples, {posters} posters",
+        work.len(),
+        samples(&work[0].2)
+    );
+
+    // Per node in order (as agents ship), nodes spread over posters.
+    let by_poster = |p: usize| -> Vec<(String, String, Value)> {
+        work.iter()
+            .enumerate()
+            .filter(|(i, _)| (i / batches) % posters == p)
+            .map(|(_, w)| w.clone())
+            .collect()
+    };
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..posters {
+        let (client, url, mine) = (client.clone(), url.clone(), by_poster(p));
+        tasks.push(tokio::spawn(async move {
+            let mut durable = 0usize;
+            for (_, token, b) in mine {
+                let res = client
+                    .post(format!("{url}/v1/ingest"))
+                    .bearer_auth(&token)
+                    .json(&b)
+                    .send()
+                    .await
+                    .expect("post");
+                let body: Value = res.json().await.expect("json");
+                if body["status"] == "accepted" {
+                    durable += samples(&b);
+                }
+            }
+            durable
+        }));
+    }
+    let mut durable = 0;
+    for task in tasks {
+        durable += task.await.expect("poster");
+    }
+    let ours = t.elapsed().as_secs_f64();
+    assert_eq!(durable, total_samples, "every batch accepted");
+    println!(
+        "neocloud ingest     {:>9.0} durable samples/s  ({durable} samples in {ours:.2} s)",
+        durable as f64 / ours
+    );
+
+    db.execute_unprepared("CREATE TABLE bench_raw_samples (id BIGSERIAL PRIMARY KEY, agent_id TEXT, seq BIGINT, device TEXT, pid BIGINT, allocation_id TEXT, window_start TEXT, window_end TEXT, sm_util_pct DOUBLE PRECISION, fb_used_bytes BIGINT)")
+        .await.expect("baseline table");
+    let work = Arc::new(work);
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..posters {
+        let (db, work) = (db.clone(), work.clone());
+        tasks.push(tokio::spawn(async move {
+            for (i, (_, _, b)) in work.iter().enumerate() {
+                if (i / batches) % posters == p {
+                    naive_insert(&db, b).await;
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("poster");
+    }
+    let naive = t.elapsed().as_secs_f64();
+    println!(
+        "naive raw INSERTs   {:>9.0} durable samples/s  ({total_samples} samples in {naive:.2} s, no HTTP)",
+        total_samples as f64 / naive
+    );
+    let t = Instant::now();
+    db.execute_unprepared("SELECT allocation_id, date_trunc('minute', window_start::timestamptz) AS m, sum(sm_util_pct / 100 * 10) FROM bench_raw_samples GROUP BY 1, 2")
+        .await.expect("group by");
+    println!(
+        "naive GROUP BY at query time: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+
+    drop(db);
+    let _ = admin
+        .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .await;
+}
