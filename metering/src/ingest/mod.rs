@@ -134,29 +134,46 @@ pub async fn accept(
     let gpu_by_uuid: HashMap<&str, &gpu::Model> =
         gpus.iter().map(|g| (g.uuid.as_str(), g)).collect();
     let candidates = store::candidates(&txn, &gpus, batch.window.start, batch.window.end).await?;
+    // Set-based: one read and one upsert per table for the whole batch.
+    let masks = window_masks(batch.window.start, batch.window.end);
+    let devices: Vec<&str> = batch.devices.iter().map(|d| d.uuid.as_str()).collect();
+    let old = store::coverage(&txn, &devices, masks.keys().copied()).await?;
+    let mut cursors = store::energy_cursors(&txn, &devices).await?;
+    let mut coverage_rows = Vec::new();
+    let mut energy_rows = Vec::new();
     let mut increments = Vec::new();
     for device in &batch.devices {
-        let masks = window_masks(batch.window.start, batch.window.end);
-        let old = store::coverage(&txn, &device.uuid, masks.keys().copied()).await?;
         let mut fresh = BTreeMap::new();
         for (minute, mask) in &masks {
-            let before = old.get(minute).copied().unwrap_or(0);
+            let before = old
+                .get(&(device.uuid.clone(), *minute))
+                .copied()
+                .unwrap_or(0);
             effects.overlap_seconds += i64::from((mask & before).count_ones());
             let new = mask & !before;
             if new != 0 {
                 fresh.insert(*minute, new);
+                coverage_rows.push((device.uuid.clone(), *minute, before | mask));
             }
         }
-        store::save_coverage(&txn, &device.uuid, &masks, &old).await?;
         effects.counted_seconds += fresh
             .values()
             .map(|m| i64::from(m.count_ones()))
             .sum::<i64>();
         let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-        let energy_kwh = if device.parent_uuid.is_none() && !fresh.is_empty() {
-            store::energy_delta_kwh(&txn, &device.uuid, device.energy_mj, batch.window.end).await?
-        } else {
-            Decimal::ZERO
+        let energy_kwh = match (
+            device.parent_uuid.is_none() && !fresh.is_empty(),
+            device.energy_mj,
+        ) {
+            (true, Some(mj)) => {
+                let (kwh, cursor) =
+                    store::energy_delta(cursors.remove(&device.uuid), mj, batch.window.end);
+                if let Some(cursor) = cursor {
+                    energy_rows.push((device.uuid.clone(), cursor));
+                }
+                kwh
+            }
+            _ => Decimal::ZERO,
         };
         let device_candidates = gpu_by_uuid
             .get(physical)
@@ -183,6 +200,8 @@ pub async fn accept(
             }
         }
     }
+    store::save_coverage(&txn, &coverage_rows).await?;
+    store::save_energy(&txn, &energy_rows).await?;
     effects.buckets = store::add_increments(&txn, &increments).await?;
     store::insert_batch(&txn, node.id, &batch, now, effects.overlap_seconds).await?;
     txn.commit().await?;

@@ -1,6 +1,6 @@
 //! SQL of ingest: batch ids, coverage masks, energy cursors, usage buckets, events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
@@ -9,7 +9,7 @@ use neocloud_schema::entity::{
 };
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     Set,
@@ -135,95 +135,111 @@ pub(super) async fn candidates<C: ConnectionTrait>(
     Ok(out)
 }
 
+/// Rows per multi-row statement: far below both databases' bind-parameter limits.
+const CHUNK: usize = 500;
+
+/// Coverage masks of `devices` for `minutes`, by (device, minute).
 pub(super) async fn coverage<C: ConnectionTrait>(
     conn: &C,
-    device: &str,
+    devices: &[&str],
     minutes: impl Iterator<Item = DateTime<Utc>>,
-) -> Result<BTreeMap<DateTime<Utc>, MinuteMask>, DbErr> {
+) -> Result<HashMap<(String, DateTime<Utc>), MinuteMask>, DbErr> {
     let minutes: Vec<_> = minutes.collect();
     Ok(device_coverage::Entity::find()
-        .filter(device_coverage::Column::DeviceUuid.eq(device))
+        .filter(device_coverage::Column::DeviceUuid.is_in(devices.iter().copied()))
         .filter(device_coverage::Column::MinuteStart.is_in(minutes))
         .all(conn)
         .await?
         .into_iter()
-        .map(|row| (row.minute_start, row.mask as u64))
+        .map(|row| ((row.device_uuid, row.minute_start), row.mask as u64))
         .collect())
 }
 
+/// Writes final masks (computed under the node's lock), inserting or replacing.
 pub(super) async fn save_coverage<C: ConnectionTrait>(
     conn: &C,
-    device: &str,
-    masks: &BTreeMap<DateTime<Utc>, MinuteMask>,
-    old: &BTreeMap<DateTime<Utc>, MinuteMask>,
+    rows: &[(String, DateTime<Utc>, MinuteMask)],
 ) -> Result<(), DbErr> {
-    for (minute, mask) in masks {
-        match old.get(minute) {
-            Some(before) if before | mask == *before => {}
-            Some(before) => {
-                device_coverage::Entity::update_many()
-                    .col_expr(
-                        device_coverage::Column::Mask,
-                        Expr::value((before | mask) as i64),
-                    )
-                    .filter(device_coverage::Column::DeviceUuid.eq(device))
-                    .filter(device_coverage::Column::MinuteStart.eq(*minute))
-                    .exec(conn)
-                    .await?;
+    for chunk in rows.chunks(CHUNK) {
+        device_coverage::Entity::insert_many(chunk.iter().map(|(device, minute, mask)| {
+            device_coverage::ActiveModel {
+                device_uuid: Set(device.clone()),
+                minute_start: Set(*minute),
+                mask: Set(*mask as i64),
             }
-            None => {
-                device_coverage::ActiveModel {
-                    device_uuid: Set(device.to_owned()),
-                    minute_start: Set(*minute),
-                    mask: Set(*mask as i64),
-                }
-                .insert(conn)
-                .await?;
-            }
-        }
+        }))
+        .on_conflict(
+            OnConflict::columns([
+                device_coverage::Column::DeviceUuid,
+                device_coverage::Column::MinuteStart,
+            ])
+            .update_column(device_coverage::Column::Mask)
+            .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await?;
     }
     Ok(())
 }
 
-/// Energy since the device's previous reading, in kWh; a counter that went backwards was
-/// reset (driver reload) and counts from zero. The first reading only sets the cursor.
-pub(super) async fn energy_delta_kwh<C: ConnectionTrait>(
+pub(super) async fn energy_cursors<C: ConnectionTrait>(
     conn: &C,
-    device: &str,
-    energy_mj: Option<u64>,
+    devices: &[&str],
+) -> Result<HashMap<String, device_energy::Model>, DbErr> {
+    Ok(device_energy::Entity::find()
+        .filter(device_energy::Column::DeviceUuid.is_in(devices.iter().copied()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|row| (row.device_uuid.clone(), row))
+        .collect())
+}
+
+/// Energy since the device's previous reading, in kWh, and the new cursor to store (none
+/// when the reading is not newer). A counter that went backwards was reset (driver
+/// reload) and counts from zero; the first reading only sets the cursor.
+pub(super) fn energy_delta(
+    previous: Option<device_energy::Model>,
+    now_mj: u64,
     at: DateTime<Utc>,
-) -> Result<Decimal, DbErr> {
-    let Some(now_mj) = energy_mj else {
-        return Ok(Decimal::ZERO);
-    };
+) -> (Decimal, Option<(i64, DateTime<Utc>)>) {
     let now_mj = now_mj.min(i64::MAX as u64) as i64;
-    let previous = device_energy::Entity::find_by_id(device.to_owned())
-        .one(conn)
-        .await?;
     let delta = match &previous {
-        Some(p) if at <= p.last_at => return Ok(Decimal::ZERO),
+        Some(p) if at <= p.last_at => return (Decimal::ZERO, None),
         Some(p) if now_mj >= p.last_energy_mj => now_mj - p.last_energy_mj,
         Some(_) => now_mj,
         None => 0,
     };
-    match previous {
-        Some(p) => {
-            let mut active: device_energy::ActiveModel = p.into();
-            active.last_energy_mj = Set(now_mj);
-            active.last_at = Set(at);
-            active.update(conn).await?;
-        }
-        None => {
+    (
+        (Decimal::from(delta) / Decimal::from(MJ_PER_KWH)).round_dp(12),
+        Some((now_mj, at)),
+    )
+}
+
+pub(super) async fn save_energy<C: ConnectionTrait>(
+    conn: &C,
+    rows: &[(String, (i64, DateTime<Utc>))],
+) -> Result<(), DbErr> {
+    for chunk in rows.chunks(CHUNK) {
+        device_energy::Entity::insert_many(chunk.iter().map(|(device, (mj, at))| {
             device_energy::ActiveModel {
-                device_uuid: Set(device.to_owned()),
-                last_energy_mj: Set(now_mj),
-                last_at: Set(at),
+                device_uuid: Set(device.clone()),
+                last_energy_mj: Set(*mj),
+                last_at: Set(*at),
             }
-            .insert(conn)
-            .await?;
-        }
+        }))
+        .on_conflict(
+            OnConflict::column(device_energy::Column::DeviceUuid)
+                .update_columns([
+                    device_energy::Column::LastEnergyMj,
+                    device_energy::Column::LastAt,
+                ])
+                .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await?;
     }
-    Ok((Decimal::from(delta) / Decimal::from(MJ_PER_KWH)).round_dp(12))
+    Ok(())
 }
 
 pub(super) async fn record_event<C: ConnectionTrait>(
@@ -251,13 +267,15 @@ fn dec(text: &str) -> Decimal {
     text.parse().unwrap_or_default()
 }
 
-/// Adds increments to their minute buckets. Returns how many buckets were touched.
+/// Adds increments to their minute buckets: one read of the touched buckets, then one
+/// upsert of their new totals (computed under the node's lock). Returns how many buckets
+/// were touched.
 pub(super) async fn add_increments<C: ConnectionTrait>(
     conn: &C,
     increments: &[(String, Increment)],
 ) -> Result<usize, DbErr> {
-    // Merge increments of one bucket first: one read and one write per bucket.
-    let mut merged: BTreeMap<(Uuid, DateTime<Utc>, String, String), Increment> = BTreeMap::new();
+    type Key = (Uuid, DateTime<Utc>, String, String);
+    let mut merged: BTreeMap<Key, Increment> = BTreeMap::new();
     for (device, inc) in increments {
         let key = (
             inc.allocation,
@@ -277,45 +295,89 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
             }
         }
     }
-    for ((allocation, minute, device, label), inc) in &merged {
-        let existing = usage_minute::Entity::find()
-            .filter(usage_minute::Column::AllocationId.eq(*allocation))
-            .filter(usage_minute::Column::MinuteStart.eq(*minute))
-            .filter(usage_minute::Column::DeviceUuid.eq(device.as_str()))
-            .filter(usage_minute::Column::Label.eq(label.as_str()))
-            .one(conn)
-            .await?;
-        match existing {
-            Some(row) => {
-                let mut active: usage_minute::ActiveModel = row.clone().into();
-                active.active_seconds =
-                    Set((dec(&row.active_seconds) + inc.active_seconds).to_string());
-                active.memory_gib_seconds =
-                    Set((dec(&row.memory_gib_seconds) + inc.memory_gib_seconds).to_string());
-                active.energy_kwh = Set((dec(&row.energy_kwh) + inc.energy_kwh).to_string());
-                active.sampled_seconds = Set(row.sampled_seconds + inc.seconds);
-                active.update(conn).await?;
-            }
-            None => {
-                usage_minute::ActiveModel {
-                    id: Set(Uuid::now_v7()),
-                    minute_start: Set(*minute),
-                    device_uuid: Set(device.clone()),
-                    allocation_id: Set(*allocation),
-                    tenant_id: Set(inc.tenant),
-                    sku_id: Set(inc.sku),
-                    label: Set(label.clone()),
-                    active_seconds: Set(inc.active_seconds.to_string()),
-                    memory_gib_seconds: Set(inc.memory_gib_seconds.to_string()),
-                    energy_kwh: Set(inc.energy_kwh.to_string()),
-                    sampled_seconds: Set(inc.seconds),
-                }
-                .insert(conn)
-                .await?;
-            }
-        }
+    if merged.is_empty() {
+        return Ok(0);
     }
-    Ok(merged.len())
+    let allocations: BTreeSet<Uuid> = merged.keys().map(|k| k.0).collect();
+    let minutes: BTreeSet<DateTime<Utc>> = merged.keys().map(|k| k.1).collect();
+    let devices: BTreeSet<&str> = merged.keys().map(|k| k.2.as_str()).collect();
+    let existing: HashMap<Key, usage_minute::Model> = usage_minute::Entity::find()
+        .filter(usage_minute::Column::AllocationId.is_in(allocations))
+        .filter(usage_minute::Column::MinuteStart.is_in(minutes))
+        .filter(usage_minute::Column::DeviceUuid.is_in(devices))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|row| {
+            (
+                (
+                    row.allocation_id,
+                    row.minute_start,
+                    row.device_uuid.clone(),
+                    row.label.clone(),
+                ),
+                row,
+            )
+        })
+        .collect();
+    let rows: Vec<usage_minute::ActiveModel> = merged
+        .iter()
+        .map(|(key, inc)| {
+            let (active, memory, energy, seconds, id) = match existing.get(key) {
+                Some(row) => (
+                    dec(&row.active_seconds) + inc.active_seconds,
+                    dec(&row.memory_gib_seconds) + inc.memory_gib_seconds,
+                    dec(&row.energy_kwh) + inc.energy_kwh,
+                    row.sampled_seconds + inc.seconds,
+                    row.id,
+                ),
+                None => (
+                    inc.active_seconds,
+                    inc.memory_gib_seconds,
+                    inc.energy_kwh,
+                    inc.seconds,
+                    Uuid::now_v7(),
+                ),
+            };
+            usage_minute::ActiveModel {
+                id: Set(id),
+                minute_start: Set(key.1),
+                device_uuid: Set(key.2.clone()),
+                allocation_id: Set(key.0),
+                tenant_id: Set(inc.tenant),
+                sku_id: Set(inc.sku),
+                label: Set(key.3.clone()),
+                active_seconds: Set(active.to_string()),
+                memory_gib_seconds: Set(memory.to_string()),
+                energy_kwh: Set(energy.to_string()),
+                sampled_seconds: Set(seconds),
+            }
+        })
+        .collect();
+    let touched = rows.len();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
+        usage_minute::Entity::insert_many(chunk)
+            .on_conflict(
+                OnConflict::columns([
+                    usage_minute::Column::AllocationId,
+                    usage_minute::Column::MinuteStart,
+                    usage_minute::Column::DeviceUuid,
+                    usage_minute::Column::Label,
+                ])
+                .update_columns([
+                    usage_minute::Column::ActiveSeconds,
+                    usage_minute::Column::MemoryGibSeconds,
+                    usage_minute::Column::EnergyKwh,
+                    usage_minute::Column::SampledSeconds,
+                ])
+                .to_owned(),
+            )
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(touched)
 }
 
 /// Per `(agent_id, boot_id)`: last seq, how many below it are missing, lag.
