@@ -2,14 +2,16 @@
 //! (batch ids kept for ever, in the same transaction as their effects; a device's usage
 //! counted at most once per second), attributes device and process samples to
 //! allocations by time and folds them into minute buckets; `health` turns XID and ECC
-//! events into GPU health transitions; `usage` answers usage queries.
+//! events into GPU health transitions; `usage` answers usage queries; `rating` prices a
+//! quantity by a rate into an exact charge with its trace.
 //!
-//! Rating, invoicing and Stripe sync come next.
+//! Plans in the database, invoicing and Stripe sync come next.
 
 pub mod coverage;
 pub mod error;
 pub mod health;
 pub mod ingest;
+pub mod rating;
 pub mod usage;
 
 pub use error::MeteringError;
