@@ -16,6 +16,7 @@ pub mod graphql;
 pub mod http;
 pub mod ordering;
 pub mod pagination;
+pub mod plans;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;

@@ -7,6 +7,7 @@ mod catalog;
 mod console;
 mod nodes;
 mod ordering;
+mod plans;
 mod scalars;
 mod tenants;
 mod usage;
@@ -32,6 +33,7 @@ pub struct Query(
     ordering::OrderingQuery,
     console::ConsoleQuery,
     usage::UsageQuery,
+    plans::PlanQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -42,6 +44,7 @@ pub struct Mutation(
     api_keys::ApiKeyMutation,
     ordering::OrderingMutation,
     console::ConsoleMutation,
+    plans::PlanMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;
