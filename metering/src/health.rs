@@ -50,6 +50,20 @@ pub async fn worsen<C: ConnectionTrait>(
     if rank(health) <= rank(gpu.health) {
         return Ok(false);
     }
+    transition(conn, gpu, health, at, cause).await?;
+    Ok(true)
+}
+
+/// Moves a GPU to `health` at `at` in either direction (an operator's repair brings a
+/// GPU back to `ok`): closes the open interval, opens one for a non-ok state, and bumps
+/// the fleet epoch so the scheduler sees it at once.
+pub async fn transition<C: ConnectionTrait>(
+    conn: &C,
+    gpu: &gpu::Model,
+    health: GpuHealth,
+    at: DateTime<Utc>,
+    cause: &str,
+) -> Result<gpu::Model, DbErr> {
     gpu_health_interval::Entity::update_many()
         .col_expr(
             gpu_health_interval::Column::EndedAt,
@@ -59,23 +73,25 @@ pub async fn worsen<C: ConnectionTrait>(
         .filter(gpu_health_interval::Column::EndedAt.is_null())
         .exec(conn)
         .await?;
-    gpu_health_interval::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        gpu_id: Set(gpu.id),
-        health: Set(health.as_str().to_owned()),
-        started_at: Set(at),
-        ended_at: Set(None),
-        cause: Set(cause.to_owned()),
+    if health != GpuHealth::Ok {
+        gpu_health_interval::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            gpu_id: Set(gpu.id),
+            health: Set(health.as_str().to_owned()),
+            started_at: Set(at),
+            ended_at: Set(None),
+            cause: Set(cause.to_owned()),
+        }
+        .insert(conn)
+        .await?;
     }
-    .insert(conn)
-    .await?;
     let mut active: gpu::ActiveModel = gpu.clone().into();
     active.health = Set(health);
     active.health_changed_at = Set(at);
-    active.update(conn).await?;
+    let updated = active.update(conn).await?;
     fleet_epoch::bump(conn).await?;
     tracing::warn!(gpu = %gpu.uuid, health = health.as_str(), %cause, "GPU health changed.");
-    Ok(true)
+    Ok(updated)
 }
 
 /// Failed intervals of the given GPUs overlapping `[from, to)`.

@@ -386,6 +386,52 @@ pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<O
     })
 }
 
+/// `setGpuHealth` (operator): marks a GPU repaired (`ok`) or takes it out of service by
+/// hand, audited. A fleet change: the scheduler sees it at once.
+pub async fn set_gpu_health(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    uuid: &str,
+    health: neocloud_schema::vocabulary::GpuHealth,
+    reason: &str,
+) -> ApiResult<gpu::Model> {
+    actor.require_operator()?;
+    let reason = reason.trim();
+    if reason.chars().count() > 200 {
+        return Err(ApiError::invalid("reason", "at most 200 characters"));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let gpu = store::find_gpu_by_uuid(&txn, uuid)
+        .await?
+        .ok_or_else(|| ApiError::not_found("GPU"))?;
+    if gpu.health == health {
+        return Ok(gpu);
+    }
+    let cause = if reason.is_empty() {
+        "operator"
+    } else {
+        reason
+    };
+    let updated =
+        neocloud_metering::health::transition(&txn, &gpu, health, chrono::Utc::now(), cause)
+            .await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "gpu.set_health",
+            object_type: "gpu",
+            object_id: gpu.uuid.clone(),
+            before: Some(serde_json::json!({"health": gpu.health})),
+            after: Some(serde_json::json!({"health": health, "reason": reason})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use neocloud_schema::ids::{NodeId, TenantId};
 use neocloud_schema::vocabulary::{NodeState, TenantStatus};
 
 use super::nodes::Node;
-use super::scalars::{GqlNodeState, connection, parse_id, to_id};
+use super::scalars::{GqlGpuHealth, GqlNodeState, connection, parse_id, to_id};
 use super::tenants::Tenant;
 use crate::audit;
 use crate::fleet;
@@ -134,6 +134,13 @@ pub struct FleetOverview {
     pub capacity: Vec<CapacityByModel>,
 }
 
+#[derive(SimpleObject)]
+pub struct GpuHealthPayload {
+    pub uuid: String,
+    pub health: GqlGpuHealth,
+    pub changed_at: DateTime<Utc>,
+}
+
 #[derive(Default)]
 pub struct ConsoleQuery;
 
@@ -230,6 +237,29 @@ impl ConsoleMutation {
             fleet::set_node_state(super::db(ctx)?, super::principal(ctx)?, id, state.into())
                 .await?;
         Ok(Node::new(node, gpus))
+    }
+
+    /// Marks a GPU repaired (`OK`) or takes it out of service by hand (operator).
+    async fn set_gpu_health(
+        &self,
+        ctx: &Context<'_>,
+        uuid: String,
+        health: GqlGpuHealth,
+        #[graphql(default)] reason: String,
+    ) -> Result<GpuHealthPayload> {
+        let gpu = fleet::set_gpu_health(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            &uuid,
+            health.into(),
+            &reason,
+        )
+        .await?;
+        Ok(GpuHealthPayload {
+            uuid: gpu.uuid,
+            health: gpu.health.into(),
+            changed_at: gpu.health_changed_at,
+        })
     }
 
     /// Creates, changes or (with a negative max) removes a tenant's quota (operator).
