@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// `target/<profile>/<name>`, next to this test's own `deps/` directory.
-use neocloud_e2e::binary;
+use neocloud_e2e::{Demo, binary};
 
 struct Killed(Child);
 
@@ -54,40 +53,10 @@ fn metric(body: &str, name: &str) -> f64 {
 #[tokio::test]
 async fn a_simulated_agent_bills_the_tenants_allocation_and_resumes_after_kill_9() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let creds_path = dir.path().join("credentials.json");
-    let log = std::fs::File::create(dir.path().join("demo.log")).expect("log file");
     let database_url = format!("sqlite://{}?mode=rwc", dir.path().join("demo.db").display());
-    let mut demo = Killed(
-        Command::new(binary("neocloud", "neocloud-api"))
-            .current_dir(dir.path())
-            .args(["demo", "--no-agents", "--listen", "127.0.0.1:0"])
-            .args(["--database-url", &database_url])
-            .arg("--credentials-out")
-            .arg(&creds_path)
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn neocloud demo"),
-    );
+    let demo = Demo::start(dir.path(), &database_url, &["--no-agents"]).await;
+    let creds = demo.credentials.clone();
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let creds: Value = loop {
-        assert!(Instant::now() < deadline, "demo not ready within 60 s");
-        if let Some(status) = demo.0.try_wait().expect("poll") {
-            let log = std::fs::read_to_string(dir.path().join("demo.log")).unwrap_or_default();
-            panic!("neocloud demo exited with {status}:\n{log}");
-        }
-        if let Ok(text) = std::fs::read_to_string(&creds_path)
-            && let Ok(creds) = serde_json::from_str::<Value>(&text)
-            && let Some(url) = creds["url"].as_str()
-        {
-            let ready = client.get(format!("{url}/readyz")).send().await;
-            if ready.is_ok_and(|r| r.status() == 200) {
-                break creds;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
     let url = creds["url"].as_str().expect("url").to_owned();
     let tenant_key = creds["tenants"][0]["key"]
         .as_str()

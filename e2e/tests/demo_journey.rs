@@ -3,10 +3,10 @@
 //! and use it; restart on the same database; and a bad setting stops the binary with a
 //! message that names it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
+use neocloud_e2e::Demo;
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
 
@@ -14,87 +14,9 @@ fn neocloud_binary() -> PathBuf {
     neocloud_e2e::binary("neocloud", "neocloud-api")
 }
 
-struct Demo {
-    child: Child,
-    url: String,
-    credentials: Value,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Demo {
-    async fn start(dir: &Path, database_url: &str) -> Demo {
-        let creds_path = dir.join("credentials.json");
-        let _ = std::fs::remove_file(&creds_path);
-        let log = std::fs::File::create(dir.join("demo.log")).expect("log file");
-        let child = Command::new(neocloud_binary())
-            .current_dir(dir)
-            .args([
-                "demo",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-                database_url,
-            ])
-            .arg("--credentials-out")
-            .arg(&creds_path)
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn neocloud demo");
-        let mut demo = Demo {
-            child,
-            url: String::new(),
-            credentials: Value::Null,
-        };
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            assert!(Instant::now() < deadline, "demo not ready within 60 s");
-            if let Some(status) = demo.child.try_wait().expect("poll") {
-                let log = std::fs::read_to_string(dir.join("demo.log")).unwrap_or_default();
-                panic!("neocloud demo exited with {status}:\n{log}");
-            }
-            if let Ok(text) = std::fs::read_to_string(&creds_path) {
-                let creds: Value = serde_json::from_str(&text).expect("credentials are JSON");
-                let url = creds["url"].as_str().expect("url").to_owned();
-                let ready = client.get(format!("{url}/readyz")).send().await;
-                if ready.is_ok_and(|r| r.status() == 200) {
-                    demo.url = url;
-                    demo.credentials = creds;
-                    return demo;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn gql(&self, key: &str, query: &str) -> Value {
-        self.gql_vars(key, query, json!({})).await
-    }
-
-    async fn gql_vars(&self, key: &str, query: &str, variables: Value) -> Value {
-        reqwest::Client::new()
-            .post(format!("{}/graphql", self.url))
-            .bearer_auth(key)
-            .json(&json!({"query": query, "variables": variables}))
-            .send()
-            .await
-            .expect("request")
-            .json()
-            .await
-            .expect("JSON")
-    }
-}
-
 async fn journey(database_url: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let demo = Demo::start(dir.path(), database_url).await;
+    let demo = Demo::start(dir.path(), database_url, &[]).await;
     let tenants = demo.credentials["tenants"].as_array().expect("tenants");
     assert_eq!(tenants.len(), 2);
     assert!(demo.credentials["operator_key"].is_string());
@@ -129,7 +51,7 @@ async fn journey(database_url: &str) {
     drop(demo);
 
     // A second start on the same database seeds nothing twice and issues working keys.
-    let again = Demo::start(dir.path(), database_url).await;
+    let again = Demo::start(dir.path(), database_url, &[]).await;
     assert_eq!(again.credentials["tenants"][0]["id"], first_tenant_id);
     let operator = again.credentials["operator_key"]
         .as_str()
