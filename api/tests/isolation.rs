@@ -96,3 +96,50 @@ on_both_databases!(
     a_tenant_never_sees_or_touches_another_tenants_keys,
     an_operator_sees_a_tenants_keys_only_when_it_names_the_tenant,
 );
+
+async fn naming_another_tenant_anywhere_finds_nothing(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, a) = app.create_tenant("tenant-a").await;
+    let (b_id, _) = app.create_tenant("tenant-b").await;
+    for (query, vars) in [
+        (
+            "query($t: ID!) { quotas(tenantId: $t) { id } }",
+            json!({"t": b_id}),
+        ),
+        (
+            "query($t: ID!) { usage(from: \"2026-01-01T00:00:00Z\", to: \"2026-02-01T00:00:00Z\", tenantId: $t) { rows { key } } }",
+            json!({"t": b_id}),
+        ),
+        (
+            "query($t: ID!) { auditLog(filter: {tenantId: $t}) { edges { node { id } } } }",
+            json!({"t": b_id}),
+        ),
+        (
+            "query($t: ID!) { apiKeys(tenantId: $t) { id } }",
+            json!({"t": b_id}),
+        ),
+    ] {
+        let r = app.gql(Some(&a), query, vars).await;
+        assert_eq!(error_code(&r), Some("NOT_FOUND"), "{query}: {r}");
+    }
+    // A's own audit log holds none of B's entries.
+    let r = app
+        .gql(
+            Some(&a),
+            "{ auditLog(first: 100) { edges { node { tenantId } } } }",
+            json!({}),
+        )
+        .await;
+    let entries = r["data"]["auditLog"]["edges"].as_array().expect("edges");
+    assert!(!entries.is_empty());
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["node"]["tenantId"] != b_id.as_str()),
+        "{r}"
+    );
+}
+
+on_both_databases!(naming_another_tenant_anywhere_finds_nothing);
