@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{allocation, allocation_gpu, sku, usage_minute};
-use neocloud_schema::mig::COMPUTE_SLICES_PER_GPU;
+use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
@@ -79,11 +79,7 @@ fn seconds_per_day(a: DateTime<Utc>, b: DateTime<Utc>) -> Vec<(NaiveDate, i64)> 
 fn gpu_share(a: &allocation::Model) -> Decimal {
     match (&a.mig_profile, a.milli_gpu) {
         (Some(name), _) => {
-            let slices: i64 = name
-                .split('g')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
+            let slices = MigProfile::compute_slices_in_name(name).unwrap_or(0);
             (Decimal::from(slices) / Decimal::from(COMPUTE_SLICES_PER_GPU)).round_dp(9)
         }
         (None, Some(milli)) => Decimal::new(i64::from(milli), 3),

@@ -121,6 +121,15 @@ impl MigProfile {
         format!("{}g.{}gb", self.compute_slices(), self.memory_gb(model))
     }
 
+    /// Compute slices named by a profile name of any card (`3` for `3g.40gb`), for
+    /// callers that know the name but not the card.
+    pub fn compute_slices_in_name(name: &str) -> Option<u8> {
+        let (slices, rest) = name.trim().split_once('g')?;
+        let slices: u8 = slices.parse().ok()?;
+        (rest.starts_with('.') && MigProfile::ALL.iter().any(|p| p.compute_slices() == slices))
+            .then_some(slices)
+    }
+
     /// Parses NVIDIA's profile name for `model` (`1g.10gb`, `7g.141gb`, …).
     pub fn parse(name: &str, model: GpuModel) -> Result<Self, MigError> {
         if !model.mig_capable() {
@@ -251,6 +260,14 @@ mod tests {
                 model: GpuModel::L40S
             })
         );
+    }
+
+    #[test]
+    fn compute_slices_read_from_any_cards_profile_name() {
+        assert_eq!(MigProfile::compute_slices_in_name("3g.40gb"), Some(3));
+        assert_eq!(MigProfile::compute_slices_in_name("7g.141gb"), Some(7));
+        assert_eq!(MigProfile::compute_slices_in_name("5g.50gb"), None);
+        assert_eq!(MigProfile::compute_slices_in_name("garbage"), None);
     }
 
     #[test]
