@@ -7,36 +7,15 @@
 //!
 //! `cargo run --release -p neocloud-api --example bench_ingest -- --nodes 64 --batches 30 --posters 16`
 
+mod bench_support;
+
+use bench_support::{BenchServer, arg, gql};
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use neocloud_api::settings::Settings;
-use neocloud_api::startup::Application;
-use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::{Value, json};
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-async fn gql(client: &reqwest::Client, url: &str, key: &str, query: &str, vars: Value) -> Value {
-    client
-        .post(format!("{url}/graphql"))
-        .bearer_auth(key)
-        .json(&json!({"query": query, "variables": vars}))
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("json")
-}
 
 const PROCESSES: usize = 8;
 
@@ -109,27 +88,12 @@ async fn main() {
     let nodes = arg("--nodes", 64);
     let batches = arg("--batches", 30).min(30);
     let posters = arg("--posters", 16);
-    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let admin = Database::connect(&admin_url)
-        .await
-        .expect("PostgreSQL reachable");
-    let name = format!("neocloud_bench_{}", uuid::Uuid::new_v4().simple());
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .expect("create");
-    let (base, _) = admin_url.rsplit_once('/').expect("database URL");
-    let app = Application::build(Settings::for_tests(&format!("{base}/{name}")))
-        .await
-        .expect("app");
-    let db = app.db().clone();
-    let operator = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
-        .await
-        .expect("key")
-        .secret;
-    let url = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until_stopped());
+    let server = BenchServer::start().await;
+    let (url, db, operator) = (
+        server.url.clone(),
+        server.db.clone(),
+        server.operator_key.clone(),
+    );
     let client = reqwest::Client::new();
 
     let r = gql(&client, &url, &operator, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
@@ -274,7 +238,5 @@ async fn main() {
     );
 
     drop(db);
-    let _ = admin
-        .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .await;
+    server.finish().await;
 }

@@ -8,36 +8,14 @@
 //! (PostgreSQL at `NEOCLOUD_TEST_POSTGRES_URL`, default postgres://postgres@127.0.0.1:5432/postgres;
 //! a fresh database is created and dropped).
 
+mod bench_support;
+
+use bench_support::{BenchServer, arg, gql};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
-use neocloud_api::settings::Settings;
-use neocloud_api::startup::Application;
-use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-async fn gql(client: &reqwest::Client, url: &str, key: &str, query: &str, vars: Value) -> Value {
-    client
-        .post(format!("{url}/graphql"))
-        .bearer_auth(key)
-        .json(&json!({"query": query, "variables": vars}))
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("json")
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -91,27 +69,12 @@ async fn main() {
     let nodes = arg("--nodes", 1000);
     let orders = arg("--orders", 4000);
     let clients = arg("--clients", 16);
-    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let admin = Database::connect(&admin_url)
-        .await
-        .expect("PostgreSQL reachable");
-    let name = format!("neocloud_bench_{}", uuid::Uuid::new_v4().simple());
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .expect("create database");
-    let (base, _) = admin_url.rsplit_once('/').expect("database URL");
-    let mut settings = Settings::for_tests(&format!("{base}/{name}"));
-    settings.limits.page_size_max = 100;
-    let app = Application::build(settings).await.expect("app");
-    let db = app.db().clone();
-    let operator = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
-        .await
-        .expect("operator key")
-        .secret;
-    let url = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until_stopped());
+    let server = BenchServer::start().await;
+    let (url, db, operator) = (
+        server.url.clone(),
+        server.db.clone(),
+        server.operator_key.clone(),
+    );
     let client = reqwest::Client::new();
 
     let seeded = Instant::now();
@@ -189,7 +152,5 @@ async fn main() {
     );
 
     drop(db);
-    let _ = admin
-        .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .await;
+    server.finish().await;
 }

@@ -1,0 +1,90 @@
+//! What the benchmark examples share: arguments, a GraphQL call, and the real server on a
+//! fresh PostgreSQL database that is dropped afterwards.
+
+use neocloud_api::settings::Settings;
+use neocloud_api::startup::Application;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use serde_json::{Value, json};
+
+/// `--name N` from the command line, or `default`.
+pub fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+pub async fn gql(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    query: &str,
+    vars: Value,
+) -> Value {
+    client
+        .post(format!("{url}/graphql"))
+        .bearer_auth(key)
+        .json(&json!({"query": query, "variables": vars}))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// The server on a new database of the PostgreSQL at `NEOCLOUD_TEST_POSTGRES_URL`.
+pub struct BenchServer {
+    pub url: String,
+    pub db: DatabaseConnection,
+    pub operator_key: String,
+    admin: DatabaseConnection,
+    name: String,
+}
+
+impl BenchServer {
+    pub async fn start() -> BenchServer {
+        let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let admin = Database::connect(&admin_url)
+            .await
+            .expect("PostgreSQL reachable");
+        let name = format!("neocloud_bench_{}", uuid::Uuid::new_v4().simple());
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .expect("create database");
+        let (base, _) = admin_url.rsplit_once('/').expect("database URL");
+        let app = Application::build(Settings::for_tests(&format!("{base}/{name}")))
+            .await
+            .expect("app");
+        let db = app.db().clone();
+        let operator_key = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
+            .await
+            .expect("operator key")
+            .secret;
+        let url = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        BenchServer {
+            url,
+            db,
+            operator_key,
+            admin,
+            name,
+        }
+    }
+
+    /// Drops the benchmark database.
+    pub async fn finish(self) {
+        drop(self.db);
+        let _ = self
+            .admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.name
+            ))
+            .await;
+    }
+}
