@@ -96,23 +96,7 @@ async fn main() {
     );
     let client = reqwest::Client::new();
 
-    let r = gql(&client, &url, &operator, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
-    let sku = r["data"]["createSku"]["sku"]["id"]
-        .as_str()
-        .expect("sku")
-        .to_owned();
-    let r = gql(
-        &client,
-        &url,
-        &operator,
-        "mutation { createTenant(input: {name: \"bench\", currency: \"USD\"}) { apiKey } }",
-        json!({}),
-    )
-    .await;
-    let tenant = r["data"]["createTenant"]["apiKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (sku, tenant) = server.h100_sku_and_tenant(&client).await;
     let mut agents = Vec::new();
     for n in 0..nodes {
         let host = format!("hgx-{n:04}");

@@ -92,23 +92,7 @@ async fn main() {
         .await;
         assert!(r["data"]["registerNode"].is_object(), "{r}");
     }
-    let r = gql(&client, &url, &operator, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
-    let sku = r["data"]["createSku"]["sku"]["id"]
-        .as_str()
-        .expect("sku")
-        .to_owned();
-    let r = gql(
-        &client,
-        &url,
-        &operator,
-        "mutation { createTenant(input: {name: \"bench\", currency: \"USD\"}) { apiKey } }",
-        json!({}),
-    )
-    .await;
-    let key = r["data"]["createTenant"]["apiKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (sku, key) = server.h100_sku_and_tenant(&client).await;
     println!(
         "fleet: {nodes} nodes × 8 H100 registered in {:.1} s; {clients} clients",
         seeded.elapsed().as_secs_f64()

@@ -27,14 +27,7 @@ async fn setup(app: &TestApp) -> Setup {
         .as_str()
         .expect("token")
         .to_owned();
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }",
-            json!({}),
-        )
-        .await;
-    let sku = r["data"]["createSku"]["sku"]["id"].clone();
+    let sku = app.create_h100_sku().await;
     let (_, tenant_key) = app.create_tenant("acme").await;
     let r = app
         .gql(

@@ -9,25 +9,11 @@ use support::{Backend, TestApp, error_code};
 const CREATE: &str = "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) {
     planVersion { id plan version effectiveFrom rates { metric tiersMode unitPrice tiers { upTo unitPrice flatFee } } } } }";
 
-async fn sku(app: &TestApp) -> String {
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }",
-            json!({}),
-        )
-        .await;
-    r["data"]["createSku"]["sku"]["id"]
-        .as_str()
-        .expect("sku")
-        .to_owned()
-}
-
 async fn versions_are_numbered_published_and_assigned(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    let sku = sku(&app).await;
+    let sku = app.create_h100_sku().await;
     let input = |price: &str| {
         json!({"plan": "standard", "currency": "USD", "effectiveFrom": "2026-12-01T00:00:00Z",
             "rates": [
@@ -90,7 +76,7 @@ async fn malformed_rates_name_their_field_and_create_nothing(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    let sku = sku(&app).await;
+    let sku = app.create_h100_sku().await;
     let base = |rate: serde_json::Value| json!({"plan": "p", "currency": "USD", "effectiveFrom": "2026-12-01T00:00:00Z", "rates": [rate]});
     for (rate, field) in [
         (

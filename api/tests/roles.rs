@@ -24,14 +24,7 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         .expect("token")
         .to_owned();
     let node = r["data"]["registerNode"]["node"]["id"].clone();
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"1\", currency: \"USD\"}) { sku { id } } }",
-            json!({}),
-        )
-        .await;
-    let sku = r["data"]["createSku"]["sku"]["id"].clone();
+    let sku = app.create_h100_sku().await;
     let (tenant, admin) = app.create_tenant("acme").await;
     let r = app
         .gql(

@@ -76,6 +76,28 @@ impl BenchServer {
         }
     }
 
+    /// A whole-H100 SKU in eu-west and a tenant: returns (SKU id, tenant admin key).
+    pub async fn h100_sku_and_tenant(&self, client: &reqwest::Client) -> (String, String) {
+        let r = gql(client, &self.url, &self.operator_key, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
+        let sku = r["data"]["createSku"]["sku"]["id"]
+            .as_str()
+            .expect("sku")
+            .to_owned();
+        let r = gql(
+            client,
+            &self.url,
+            &self.operator_key,
+            "mutation { createTenant(input: {name: \"bench\", currency: \"USD\"}) { apiKey } }",
+            json!({}),
+        )
+        .await;
+        let key = r["data"]["createTenant"]["apiKey"]
+            .as_str()
+            .expect("key")
+            .to_owned();
+        (sku, key)
+    }
+
     /// Drops the benchmark database.
     pub async fn finish(self) {
         drop(self.db);

@@ -180,7 +180,6 @@ pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
     conn: &C,
 ) -> Result<std::collections::HashMap<Uuid, u64>, DbErr> {
     use neocloud_schema::entity::{allocation, allocation_gpu};
-    use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
     use neocloud_schema::vocabulary::AllocationStatus;
     let live: std::collections::HashMap<Uuid, allocation::Model> = allocation::Entity::find()
         .filter(allocation::Column::Status.ne(AllocationStatus::Released))
@@ -198,13 +197,7 @@ pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
         let Some(a) = live.get(&row.allocation_id) else {
             continue;
         };
-        let milli = match (&a.mig_profile, a.milli_gpu) {
-            (Some(name), _) => MigProfile::compute_slices_in_name(name).map_or(0, |c| {
-                u64::from(c) * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)
-            }),
-            (None, Some(m)) => Ord::max(m, 0) as u64,
-            (None, None) => 1000,
-        };
+        let milli = a.milli_per_gpu();
         *held.entry(row.gpu_id).or_insert(0u64) += milli;
     }
     Ok(held)

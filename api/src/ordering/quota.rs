@@ -48,14 +48,16 @@ pub async fn check<C: ConnectionTrait>(
         return Ok(());
     }
     let live = super::store::live_allocations_of(conn, tenant).await?;
+    // One read of every live allocation's GPUs (this runs inside the serialized section).
+    let ids: Vec<Uuid> = live.iter().map(|(a, _)| a.id).collect();
+    let mut gpus_held: HashMap<Uuid, u64> = HashMap::new();
+    for (allocation, _) in super::store::gpus_of(conn, &ids).await? {
+        *gpus_held.entry(allocation).or_default() += 1;
+    }
     let mut milli: HashMap<(QuotaScope, String), u64> = HashMap::new();
     for (alloc, alloc_sku) in &live {
         let Some(alloc_sku) = alloc_sku else { continue };
-        let gpus = super::store::gpus_of(conn, &[alloc.id]).await?.len() as u64;
-        let held = match alloc_sku.form {
-            SkuForm::WholeGpu | SkuForm::WholeNode => 1000 * gpus,
-            _ => milli_per_unit(alloc_sku, 0),
-        };
+        let held = alloc.milli_per_gpu() * gpus_held.get(&alloc.id).copied().unwrap_or(0);
         for key in keys(alloc_sku) {
             *milli.entry(key).or_default() += held;
         }

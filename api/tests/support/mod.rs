@@ -189,6 +189,21 @@ impl TestApp {
         )
     }
 
+    /// The catalog entry `h100`: whole H100s in eu-west at 2.49 USD/h. Returns its id.
+    pub async fn create_h100_sku(&self) -> String {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }",
+                json!({}),
+            )
+            .await;
+        r["data"]["createSku"]["sku"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("createSku failed: {r}"))
+            .to_owned()
+    }
+
     /// Registers a node of `gpus` GPUs; returns (node id, agent token).
     pub async fn register_node(
         &self,

@@ -47,3 +47,17 @@ impl Related<super::sku::Entity> for Entity {
 }
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// Milli-GPUs this allocation holds on each of its GPUs: 1000 for a whole GPU, a MIG
+    /// instance's compute share (`n/7`, truncated), a fraction's milli-GPUs.
+    pub fn milli_per_gpu(&self) -> u64 {
+        use crate::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
+        match (&self.mig_profile, self.milli_gpu) {
+            (Some(name), _) => MigProfile::compute_slices_in_name(name)
+                .map_or(0, |c| u64::from(c) * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)),
+            (None, Some(milli)) => u64::try_from(milli).unwrap_or(0),
+            (None, None) => 1000,
+        }
+    }
+}
