@@ -54,8 +54,9 @@ impl Model {
     pub fn milli_per_gpu(&self) -> u64 {
         use crate::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
         match (&self.mig_profile, self.milli_gpu) {
-            (Some(name), _) => MigProfile::compute_slices_in_name(name)
-                .map_or(0, |c| u64::from(c) * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)),
+            (Some(name), _) => MigProfile::compute_slices_in_name(name).map_or(0, |c| {
+                u64::from(c) * 1000 / u64::from(COMPUTE_SLICES_PER_GPU)
+            }),
             (None, Some(milli)) => u64::try_from(milli).unwrap_or(0),
             (None, None) => 1000,
         }
