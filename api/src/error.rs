@@ -43,6 +43,7 @@ error_codes! {
     QuotaExceeded => "QUOTA_EXCEEDED", CONFLICT;
     InsufficientCapacity => "INSUFFICIENT_CAPACITY", CONFLICT;
     IdempotencyConflict => "IDEMPOTENCY_CONFLICT", CONFLICT;
+    InvalidState => "INVALID_STATE", CONFLICT;
     PayloadTooLarge => "PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE;
     RateLimited => "RATE_LIMITED", TOO_MANY_REQUESTS;
     Unavailable => "UNAVAILABLE", SERVICE_UNAVAILABLE;
@@ -85,6 +86,10 @@ pub enum ApiError {
     IdempotencyConflict {
         message: String,
     },
+    /// The object is not in a state that allows the operation (e.g. voiding a paid invoice).
+    InvalidState {
+        message: String,
+    },
     Unavailable {
         message: String,
     },
@@ -113,6 +118,7 @@ impl ApiError {
             ApiError::QuotaExceeded { .. } => Code::QuotaExceeded,
             ApiError::InsufficientCapacity { .. } => Code::InsufficientCapacity,
             ApiError::IdempotencyConflict { .. } => Code::IdempotencyConflict,
+            ApiError::InvalidState { .. } => Code::InvalidState,
             ApiError::RateLimited => Code::RateLimited,
             ApiError::Unavailable { .. } => Code::Unavailable,
             ApiError::Database { .. } | ApiError::Internal { .. } => Code::Internal,
@@ -127,6 +133,7 @@ impl ApiError {
             | ApiError::QuotaExceeded { message }
             | ApiError::InsufficientCapacity { message, .. }
             | ApiError::IdempotencyConflict { message }
+            | ApiError::InvalidState { message }
             | ApiError::Unavailable { message } => message.clone(),
             ApiError::NotFound { what } => format!("{what} not found"),
             ApiError::InvalidInput { field, message } => format!("{field}: {message}"),

@@ -14,6 +14,7 @@ pub mod error;
 pub mod fleet;
 pub mod graphql;
 pub mod http;
+pub mod invoicing;
 pub mod ordering;
 pub mod pagination;
 pub mod plans;

@@ -22,6 +22,17 @@ pub struct Settings {
     pub log_filter: String,
     pub limits: Limits,
     pub ordering: OrderingSettings,
+    pub billing: BillingSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BillingSettings {
+    /// Invoice numbers read `{invoice_prefix}-{year}-{sequence}` (1–8 letters or digits).
+    pub invoice_prefix: String,
+    /// How long after its end a billing period waits for late usage before it closes.
+    pub close_grace_seconds: u64,
+    /// The seller named on invoices.
+    pub operator_name: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +84,11 @@ burst = 200
 
 [ordering]
 preemption_notice_seconds = 60
+
+[billing]
+invoice_prefix = "NC"
+close_grace_seconds = 3600
+operator_name = "neocloud"
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +162,11 @@ impl Settings {
             ordering: OrderingSettings {
                 preemption_notice_seconds: 60,
             },
+            billing: BillingSettings {
+                invoice_prefix: "NC".into(),
+                close_grace_seconds: 3600,
+                operator_name: "neocloud".into(),
+            },
         }
     }
 
@@ -171,8 +192,30 @@ impl Settings {
                 message: "must start with sqlite: or postgres://".into(),
             });
         }
+        let prefix = &self.billing.invoice_prefix;
+        if prefix.is_empty()
+            || prefix.len() > 8
+            || !prefix.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err(SettingsError::Invalid {
+                setting: "billing.invoice_prefix",
+                message: format!("`{prefix}` must be 1 to 8 letters or digits"),
+            });
+        }
+        if self.billing.operator_name.trim().is_empty() || self.billing.operator_name.len() > 200 {
+            return Err(SettingsError::Invalid {
+                setting: "billing.operator_name",
+                message: "1 to 200 characters".into(),
+            });
+        }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 8] = [
+        let checks: [(&'static str, usize, usize, usize); 9] = [
+            (
+                "billing.close_grace_seconds",
+                self.billing.close_grace_seconds as usize,
+                0,
+                7 * 86_400,
+            ),
             (
                 "limits.ingest_body_bytes",
                 limits.ingest_body_bytes,

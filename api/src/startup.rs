@@ -15,7 +15,8 @@ use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
 use crate::http::rate_limit::RateLimiter;
-use crate::http::{agents, graphql, health, ingest, metrics, observe};
+use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe};
+use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::settings::Settings;
 
@@ -26,6 +27,7 @@ pub struct AppState {
     pub ordering: Arc<Ordering>,
     pub schema: NeoSchema,
     pub metrics: Metrics,
+    pub billing: Arc<Billing>,
 }
 
 pub struct Application {
@@ -53,8 +55,16 @@ impl Application {
             settings.ordering.preemption_notice_seconds,
         )));
         spawn_preemption_worker(db.clone(), ordering.clone());
+        let billing = Arc::new(Billing::new(&settings.billing));
+        spawn_period_closer(db.clone(), billing.clone());
         let state = web::Data::new(AppState {
-            schema: build_schema(db.clone(), ordering.clone(), &settings.limits),
+            schema: build_schema(
+                db.clone(),
+                ordering.clone(),
+                billing.clone(),
+                &settings.limits,
+            ),
+            billing,
             ordering,
             rate_limiter: RateLimiter::new(
                 settings.limits.requests_per_second,
@@ -79,6 +89,7 @@ impl Application {
                 .route("/graphql", web::get().to(graphql::graphiql))
                 .route("/v1/agents/inventory", web::get().to(agents::inventory))
                 .route("/v1/agents/assignments", web::get().to(agents::assignments))
+                .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
                 .service(
                     web::resource("/v1/ingest")
                         .app_data(web::PayloadConfig::new(ingest_limit))
@@ -121,6 +132,22 @@ fn spawn_preemption_worker(db: DatabaseConnection, ordering: Arc<Ordering>) {
         }
     });
 }
+
+/// Closes billing periods whose grace for late usage has passed.
+fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PERIOD_CLOSE_SWEEP);
+        loop {
+            tick.tick().await;
+            if let Err(err) = crate::invoicing::close_due(&db, &billing).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Closing billing periods failed.");
+            }
+        }
+    });
+}
+
+/// How often billing periods are checked for closing.
+const PERIOD_CLOSE_SWEEP: Duration = Duration::from_secs(60);
 
 /// How often preemption deadlines are checked.
 const PREEMPTION_SWEEP: Duration = Duration::from_secs(2);

@@ -5,12 +5,14 @@
 //! events into GPU health transitions; `usage` answers usage queries; `rating` prices a
 //! quantity by a rate into an exact charge with its trace.
 //!
-//! Plans in the database, invoicing and Stripe sync come next.
+//! `invoicing` keeps each tenant's open period as a draft rated on read, and finalizes
+//! it into an immutable, numbered invoice.
 
 pub mod coverage;
 pub mod error;
 pub mod health;
 pub mod ingest;
+pub mod invoicing;
 pub mod rating;
 pub mod usage;
 

@@ -11,6 +11,7 @@ mod helpers;
 mod m20261129_000001_core;
 mod m20261129_000002_ordering;
 mod m20261129_000003_metering;
+mod m20261129_000004_invoicing;
 
 pub struct Migrator;
 
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_core::Migration),
             Box::new(m20261129_000002_ordering::Migration),
             Box::new(m20261129_000003_metering::Migration),
+            Box::new(m20261129_000004_invoicing::Migration),
         ]
     }
 }

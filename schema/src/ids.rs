@@ -77,6 +77,10 @@ uuid_id!(
     /// A placed piece of an order: GPUs, a MIG slice, a GPU fraction or whole nodes.
     AllocationId,
     AuditId,
+    /// A draft or finalized invoice.
+    InvoiceId,
+    /// Prepaid or promotional credit granted to a tenant.
+    CreditGrantId,
 );
 
 #[cfg(test)]

@@ -206,6 +206,51 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Life of an invoice. A draft is the open period's invoice, re-rated on every read;
+    /// finalizing freezes it (`open`: owed), and only its payment state changes after that.
+    InvoiceStatus {
+        Draft = "draft",
+        /// Finalized and owed.
+        Open = "open",
+        Paid = "paid",
+        /// Cancelled by an operator, with a reason; keeps its number.
+        Void = "void",
+        /// Payment given up on after dunning.
+        Uncollectible = "uncollectible",
+    }
+);
+
+string_enum!(
+    /// What an invoice line is.
+    LineKind {
+        /// Usage of one SKU × metric (× tier) priced by the plan.
+        Usage = "usage",
+        /// A tier's flat fee.
+        FlatFee = "flat_fee",
+        /// Failed-GPU time credited under the SLA (negative).
+        SlaCredit = "sla_credit",
+        /// The commitment's discount on usage (negative).
+        CommitmentDiscount = "commitment_discount",
+        /// What is missing to the commitment's monthly minimum.
+        CommitmentTrueUp = "commitment_true_up",
+        /// Usage that arrived after an earlier period was closed.
+        Adjustment = "adjustment",
+        /// Prepaid or promotional credit applied (negative).
+        Credit = "credit",
+    }
+);
+
+string_enum!(
+    /// Where a credit grant came from.
+    CreditKind {
+        /// Paid for in advance (a top-up or a contract).
+        Prepaid = "prepaid",
+        /// Given away (a trial, a goodwill gesture).
+        Promotional = "promotional",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

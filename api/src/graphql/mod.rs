@@ -5,6 +5,7 @@
 mod api_keys;
 mod catalog;
 mod console;
+mod invoices;
 mod nodes;
 mod ordering;
 mod plans;
@@ -20,6 +21,7 @@ use sea_orm::DatabaseConnection;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::settings::Limits;
 
@@ -34,6 +36,7 @@ pub struct Query(
     console::ConsoleQuery,
     usage::UsageQuery,
     plans::PlanQuery,
+    invoices::InvoiceQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -45,6 +48,7 @@ pub struct Mutation(
     ordering::OrderingMutation,
     console::ConsoleMutation,
     plans::PlanMutation,
+    invoices::InvoiceMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;
@@ -57,10 +61,16 @@ pub struct Caller(pub Option<Principal>);
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimit(pub u32);
 
-pub fn build_schema(db: DatabaseConnection, ordering: Arc<Ordering>, limits: &Limits) -> NeoSchema {
+pub fn build_schema(
+    db: DatabaseConnection,
+    ordering: Arc<Ordering>,
+    billing: Arc<Billing>,
+    limits: &Limits,
+) -> NeoSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
         .data(ordering)
+        .data(billing)
         .data(PageLimit(limits.page_size_max))
         .limit_depth(limits.graphql_depth)
         .limit_complexity(limits.graphql_complexity)
@@ -96,6 +106,12 @@ pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
 pub(crate) fn ordering_service<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Ordering>> {
     ctx.data::<Arc<Ordering>>().map_err(|_| ApiError::Internal {
         message: "schema built without the ordering service".into(),
+    })
+}
+
+pub(crate) fn billing<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Billing>> {
+    ctx.data::<Arc<Billing>>().map_err(|_| ApiError::Internal {
+        message: "schema built without billing settings".into(),
     })
 }
 

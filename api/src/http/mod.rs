@@ -5,6 +5,7 @@ pub mod agents;
 pub mod graphql;
 pub mod health;
 pub mod ingest;
+pub mod invoices;
 pub mod metrics;
 pub mod observe;
 pub mod rate_limit;

@@ -244,7 +244,7 @@ pub async fn create_version(
 }
 
 /// `assignPlan` (operator): the tenant is rated by this version from the later of now and
-/// the version's effective date.
+/// the version's effective date (from the start of that minute).
 pub async fn assign(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -268,7 +268,9 @@ pub async fn assign(
             ),
         ));
     }
-    let from = Utc::now().max(version.effective_from);
+    // From the start of the minute: usage buckets are per minute, so a plan change on a
+    // minute boundary splits them exactly.
+    let from = neocloud_metering::invoicing::whole_minute(Utc::now().max(version.effective_from));
     let assigned = store::assign(&txn, tenant.into(), version.id, from).await?;
     audit::record(
         &txn,

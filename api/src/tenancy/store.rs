@@ -23,6 +23,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         currency: Set(currency.code().to_owned()),
         status: Set(TenantStatus::Active),
         created_at: Set(Utc::now()),
+        billing_anchor_day: Set(1),
     }
     .insert(conn)
     .await

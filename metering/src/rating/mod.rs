@@ -9,11 +9,14 @@
 //! Rounding happens once, on an invoice line: half-even to the currency's minor unit, and
 //! an invoice total is the sum of its rounded lines (`round_lines`).
 //!
-//! Not here: reading usage or plans from the database, commitments, credits and invoices
-//! (they build on these functions).
+//! `period` rates a whole billing period into invoice lines (segments, minimums, spot,
+//! SLA credits, commitments, late usage, credits); reading it from the database is the
+//! `invoicing` module's job.
 
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
+
+pub mod period;
 
 /// Decimal places kept when a quantity conversion does not terminate.
 pub const QUANTITY_DP: u32 = 20;

@@ -13,6 +13,8 @@ pub struct Model {
     pub currency: String,
     pub status: TenantStatus,
     pub created_at: DateTimeUtc,
+    /// Day of the month (1–28, UTC) on which the tenant's billing periods start.
+    pub billing_anchor_day: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,348 @@
+//! Invoices: `invoices`, `invoice`, `upcomingInvoice` and `creditGrants` (tenants see
+//! their own; operators name the tenant), and for operators `closeBillingPeriod`,
+//! `voidInvoice` and `grantCredits`. Money is a decimal string.
+
+use async_graphql::connection::Connection;
+use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use neocloud_metering::rating::period::Line;
+use neocloud_schema::entity::{credit_grant, invoice};
+use neocloud_schema::ids::{InvoiceId, TenantId};
+
+use super::plans::GqlMetric;
+use super::scalars::{connection, parse_id, to_id};
+use crate::invoicing::{self, GrantInput, InvoiceView};
+use crate::pagination::Page;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::InvoiceStatus",
+    name = "InvoiceStatus"
+)]
+pub enum GqlInvoiceStatus {
+    Draft,
+    Open,
+    Paid,
+    Void,
+    Uncollectible,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_schema::vocabulary::LineKind", name = "LineKind")]
+pub enum GqlLineKind {
+    Usage,
+    FlatFee,
+    SlaCredit,
+    CommitmentDiscount,
+    CommitmentTrueUp,
+    Adjustment,
+    Credit,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::CreditKind",
+    name = "CreditKind"
+)]
+pub enum GqlCreditKind {
+    Prepaid,
+    Promotional,
+}
+
+/// One line: `amount` = `quantity × unitPrice` rounded half-even to the minor unit.
+#[derive(SimpleObject)]
+pub struct InvoiceLine {
+    pub kind: GqlLineKind,
+    pub description: String,
+    /// The SKU's name (null for commitment and credit lines).
+    pub sku: Option<String>,
+    pub sku_id: Option<ID>,
+    pub metric: Option<GqlMetric>,
+    /// 1-based tier of a tiered rate.
+    pub tier: Option<i32>,
+    pub quantity: String,
+    pub unit: String,
+    pub unit_price: String,
+    pub amount: String,
+    /// The amount before rounding.
+    pub amount_exact: String,
+    /// For late usage: the invoice whose period it belongs to.
+    pub adjusts_invoice_id: Option<ID>,
+}
+
+impl From<&Line> for InvoiceLine {
+    fn from(l: &Line) -> Self {
+        InvoiceLine {
+            kind: l.kind.into(),
+            description: l.description.clone(),
+            sku: l.sku_name.clone(),
+            sku_id: l.sku.map(to_id),
+            metric: l.metric.map(Into::into),
+            tier: l.tier.and_then(|t| i32::try_from(t + 1).ok()),
+            quantity: l.quantity.to_string(),
+            unit: l.unit.clone(),
+            unit_price: l.unit_price.to_string(),
+            amount: l.amount.to_string(),
+            amount_exact: l.amount_exact.to_string(),
+            adjusts_invoice_id: l.adjusts_invoice.map(to_id),
+        }
+    }
+}
+
+/// An invoice. A `DRAFT` is the open period's, rated as of the request.
+pub struct Invoice(InvoiceView);
+
+#[Object]
+impl Invoice {
+    async fn id(&self) -> ID {
+        to_id(self.0.invoice.id)
+    }
+    /// `NC-2026-000123`; null while a draft.
+    async fn number(&self) -> Option<&str> {
+        self.0.invoice.number.as_deref()
+    }
+    async fn status(&self) -> GqlInvoiceStatus {
+        self.0.invoice.status.into()
+    }
+    async fn tenant_id(&self) -> ID {
+        to_id(self.0.invoice.tenant_id)
+    }
+    async fn currency(&self) -> &str {
+        &self.0.invoice.currency
+    }
+    async fn period_start(&self) -> DateTime<Utc> {
+        self.0.invoice.period_start
+    }
+    async fn period_end(&self) -> DateTime<Utc> {
+        self.0.invoice.period_end
+    }
+    /// The plan version(s) the period is rated with.
+    async fn plan(&self) -> &str {
+        &self.0.invoice.plan
+    }
+    /// The lines before credits.
+    async fn subtotal(&self) -> String {
+        self.0.subtotal.to_string()
+    }
+    /// What prepaid and promotional credits took off.
+    async fn credits(&self) -> String {
+        self.0.credits.to_string()
+    }
+    /// The sum of all rounded lines.
+    async fn total(&self) -> String {
+        self.0.total.to_string()
+    }
+    async fn finalized_at(&self) -> Option<DateTime<Utc>> {
+        self.0.invoice.finalized_at
+    }
+    async fn paid_at(&self) -> Option<DateTime<Utc>> {
+        self.0.invoice.paid_at
+    }
+    async fn voided_at(&self) -> Option<DateTime<Utc>> {
+        self.0.invoice.voided_at
+    }
+    async fn void_reason(&self) -> Option<&str> {
+        self.0.invoice.void_reason.as_deref()
+    }
+    async fn lines(&self) -> Vec<InvoiceLine> {
+        self.0.lines.iter().map(InvoiceLine::from).collect()
+    }
+}
+
+/// An invoice in a list (amounts as stored; open a draft with `invoice` or
+/// `upcomingInvoice` to rate it).
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct InvoiceSummary {
+    pub id: ID,
+    pub number: Option<String>,
+    pub status: GqlInvoiceStatus,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub currency: String,
+    pub total: String,
+    #[graphql(skip)]
+    pub draft: bool,
+}
+
+#[ComplexObject]
+impl InvoiceSummary {
+    /// Whether `total` is final (false for the open period's draft).
+    async fn finalized(&self) -> bool {
+        !self.draft
+    }
+}
+
+impl From<invoice::Model> for InvoiceSummary {
+    fn from(i: invoice::Model) -> Self {
+        let draft = i.status == neocloud_schema::vocabulary::InvoiceStatus::Draft;
+        InvoiceSummary {
+            id: to_id(i.id),
+            number: i.number,
+            status: i.status.into(),
+            period_start: i.period_start,
+            period_end: i.period_end,
+            currency: i.currency,
+            total: i.total,
+            draft,
+        }
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct CreditGrant {
+    pub id: ID,
+    pub kind: GqlCreditKind,
+    pub currency: String,
+    pub amount: String,
+    /// What is left (the amount minus what finalized, not voided invoices used).
+    pub remaining: String,
+    pub effective_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub reason: String,
+}
+
+fn grant_of((g, remaining): (credit_grant::Model, rust_decimal::Decimal)) -> CreditGrant {
+    let money = |amount: rust_decimal::Decimal| {
+        let digits = g
+            .currency
+            .parse::<neocloud_schema::money::Currency>()
+            .map_or(2, |c| c.minor_unit_digits());
+        neocloud_metering::rating::period::round(amount, digits).to_string()
+    };
+    CreditGrant {
+        id: to_id(g.id),
+        kind: g.kind.into(),
+        amount: money(g.amount.parse().unwrap_or_default()),
+        remaining: money(remaining),
+        currency: g.currency,
+        effective_at: g.effective_at,
+        expires_at: g.expires_at,
+        reason: g.reason,
+    }
+}
+
+#[derive(InputObject)]
+pub struct GrantCreditsInput {
+    pub tenant_id: ID,
+    pub kind: GqlCreditKind,
+    /// In the tenant's currency, at most its minor unit's digits.
+    pub amount: String,
+    /// Default: now.
+    pub effective_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    #[graphql(default)]
+    pub reason: String,
+}
+
+fn tenant_arg(id: Option<ID>) -> Result<Option<TenantId>> {
+    Ok(id.map(|id| parse_id("tenantId", &id)).transpose()?)
+}
+
+#[derive(Default)]
+pub struct InvoiceQuery;
+
+#[Object]
+impl InvoiceQuery {
+    /// The tenant's invoices, oldest first, the open period's draft included.
+    #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
+    async fn invoices(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        tenant_id: Option<ID>,
+    ) -> Result<Connection<String, InvoiceSummary>> {
+        let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
+        let result = invoicing::list(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+            page,
+        )
+        .await?;
+        Ok(connection(result, |i| i.id, InvoiceSummary::from))
+    }
+
+    /// One invoice with its lines (a draft is rated as of now).
+    async fn invoice(&self, ctx: &Context<'_>, id: ID) -> Result<Invoice> {
+        let id: InvoiceId = parse_id("id", &id)?;
+        let view = invoicing::get(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        Ok(Invoice(view))
+    }
+
+    /// The open period's invoice as it stands now.
+    async fn upcoming_invoice(&self, ctx: &Context<'_>, tenant_id: Option<ID>) -> Result<Invoice> {
+        let view = invoicing::upcoming(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(Invoice(view))
+    }
+
+    /// The tenant's credit grants with what is left of each.
+    async fn credit_grants(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: Option<ID>,
+    ) -> Result<Vec<CreditGrant>> {
+        let grants = invoicing::grants(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(grants.into_iter().map(grant_of).collect())
+    }
+}
+
+#[derive(Default)]
+pub struct InvoiceMutation;
+
+#[Object]
+impl InvoiceMutation {
+    /// Ends the tenant's open billing period now, finalizes its invoice and returns it;
+    /// the next period starts at once (operator).
+    async fn close_billing_period(&self, ctx: &Context<'_>, tenant_id: ID) -> Result<Invoice> {
+        let tenant: TenantId = parse_id("tenantId", &tenant_id)?;
+        let view = invoicing::close(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            super::billing(ctx)?,
+            tenant,
+        )
+        .await?;
+        Ok(Invoice(view))
+    }
+
+    /// Voids an open invoice (operator). Its number stays taken; credits it used return.
+    async fn void_invoice(&self, ctx: &Context<'_>, id: ID, reason: String) -> Result<Invoice> {
+        let id: InvoiceId = parse_id("id", &id)?;
+        let view = invoicing::void(super::db(ctx)?, super::principal(ctx)?, id, &reason).await?;
+        Ok(Invoice(view))
+    }
+
+    /// Grants prepaid or promotional credit to a tenant (operator).
+    async fn grant_credits(
+        &self,
+        ctx: &Context<'_>,
+        input: GrantCreditsInput,
+    ) -> Result<CreditGrant> {
+        let grant = invoicing::grant(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            GrantInput {
+                tenant: parse_id("tenantId", &input.tenant_id)?,
+                kind: input.kind.into(),
+                amount: input.amount,
+                effective_at: input.effective_at,
+                expires_at: input.expires_at,
+                reason: input.reason,
+            },
+        )
+        .await?;
+        Ok(grant_of(grant))
+    }
+}

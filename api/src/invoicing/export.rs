@@ -1,0 +1,360 @@
+//! Invoice exports: CSV (a row per line, with the usage behind it), JSON (everything
+//! needed to recompute the total), PDF (the document a customer files), and FOCUS (the
+//! FinOps Open Cost and Usage Specification column layout, one row per line).
+
+use neocloud_metering::rating::period::Line;
+use neocloud_schema::vocabulary::LineKind;
+use serde_json::json;
+
+use super::InvoiceView;
+use super::pdf::{PdfInvoice, PdfLine, render};
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Json,
+    Pdf,
+    Focus,
+}
+
+impl Format {
+    pub fn parse(text: &str) -> ApiResult<Format> {
+        match text {
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            "pdf" => Ok(Format::Pdf),
+            "focus" => Ok(Format::Focus),
+            _ => Err(ApiError::invalid("format", "one of csv, json, pdf, focus")),
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Csv | Format::Focus => "text/csv; charset=utf-8",
+            Format::Json => "application/json",
+            Format::Pdf => "application/pdf",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Focus => "focus.csv",
+            Format::Json => "json",
+            Format::Pdf => "pdf",
+        }
+    }
+}
+
+/// The export's file name: the invoice number, or `draft-<id>`.
+pub fn file_name(view: &InvoiceView, format: Format) -> String {
+    let stem = view
+        .invoice
+        .number
+        .clone()
+        .unwrap_or_else(|| format!("draft-{}", view.invoice.id));
+    format!("{stem}.{}", format.extension())
+}
+
+pub fn render_export(view: &InvoiceView, format: Format, operator: &str, tenant: &str) -> Vec<u8> {
+    match format {
+        Format::Csv => csv(view).into_bytes(),
+        Format::Focus => focus(view, operator, tenant).into_bytes(),
+        Format::Json => json(view, operator, tenant),
+        Format::Pdf => render(&pdf_document(view, operator, tenant)),
+    }
+}
+
+/// One CSV field: quoted when it needs to be; text that a spreadsheet would run as a
+/// formula gets a leading apostrophe.
+fn field(text: &str, is_text: bool) -> String {
+    let guarded = if is_text && text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    };
+    if guarded.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", guarded.replace('"', "\"\""))
+    } else {
+        guarded
+    }
+}
+
+fn row(out: &mut String, cells: &[(&str, bool)]) {
+    let line: Vec<String> = cells.iter().map(|(c, t)| field(c, *t)).collect();
+    out.push_str(&line.join(","));
+    out.push_str("\r\n");
+}
+
+fn trace_text(line: &Line, key: &str) -> String {
+    match line.trace.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn opt<T: ToString>(value: Option<T>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn csv(view: &InvoiceView) -> String {
+    let mut out = String::new();
+    row(
+        &mut out,
+        &[
+            "invoice",
+            "status",
+            "period_start",
+            "period_end",
+            "currency",
+            "line",
+            "kind",
+            "description",
+            "sku",
+            "metric",
+            "tier",
+            "quantity",
+            "unit",
+            "unit_price",
+            "amount",
+            "amount_exact",
+            "plan",
+            "usage_raw",
+            "usage_raw_unit",
+            "allocations",
+            "minimum_top_up_seconds",
+            "adjusts_invoice",
+        ]
+        .map(|h| (h, false)),
+    );
+    let invoice = &view.invoice;
+    let number = invoice.number.clone().unwrap_or_else(|| "draft".into());
+    for (i, line) in view.lines.iter().enumerate() {
+        let cells = [
+            number.clone(),
+            invoice.status.to_string(),
+            invoice.period_start.to_rfc3339(),
+            invoice.period_end.to_rfc3339(),
+            invoice.currency.clone(),
+            (i + 1).to_string(),
+            line.kind.to_string(),
+            line.description.clone(),
+            line.sku_name.clone().unwrap_or_default(),
+            opt(line.metric),
+            opt(line.tier.map(|t| t + 1)),
+            line.quantity.to_string(),
+            line.unit.clone(),
+            line.unit_price.to_string(),
+            line.amount.to_string(),
+            line.amount_exact.to_string(),
+            trace_text(line, "plan"),
+            trace_text(line, "raw"),
+            trace_text(line, "raw_unit"),
+            trace_text(line, "allocations"),
+            trace_text(line, "minimum_top_up_seconds"),
+            opt(line.adjusts_invoice),
+        ];
+        let text_columns = [7, 8, 16];
+        let cells: Vec<(&str, bool)> = cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c.as_str(), text_columns.contains(&j)))
+            .collect();
+        row(&mut out, &cells);
+    }
+    out
+}
+
+fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
+    let invoice = &view.invoice;
+    let body = json!({
+        "id": invoice.id,
+        "number": invoice.number,
+        "status": invoice.status,
+        "operator": operator,
+        "tenant": {"id": invoice.tenant_id, "name": tenant},
+        "currency": invoice.currency,
+        "period_start": invoice.period_start,
+        "period_end": invoice.period_end,
+        "plan": invoice.plan,
+        "finalized_at": invoice.finalized_at,
+        "paid_at": invoice.paid_at,
+        "voided_at": invoice.voided_at,
+        "void_reason": invoice.void_reason,
+        "subtotal": view.subtotal.to_string(),
+        "credits": view.credits.to_string(),
+        "total": view.total.to_string(),
+        "lines": view.lines,
+        "rounding": "each line: quantity × unit_price, rounded half-even to the currency's minor unit; total = sum of the rounded lines; subtotal = the lines before credits",
+        "rating": view.rating,
+    });
+    serde_json::to_vec_pretty(&body).unwrap_or_default()
+}
+
+/// FOCUS 1.x columns (the subset that applies to a GPU cloud's invoice lines).
+fn focus(view: &InvoiceView, operator: &str, tenant: &str) -> String {
+    let mut out = String::new();
+    row(
+        &mut out,
+        &[
+            "BillingAccountId",
+            "BillingAccountName",
+            "BillingCurrency",
+            "BillingPeriodStart",
+            "BillingPeriodEnd",
+            "ChargePeriodStart",
+            "ChargePeriodEnd",
+            "ChargeCategory",
+            "ChargeClass",
+            "ChargeDescription",
+            "ChargeFrequency",
+            "BilledCost",
+            "EffectiveCost",
+            "ListCost",
+            "ContractedCost",
+            "ConsumedQuantity",
+            "ConsumedUnit",
+            "PricingQuantity",
+            "PricingUnit",
+            "ContractedUnitPrice",
+            "ListUnitPrice",
+            "InvoiceId",
+            "InvoiceIssuerName",
+            "ProviderName",
+            "PublisherName",
+            "ServiceCategory",
+            "ServiceName",
+            "SkuId",
+            "SkuPriceId",
+            "x_Metric",
+            "x_Tier",
+        ]
+        .map(|h| (h, false)),
+    );
+    let invoice = &view.invoice;
+    for line in &view.lines {
+        let category = match line.kind {
+            LineKind::Usage | LineKind::FlatFee => "Usage",
+            LineKind::Credit | LineKind::SlaCredit | LineKind::CommitmentDiscount => "Credit",
+            LineKind::CommitmentTrueUp => "Purchase",
+            LineKind::Adjustment => "Adjustment",
+        };
+        let class = if line.kind == LineKind::Adjustment {
+            "Correction"
+        } else {
+            ""
+        };
+        let frequency = if matches!(line.kind, LineKind::Usage | LineKind::Adjustment) {
+            "Usage-Based"
+        } else {
+            "One-Time"
+        };
+        let cells = [
+            invoice.tenant_id.to_string(),
+            tenant.to_owned(),
+            invoice.currency.clone(),
+            invoice.period_start.to_rfc3339(),
+            invoice.period_end.to_rfc3339(),
+            invoice.period_start.to_rfc3339(),
+            invoice.period_end.to_rfc3339(),
+            category.to_owned(),
+            class.to_owned(),
+            line.description.clone(),
+            frequency.to_owned(),
+            line.amount.to_string(),
+            line.amount.to_string(),
+            line.amount_exact.to_string(),
+            line.amount_exact.to_string(),
+            line.quantity.to_string(),
+            line.unit.clone(),
+            line.quantity.to_string(),
+            line.unit.clone(),
+            line.unit_price.to_string(),
+            line.unit_price.to_string(),
+            invoice.number.clone().unwrap_or_default(),
+            operator.to_owned(),
+            operator.to_owned(),
+            operator.to_owned(),
+            "AI and Machine Learning".to_owned(),
+            "GPU compute".to_owned(),
+            line.sku_name.clone().unwrap_or_default(),
+            opt(line.sku),
+            opt(line.metric),
+            opt(line.tier.map(|t| t + 1)),
+        ];
+        let text_columns = [1, 9, 27];
+        let cells: Vec<(&str, bool)> = cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c.as_str(), text_columns.contains(&j)))
+            .collect();
+        row(&mut out, &cells);
+    }
+    out
+}
+
+fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice {
+    let invoice = &view.invoice;
+    let title = match invoice.status {
+        neocloud_schema::vocabulary::InvoiceStatus::Draft => "Draft invoice",
+        neocloud_schema::vocabulary::InvoiceStatus::Void => "Void invoice",
+        _ => "Invoice",
+    };
+    let mut notes = vec![
+        "Each line is quantity × unit price, rounded half-even to the currency's minor unit; the total is the sum of the rounded lines.".to_owned(),
+        "The usage and plan behind every line are in the JSON and CSV exports of this invoice.".to_owned(),
+    ];
+    if let Some(reason) = &invoice.void_reason {
+        notes.insert(0, format!("Voided: {reason}"));
+    }
+    PdfInvoice {
+        operator_name: operator.to_owned(),
+        operator_lines: Vec::new(),
+        tenant_name: tenant.to_owned(),
+        tenant_id: invoice.tenant_id.to_string(),
+        title: title.to_owned(),
+        number: invoice.number.clone(),
+        status: invoice.status.as_str().to_uppercase(),
+        issued_at: invoice
+            .finalized_at
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()),
+        period_start: invoice
+            .period_start
+            .format("%Y-%m-%d %H:%M UTC")
+            .to_string(),
+        period_end: invoice.period_end.format("%Y-%m-%d %H:%M UTC").to_string(),
+        currency: invoice.currency.clone(),
+        plan: invoice.plan.clone(),
+        lines: view
+            .lines
+            .iter()
+            .map(|l| PdfLine {
+                description: l.description.clone(),
+                quantity: l.quantity.round_dp(4).normalize().to_string(),
+                unit: l.unit.clone(),
+                unit_price: l.unit_price.to_string(),
+                amount: l.amount.to_string(),
+            })
+            .collect(),
+        subtotal: view.subtotal.to_string(),
+        credits: view.credits.to_string(),
+        total: view.total.to_string(),
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_and_formulas_defused() {
+        assert_eq!(field("plain", true), "plain");
+        assert_eq!(field("a,b", true), "\"a,b\"");
+        assert_eq!(field("say \"hi\"", true), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("=HYPERLINK(1)", true), "'=HYPERLINK(1)");
+        assert_eq!(field("-12.50", false), "-12.50");
+    }
+}

@@ -1,0 +1,333 @@
+//! Invoices as the API serves them: the open period's draft (`upcomingInvoice`), finalized
+//! invoices (tenant-scoped in the store), closing a period, voiding, credit grants, the
+//! closing of periods whose grace has passed, and exports. Pricing and the invoice rules
+//! live in `neocloud_metering::invoicing` and `rating::period`.
+
+pub mod export;
+pub mod pdf;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_metering::invoicing::{self as billing, BillingPolicy, InvoicingError, NewGrant};
+use neocloud_metering::rating::period::Line;
+use neocloud_schema::entity::{credit_grant, invoice};
+use neocloud_schema::ids::{InvoiceId, TenantId};
+use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus};
+use rust_decimal::Decimal;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use serde_json::json;
+
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::pagination::{Page, PageOf};
+use crate::settings::BillingSettings;
+use crate::tenancy;
+
+/// Billing configuration the handlers share.
+#[derive(Debug, Clone)]
+pub struct Billing {
+    pub policy: BillingPolicy,
+    pub operator_name: String,
+}
+
+impl Billing {
+    pub fn new(settings: &BillingSettings) -> Billing {
+        Billing {
+            policy: BillingPolicy {
+                invoice_prefix: settings.invoice_prefix.clone(),
+                close_grace: TimeDelta::seconds(
+                    i64::try_from(settings.close_grace_seconds).unwrap_or(3600),
+                ),
+            },
+            operator_name: settings.operator_name.clone(),
+        }
+    }
+}
+
+/// An invoice with its lines: stored for finalized invoices, rated now for a draft.
+#[derive(Debug, Clone)]
+pub struct InvoiceView {
+    pub invoice: invoice::Model,
+    pub lines: Vec<Line>,
+    /// For a draft: its amounts as rated now (a stored draft keeps zeros).
+    pub subtotal: Decimal,
+    pub credits: Decimal,
+    pub total: Decimal,
+    /// Rating input and output (the JSON export's content).
+    pub rating: serde_json::Value,
+}
+
+impl From<InvoicingError> for ApiError {
+    fn from(e: InvoicingError) -> Self {
+        match e {
+            InvoicingError::NotFound(what) => ApiError::not_found(what),
+            InvoicingError::Conflict(message) => ApiError::InvalidState { message },
+            InvoicingError::Invalid { field, message } => ApiError::invalid(field, message),
+            InvoicingError::Database(source) => ApiError::Database { source },
+            InvoicingError::Rate(e) => ApiError::Internal {
+                message: format!("rating failed: {e}"),
+            },
+        }
+    }
+}
+
+fn dec(text: &str) -> Decimal {
+    text.parse().unwrap_or_default()
+}
+
+fn draft_view(draft: billing::Draft) -> InvoiceView {
+    let mut invoice = draft.invoice;
+    invoice.plan = draft
+        .input
+        .segments
+        .iter()
+        .map(|s| s.plan.label.clone())
+        .collect::<Vec<_>>()
+        .join(", then ");
+    InvoiceView {
+        invoice,
+        subtotal: draft.rated.subtotal,
+        credits: draft.rated.credits,
+        total: draft.rated.total,
+        rating: json!({"input": draft.input, "output": draft.rated}),
+        lines: draft.rated.lines,
+    }
+}
+
+async fn finalized_view(
+    db: &DatabaseConnection,
+    invoice: invoice::Model,
+) -> ApiResult<InvoiceView> {
+    let lines = billing::store::lines(db, invoice.tenant_id, invoice.id)
+        .await?
+        .iter()
+        .map(billing::store::line_of)
+        .collect();
+    Ok(InvoiceView {
+        subtotal: dec(&invoice.subtotal),
+        credits: dec(&invoice.credits),
+        total: dec(&invoice.total),
+        rating: invoice.rating.clone().unwrap_or_default(),
+        invoice,
+        lines,
+    })
+}
+
+/// The tenant whose invoices a call is about: a tenant's own, or the one an operator names.
+fn billed_tenant(actor: &Principal, asked: Option<TenantId>) -> ApiResult<TenantId> {
+    actor.require_user()?;
+    match (actor.tenant_scope_or_all(), asked) {
+        (None, Some(t)) => Ok(t),
+        (None, None) => Err(ApiError::invalid("tenantId", "operators name the tenant")),
+        (Some(own), None) => Ok(own),
+        (Some(own), Some(t)) if t == own => Ok(own),
+        _ => Err(ApiError::not_found("tenant")),
+    }
+}
+
+/// `upcomingInvoice`: the open period's draft, rated as of now.
+pub async fn upcoming(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+) -> ApiResult<InvoiceView> {
+    let tenant = billed_tenant(actor, asked)?;
+    tenancy::store::find(db, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let txn = crate::db::begin_write(db).await?;
+    let draft = billing::rate_open(&txn, tenant.into(), Utc::now()).await?;
+    txn.commit().await?;
+    Ok(draft_view(draft))
+}
+
+/// `invoice(id)`: one of the caller's invoices (any, for operators).
+pub async fn get(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: InvoiceId,
+) -> ApiResult<InvoiceView> {
+    actor.require_user()?;
+    let scope = actor.tenant_scope_or_all().map(Into::into);
+    let found = billing::store::find(db, scope, id.into())
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    if found.status == InvoiceStatus::Draft {
+        let draft = billing::rate_open(db, found.tenant_id, Utc::now()).await?;
+        if draft.invoice.id == found.id {
+            return Ok(draft_view(draft));
+        }
+    }
+    finalized_view(db, found).await
+}
+
+/// `invoices(first, after)`: the tenant's invoices, oldest first, draft included.
+pub async fn list(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+    page: Page,
+) -> ApiResult<PageOf<invoice::Model>> {
+    let tenant = billed_tenant(actor, asked)?;
+    let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
+    Ok(page.fetch(db, select, invoice::Column::Id).await?)
+}
+
+/// `closeBillingPeriod` (operator): ends the tenant's open period now and finalizes it.
+pub async fn close(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    billing_config: &Billing,
+    tenant: TenantId,
+) -> ApiResult<InvoiceView> {
+    actor.require_operator()?;
+    let txn = crate::db::begin_write(db).await?;
+    tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let now = Utc::now();
+    let (invoice, _) =
+        billing::close_period(&txn, tenant.into(), now, now, &billing_config.policy).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "invoice.finalize",
+            object_type: "invoice",
+            object_id: invoice.id.to_string(),
+            before: None,
+            after: Some(json!({"number": invoice.number, "total": invoice.total})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    finalized_view(db, invoice).await
+}
+
+/// Closes every period whose end plus the grace has passed (run periodically). Returns
+/// how many invoices were finalized.
+pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> ApiResult<usize> {
+    let now = Utc::now();
+    let mut closed = 0;
+    for (tenant, end) in billing::due_for_close(db, now, &billing_config.policy).await? {
+        let txn = crate::db::begin_write(db).await?;
+        let (invoice, _) =
+            billing::close_period(&txn, tenant, end, now, &billing_config.policy).await?;
+        txn.commit().await?;
+        tracing::info!(tenant = %tenant, number = ?invoice.number, total = %invoice.total, "Billing period closed.");
+        closed += 1;
+    }
+    Ok(closed)
+}
+
+/// `voidInvoice` (operator).
+pub async fn void(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: InvoiceId,
+    reason: &str,
+) -> ApiResult<InvoiceView> {
+    actor.require_operator()?;
+    let reason = reason.trim();
+    if reason.is_empty() || reason.len() > 500 {
+        return Err(ApiError::invalid("reason", "1 to 500 characters"));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let invoice = billing::void(&txn, None, id, reason, Utc::now()).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(TenantId(invoice.tenant_id)),
+            action: "invoice.void",
+            object_type: "invoice",
+            object_id: invoice.id.to_string(),
+            before: None,
+            after: Some(json!({"number": invoice.number, "reason": reason})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    finalized_view(db, invoice).await
+}
+
+/// A credit grant as given to `grantCredits`.
+pub struct GrantInput {
+    pub tenant: TenantId,
+    pub kind: CreditKind,
+    pub amount: String,
+    pub effective_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub reason: String,
+}
+
+/// `grantCredits` (operator).
+pub async fn grant(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    input: GrantInput,
+) -> ApiResult<(credit_grant::Model, Decimal)> {
+    actor.require_operator()?;
+    let amount =
+        parse_plain_decimal(input.amount.trim()).map_err(|e| ApiError::invalid("amount", e))?;
+    if input.reason.len() > 500 {
+        return Err(ApiError::invalid("reason", "at most 500 characters"));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let tenant = tenancy::store::find(&txn, input.tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let currency = tenancy::parse_currency(&tenant.currency)?;
+    if amount.scale() > currency.minor_unit_digits() {
+        return Err(ApiError::invalid(
+            "amount",
+            format!(
+                "{} has {} decimal places",
+                currency,
+                currency.minor_unit_digits()
+            ),
+        ));
+    }
+    let now = Utc::now();
+    let created = billing::grant_credits(
+        &txn,
+        NewGrant {
+            tenant: tenant.id,
+            kind: input.kind,
+            currency: tenant.currency.clone(),
+            amount,
+            effective_at: input.effective_at.unwrap_or(now),
+            expires_at: input.expires_at,
+            reason: input.reason.trim().to_owned(),
+        },
+        now,
+    )
+    .await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(input.tenant),
+            action: "credit.grant",
+            object_type: "credit_grant",
+            object_id: created.id.to_string(),
+            before: None,
+            after: Some(json!({"amount": created.amount, "kind": created.kind, "expires_at": created.expires_at})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((created, amount))
+}
+
+/// `creditGrants`: the tenant's grants with what is left of each.
+pub async fn grants(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+) -> ApiResult<Vec<(credit_grant::Model, Decimal)>> {
+    let tenant = billed_tenant(actor, asked)?;
+    Ok(billing::grant_balances(db, tenant.into()).await?)
+}

@@ -1,0 +1,486 @@
+//! Invoicing through the API: the open period's draft, closing it into a numbered,
+//! immutable invoice whose total is the sum of its rounded lines, late usage becoming an
+//! adjustment on the next invoice (once), credits, voiding, exports, and another tenant
+//! seeing none of it.
+
+mod support;
+
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Datelike, Duration, DurationRound, TimeDelta, Utc};
+use neocloud_schema::entity::{invoice, invoice_line};
+use rust_decimal::{Decimal, RoundingStrategy};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+const INVOICE: &str = "id number status periodStart periodEnd currency plan subtotal credits total
+    lines { kind description sku metric tier quantity unit unitPrice amount adjustsInvoiceId }";
+
+struct Setup {
+    tenant: String,
+    key: String,
+    token: String,
+    gpu: String,
+    allocation: String,
+    started: DateTime<Utc>,
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A tenant on a plan priced per second (3600 per GPU-hour) so that a few seconds of
+/// usage make visible amounts, with one running H100.
+async fn setup(app: &TestApp) -> Setup {
+    let r = app.register_node("hgx-0", "H100", 8, "").await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let sku = app.create_h100_sku().await;
+    let (tenant, key) = app.create_tenant("acme").await;
+    let plan = json!({"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
+        "minimumBillableSeconds": 0,
+        "rates": [
+            {"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "3600"},
+            {"sku": sku, "metric": "ACTIVE", "tiersMode": "GRADUATED", "tiers": [
+                {"upTo": "0.0005", "unitPrice": "7200", "flatFee": "0.25"}, {"upTo": null, "unitPrice": "3600"}]}]});
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
+            json!({"i": plan}),
+        )
+        .await;
+    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
+            json!({"t": tenant, "v": version}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id startedAt gpus { uuid } } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    Setup {
+        tenant,
+        key,
+        token,
+        gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
+        allocation: alloc["id"].as_str().expect("id").to_owned(),
+        started: alloc["startedAt"]
+            .as_str()
+            .expect("start")
+            .parse()
+            .expect("time"),
+    }
+}
+
+/// Two seconds at 50 % SM, starting `offset` seconds after the allocation's first whole
+/// second.
+async fn ingest(app: &TestApp, s: &Setup, boot: &str, seq: u64, offset: i64) {
+    let start = s
+        .started
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc")
+        + Duration::seconds(1 + offset);
+    let body = json!({"version": 1, "agent_id": "hgx-0", "boot_id": boot, "seq": seq,
+        "window": {"start": iso(start), "end": iso(start + Duration::seconds(2))},
+        "devices": [{"uuid": s.gpu, "sm_util_pct": 50.0, "fb_used_bytes": 1u64 << 30, "energy_mj": 1000,
+            "temp_c": 60, "health": "ok", "events": [],
+            "processes": [{"pid": 42, "allocation_id": s.allocation, "labels": {},
+                "sm_util_pct": 50.0, "fb_used_bytes": 1u64 << 30}]}]});
+    let res = app
+        .client
+        .post(format!("{}/v1/ingest", app.url))
+        .bearer_auth(&s.token)
+        .json(&body)
+        .send()
+        .await
+        .expect("ingest");
+    assert_eq!(res.status().as_u16(), 200, "{:?}", res.text().await);
+}
+
+/// Sleeps until `t` has passed.
+async fn wait_until(t: DateTime<Utc>) {
+    let left = (t - Utc::now()).num_milliseconds();
+    if left > 0 {
+        tokio::time::sleep(StdDuration::from_millis(left as u64 + 50)).await;
+    }
+}
+
+fn dec(v: &Value) -> Decimal {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a decimal string: {v}"))
+        .parse()
+        .expect("decimal")
+}
+
+/// Every line is quantity × unit price rounded half-even to cents; the total is their sum.
+fn assert_exact(invoice: &Value) {
+    let lines = invoice["lines"].as_array().expect("lines");
+    let mut sum = Decimal::ZERO;
+    for line in lines {
+        let exact = dec(&line["quantity"]) * dec(&line["unitPrice"]);
+        let rounded = exact.round_dp_with_strategy(2, RoundingStrategy::MidpointNearestEven);
+        assert_eq!(rounded, dec(&line["amount"]), "{line}");
+        sum += dec(&line["amount"]);
+    }
+    assert_eq!(sum, dec(&invoice["total"]), "{invoice}");
+}
+
+async fn close(app: &TestApp, tenant: &str) -> Value {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            &format!("mutation($t: ID!) {{ closeBillingPeriod(tenantId: $t) {{ {INVOICE} }} }}"),
+            json!({"t": tenant}),
+        )
+        .await;
+    let invoice = r["data"]["closeBillingPeriod"].clone();
+    assert!(invoice.is_object(), "{r}");
+    invoice
+}
+
+async fn upcoming(app: &TestApp, key: &str) -> Value {
+    let r = app
+        .gql(
+            Some(key),
+            &format!("{{ upcomingInvoice {{ {INVOICE} }} }}"),
+            json!({}),
+        )
+        .await;
+    let invoice = r["data"]["upcomingInvoice"].clone();
+    assert!(invoice.is_object(), "{r}");
+    invoice
+}
+
+async fn export(app: &TestApp, key: &str, id: &str, format: &str) -> (u16, Vec<u8>) {
+    let res = app
+        .client
+        .get(format!(
+            "{}/v1/invoices/{id}/export?format={format}",
+            app.url
+        ))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("export");
+    let status = res.status().as_u16();
+    (status, res.bytes().await.expect("body").to_vec())
+}
+
+async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    ingest(&app, &s, &boot, 1, 0).await;
+    wait_until(s.started + Duration::seconds(4)).await;
+
+    let draft = upcoming(&app, &s.key).await;
+    assert_eq!(draft["status"], "DRAFT", "{draft}");
+    assert!(draft["number"].is_null());
+    // Assigned within the minute the tenant was created in: the plan covers all of it.
+    assert_eq!(draft["plan"], "per-second v1");
+    assert_exact(&draft);
+
+    let first = close(&app, &s.tenant).await;
+    let year = Utc::now().year();
+    assert_eq!(first["number"], format!("NC-{year}-000001"), "{first}");
+    assert_eq!(first["status"], "OPEN");
+    assert_exact(&first);
+    let lines = first["lines"].as_array().expect("lines");
+    let kinds: Vec<&str> = lines.iter().filter_map(|l| l["kind"].as_str()).collect();
+    assert!(
+        kinds.contains(&"USAGE") && kinds.contains(&"FLAT_FEE"),
+        "{first}"
+    );
+    // One GPU-second active (2 s at 50 %): all of it in tier 1 (up to 0.0005 h = 1.8 s).
+    let active: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["metric"] == "ACTIVE" && l["kind"] == "USAGE")
+        .collect();
+    assert_eq!(active.len(), 1, "{first}");
+    assert_eq!(active[0]["quantity"], "0.00027777777777777778");
+    assert_eq!(active[0]["tier"], 1);
+    assert_eq!(active[0]["amount"], "2.00");
+
+    // The next period starts where this one ended; numbers have no gaps.
+    let next = upcoming(&app, &s.key).await;
+    assert_eq!(next["periodStart"], first["periodEnd"]);
+    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    let second = close(&app, &s.tenant).await;
+    assert_eq!(second["number"], format!("NC-{year}-000002"));
+
+    // Finalized invoices refuse every change, whatever path the write takes.
+    let id: uuid::Uuid = first["id"].as_str().expect("id").parse().expect("uuid");
+    let tamper = invoice::Entity::update_many()
+        .col_expr(invoice::Column::Total, Expr::value("0"))
+        .filter(invoice::Column::Id.eq(id))
+        .exec(&app.db)
+        .await;
+    assert!(tamper.is_err(), "a finalized invoice was changed");
+    let delete = invoice_line::Entity::delete_many()
+        .filter(invoice_line::Column::InvoiceId.eq(id))
+        .exec(&app.db)
+        .await;
+    assert!(delete.is_err(), "a finalized invoice's lines were deleted");
+
+    // Exports, for the tenant.
+    let id = first["id"].as_str().expect("id");
+    let (code, csv) = export(&app, &s.key, id, "csv").await;
+    assert_eq!(code, 200);
+    let csv = String::from_utf8(csv).expect("utf-8");
+    assert_eq!(csv.lines().count(), lines.len() + 1, "{csv}");
+    assert!(csv.starts_with("invoice,status,period_start"), "{csv}");
+    let (code, body) = export(&app, &s.key, id, "json").await;
+    assert_eq!(code, 200);
+    let exported: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(exported["total"], first["total"]);
+    assert!(exported["rating"]["input"]["segments"].is_array());
+    let (code, pdf) = export(&app, &s.key, id, "pdf").await;
+    assert_eq!(code, 200);
+    assert!(pdf.starts_with(b"%PDF-"), "not a PDF");
+    let (code, focus) = export(&app, &s.key, id, "focus").await;
+    assert_eq!(code, 200);
+    assert!(String::from_utf8_lossy(&focus).starts_with("BillingAccountId,"));
+    let (code, _) = export(&app, &s.key, id, "xlsx").await;
+    assert_eq!(code, 400);
+
+    // Another tenant sees nothing of it.
+    let (_, other) = app.create_tenant("globex").await;
+    let r = app
+        .gql(
+            Some(&other),
+            "query($id: ID!) { invoice(id: $id) { id total } }",
+            json!({"id": id}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    assert_eq!(export(&app, &other, id, "csv").await.0, 404);
+    let r = app
+        .gql(
+            Some(&other),
+            "{ invoices { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    let ids: Vec<&Value> = r["data"]["invoices"]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| &e["node"]["id"])
+        .collect();
+    assert!(!ids.contains(&&json!(id)), "{r}");
+    let r = app
+        .gql(
+            Some(&other),
+            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id } }",
+            json!({"t": s.tenant}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // Voiding needs a reason, keeps the number, and happens once.
+    let void = "mutation($id: ID!, $r: String!) { voidInvoice(id: $id, reason: $r) { status number voidReason } }";
+    let r = app
+        .gql(Some(&app.operator_key), void, json!({"id": id, "r": " "}))
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            void,
+            json!({"id": id, "r": "duplicate billing"}),
+        )
+        .await;
+    assert_eq!(r["data"]["voidInvoice"]["status"], "VOID", "{r}");
+    assert_eq!(r["data"]["voidInvoice"]["number"], first["number"]);
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            void,
+            json!({"id": id, "r": "again"}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+}
+
+async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    ingest(&app, &s, &boot, 1, 0).await;
+    wait_until(s.started + Duration::seconds(6)).await;
+    let first = close(&app, &s.tenant).await;
+
+    // Samples from before the close arrive after it.
+    ingest(&app, &s, &boot, 2, 2).await;
+    let draft = upcoming(&app, &s.key).await;
+    let adjustments: Vec<&Value> = draft["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == "ADJUSTMENT")
+        .collect();
+    // One more GPU-second active: 0.8 s fill tier 1 (up to 1.8 s), 0.2 s go to tier 2.
+    assert_eq!(adjustments.len(), 2, "{draft}");
+    for (line, tier, amount) in [(adjustments[0], 1, "1.60"), (adjustments[1], 2, "0.20")] {
+        assert_eq!(line["adjustsInvoiceId"], first["id"]);
+        assert_eq!(line["metric"], "ACTIVE");
+        assert_eq!(
+            (&line["tier"], &line["amount"]),
+            (&json!(tier), &json!(amount))
+        );
+    }
+    assert_eq!(
+        dec(&adjustments[0]["quantity"]) + dec(&adjustments[1]["quantity"]),
+        dec(&json!("0.00027777777777777778"))
+    );
+    assert_exact(&draft);
+
+    // The closed invoice did not change.
+    let r = app
+        .gql(
+            Some(&s.key),
+            &format!("query($id: ID!) {{ invoice(id: $id) {{ {INVOICE} }} }}"),
+            json!({"id": first["id"]}),
+        )
+        .await;
+    assert_eq!(r["data"]["invoice"], first, "{r}");
+
+    // Billed on the next invoice, and never again.
+    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    let second = close(&app, &s.tenant).await;
+    assert!(
+        second["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .any(|l| l["kind"] == "ADJUSTMENT"),
+        "{second}"
+    );
+    let after = upcoming(&app, &s.key).await;
+    assert!(
+        !after["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .any(|l| l["kind"] == "ADJUSTMENT"),
+        "{after}"
+    );
+}
+
+async fn credits_pay_oldest_expiry_first_and_come_back_when_voided(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let grant =
+        "mutation($i: GrantCreditsInput!) { grantCredits(input: $i) { id amount remaining kind } }";
+    let soon = iso(Utc::now() + Duration::days(30));
+    for (amount, expires) in [("1.50", Some(soon)), ("1000.00", None)] {
+        let r = app
+            .gql(
+                Some(&app.operator_key),
+                grant,
+                json!({"i": {"tenantId": s.tenant, "kind": "PREPAID", "amount": amount, "expiresAt": expires}}),
+            )
+            .await;
+        assert_eq!(r["data"]["grantCredits"]["remaining"], amount, "{r}");
+    }
+    for (bad, field) in [("-5", "amount"), ("0.001", "amount"), ("1e3", "amount")] {
+        let r = app
+            .gql(
+                Some(&app.operator_key),
+                grant,
+                json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": bad}}),
+            )
+            .await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{bad}: {r}");
+        assert!(
+            r["errors"][0]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(field)
+        );
+    }
+    let r = app
+        .gql(
+            Some(&s.key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "5"}}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    wait_until(s.started + Duration::seconds(3)).await;
+    let invoice = close(&app, &s.tenant).await;
+    assert_exact(&invoice);
+    let credits: Vec<&Value> = invoice["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == "CREDIT")
+        .collect();
+    // The expiring grant goes first and is used up; the other covers the rest.
+    assert_eq!(credits.len(), 2, "{invoice}");
+    assert_eq!(credits[0]["amount"], "-1.50");
+    assert_eq!(dec(&invoice["total"]), Decimal::ZERO, "{invoice}");
+    assert_eq!(
+        dec(&invoice["subtotal"]),
+        dec(&invoice["credits"]),
+        "{invoice}"
+    );
+    let remaining = |r: &Value| -> Vec<String> {
+        r["data"]["creditGrants"]
+            .as_array()
+            .expect("grants")
+            .iter()
+            .map(|g| g["remaining"].as_str().expect("remaining").to_owned())
+            .collect()
+    };
+    let query = "query($t: ID) { creditGrants(tenantId: $t) { remaining } }";
+    let r = app.gql(Some(&s.key), query, json!({})).await;
+    let left = remaining(&r);
+    assert_eq!(left[0], "0.00", "{r}");
+    assert_eq!(
+        dec(&json!(left[1])),
+        Decimal::from(1000) - (dec(&invoice["subtotal"]) - Decimal::new(150, 2)),
+        "{r}"
+    );
+
+    app.gql(
+        Some(&app.operator_key),
+        "mutation($id: ID!) { voidInvoice(id: $id, reason: \"wrong plan\") { status } }",
+        json!({"id": invoice["id"]}),
+    )
+    .await;
+    let r = app
+        .gql(Some(&app.operator_key), query, json!({"t": s.tenant}))
+        .await;
+    assert_eq!(
+        remaining(&r),
+        vec!["1.50".to_owned(), "1000.00".to_owned()],
+        "{r}"
+    );
+}
+
+on_both_databases!(
+    a_closed_period_becomes_a_numbered_immutable_invoice,
+    late_usage_is_an_adjustment_on_the_next_invoice_once,
+    credits_pay_oldest_expiry_first_and_come_back_when_voided,
+);

@@ -1,0 +1,331 @@
+//! Reads what rating a period needs: the plan versions in force (segments), the usage of
+//! each allocation in each segment, the SKUs, the credit grants, and the late usage of
+//! recently closed periods.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_schema::entity::{
+    allocation, allocation_gpu, invoice, plan, plan_rate, plan_version, sku, tenant, tenant_plan,
+};
+use neocloud_schema::money::Currency;
+use neocloud_schema::vocabulary::AllocationClass;
+use rust_decimal::Decimal;
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use uuid::Uuid;
+
+use super::{InvoicingError, month_fraction, store};
+use crate::rating::PriceModel;
+use crate::rating::period::{
+    AllocationUsage, Commitment, GrantBalance, LateUsage, PeriodInput, PlanTerms, Rate, Segment,
+    SkuInfo, rate_period,
+};
+use crate::usage::{self, GroupBy};
+
+/// Closed periods this recent are re-rated for late usage.
+pub const LATE_WINDOW_DAYS: i64 = 35;
+
+fn dec(text: &str) -> Decimal {
+    text.parse().unwrap_or_default()
+}
+
+/// A plan version's rates as the rating engine takes them.
+fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) -> PlanTerms {
+    let rates = rates
+        .iter()
+        .filter(|r| r.plan_version_id == version.id)
+        .filter_map(|r| {
+            let model = match (&r.unit_price, &r.tiers, &r.package_size, &r.package_price) {
+                (Some(price), _, _, _) => PriceModel::PerUnit {
+                    unit_price: dec(price),
+                },
+                (_, Some(tiers), _, _) => {
+                    let tiers = serde_json::from_value(tiers.clone()).ok()?;
+                    match r.tiers_mode {
+                        neocloud_schema::vocabulary::TiersMode::Volume => {
+                            PriceModel::Volume { tiers }
+                        }
+                        _ => PriceModel::Graduated { tiers },
+                    }
+                }
+                (_, _, Some(size), Some(price)) => PriceModel::Package {
+                    size: dec(size),
+                    price: dec(price),
+                },
+                _ => return None,
+            };
+            Some(Rate {
+                sku: r.sku_id,
+                metric: r.metric,
+                model,
+                spot_unit_price: r.spot_unit_price.as_deref().map(dec),
+            })
+        })
+        .collect();
+    PlanTerms {
+        label: format!("{name} v{}", version.version),
+        version_id: Some(version.id),
+        minimum_billable_seconds: version.minimum_billable_seconds,
+        rates,
+        commitment: version
+            .commitment_monthly_minimum
+            .as_deref()
+            .map(|minimum| Commitment {
+                monthly_minimum: dec(minimum),
+                discount_pct: version
+                    .commitment_discount_pct
+                    .as_deref()
+                    .map(dec)
+                    .unwrap_or_default(),
+            }),
+    }
+}
+
+fn list_prices() -> PlanTerms {
+    PlanTerms {
+        label: "list prices".to_owned(),
+        version_id: None,
+        minimum_billable_seconds: 0,
+        rates: Vec::new(),
+        commitment: None,
+    }
+}
+
+/// The plan versions in force over `[from, to)`, as consecutive segments.
+async fn segments<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, PlanTerms)>, DbErr> {
+    let assignments = tenant_plan::Entity::find()
+        .filter(tenant_plan::Column::TenantId.eq(tenant))
+        .filter(tenant_plan::Column::EffectiveFrom.lt(to))
+        .order_by_asc(tenant_plan::Column::EffectiveFrom)
+        .order_by_asc(tenant_plan::Column::CreatedAt)
+        .all(conn)
+        .await?;
+    let version_ids: Vec<Uuid> = assignments.iter().map(|a| a.plan_version_id).collect();
+    let versions: HashMap<Uuid, plan_version::Model> = plan_version::Entity::find()
+        .filter(plan_version::Column::Id.is_in(version_ids.clone()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|v| (v.id, v))
+        .collect();
+    let plans: HashMap<Uuid, String> = plan::Entity::find()
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p.name))
+        .collect();
+    let rates = plan_rate::Entity::find()
+        .filter(plan_rate::Column::PlanVersionId.is_in(version_ids))
+        .all(conn)
+        .await?;
+    let terms_of = |a: &tenant_plan::Model| {
+        versions
+            .get(&a.plan_version_id)
+            .map_or_else(list_prices, |v| {
+                terms(
+                    plans.get(&v.plan_id).map_or("plan", String::as_str),
+                    v,
+                    &rates,
+                )
+            })
+    };
+    // The assignment in force at `from`, then each one that starts inside the range.
+    let mut changes: Vec<(DateTime<Utc>, PlanTerms)> = Vec::new();
+    let in_force = assignments.iter().rfind(|a| a.effective_from <= from);
+    changes.push((from, in_force.map_or_else(list_prices, terms_of)));
+    for a in assignments.iter().filter(|a| a.effective_from > from) {
+        match changes.last_mut() {
+            Some(last) if last.0 == a.effective_from => last.1 = terms_of(a),
+            _ => changes.push((a.effective_from, terms_of(a))),
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (start, terms)) in changes.iter().enumerate() {
+        let end = changes.get(i + 1).map_or(to, |next| next.0);
+        if start < &end {
+            out.push((*start, end, terms.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Per-allocation usage of the tenant in `[from, to)`.
+async fn allocation_usage<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Vec<AllocationUsage>, DbErr> {
+    let rows = usage::usage(conn, tenant, from, to, &[GroupBy::Allocation], now).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = rows
+        .iter()
+        .filter_map(|r| r.key.first().and_then(|k| k.parse().ok()))
+        .collect();
+    let allocations: HashMap<Uuid, allocation::Model> = allocation::Entity::find()
+        .filter(allocation::Column::TenantId.eq(tenant))
+        .filter(allocation::Column::Id.is_in(ids.clone()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a))
+        .collect();
+    let mut gpus_held: HashMap<Uuid, i64> = HashMap::new();
+    for h in allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(ids))
+        .all(conn)
+        .await?
+    {
+        *gpus_held.entry(h.allocation_id).or_default() += 1;
+    }
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let id: Uuid = row.key.first()?.parse().ok()?;
+            let a = allocations.get(&id)?;
+            let share = Decimal::from(a.milli_per_gpu()) / Decimal::from(1000);
+            let gpus = share * Decimal::from(gpus_held.get(&id).copied().unwrap_or(0));
+            let ended_here = a.ended_at.filter(|e| *e > from && *e <= to);
+            Some(AllocationUsage {
+                allocation: id,
+                sku: a.sku_id,
+                spot: a.class == AllocationClass::Spot,
+                gpus,
+                allocated_seconds: row.allocated_seconds,
+                sla_credit_seconds: row.sla_credit_seconds,
+                active_seconds: row.active_seconds,
+                memory_gib_seconds: row.memory_gib_seconds,
+                energy_kwh: row.energy_kwh,
+                lifetime_seconds_if_ended: ended_here.map(|e| (e - a.started_at).num_seconds()),
+            })
+        })
+        .collect())
+}
+
+/// What rating `invoice`'s period over `[period_start, until)` needs. With `extras`, also
+/// the credit grants and the late usage of recently closed periods (the finalized view);
+/// without, only the usage (to re-rate a closed period or to price part of one).
+pub(super) async fn period_input<C: ConnectionTrait>(
+    conn: &C,
+    invoice: &invoice::Model,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    extras: bool,
+) -> Result<PeriodInput, InvoicingError> {
+    let tenant = tenant::Entity::find_by_id(invoice.tenant_id)
+        .one(conn)
+        .await?
+        .ok_or(InvoicingError::NotFound("tenant"))?;
+    let currency: Currency = tenant
+        .currency
+        .parse()
+        .map_err(|_| InvoicingError::NotFound("currency"))?;
+    let anchor = u32::try_from(tenant.billing_anchor_day).unwrap_or(1);
+    let skus: BTreeMap<Uuid, SkuInfo> = sku::Entity::find()
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|s| {
+            (
+                s.id,
+                SkuInfo {
+                    name: s.name,
+                    list_price_per_hour: dec(&s.list_price_per_hour),
+                },
+            )
+        })
+        .collect();
+    let mut input = PeriodInput {
+        currency: currency.code().to_owned(),
+        minor_digits: currency.minor_unit_digits(),
+        skus,
+        segments: Vec::new(),
+        month_fraction: month_fraction(invoice.period_start, invoice.period_end, anchor),
+        late: Vec::new(),
+        grants: Vec::new(),
+    };
+    for (from, to, plan) in segments(conn, tenant.id, invoice.period_start, until).await? {
+        input.segments.push(Segment {
+            from,
+            to,
+            usage: allocation_usage(conn, tenant.id, from, to, now).await?,
+            plan,
+        });
+    }
+    if !extras {
+        return Ok(input);
+    }
+    input.late = late_usage(conn, tenant.id, now).await?;
+    for (grant, remaining) in store::grants_with_remaining(conn, tenant.id).await? {
+        if remaining <= Decimal::ZERO
+            || grant.effective_at >= until
+            || grant.expires_at.is_some_and(|e| e <= invoice.period_start)
+            || grant.currency != input.currency
+        {
+            continue;
+        }
+        let window_start = grant.effective_at.max(invoice.period_start);
+        let window_end = grant.expires_at.map_or(until, |e| e.min(until));
+        let accrued_cap = if window_start > invoice.period_start || window_end < until {
+            let mut part = invoice.clone();
+            part.period_start = window_start;
+            let partial = Box::pin(period_input(conn, &part, window_end, now, false)).await?;
+            Some(rate_period(&partial)?.subtotal)
+        } else {
+            None
+        };
+        input.grants.push(GrantBalance {
+            grant: grant.id,
+            description: grant_description(&grant),
+            available: remaining,
+            expires_at: grant.expires_at,
+            accrued_cap,
+        });
+    }
+    Ok(input)
+}
+
+fn grant_description(grant: &neocloud_schema::entity::credit_grant::Model) -> String {
+    let kind = match grant.kind {
+        neocloud_schema::vocabulary::CreditKind::Prepaid => "Prepaid credit",
+        neocloud_schema::vocabulary::CreditKind::Promotional => "Promotional credit",
+    };
+    let mut text = format!("{kind} granted {}", grant.effective_at.format("%Y-%m-%d"));
+    if let Some(expires) = grant.expires_at {
+        text.push_str(&format!(", expires {}", expires.format("%Y-%m-%d")));
+    }
+    if !grant.reason.is_empty() {
+        text.push_str(&format!(" ({})", grant.reason));
+    }
+    text
+}
+
+/// Recently closed periods whose usage changed since they were billed.
+async fn late_usage<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Vec<LateUsage>, InvoicingError> {
+    let mut out = Vec::new();
+    let since = now - TimeDelta::days(LATE_WINDOW_DAYS);
+    for closed in store::finalized_since(conn, tenant, since).await? {
+        let billed = store::billed_lines(conn, tenant, closed.id).await?;
+        let input = Box::pin(period_input(conn, &closed, closed.period_end, now, false)).await?;
+        let rerated = rate_period(&input)?.lines;
+        out.push(LateUsage {
+            invoice: closed.id,
+            number: closed.number.clone().unwrap_or_default(),
+            billed,
+            rerated,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,293 @@
+//! Invoicing: each tenant has one open billing period at a time, held by its draft
+//! invoice; the draft is rated on every read (`rate_open`), and finalizing it
+//! (`close_period`) freezes the rated lines, takes the next gapless number and opens the
+//! next period at once. Usage that reaches a closed period later becomes adjustment lines
+//! on the next invoice; `void` cancels a finalized invoice and keeps its number.
+//!
+//! The pricing itself is `rating::period::rate_period`, a pure function; this module
+//! reads its input (usage, plan versions in force, credit grants, earlier invoices) and
+//! writes the result. Callers pass `now`, so tests and the benchmark control the clock.
+
+mod input;
+pub mod store;
+
+use chrono::{DateTime, Datelike, DurationRound, NaiveDate, TimeDelta, Utc};
+use neocloud_schema::entity::{credit_grant, invoice, invoice_line};
+use neocloud_schema::ids::{CreditGrantId, InvoiceId};
+use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus};
+use rust_decimal::Decimal;
+use sea_orm::{ConnectionTrait, DbErr};
+use uuid::Uuid;
+
+use crate::rating::RateError;
+use crate::rating::period::{PeriodInput, RatedInvoice, rate_period};
+
+pub use input::LATE_WINDOW_DAYS;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InvoicingError {
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    /// The invoice is not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+    #[error("rating: {0}")]
+    Rate(#[from] RateError),
+    #[error("database: {0}")]
+    Database(#[from] DbErr),
+}
+
+/// How invoices are numbered and when periods close.
+#[derive(Debug, Clone)]
+pub struct BillingPolicy {
+    /// Invoice numbers read `{prefix}-{year}-{seq:06}`.
+    pub invoice_prefix: String,
+    /// Late data is waited for this long after a period's end before it closes itself.
+    pub close_grace: TimeDelta,
+}
+
+impl Default for BillingPolicy {
+    fn default() -> Self {
+        BillingPolicy {
+            invoice_prefix: "NC".to_owned(),
+            close_grace: TimeDelta::hours(1),
+        }
+    }
+}
+
+/// The first period boundary (day `anchor_day`, 00:00 UTC) strictly after `t`.
+pub fn next_anchor(t: DateTime<Utc>, anchor_day: u32) -> DateTime<Utc> {
+    let day = anchor_day.clamp(1, 28);
+    let date = t.date_naive();
+    let this_month = NaiveDate::from_ymd_opt(date.year(), date.month(), day);
+    let candidate = this_month
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|d| d.and_utc());
+    match candidate {
+        Some(c) if c > t => c,
+        _ => {
+            let (y, m) = if date.month() == 12 {
+                (date.year() + 1, 1)
+            } else {
+                (date.year(), date.month() + 1)
+            };
+            NaiveDate::from_ymd_opt(y, m, day)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map_or(t + TimeDelta::days(28), |d| d.and_utc())
+        }
+    }
+}
+
+/// `t` without its fraction of a second: periods run between whole seconds.
+pub fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::Timelike;
+    t.with_nanosecond(0).unwrap_or(t)
+}
+
+/// The start of `t`'s minute: the granularity of usage buckets. A tenant's first period
+/// and every plan change begin on one, so each bucket falls in exactly one period and
+/// one plan segment.
+pub fn whole_minute(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(TimeDelta::minutes(1)).unwrap_or(t)
+}
+
+/// The last period boundary at or before `t`.
+pub fn anchor_at_or_before(t: DateTime<Utc>, anchor_day: u32) -> DateTime<Utc> {
+    let next = next_anchor(t, anchor_day);
+    let back = next_anchor(next - TimeDelta::days(32), anchor_day);
+    if back <= t {
+        back
+    } else {
+        next_anchor(back - TimeDelta::days(32), anchor_day)
+    }
+}
+
+/// `[start, end)` as a share of the monthly cycle it lies in (at most 1).
+pub fn month_fraction(start: DateTime<Utc>, end: DateTime<Utc>, anchor_day: u32) -> Decimal {
+    let cycle_start = anchor_at_or_before(start, anchor_day);
+    let cycle = (next_anchor(cycle_start, anchor_day) - cycle_start).num_seconds();
+    let length = (end - start).num_seconds().max(0);
+    if cycle <= 0 {
+        return Decimal::ONE;
+    }
+    (Decimal::from(length) / Decimal::from(cycle))
+        .round_dp(12)
+        .min(Decimal::ONE)
+}
+
+/// The open period's draft, rated as of `now`.
+pub struct Draft {
+    pub invoice: invoice::Model,
+    pub input: PeriodInput,
+    pub rated: RatedInvoice,
+}
+
+/// The tenant's draft invoice (opening its first period if it has none), rated up to
+/// `now` (or to the period's end, if that has passed).
+pub async fn rate_open<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Draft, InvoicingError> {
+    let invoice = store::open_draft(conn, tenant).await?;
+    let until = now.min(invoice.period_end).max(invoice.period_start);
+    let input = input::period_input(conn, &invoice, until, now, true).await?;
+    let rated = rate_period(&input)?;
+    Ok(Draft {
+        invoice,
+        input,
+        rated,
+    })
+}
+
+/// Closes the tenant's open period at `end` (now for `closeBillingPeriod`, the period's
+/// end when it closes by itself): the draft is rated one last time and finalized with
+/// its lines, credit applications and number, and the next period opens at `end`. Run
+/// inside a write transaction.
+pub async fn close_period<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    end: DateTime<Utc>,
+    now: DateTime<Utc>,
+    policy: &BillingPolicy,
+) -> Result<(invoice::Model, Vec<invoice_line::Model>), InvoicingError> {
+    store::lock_tenant(conn, tenant).await?;
+    let mut draft = store::open_draft(conn, tenant).await?;
+    let end = whole_second(end).min(draft.period_end);
+    if end <= draft.period_start {
+        return Err(InvoicingError::Conflict(
+            "the open billing period began less than a second ago".into(),
+        ));
+    }
+    draft.period_end = end;
+    let input = input::period_input(conn, &draft, end, now, true).await?;
+    let rated = rate_period(&input)?;
+    let number = store::next_number(conn, &policy.invoice_prefix, now.year()).await?;
+    let finalized = store::finalize(conn, draft, &number, &input, &rated, now).await?;
+    let lines = store::lines(conn, tenant, finalized.id).await?;
+    store::open_draft(conn, tenant).await?;
+    Ok((finalized, lines))
+}
+
+/// Tenants whose open period ended more than the grace ago, to close.
+pub async fn due_for_close<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+    policy: &BillingPolicy,
+) -> Result<Vec<(Uuid, DateTime<Utc>)>, DbErr> {
+    store::drafts_ended_before(conn, now - policy.close_grace).await
+}
+
+/// Voids a finalized, unpaid invoice. Its number stays used; its credit applications stop
+/// counting against their grants.
+pub async fn void<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Option<Uuid>,
+    id: InvoiceId,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<invoice::Model, InvoicingError> {
+    let found = store::find(conn, tenant, id.into())
+        .await?
+        .ok_or(InvoicingError::NotFound("invoice"))?;
+    if !matches!(
+        found.status,
+        InvoiceStatus::Open | InvoiceStatus::Uncollectible
+    ) {
+        return Err(InvoicingError::Conflict(format!(
+            "only an open or uncollectible invoice can be voided; this one is {}",
+            found.status
+        )));
+    }
+    Ok(store::mark_void(conn, found, reason, now).await?)
+}
+
+/// A credit grant to create.
+pub struct NewGrant {
+    pub tenant: Uuid,
+    pub kind: CreditKind,
+    pub currency: String,
+    pub amount: Decimal,
+    pub effective_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub reason: String,
+}
+
+pub async fn grant_credits<C: ConnectionTrait>(
+    conn: &C,
+    grant: NewGrant,
+    now: DateTime<Utc>,
+) -> Result<credit_grant::Model, InvoicingError> {
+    if grant.amount <= Decimal::ZERO {
+        return Err(InvoicingError::Invalid {
+            field: "amount",
+            message: "must be positive".into(),
+        });
+    }
+    if grant.expires_at.is_some_and(|e| e <= grant.effective_at) {
+        return Err(InvoicingError::Invalid {
+            field: "expiresAt",
+            message: "must be after effectiveAt".into(),
+        });
+    }
+    Ok(store::insert_grant(conn, CreditGrantId::new().into(), grant, now).await?)
+}
+
+/// What is left of each of the tenant's grants (amount minus what invoices that were not
+/// voided used).
+pub async fn grant_balances<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+) -> Result<Vec<(credit_grant::Model, Decimal)>, DbErr> {
+    store::grants_with_remaining(conn, tenant).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().expect("time")
+    }
+
+    #[test]
+    fn periods_run_from_anchor_to_anchor() {
+        assert_eq!(
+            next_anchor(t("2026-11-29T17:00:00Z"), 1),
+            t("2026-12-01T00:00:00Z")
+        );
+        assert_eq!(
+            next_anchor(t("2026-12-01T00:00:00Z"), 1),
+            t("2027-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            next_anchor(t("2026-12-20T00:00:00Z"), 15),
+            t("2027-01-15T00:00:00Z")
+        );
+        assert_eq!(
+            anchor_at_or_before(t("2026-11-29T17:00:00Z"), 1),
+            t("2026-11-01T00:00:00Z")
+        );
+        assert_eq!(
+            anchor_at_or_before(t("2026-12-01T00:00:00Z"), 1),
+            t("2026-12-01T00:00:00Z")
+        );
+        assert_eq!(
+            anchor_at_or_before(t("2027-01-10T00:00:00Z"), 15),
+            t("2026-12-15T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn a_partial_period_is_its_share_of_the_month() {
+        let half = month_fraction(t("2026-11-16T00:00:00Z"), t("2026-12-01T00:00:00Z"), 1);
+        assert_eq!(half, Decimal::new(5, 1));
+        let whole = month_fraction(t("2026-11-01T00:00:00Z"), t("2026-12-01T00:00:00Z"), 1);
+        assert_eq!(whole, Decimal::ONE);
+    }
+}

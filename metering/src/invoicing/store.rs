@@ -1,0 +1,413 @@
+//! SQL for invoices, their lines, invoice numbers and credit grants. Every tenant-owned
+//! read filters by tenant; a finalized invoice is only ever moved to paid or void.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::{
+    credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
+};
+use neocloud_schema::ids::InvoiceId;
+use neocloud_schema::vocabulary::InvoiceStatus;
+use rust_decimal::Decimal;
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set,
+};
+use uuid::Uuid;
+
+use super::{NewGrant, next_anchor, whole_minute};
+use crate::rating::period::{Line, PeriodInput, RatedInvoice};
+
+/// A no-op write on the tenant's row: closes of one tenant wait for each other.
+pub(super) async fn lock_tenant<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), DbErr> {
+    tenant::Entity::update_many()
+        .col_expr(tenant::Column::Name, Expr::col(tenant::Column::Name))
+        .filter(tenant::Column::Id.eq(tenant))
+        .exec(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The tenant's draft; its first one (from the tenant's creation) or the one after its
+/// last finalized invoice is created when missing.
+pub async fn open_draft<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+) -> Result<invoice::Model, DbErr> {
+    if let Some(draft) = invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.eq(InvoiceStatus::Draft))
+        .one(conn)
+        .await?
+    {
+        return Ok(draft);
+    }
+    let owner = tenant::Entity::find_by_id(tenant)
+        .one(conn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound("tenant".into()))?;
+    let last_end = invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .order_by_desc(invoice::Column::PeriodEnd)
+        .one(conn)
+        .await?
+        .map(|i| i.period_end);
+    // A period starts where the last one ended; the first, at the start of the minute
+    // the tenant was created in.
+    let start = last_end.unwrap_or_else(|| whole_minute(owner.created_at));
+    let end = next_anchor(start, u32::try_from(owner.billing_anchor_day).unwrap_or(1));
+    let draft = invoice::ActiveModel {
+        id: Set(InvoiceId::new().into()),
+        tenant_id: Set(tenant),
+        status: Set(InvoiceStatus::Draft),
+        number: Set(None),
+        currency: Set(owner.currency),
+        period_start: Set(start),
+        period_end: Set(end),
+        subtotal: Set("0".into()),
+        credits: Set("0".into()),
+        total: Set("0".into()),
+        plan: Set(String::new()),
+        rating: Set(None),
+        finalized_at: Set(None),
+        paid_at: Set(None),
+        voided_at: Set(None),
+        void_reason: Set(None),
+        created_at: Set(Utc::now()),
+    };
+    // Two readers may race to open the same period: the unique (tenant, period_start)
+    // index keeps one, and both read it back.
+    invoice::Entity::insert(draft)
+        .on_conflict(
+            OnConflict::columns([invoice::Column::TenantId, invoice::Column::PeriodStart])
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await?;
+    invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::PeriodStart.eq(start))
+        .one(conn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound("draft invoice".into()))
+}
+
+/// Takes the next number of the series `{prefix}-{year}`: the increment is a row update
+/// in the finalizing transaction, so a rolled-back finalization leaves no gap.
+pub(super) async fn next_number<C: ConnectionTrait>(
+    conn: &C,
+    prefix: &str,
+    year: i32,
+) -> Result<String, DbErr> {
+    let series = format!("{prefix}-{year}");
+    invoice_sequence::Entity::insert(invoice_sequence::ActiveModel {
+        series: Set(series.clone()),
+        last_value: Set(0),
+    })
+    .on_conflict(
+        OnConflict::column(invoice_sequence::Column::Series)
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(conn)
+    .await?;
+    invoice_sequence::Entity::update_many()
+        .col_expr(
+            invoice_sequence::Column::LastValue,
+            Expr::col(invoice_sequence::Column::LastValue).add(1),
+        )
+        .filter(invoice_sequence::Column::Series.eq(series.as_str()))
+        .exec(conn)
+        .await?;
+    let value = invoice_sequence::Entity::find_by_id(series.clone())
+        .one(conn)
+        .await?
+        .map_or(0, |s| s.last_value);
+    Ok(format!("{series}-{value:06}"))
+}
+
+/// Freezes the draft: lines, credit applications, amounts, number, rating input.
+pub(super) async fn finalize<C: ConnectionTrait>(
+    conn: &C,
+    draft: invoice::Model,
+    number: &str,
+    input: &PeriodInput,
+    rated: &RatedInvoice,
+    now: DateTime<Utc>,
+) -> Result<invoice::Model, DbErr> {
+    for (position, line) in rated.lines.iter().enumerate() {
+        invoice_line::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            invoice_id: Set(draft.id),
+            tenant_id: Set(draft.tenant_id),
+            position: Set(i32::try_from(position).unwrap_or(i32::MAX)),
+            kind: Set(line.kind),
+            description: Set(line.description.clone()),
+            sku_id: Set(line.sku),
+            sku_name: Set(line.sku_name.clone()),
+            metric: Set(line.metric),
+            tier: Set(line.tier.and_then(|t| i32::try_from(t).ok())),
+            quantity: Set(line.quantity.to_string()),
+            unit: Set(line.unit.clone()),
+            unit_price: Set(line.unit_price.to_string()),
+            amount: Set(line.amount.to_string()),
+            amount_exact: Set(line.amount_exact.to_string()),
+            adjusts_invoice_id: Set(line.adjusts_invoice),
+            trace: Set(line.trace.clone()),
+        }
+        .insert(conn)
+        .await?;
+    }
+    for (grant, amount) in &rated.credit_uses {
+        credit_application::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            grant_id: Set(*grant),
+            invoice_id: Set(draft.id),
+            tenant_id: Set(draft.tenant_id),
+            amount: Set(amount.to_string()),
+            created_at: Set(now),
+        }
+        .insert(conn)
+        .await?;
+    }
+    let plan = input
+        .segments
+        .iter()
+        .map(|s| s.plan.label.clone())
+        .collect::<Vec<_>>()
+        .join(", then ");
+    let rating = serde_json::json!({
+        "input": input,
+        "output": rated,
+        "rounding": format!(
+            "each line rounded half-even to {} decimal places; total = sum of rounded lines",
+            input.minor_digits
+        ),
+    });
+    let end = draft.period_end;
+    let mut active: invoice::ActiveModel = draft.into();
+    active.status = Set(InvoiceStatus::Open);
+    active.number = Set(Some(number.to_owned()));
+    active.period_end = Set(end);
+    active.subtotal = Set(rated.subtotal.to_string());
+    active.credits = Set(rated.credits.to_string());
+    active.total = Set(rated.total.to_string());
+    active.plan = Set(plan);
+    active.rating = Set(Some(rating));
+    active.finalized_at = Set(Some(now));
+    active.update(conn).await
+}
+
+pub(super) async fn mark_void<C: ConnectionTrait>(
+    conn: &C,
+    found: invoice::Model,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<invoice::Model, DbErr> {
+    let mut active: invoice::ActiveModel = found.into();
+    active.status = Set(InvoiceStatus::Void);
+    active.voided_at = Set(Some(now));
+    active.void_reason = Set(Some(reason.to_owned()));
+    active.update(conn).await
+}
+
+/// Marks a finalized invoice paid (payment confirmations only).
+pub async fn mark_paid<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    Ok(invoice::Entity::update_many()
+        .col_expr(
+            invoice::Column::Status,
+            Expr::value(InvoiceStatus::Paid.as_str()),
+        )
+        .col_expr(invoice::Column::PaidAt, Expr::value(now))
+        .filter(invoice::Column::Id.eq(id))
+        .filter(invoice::Column::Status.is_in([
+            InvoiceStatus::Open.as_str(),
+            InvoiceStatus::Uncollectible.as_str(),
+        ]))
+        .exec(conn)
+        .await?
+        .rows_affected)
+}
+
+/// One invoice; with `tenant`, only if it belongs to that tenant.
+pub async fn find<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Option<Uuid>,
+    id: Uuid,
+) -> Result<Option<invoice::Model>, DbErr> {
+    let mut query = invoice::Entity::find_by_id(id);
+    if let Some(tenant) = tenant {
+        query = query.filter(invoice::Column::TenantId.eq(tenant));
+    }
+    query.one(conn).await
+}
+
+/// The lines of a finalized invoice, in order.
+pub async fn lines<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    invoice: Uuid,
+) -> Result<Vec<invoice_line::Model>, DbErr> {
+    invoice_line::Entity::find()
+        .filter(invoice_line::Column::TenantId.eq(tenant))
+        .filter(invoice_line::Column::InvoiceId.eq(invoice))
+        .order_by_asc(invoice_line::Column::Position)
+        .all(conn)
+        .await
+}
+
+/// A stored line as the rating engine wrote it.
+pub fn line_of(model: &invoice_line::Model) -> Line {
+    let dec = |s: &str| s.parse::<Decimal>().unwrap_or_default();
+    Line {
+        kind: model.kind,
+        description: model.description.clone(),
+        sku: model.sku_id,
+        sku_name: model.sku_name.clone(),
+        metric: model.metric,
+        tier: model.tier.and_then(|t| usize::try_from(t).ok()),
+        quantity: dec(&model.quantity),
+        unit: model.unit.clone(),
+        unit_price: dec(&model.unit_price),
+        amount_exact: dec(&model.amount_exact),
+        amount: dec(&model.amount),
+        adjusts_invoice: model.adjusts_invoice_id,
+        trace: model.trace.clone(),
+    }
+}
+
+/// Finalized, not voided invoices of the tenant whose period ended after `since`.
+pub(super) async fn finalized_since<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    since: DateTime<Utc>,
+) -> Result<Vec<invoice::Model>, DbErr> {
+    invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.is_in([
+            InvoiceStatus::Open.as_str(),
+            InvoiceStatus::Paid.as_str(),
+            InvoiceStatus::Uncollectible.as_str(),
+        ]))
+        .filter(invoice::Column::PeriodEnd.gt(since))
+        .order_by_asc(invoice::Column::PeriodStart)
+        .all(conn)
+        .await
+}
+
+/// What has been billed for a closed period: its own lines and the adjustments for it on
+/// later finalized invoices that were not voided.
+pub(super) async fn billed_lines<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    closed: Uuid,
+) -> Result<Vec<Line>, DbErr> {
+    let voided: Vec<Uuid> = invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.eq(InvoiceStatus::Void))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    Ok(invoice_line::Entity::find()
+        .filter(invoice_line::Column::TenantId.eq(tenant))
+        .filter(
+            sea_orm::Condition::any()
+                .add(invoice_line::Column::InvoiceId.eq(closed))
+                .add(invoice_line::Column::AdjustsInvoiceId.eq(closed)),
+        )
+        .all(conn)
+        .await?
+        .iter()
+        .filter(|l| match l.adjusts_invoice_id {
+            // The closed invoice's own lines for its own period...
+            None => l.invoice_id == closed,
+            // ...and adjustments for that period on invoices still standing.
+            Some(adjusted) => adjusted == closed && !voided.contains(&l.invoice_id),
+        })
+        .map(line_of)
+        .collect())
+}
+
+/// Drafts whose period ended before `before`: (tenant, period end).
+pub(super) async fn drafts_ended_before<C: ConnectionTrait>(
+    conn: &C,
+    before: DateTime<Utc>,
+) -> Result<Vec<(Uuid, DateTime<Utc>)>, DbErr> {
+    Ok(invoice::Entity::find()
+        .filter(invoice::Column::Status.eq(InvoiceStatus::Draft))
+        .filter(invoice::Column::PeriodEnd.lte(before))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|i| (i.tenant_id, i.period_end))
+        .collect())
+}
+
+pub(super) async fn insert_grant<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    grant: NewGrant,
+    now: DateTime<Utc>,
+) -> Result<credit_grant::Model, DbErr> {
+    credit_grant::ActiveModel {
+        id: Set(id),
+        tenant_id: Set(grant.tenant),
+        kind: Set(grant.kind),
+        currency: Set(grant.currency),
+        amount: Set(grant.amount.normalize().to_string()),
+        effective_at: Set(grant.effective_at),
+        expires_at: Set(grant.expires_at),
+        reason: Set(grant.reason),
+        created_at: Set(now),
+    }
+    .insert(conn)
+    .await
+}
+
+/// The tenant's grants with what is left of each.
+pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+) -> Result<Vec<(credit_grant::Model, Decimal)>, DbErr> {
+    let grants = credit_grant::Entity::find()
+        .filter(credit_grant::Column::TenantId.eq(tenant))
+        .order_by_asc(credit_grant::Column::CreatedAt)
+        .all(conn)
+        .await?;
+    let voided: Vec<Uuid> = invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.eq(InvoiceStatus::Void))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    let mut used: HashMap<Uuid, Decimal> = HashMap::new();
+    for application in credit_application::Entity::find()
+        .filter(credit_application::Column::TenantId.eq(tenant))
+        .all(conn)
+        .await?
+    {
+        if !voided.contains(&application.invoice_id) {
+            *used.entry(application.grant_id).or_default() +=
+                application.amount.parse::<Decimal>().unwrap_or_default();
+        }
+    }
+    Ok(grants
+        .into_iter()
+        .map(|g| {
+            let amount = g.amount.parse::<Decimal>().unwrap_or_default();
+            let left = amount - used.get(&g.id).copied().unwrap_or_default();
+            (g, left)
+        })
+        .collect())
+}

@@ -1,0 +1,584 @@
+//! Rating a billing period into invoice lines (pure). The input is what the store read:
+//! the period's segments (one per plan version in force; a mid-period `assignPlan` splits
+//! the period in two), each with per-allocation usage; the tenant's credit grants; and
+//! the late usage of earlier, already closed periods. The output is the invoice: lines
+//! with their trace, and the credit each grant gives.
+//!
+//! Rules (ARCHITECTURE.md, "Billing semantics" and "Plans and rates"; docs/invoicing.md):
+//! - Quantities are summed in seconds and converted to hours once, so rating a period
+//!   minute by minute and rating it at once give the same lines.
+//! - One line per (segment, SKU, metric, price, tier); a tier's flat fee is a line of its
+//!   own, so every line is `quantity × unitPrice` rounded half-even to the minor unit.
+//! - ALLOCATED includes each allocation's top-up to the plan's minimum billable duration
+//!   (in the segment the allocation ended in, once its lifetime is final). Spot allocations are priced at the
+//!   rate's spot price where it has one.
+//! - An SLA_CREDIT rate credits (negative line) each failed GPU-hour; failed time is never
+//!   billed as ALLOCATED in any case.
+//! - Usage of a SKU the plan has no rate for is billed ALLOCATED at the SKU's list price.
+//! - A commitment (the plan in force at the period's end): its discount is a negative line
+//!   on the usage subtotal, and if the discounted usage falls short of the monthly minimum
+//!   (prorated to the period's share of a month) a true-up line makes up the difference.
+//! - Late usage of a closed period: one adjustment line per line whose quantity changed,
+//!   at that line's unit price.
+//! - Credits apply to what is owed after all of the above, oldest expiry first, each at most
+//!   what is left of it and at most the charges accrued while it was valid.
+//! - The total is the sum of the rounded lines; `subtotal` is the sum of the lines before
+//!   credits, `credits` what the credits took off.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::vocabulary::{LineKind, Metric};
+use rust_decimal::{Decimal, RoundingStrategy};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{PriceModel, RateError, seconds_to_hours};
+
+/// One rate of a plan version, for one SKU and metric.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rate {
+    pub sku: Uuid,
+    pub metric: Metric,
+    pub model: PriceModel,
+    #[serde(default)]
+    pub spot_unit_price: Option<Decimal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commitment {
+    pub monthly_minimum: Decimal,
+    pub discount_pct: Decimal,
+}
+
+/// The terms of one plan version (or the list prices, for a tenant without a plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanTerms {
+    /// How the plan is named on the invoice, e.g. `standard v2`.
+    pub label: String,
+    #[serde(default)]
+    pub version_id: Option<Uuid>,
+    #[serde(default)]
+    pub minimum_billable_seconds: i64,
+    pub rates: Vec<Rate>,
+    #[serde(default)]
+    pub commitment: Option<Commitment>,
+}
+
+/// What one allocation used within one segment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocationUsage {
+    pub allocation: Uuid,
+    pub sku: Uuid,
+    #[serde(default)]
+    pub spot: bool,
+    /// GPUs held, in GPU equivalents (2 for two GPUs, 3/7 for a 3g MIG slice, 0.5 for half).
+    pub gpus: Decimal,
+    /// GPU-seconds held in the segment, without failed-GPU time.
+    #[serde(default)]
+    pub allocated_seconds: Decimal,
+    /// GPU-seconds held on a failed GPU in the segment.
+    #[serde(default)]
+    pub sla_credit_seconds: Decimal,
+    #[serde(default)]
+    pub active_seconds: Decimal,
+    #[serde(default)]
+    pub memory_gib_seconds: Decimal,
+    #[serde(default)]
+    pub energy_kwh: Decimal,
+    /// The allocation's whole lifetime, in seconds, when it ended in this segment (the
+    /// minimum billable duration is topped up there, once, when it is final).
+    #[serde(default)]
+    pub lifetime_seconds_if_ended: Option<i64>,
+}
+
+/// A SKU as the invoice names it, with its list price per GPU-hour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkuInfo {
+    pub name: String,
+    pub list_price_per_hour: Decimal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub plan: PlanTerms,
+    pub usage: Vec<AllocationUsage>,
+}
+
+/// A credit grant as it stands before this invoice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantBalance {
+    pub grant: Uuid,
+    pub description: String,
+    pub available: Decimal,
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Charges accrued in this period while the grant was valid (when it expires or
+    /// starts within the period); `None`: valid all period.
+    #[serde(default)]
+    pub accrued_cap: Option<Decimal>,
+}
+
+/// Lines of an earlier, closed period: what was billed for it (its invoice and the
+/// adjustments since) and what rating it again today gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LateUsage {
+    pub invoice: Uuid,
+    pub number: String,
+    pub billed: Vec<Line>,
+    pub rerated: Vec<Line>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodInput {
+    pub currency: String,
+    pub minor_digits: u32,
+    pub skus: BTreeMap<Uuid, SkuInfo>,
+    pub segments: Vec<Segment>,
+    /// The period's length as a share of a full month (for prorating a commitment).
+    #[serde(default = "one")]
+    pub month_fraction: Decimal,
+    #[serde(default)]
+    pub late: Vec<LateUsage>,
+    #[serde(default)]
+    pub grants: Vec<GrantBalance>,
+}
+
+fn one() -> Decimal {
+    Decimal::ONE
+}
+
+/// One invoice line with its trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    pub kind: LineKind,
+    pub description: String,
+    pub sku: Option<Uuid>,
+    pub sku_name: Option<String>,
+    pub metric: Option<Metric>,
+    pub tier: Option<usize>,
+    pub quantity: Decimal,
+    pub unit: String,
+    pub unit_price: Decimal,
+    /// `quantity × unit_price`, exact.
+    pub amount_exact: Decimal,
+    /// Rounded half-even to the currency's minor unit.
+    pub amount: Decimal,
+    #[serde(default)]
+    pub adjusts_invoice: Option<Uuid>,
+    pub trace: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RatedInvoice {
+    pub lines: Vec<Line>,
+    pub subtotal: Decimal,
+    pub credits: Decimal,
+    pub total: Decimal,
+    /// (grant, amount it gives to this invoice).
+    pub credit_uses: Vec<(Uuid, Decimal)>,
+}
+
+/// Half-even to `digits` places, written with exactly that many (`2.00`, not `2`).
+pub fn round(amount: Decimal, digits: u32) -> Decimal {
+    let mut rounded = amount.round_dp_with_strategy(digits, RoundingStrategy::MidpointNearestEven);
+    rounded.rescale(digits);
+    rounded
+}
+
+/// The rate's unit and how many seconds (or kWh) make one.
+fn unit_of(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Allocated | Metric::Active | Metric::SlaCredit => "GPU-hour",
+        Metric::Memory => "GiB-hour",
+        Metric::Energy => "kWh",
+    }
+}
+
+fn metric_text(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Allocated => "GPU-hours allocated",
+        Metric::Active => "GPU-hours active",
+        Metric::Memory => "GiB-hours of GPU memory",
+        Metric::Energy => "energy",
+        Metric::SlaCredit => "SLA credit, GPU-hours on failed GPUs",
+    }
+}
+
+/// Per (SKU, metric, spot?) raw quantities of a segment: seconds, or kWh for energy.
+#[derive(Default)]
+struct Raw {
+    amount: Decimal,
+    allocations: usize,
+    top_up_seconds: Decimal,
+}
+
+fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
+    let mut raw: BTreeMap<(Uuid, Metric, bool), Raw> = BTreeMap::new();
+    let minimum = Decimal::from(segment.plan.minimum_billable_seconds.max(0));
+    for u in &segment.usage {
+        let top_up = u.lifetime_seconds_if_ended.map_or(Decimal::ZERO, |life| {
+            (minimum - Decimal::from(life)).max(Decimal::ZERO) * u.gpus
+        });
+        for (metric, value, extra) in [
+            (Metric::Allocated, u.allocated_seconds, top_up),
+            (Metric::Active, u.active_seconds, Decimal::ZERO),
+            (Metric::Memory, u.memory_gib_seconds, Decimal::ZERO),
+            (Metric::Energy, u.energy_kwh, Decimal::ZERO),
+            (Metric::SlaCredit, u.sla_credit_seconds, Decimal::ZERO),
+        ] {
+            let entry = raw.entry((u.sku, metric, u.spot)).or_default();
+            entry.amount += value + extra;
+            entry.top_up_seconds += extra;
+            entry.allocations += 1;
+        }
+    }
+    raw
+}
+
+fn to_unit(metric: Metric, raw: Decimal) -> Decimal {
+    match metric {
+        Metric::Energy => raw,
+        _ => seconds_to_hours(raw),
+    }
+}
+
+struct LineBuilder<'a> {
+    input: &'a PeriodInput,
+    lines: Vec<Line>,
+}
+
+impl LineBuilder<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        kind: LineKind,
+        description: String,
+        sku: Option<Uuid>,
+        metric: Option<Metric>,
+        tier: Option<usize>,
+        quantity: Decimal,
+        unit: &str,
+        unit_price: Decimal,
+        trace: serde_json::Value,
+    ) -> Result<(), RateError> {
+        let amount_exact = quantity
+            .checked_mul(unit_price)
+            .ok_or(RateError::Overflow)?;
+        self.lines.push(Line {
+            kind,
+            description,
+            sku,
+            sku_name: sku.and_then(|s| self.input.skus.get(&s).map(|i| i.name.clone())),
+            metric,
+            tier,
+            quantity: quantity.normalize(),
+            unit: unit.to_owned(),
+            unit_price: unit_price.normalize(),
+            amount_exact: amount_exact.normalize(),
+            amount: round(amount_exact, self.input.minor_digits),
+            adjusts_invoice: None,
+            trace,
+        });
+        Ok(())
+    }
+
+    fn segment(&mut self, segment: &Segment, label_segments: bool) -> Result<(), RateError> {
+        let plan = &segment.plan;
+        let suffix = if label_segments {
+            format!(
+                " ({}, {} to {})",
+                plan.label,
+                segment.from.format("%Y-%m-%d %H:%M"),
+                segment.to.format("%Y-%m-%d %H:%M")
+            )
+        } else {
+            String::new()
+        };
+        for ((sku, metric, spot), raw) in raw_quantities(segment) {
+            if raw.amount.is_zero() {
+                continue;
+            }
+            let name = self
+                .input
+                .skus
+                .get(&sku)
+                .map_or_else(|| sku.to_string(), |i| i.name.clone());
+            let rate = plan
+                .rates
+                .iter()
+                .find(|r| r.sku == sku && r.metric == metric);
+            let list_price = self.input.skus.get(&sku).map(|i| i.list_price_per_hour);
+            let (model, priced_as) = match (rate, metric, list_price) {
+                (Some(rate), _, _) => match (spot, rate.spot_unit_price) {
+                    (true, Some(price)) => (PriceModel::PerUnit { unit_price: price }, "spot"),
+                    _ => (rate.model.clone(), "plan"),
+                },
+                (None, Metric::Allocated, Some(price)) => {
+                    (PriceModel::PerUnit { unit_price: price }, "list price")
+                }
+                _ => continue,
+            };
+            let quantity = to_unit(metric, raw.amount);
+            let unit = unit_of(metric);
+            let mut what = format!("{name} · {}", metric_text(metric));
+            if spot && priced_as == "spot" {
+                what.push_str(" · spot");
+            }
+            if priced_as == "list price" {
+                what.push_str(" · list price");
+            }
+            let sign = if metric == Metric::SlaCredit {
+                Decimal::NEGATIVE_ONE
+            } else {
+                Decimal::ONE
+            };
+            let kind = if metric == Metric::SlaCredit {
+                LineKind::SlaCredit
+            } else {
+                LineKind::Usage
+            };
+            let charge = model.rate(quantity)?;
+            let tiered = matches!(
+                model,
+                PriceModel::Graduated { .. } | PriceModel::Volume { .. }
+            );
+            let base_trace = json!({
+                "plan": plan.label,
+                "plan_version": plan.version_id,
+                "segment": [segment.from, segment.to],
+                "metric": metric,
+                "priced_as": priced_as,
+                "spot": spot,
+                "raw": raw.amount.normalize().to_string(),
+                "raw_unit": if metric == Metric::Energy { "kWh" } else { "seconds" },
+                "allocations": raw.allocations,
+                "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
+                "model": model,
+                "period_quantity": quantity.normalize().to_string(),
+            });
+            for part in &charge.parts {
+                let tier_text = if tiered {
+                    format!(" · tier {}", part.tier + 1)
+                } else {
+                    String::new()
+                };
+                let mut trace = base_trace.clone();
+                trace["tier"] = json!(part.tier);
+                if let PriceModel::Package { size, price } = &model {
+                    let packages = (quantity / size).ceil();
+                    trace["packages"] = json!(packages.to_string());
+                    self.push(
+                        kind,
+                        format!("{what} · packages of {}{suffix}", size.normalize()),
+                        Some(sku),
+                        Some(metric),
+                        Some(0),
+                        packages,
+                        &format!("package of {} {unit}", size.normalize()),
+                        *price * sign,
+                        trace,
+                    )?;
+                    continue;
+                }
+                self.push(
+                    kind,
+                    format!("{what}{tier_text}{suffix}"),
+                    Some(sku),
+                    Some(metric),
+                    tiered.then_some(part.tier),
+                    part.quantity,
+                    unit,
+                    part.unit_price * sign,
+                    trace.clone(),
+                )?;
+                if !part.flat_fee.is_zero() {
+                    self.push(
+                        LineKind::FlatFee,
+                        format!(
+                            "{name} · {} · tier {} flat fee{suffix}",
+                            metric_text(metric),
+                            part.tier + 1
+                        ),
+                        Some(sku),
+                        Some(metric),
+                        Some(part.tier),
+                        Decimal::ONE,
+                        "fee",
+                        part.flat_fee * sign,
+                        trace,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What identifies a line of a closed period when it is compared with its re-rating: a
+/// tier's usage or flat fee of one SKU and metric at one unit price.
+type LateKey = (Option<Uuid>, Option<Metric>, Option<usize>, String, Decimal);
+
+/// Adjustments for one closed period: for each line whose quantity changed since it was
+/// billed (on its invoice and by earlier adjustments), the difference and the line.
+fn adjustments(late: &LateUsage) -> BTreeMap<LateKey, (Decimal, Line)> {
+    let mut diff: BTreeMap<LateKey, (Decimal, Line)> = BTreeMap::new();
+    let adjustable = |l: &&Line| {
+        matches!(
+            l.kind,
+            LineKind::Usage | LineKind::FlatFee | LineKind::SlaCredit | LineKind::Adjustment
+        )
+    };
+    let key = |l: &Line| (l.sku, l.metric, l.tier, l.unit.clone(), l.unit_price);
+    for (sign, lines) in [
+        (Decimal::ONE, &late.rerated),
+        (Decimal::NEGATIVE_ONE, &late.billed),
+    ] {
+        for line in lines.iter().filter(adjustable) {
+            diff.entry(key(line))
+                .or_insert_with(|| (Decimal::ZERO, line.clone()))
+                .0 += sign * line.quantity;
+        }
+    }
+    diff
+}
+
+/// Rates a billing period: the invoice's lines, subtotal, credits and total.
+pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
+    let mut builder = LineBuilder {
+        input,
+        lines: Vec::new(),
+    };
+    let several = input.segments.len() > 1;
+    for segment in &input.segments {
+        builder.segment(segment, several)?;
+    }
+
+    // Commitment: of the plan in force at the period's end.
+    if let Some(commitment) = input
+        .segments
+        .last()
+        .and_then(|s| s.plan.commitment.clone())
+    {
+        let usage: Decimal = builder.lines.iter().map(|l| l.amount).sum();
+        let pct = commitment.discount_pct / Decimal::ONE_HUNDRED;
+        let mut discounted = usage;
+        if !pct.is_zero() && !usage.is_zero() {
+            builder.push(
+                LineKind::CommitmentDiscount,
+                format!(
+                    "Commitment discount {}% on usage",
+                    commitment.discount_pct.normalize()
+                ),
+                None,
+                None,
+                None,
+                usage,
+                &input.currency,
+                -pct,
+                json!({"usage": usage.to_string(), "discount_pct": commitment.discount_pct}),
+            )?;
+            discounted += builder.lines.last().map_or(Decimal::ZERO, |l| l.amount);
+        }
+        let minimum = round(
+            commitment.monthly_minimum * input.month_fraction,
+            input.minor_digits,
+        );
+        if discounted < minimum {
+            builder.push(
+                LineKind::CommitmentTrueUp,
+                format!(
+                    "Commitment true-up to the minimum of {} {} ({}% of a month)",
+                    minimum,
+                    input.currency,
+                    round(input.month_fraction * Decimal::ONE_HUNDRED, 2)
+                ),
+                None,
+                None,
+                None,
+                Decimal::ONE,
+                "commitment",
+                minimum - discounted,
+                json!({
+                    "monthly_minimum": commitment.monthly_minimum,
+                    "month_fraction": input.month_fraction.to_string(),
+                    "prorated_minimum": minimum,
+                    "discounted_usage": discounted,
+                }),
+            )?;
+        }
+    }
+
+    for late in &input.late {
+        for (quantity, line) in adjustments(late).into_values() {
+            if quantity.is_zero() {
+                continue;
+            }
+            let original = match line.description.strip_prefix("Late usage for ") {
+                Some(rest) => rest.split_once(": ").map_or(rest, |(_, d)| d),
+                None => &line.description,
+            };
+            let description = format!("Late usage for {}: {original}", late.number);
+            builder.push(
+                LineKind::Adjustment,
+                description,
+                line.sku,
+                line.metric,
+                line.tier,
+                quantity,
+                &line.unit,
+                line.unit_price,
+                json!({"adjusts": late.invoice, "number": late.number, "original": line.trace}),
+            )?;
+            if let Some(last) = builder.lines.last_mut() {
+                last.adjusts_invoice = Some(late.invoice);
+            }
+        }
+    }
+
+    let subtotal = round(
+        builder.lines.iter().map(|l| l.amount).sum(),
+        input.minor_digits,
+    );
+    let mut credit_uses = Vec::new();
+    let mut grants: Vec<&GrantBalance> = input.grants.iter().collect();
+    grants.sort_by_key(|g| (g.expires_at.is_none(), g.expires_at, g.grant));
+    let mut applied = round(Decimal::ZERO, input.minor_digits);
+    for grant in grants {
+        let owed = subtotal - applied;
+        let cap = grant
+            .accrued_cap
+            .map_or(owed, |cap| (cap - applied).min(owed));
+        let take = round(grant.available.min(cap), input.minor_digits).max(Decimal::ZERO);
+        if take.is_zero() {
+            continue;
+        }
+        applied += take;
+        credit_uses.push((grant.grant, take));
+        builder.push(
+            LineKind::Credit,
+            grant.description.clone(),
+            None,
+            None,
+            None,
+            Decimal::ONE,
+            "credit",
+            -take,
+            json!({"grant": grant.grant, "available": grant.available, "accrued_cap": grant.accrued_cap}),
+        )?;
+    }
+    let total = round(
+        builder.lines.iter().map(|l| l.amount).sum(),
+        input.minor_digits,
+    );
+    Ok(RatedInvoice {
+        lines: builder.lines,
+        subtotal,
+        credits: applied,
+        total,
+        credit_uses,
+    })
+}

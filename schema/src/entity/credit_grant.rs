@@ -1,0 +1,26 @@
+//! Credit granted to a tenant (prepaid or promotional), usable from `effective_at` until
+//! `expires_at`. Never changed: what is left is the amount minus its applications on
+//! invoices that were not voided.
+
+pub use crate::vocabulary::CreditKind;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "credit_grants")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub kind: CreditKind,
+    pub currency: String,
+    pub amount: String,
+    pub effective_at: DateTimeUtc,
+    pub expires_at: Option<DateTimeUtc>,
+    pub reason: String,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,38 @@
+//! An invoice: the draft of a tenant's open billing period, or a finalized one. Once
+//! finalized (`status` left `draft`) its number, period, amounts and rating are frozen —
+//! by the store, and on PostgreSQL and SQLite by a trigger as well; only the payment state
+//! (`paid_at`, `voided_at`, `void_reason`, `status`) moves on.
+
+pub use crate::vocabulary::InvoiceStatus;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "invoices")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub status: InvoiceStatus,
+    /// `NC-2026-000123`, gapless per operator and year; set when finalized.
+    pub number: Option<String>,
+    pub currency: String,
+    pub period_start: DateTimeUtc,
+    pub period_end: DateTimeUtc,
+    pub subtotal: String,
+    pub credits: String,
+    pub total: String,
+    /// The plan version(s) the period was rated with, e.g. `standard v2`.
+    pub plan: String,
+    /// Everything needed to recompute the total: usage, plan terms, rounding, trace.
+    pub rating: Option<Json>,
+    pub finalized_at: Option<DateTimeUtc>,
+    pub paid_at: Option<DateTimeUtc>,
+    pub voided_at: Option<DateTimeUtc>,
+    pub void_reason: Option<String>,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

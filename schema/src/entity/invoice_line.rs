@@ -1,0 +1,37 @@
+//! One line of a finalized invoice (drafts are rated on read and keep no lines). Lines
+//! are only ever inserted, while their invoice is being finalized.
+
+pub use crate::vocabulary::{LineKind, Metric};
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "invoice_lines")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub invoice_id: Uuid,
+    pub tenant_id: Uuid,
+    pub position: i32,
+    pub kind: LineKind,
+    pub description: String,
+    pub sku_id: Option<Uuid>,
+    pub sku_name: Option<String>,
+    pub metric: Option<Metric>,
+    pub tier: Option<i32>,
+    /// Exact quantity in `unit`.
+    pub quantity: String,
+    pub unit: String,
+    pub unit_price: String,
+    /// Rounded half-even to the currency's minor unit.
+    pub amount: String,
+    /// The exact amount before rounding.
+    pub amount_exact: String,
+    /// For adjustments: the invoice whose period the late usage belongs to.
+    pub adjusts_invoice_id: Option<Uuid>,
+    pub trace: Json,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
