@@ -22,6 +22,8 @@ struct Setup {
     tenant: String,
     key: String,
     token: String,
+    version: String,
+    sku: String,
     gpu: String,
     allocation: String,
     started: DateTime<Utc>,
@@ -40,7 +42,6 @@ async fn setup(app: &TestApp) -> Setup {
         .expect("token")
         .to_owned();
     let sku = app.create_h100_sku().await;
-    let (tenant, key) = app.create_tenant("acme").await;
     let plan = json!({"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
         "minimumBillableSeconds": 0,
         "rates": [
@@ -54,7 +55,22 @@ async fn setup(app: &TestApp) -> Setup {
             json!({"i": plan}),
         )
         .await;
-    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
+    let version = r["data"]["createPlanVersion"]["planVersion"]["id"]
+        .as_str()
+        .expect("plan version")
+        .to_owned();
+    tenant_on_plan(app, "acme", &version, &sku, token).await
+}
+
+/// A new tenant on `version` with one running GPU of `sku`.
+async fn tenant_on_plan(
+    app: &TestApp,
+    name: &str,
+    version: &str,
+    sku: &str,
+    token: String,
+) -> Setup {
+    let (tenant, key) = app.create_tenant(name).await;
     let r = app
         .gql(
             Some(&app.operator_key),
@@ -75,6 +91,8 @@ async fn setup(app: &TestApp) -> Setup {
         tenant,
         key,
         token,
+        version: version.to_owned(),
+        sku: sku.to_owned(),
         gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
         allocation: alloc["id"].as_str().expect("id").to_owned(),
         started: alloc["startedAt"]
@@ -479,7 +497,47 @@ async fn credits_pay_oldest_expiry_first_and_come_back_when_voided(backend: Back
     );
 }
 
+/// The ACTIVE lines of the tenant's upcoming invoice.
+async fn active_lines(app: &TestApp, key: &str) -> Vec<Value> {
+    let draft = upcoming(app, key).await;
+    draft["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["metric"] == "ACTIVE")
+        .map(|l| json!([l["kind"], l["quantity"], l["unitPrice"], l["amount"]]))
+        .collect()
+}
+
+async fn reordered_and_repeated_batches_bill_the_same(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let a = setup(&app).await;
+    let b = tenant_on_plan(&app, "globex", &a.version, &a.sku, a.token.clone()).await;
+    let (boot_a, boot_b, replay) = (
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+    );
+    for seq in 1..=5 {
+        ingest(&app, &a, &boot_a, seq, 2 * (seq as i64 - 1)).await;
+    }
+    // The same usage for the other tenant: out of order, repeated, and partly replayed
+    // by a restarted agent that lost its spool.
+    for seq in [4, 2, 2, 5, 1, 4, 3, 1] {
+        ingest(&app, &b, &boot_b, seq, 2 * (seq as i64 - 1)).await;
+    }
+    for seq in [2, 3] {
+        ingest(&app, &b, &replay, seq, 2 * (seq as i64 - 1)).await;
+    }
+    let lines_a = active_lines(&app, &a.key).await;
+    assert!(!lines_a.is_empty());
+    assert_eq!(lines_a, active_lines(&app, &b.key).await);
+}
+
 on_both_databases!(
+    reordered_and_repeated_batches_bill_the_same,
     a_closed_period_becomes_a_numbered_immutable_invoice,
     late_usage_is_an_adjustment_on_the_next_invoice_once,
     credits_pay_oldest_expiry_first_and_come_back_when_voided,

@@ -1,5 +1,6 @@
 //! `neocloud demo`: a fresh, runnable marketplace on the embedded defaults. Seeds an
-//! operator, two tenants, a plan and a fleet that exercises the scheduler, then serves.
+//! operator, two tenants on two plans (tiers, spot prices, a commitment, credits) and a
+//! fleet that exercises the scheduler, then serves.
 //!
 //! Seeding is idempotent: a second start on the same database creates nothing twice. Keys
 //! are stored hashed, so each start issues fresh demo credentials and revokes the ones
@@ -9,11 +10,13 @@ mod fleet_layout;
 
 use std::path::Path;
 
-use chrono::{TimeZone, Utc};
+use chrono::{TimeDelta, TimeZone, Utc};
+use neocloud_metering::invoicing;
+use neocloud_metering::rating::{PriceModel, Tier};
 use neocloud_schema::entity::{api_key, plan, plan_rate, plan_version, sku, tenant, tenant_plan};
 use neocloud_schema::ids::{NodeId, PlanId, PlanVersionId, TenantId};
 use neocloud_schema::money::Currency;
-use neocloud_schema::vocabulary::{Metric, Role, TiersMode};
+use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm, TiersMode};
 use rust_decimal::Decimal;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait,
@@ -24,7 +27,7 @@ use uuid::Uuid;
 
 use crate::auth;
 use crate::catalog;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::fleet;
 use crate::tenancy::{self, TenantName};
 
@@ -61,11 +64,13 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
     revoke_previous_demo_keys(&txn).await?;
     seed_fleet(&txn).await?;
     let skus = seed_catalog(&txn).await?;
-    let plan_version = seed_plan(&txn, &skus).await?;
+    let plan_versions = seed_plans(&txn, &skus).await?;
     let operator = auth::mint(&txn, Role::Operator, None, None, DEMO_LABEL, None).await?;
     let mut tenants = Vec::new();
-    for name in DEMO_TENANTS {
-        let tenant = ensure_tenant(&txn, name, plan_version).await?;
+    for (i, name) in DEMO_TENANTS.iter().enumerate() {
+        // acme-ai on `standard`; globex-research on `enterprise`, with credits.
+        let plan_version = plan_versions[i.min(plan_versions.len() - 1)];
+        let tenant = ensure_tenant(&txn, name, plan_version, i == 1).await?;
         let key = auth::mint(
             &txn,
             Role::TenantAdmin,
@@ -160,10 +165,43 @@ async fn seed_catalog(txn: &DatabaseTransaction) -> ApiResult<Vec<sku::Model>> {
     Ok(catalog::store::active(txn).await?)
 }
 
-/// The `standard` plan, version 1: list prices per GPU-hour, spot at 40% of list.
-async fn seed_plan(txn: &DatabaseTransaction, skus: &[sku::Model]) -> ApiResult<Uuid> {
+/// A demo plan: its name and, for the enterprise plan, a commitment.
+struct DemoPlan {
+    name: &'static str,
+    commitment: Option<(&'static str, &'static str)>,
+}
+
+/// `standard` (acme-ai) and `enterprise` (globex-research, a 1,000 USD monthly commitment
+/// at 10 % off). Both price whole GPUs and nodes per GPU-hour at list price with spot at
+/// 40 % of list, energy at 0.18 USD/kWh and a service credit of 10 % of list per failed
+/// GPU-hour; MIG slices and fractions in graduated tiers (15 % off beyond 100 GPU-hours).
+const DEMO_PLANS: [DemoPlan; 2] = [
+    DemoPlan {
+        name: DEMO_PLAN,
+        commitment: None,
+    },
+    DemoPlan {
+        name: "enterprise",
+        commitment: Some(("1000.00", "10")),
+    },
+];
+
+/// The demo plans' versions (created once), in `DEMO_PLANS` order.
+async fn seed_plans(txn: &DatabaseTransaction, skus: &[sku::Model]) -> ApiResult<Vec<Uuid>> {
+    let mut versions = Vec::new();
+    for demo in &DEMO_PLANS {
+        versions.push(seed_plan(txn, demo, skus).await?);
+    }
+    Ok(versions)
+}
+
+async fn seed_plan(
+    txn: &DatabaseTransaction,
+    demo: &DemoPlan,
+    skus: &[sku::Model],
+) -> ApiResult<Uuid> {
     if let Some(existing) = plan::Entity::find()
-        .filter(plan::Column::Name.eq(DEMO_PLAN))
+        .filter(plan::Column::Name.eq(demo.name))
         .one(txn)
         .await?
         && let Some(version) = plan_version::Entity::find()
@@ -176,7 +214,7 @@ async fn seed_plan(txn: &DatabaseTransaction, skus: &[sku::Model]) -> ApiResult<
     let now = Utc::now();
     let plan = plan::ActiveModel {
         id: Set(PlanId::new().into()),
-        name: Set(DEMO_PLAN.to_owned()),
+        name: Set(demo.name.to_owned()),
         created_at: Set(now),
     }
     .insert(txn)
@@ -191,31 +229,79 @@ async fn seed_plan(txn: &DatabaseTransaction, skus: &[sku::Model]) -> ApiResult<
             .single()
             .unwrap_or(now)),
         minimum_billable_seconds: Set(60),
-        commitment_monthly_minimum: Set(None),
-        commitment_discount_pct: Set(None),
+        commitment_monthly_minimum: Set(demo.commitment.map(|c| c.0.to_owned())),
+        commitment_discount_pct: Set(demo.commitment.map(|c| c.1.to_owned())),
         created_at: Set(now),
     }
     .insert(txn)
     .await?;
-    let spot_share = Decimal::new(40, 2);
+    let share = |pct: i64, price: Decimal| (price * Decimal::new(pct, 2)).round_dp(6).normalize();
     for sku in skus {
-        let price: Decimal = sku.list_price_per_hour.parse().unwrap_or_default();
-        plan_rate::ActiveModel {
-            id: Set(Uuid::now_v7()),
-            plan_version_id: Set(version.id),
-            sku_id: Set(sku.id),
-            metric: Set(Metric::Allocated),
-            tiers_mode: Set(TiersMode::PerUnit),
-            unit_price: Set(Some(price.to_string())),
-            spot_unit_price: Set(Some(
-                (price * spot_share).round_dp(6).normalize().to_string(),
-            )),
-            tiers: Set(None),
-            package_size: Set(None),
-            package_price: Set(None),
+        let list: Decimal = sku.list_price_per_hour.parse().unwrap_or_default();
+        let whole = matches!(sku.form, SkuForm::WholeGpu | SkuForm::WholeNode);
+        let mut rates = Vec::new();
+        if whole {
+            rates.push((
+                Metric::Allocated,
+                PriceModel::PerUnit { unit_price: list },
+                Some(share(40, list)),
+            ));
+            rates.push((
+                Metric::SlaCredit,
+                PriceModel::PerUnit {
+                    unit_price: share(10, list),
+                },
+                None,
+            ));
+            if sku.form == SkuForm::WholeGpu {
+                rates.push((
+                    Metric::Energy,
+                    PriceModel::PerUnit {
+                        unit_price: Decimal::new(18, 2),
+                    },
+                    None,
+                ));
+            }
+        } else {
+            let tiers = vec![
+                Tier {
+                    up_to: Some(Decimal::from(100)),
+                    unit_price: list,
+                    flat_fee: Decimal::ZERO,
+                },
+                Tier {
+                    up_to: None,
+                    unit_price: share(85, list),
+                    flat_fee: Decimal::ZERO,
+                },
+            ];
+            rates.push((Metric::Allocated, PriceModel::Graduated { tiers }, None));
         }
-        .insert(txn)
-        .await?;
+        for (metric, model, spot) in rates {
+            let (mode, unit_price, tiers) = match &model {
+                PriceModel::Graduated { tiers } => {
+                    (TiersMode::Graduated, None, serde_json::to_value(tiers).ok())
+                }
+                PriceModel::PerUnit { unit_price } => {
+                    (TiersMode::PerUnit, Some(unit_price.to_string()), None)
+                }
+                _ => continue,
+            };
+            plan_rate::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                plan_version_id: Set(version.id),
+                sku_id: Set(sku.id),
+                metric: Set(metric),
+                tiers_mode: Set(mode),
+                unit_price: Set(unit_price),
+                spot_unit_price: Set(spot.map(|p| p.to_string())),
+                tiers: Set(tiers),
+                package_size: Set(None),
+                package_price: Set(None),
+            }
+            .insert(txn)
+            .await?;
+        }
     }
     Ok(version.id)
 }
@@ -224,20 +310,50 @@ async fn ensure_tenant(
     txn: &DatabaseTransaction,
     name: &str,
     plan_version: Uuid,
+    credits: bool,
 ) -> ApiResult<tenant::Model> {
     if let Some(existing) = tenancy::store::find_by_name(txn, name).await? {
         return Ok(existing);
     }
     let created = tenancy::create_in(txn, None, &TenantName::parse(name)?, Currency::USD).await?;
+    let from = invoicing::whole_minute(created.tenant.created_at);
     tenant_plan::ActiveModel {
         id: Set(Uuid::now_v7()),
         tenant_id: Set(created.tenant.id),
         plan_version_id: Set(plan_version),
-        effective_from: Set(created.tenant.created_at),
+        effective_from: Set(from),
         created_at: Set(created.tenant.created_at),
     }
     .insert(txn)
     .await?;
+    if credits {
+        let now = Utc::now();
+        for (kind, amount, expires, reason) in [
+            (CreditKind::Prepaid, 250, None, "prepaid top-up"),
+            (
+                CreditKind::Promotional,
+                25,
+                Some(now + TimeDelta::days(30)),
+                "welcome credit",
+            ),
+        ] {
+            invoicing::grant_credits(
+                txn,
+                invoicing::NewGrant {
+                    tenant: created.tenant.id,
+                    kind,
+                    currency: Currency::USD.code().to_owned(),
+                    amount: Decimal::from(amount),
+                    effective_at: from,
+                    expires_at: expires,
+                    reason: reason.to_owned(),
+                },
+                now,
+            )
+            .await
+            .map_err(ApiError::from)?;
+        }
+    }
     Ok(created.tenant)
 }
 

@@ -93,6 +93,45 @@ pub struct AllocationUsage {
     pub lifetime_seconds_if_ended: Option<i64>,
 }
 
+/// One allocation's usage in one minute bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MinuteUsage {
+    pub allocation: Uuid,
+    pub sku: Uuid,
+    pub spot: bool,
+    pub gpus: Decimal,
+    pub allocated_seconds: Decimal,
+    pub sla_credit_seconds: Decimal,
+    pub active_seconds: Decimal,
+    pub memory_gib_seconds: Decimal,
+    pub energy_kwh: Decimal,
+}
+
+/// Folds minute buckets (in any order) into per-allocation usage: sums of seconds, so
+/// that rating the result equals rating the period at once.
+pub fn fold_minutes<'a>(
+    minutes: impl IntoIterator<Item = &'a MinuteUsage>,
+) -> Vec<AllocationUsage> {
+    let mut by_allocation: BTreeMap<Uuid, AllocationUsage> = BTreeMap::new();
+    for m in minutes {
+        let u = by_allocation
+            .entry(m.allocation)
+            .or_insert_with(|| AllocationUsage {
+                allocation: m.allocation,
+                sku: m.sku,
+                spot: m.spot,
+                gpus: m.gpus,
+                ..AllocationUsage::default()
+            });
+        u.allocated_seconds += m.allocated_seconds;
+        u.sla_credit_seconds += m.sla_credit_seconds;
+        u.active_seconds += m.active_seconds;
+        u.memory_gib_seconds += m.memory_gib_seconds;
+        u.energy_kwh += m.energy_kwh;
+    }
+    by_allocation.into_values().collect()
+}
+
 /// A SKU as the invoice names it, with its list price per GPU-hour.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkuInfo {
@@ -155,6 +194,7 @@ fn one() -> Decimal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Line {
     pub kind: LineKind,
+    #[serde(default)]
     pub description: String,
     pub sku: Option<Uuid>,
     pub sku_name: Option<String>,
@@ -164,11 +204,14 @@ pub struct Line {
     pub unit: String,
     pub unit_price: Decimal,
     /// `quantity × unit_price`, exact.
+    #[serde(default)]
     pub amount_exact: Decimal,
     /// Rounded half-even to the currency's minor unit.
+    #[serde(default)]
     pub amount: Decimal,
     #[serde(default)]
     pub adjusts_invoice: Option<Uuid>,
+    #[serde(default)]
     pub trace: serde_json::Value,
 }
 
@@ -277,7 +320,7 @@ impl LineBuilder<'_> {
             tier,
             quantity: quantity.normalize(),
             unit: unit.to_owned(),
-            unit_price: unit_price.normalize(),
+            unit_price,
             amount_exact: amount_exact.normalize(),
             amount: round(amount_exact, self.input.minor_digits),
             adjusts_invoice: None,
@@ -582,3 +625,6 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
         credit_uses,
     })
 }
+
+#[cfg(test)]
+mod tests;
