@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -70,28 +70,11 @@ async fn main() {
     let orders = arg("--orders", 4000);
     let clients = arg("--clients", 16);
     let server = BenchServer::start().await;
-    let (url, db, operator) = (
-        server.url.clone(),
-        server.db.clone(),
-        server.operator_key.clone(),
-    );
+    let (url, db) = (server.url.clone(), server.db.clone());
     let client = reqwest::Client::new();
 
     let seeded = Instant::now();
-    for n in 0..nodes {
-        let gpus: Vec<Value> = (0..8)
-            .map(|i| json!({"uuid": format!("GPU-{n:06}-{i}"), "index": i}))
-            .collect();
-        let r = gql(
-            &client,
-            &url,
-            &operator,
-            "mutation($h: String!, $r: String!, $g: [GpuRegistrationInput!]!) { registerNode(input: {hostname: $h, region: \"eu-west\", zone: \"a\", rack: $r, nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g}) { agentToken } }",
-            json!({"h": format!("hgx-{n:06}"), "r": format!("r{:03}", n / 32), "g": gpus}),
-        )
-        .await;
-        assert!(r["data"]["registerNode"].is_object(), "{r}");
-    }
+    server.register_h100_nodes(&client, nodes).await;
     let (sku, key) = server.h100_sku_and_tenant(&client).await;
     println!(
         "fleet: {nodes} nodes × 8 H100 registered in {:.1} s; {clients} clients",

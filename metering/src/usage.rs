@@ -10,7 +10,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{allocation, allocation_gpu, sku, usage_minute};
 use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
 use rust_decimal::Decimal;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
 
 use crate::health;
@@ -114,33 +114,50 @@ pub async fn usage<C: ConnectionTrait>(
         .collect();
     let sku_name = |id: Option<Uuid>| id.and_then(|i| skus.get(&i).cloned()).unwrap_or_default();
 
-    for bucket in usage_minute::Entity::find()
+    // Only the columns the sums need, as tuples: a month of a busy tenant is many rows.
+    let buckets: Vec<(
+        Option<Uuid>,
+        Uuid,
+        String,
+        DateTime<Utc>,
+        String,
+        String,
+        String,
+    )> = usage_minute::Entity::find()
+        .select_only()
+        .columns([
+            usage_minute::Column::SkuId,
+            usage_minute::Column::AllocationId,
+            usage_minute::Column::Label,
+            usage_minute::Column::MinuteStart,
+            usage_minute::Column::ActiveSeconds,
+            usage_minute::Column::MemoryGibSeconds,
+            usage_minute::Column::EnergyKwh,
+        ])
         .filter(usage_minute::Column::TenantId.eq(tenant))
         .filter(usage_minute::Column::MinuteStart.gte(from))
         .filter(usage_minute::Column::MinuteStart.lt(to))
+        .into_tuple()
         .all(conn)
-        .await?
-    {
-        let name = sku_name(bucket.sku_id);
+        .await?;
+    for (sku_id, allocation_id, label, minute_start, active, memory, energy) in buckets {
+        let name = sku_name(sku_id);
         let key = key_of(
             group_by,
             &Parts {
                 sku: &name,
-                allocation: bucket.allocation_id,
-                label: &bucket.label,
-                day: bucket.minute_start.date_naive(),
+                allocation: allocation_id,
+                label: &label,
+                day: minute_start.date_naive(),
             },
         );
         let row = rows.entry(key.clone()).or_insert_with(|| UsageRow {
             key,
             ..UsageRow::default()
         });
-        row.active_seconds += bucket.active_seconds.parse::<Decimal>().unwrap_or_default();
-        row.memory_gib_seconds += bucket
-            .memory_gib_seconds
-            .parse::<Decimal>()
-            .unwrap_or_default();
-        row.energy_kwh += bucket.energy_kwh.parse::<Decimal>().unwrap_or_default();
+        row.active_seconds += active.parse::<Decimal>().unwrap_or_default();
+        row.memory_gib_seconds += memory.parse::<Decimal>().unwrap_or_default();
+        row.energy_kwh += energy.parse::<Decimal>().unwrap_or_default();
     }
 
     let end_of = |a: &allocation::Model| a.ended_at.unwrap_or(now).min(to);

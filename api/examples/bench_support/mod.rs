@@ -98,6 +98,25 @@ impl BenchServer {
         (sku, key)
     }
 
+    /// Registers `nodes` nodes of 8 H100s (racks of 32 nodes).
+    #[allow(dead_code)] // not every benchmark registers its nodes this way
+    pub async fn register_h100_nodes(&self, client: &reqwest::Client, nodes: usize) {
+        for n in 0..nodes {
+            let gpus: Vec<Value> = (0..8)
+                .map(|i| json!({"uuid": format!("GPU-{n:06}-{i}"), "index": i}))
+                .collect();
+            let r = gql(
+                client,
+                &self.url,
+                &self.operator_key,
+                "mutation($h: String!, $r: String!, $g: [GpuRegistrationInput!]!) { registerNode(input: {hostname: $h, region: \"eu-west\", zone: \"a\", rack: $r, nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g}) { agentToken } }",
+                json!({"h": format!("hgx-{n:06}"), "r": format!("r{:03}", n / 32), "g": gpus}),
+            )
+            .await;
+            assert!(r["data"]["registerNode"].is_object(), "{r}");
+        }
+    }
+
     /// Drops the benchmark database.
     pub async fn finish(self) {
         drop(self.db);

@@ -341,7 +341,28 @@ impl LineBuilder<'_> {
         } else {
             String::new()
         };
-        for ((sku, metric, spot), raw) in raw_quantities(segment) {
+        let mut quantities = raw_quantities(segment);
+        // Spot usage of a rate without a spot price is priced, and counts towards tiers,
+        // with the on-demand usage.
+        let merged: Vec<(Uuid, Metric, bool)> = quantities
+            .keys()
+            .filter(|(sku, metric, spot)| {
+                *spot
+                    && !plan.rates.iter().any(|r| {
+                        r.sku == *sku && r.metric == *metric && r.spot_unit_price.is_some()
+                    })
+            })
+            .copied()
+            .collect();
+        for key in merged {
+            if let Some(spot) = quantities.remove(&key) {
+                let on_demand = quantities.entry((key.0, key.1, false)).or_default();
+                on_demand.amount += spot.amount;
+                on_demand.allocations += spot.allocations;
+                on_demand.top_up_seconds += spot.top_up_seconds;
+            }
+        }
+        for ((sku, metric, spot), raw) in quantities {
             if raw.amount.is_zero() {
                 continue;
             }
