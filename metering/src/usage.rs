@@ -35,6 +35,18 @@ pub struct UsageRow {
     pub sla_credit_seconds: Decimal,
 }
 
+/// (SKU, allocation, label, minute, active seconds, memory GiB-seconds, energy kWh) of a
+/// minute bucket, as stored.
+type BucketRow = (
+    Option<Uuid>,
+    Uuid,
+    String,
+    DateTime<Utc>,
+    String,
+    String,
+    String,
+);
+
 /// Most days one query may span (a year and a bit).
 pub const MAX_RANGE_DAYS: i64 = 400;
 
@@ -115,15 +127,7 @@ pub async fn usage<C: ConnectionTrait>(
     let sku_name = |id: Option<Uuid>| id.and_then(|i| skus.get(&i).cloned()).unwrap_or_default();
 
     // Only the columns the sums need, as tuples: a month of a busy tenant is many rows.
-    let buckets: Vec<(
-        Option<Uuid>,
-        Uuid,
-        String,
-        DateTime<Utc>,
-        String,
-        String,
-        String,
-    )> = usage_minute::Entity::find()
+    let buckets: Vec<BucketRow> = usage_minute::Entity::find()
         .select_only()
         .columns([
             usage_minute::Column::SkuId,
