@@ -309,6 +309,35 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
         )
         .await;
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    for query in [
+        "query($t: ID) { upcomingInvoice(tenantId: $t) { id } }",
+        "query($t: ID) { creditGrants(tenantId: $t) { id } }",
+        "query($t: ID) { invoices(tenantId: $t) { edges { node { id } } } }",
+    ] {
+        let r = app.gql(Some(&other), query, json!({"t": s.tenant})).await;
+        assert_eq!(error_code(&r), Some("NOT_FOUND"), "{query}: {r}");
+    }
+    let r = app
+        .gql(
+            Some(&s.key),
+            "mutation($id: ID!) { voidInvoice(id: $id, reason: \"mine\") { id } }",
+            json!({"id": id}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    for (tenant, code) in [
+        ("not-an-id", "INVALID_INPUT"),
+        ("01a2285a-0000-7000-8000-000000000000", "NOT_FOUND"),
+    ] {
+        let r = app
+            .gql(
+                Some(&app.operator_key),
+                "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id } }",
+                json!({"t": tenant}),
+            )
+            .await;
+        assert_eq!(error_code(&r), Some(code), "{r}");
+    }
 
     // Voiding needs a reason, keeps the number, and happens once.
     let void = "mutation($id: ID!, $r: String!) { voidInvoice(id: $id, reason: $r) { status number voidReason } }";
@@ -420,12 +449,18 @@ async fn credits_pay_oldest_expiry_first_and_come_back_when_voided(backend: Back
             .await;
         assert_eq!(r["data"]["grantCredits"]["remaining"], amount, "{r}");
     }
-    for (bad, field) in [("-5", "amount"), ("0.001", "amount"), ("1e3", "amount")] {
+    let past = iso(Utc::now() - Duration::days(1));
+    for (bad, expires, field) in [
+        ("-5", None, "amount"),
+        ("0.001", None, "amount"),
+        ("1e3", None, "amount"),
+        ("5", Some(past), "expiresAt"),
+    ] {
         let r = app
             .gql(
                 Some(&app.operator_key),
                 grant,
-                json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": bad}}),
+                json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": bad, "expiresAt": expires}}),
             )
             .await;
         assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{bad}: {r}");
