@@ -44,6 +44,7 @@ error_codes! {
     InsufficientCapacity => "INSUFFICIENT_CAPACITY", CONFLICT;
     IdempotencyConflict => "IDEMPOTENCY_CONFLICT", CONFLICT;
     InvalidState => "INVALID_STATE", CONFLICT;
+    BudgetExceeded => "BUDGET_EXCEEDED", CONFLICT;
     PayloadTooLarge => "PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE;
     RateLimited => "RATE_LIMITED", TOO_MANY_REQUESTS;
     Unavailable => "UNAVAILABLE", SERVICE_UNAVAILABLE;
@@ -86,6 +87,10 @@ pub enum ApiError {
     IdempotencyConflict {
         message: String,
     },
+    /// The tenant's hard-capped monthly budget is spent.
+    BudgetExceeded {
+        message: String,
+    },
     /// The object is not in a state that allows the operation (e.g. voiding a paid invoice).
     InvalidState {
         message: String,
@@ -119,6 +124,7 @@ impl ApiError {
             ApiError::InsufficientCapacity { .. } => Code::InsufficientCapacity,
             ApiError::IdempotencyConflict { .. } => Code::IdempotencyConflict,
             ApiError::InvalidState { .. } => Code::InvalidState,
+            ApiError::BudgetExceeded { .. } => Code::BudgetExceeded,
             ApiError::RateLimited => Code::RateLimited,
             ApiError::Unavailable { .. } => Code::Unavailable,
             ApiError::Database { .. } | ApiError::Internal { .. } => Code::Internal,
@@ -134,6 +140,7 @@ impl ApiError {
             | ApiError::InsufficientCapacity { message, .. }
             | ApiError::IdempotencyConflict { message }
             | ApiError::InvalidState { message }
+            | ApiError::BudgetExceeded { message }
             | ApiError::Unavailable { message } => message.clone(),
             ApiError::NotFound { what } => format!("{what} not found"),
             ApiError::InvalidInput { field, message } => format!("{field}: {message}"),

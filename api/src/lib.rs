@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod budgets;
 pub mod catalog;
 pub mod db;
 pub mod demo;

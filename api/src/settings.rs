@@ -23,6 +23,14 @@ pub struct Settings {
     pub limits: Limits,
     pub ordering: OrderingSettings,
     pub billing: BillingSettings,
+    pub budgets: BudgetSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BudgetSettings {
+    /// How often every budget is compared with its tenant's spend (a crossed limit acts
+    /// within twice this).
+    pub sweep_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -89,6 +97,9 @@ preemption_notice_seconds = 60
 invoice_prefix = "NC"
 close_grace_seconds = 3600
 operator_name = "neocloud"
+
+[budgets]
+sweep_seconds = 30
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +178,7 @@ impl Settings {
                 close_grace_seconds: 3600,
                 operator_name: "neocloud".into(),
             },
+            budgets: BudgetSettings { sweep_seconds: 30 },
         }
     }
 
@@ -209,7 +221,13 @@ impl Settings {
             });
         }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 9] = [
+        let checks: [(&'static str, usize, usize, usize); 10] = [
+            (
+                "budgets.sweep_seconds",
+                self.budgets.sweep_seconds as usize,
+                1,
+                30,
+            ),
             (
                 "billing.close_grace_seconds",
                 self.billing.close_grace_seconds as usize,

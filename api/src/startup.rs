@@ -57,6 +57,11 @@ impl Application {
         spawn_preemption_worker(db.clone(), ordering.clone());
         let billing = Arc::new(Billing::new(&settings.billing));
         spawn_period_closer(db.clone(), billing.clone());
+        spawn_budget_sweep(
+            db.clone(),
+            ordering.clone(),
+            Duration::from_secs(settings.budgets.sweep_seconds),
+        );
         let state = web::Data::new(AppState {
             schema: build_schema(
                 db.clone(),
@@ -141,6 +146,20 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
             tick.tick().await;
             if let Err(err) = crate::invoicing::close_due(&db, &billing).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Closing billing periods failed.");
+            }
+        }
+    });
+}
+
+/// Compares every budget with its tenant's spend and delivers budget webhooks.
+fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Duration) {
+    tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            if let Err(err) = crate::budgets::sweep(&db, &ordering, &client).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Budget sweep failed.");
             }
         }
     });

@@ -12,6 +12,7 @@ mod m20261129_000001_core;
 mod m20261129_000002_ordering;
 mod m20261129_000003_metering;
 mod m20261129_000004_invoicing;
+mod m20261129_000005_budgets;
 
 pub struct Migrator;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000002_ordering::Migration),
             Box::new(m20261129_000003_metering::Migration),
             Box::new(m20261129_000004_invoicing::Migration),
+            Box::new(m20261129_000005_budgets::Migration),
         ]
     }
 }

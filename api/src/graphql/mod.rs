@@ -3,6 +3,7 @@
 //! depth and complexity limits.
 
 mod api_keys;
+mod budgets;
 mod catalog;
 mod console;
 mod invoices;
@@ -37,6 +38,7 @@ pub struct Query(
     usage::UsageQuery,
     plans::PlanQuery,
     invoices::InvoiceQuery,
+    budgets::BudgetQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -49,6 +51,7 @@ pub struct Mutation(
     console::ConsoleMutation,
     plans::PlanMutation,
     invoices::InvoiceMutation,
+    budgets::BudgetMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

@@ -127,6 +127,7 @@ impl Ordering {
                 "the tenant is suspended and cannot place new orders",
             ));
         }
+        crate::budgets::check_order_allowed(db, tenant).await?;
         let sku = crate::catalog::store::find(db, input.sku)
             .await?
             .filter(|s| s.active)

@@ -225,6 +225,19 @@ pub struct RatedInvoice {
     pub credit_uses: Vec<(Uuid, Decimal)>,
 }
 
+impl RatedInvoice {
+    /// What the period's usage costs so far: the lines of usage, fees, SLA credits,
+    /// adjustments and the commitment discount — not the commitment's true-up (owed
+    /// whatever is used) nor credits (a way of paying). What budgets compare.
+    pub fn spend(&self) -> Decimal {
+        self.lines
+            .iter()
+            .filter(|l| !matches!(l.kind, LineKind::CommitmentTrueUp | LineKind::Credit))
+            .map(|l| l.amount)
+            .sum()
+    }
+}
+
 /// Half-even to `digits` places, written with exactly that many (`2.00`, not `2`).
 pub fn round(amount: Decimal, digits: u32) -> Decimal {
     let mut rounded = amount.round_dp_with_strategy(digits, RoundingStrategy::MidpointNearestEven);

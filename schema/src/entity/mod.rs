@@ -9,6 +9,8 @@ pub mod allocation;
 pub mod allocation_gpu;
 pub mod api_key;
 pub mod audit_log;
+pub mod budget;
+pub mod budget_event;
 pub mod credit_application;
 pub mod credit_grant;
 pub mod device_coverage;

@@ -1,0 +1,398 @@
+//! Budgets: a tenant's monthly spend limit. The period's spend so far (the open period's
+//! draft, rated: usage, fees, SLA credits, adjustments and commitment discount — not the
+//! true-up nor credits) is compared with the limit by a sweep every
+//! `budgets.sweep_seconds` (default 30, so a crossed limit acts within 60 s) and right
+//! after every `setBudget`:
+//!
+//! - each alert threshold (percent of the limit) crossed in a period is recorded once, as
+//!   a tenant-visible event, and POSTed to the tenant's webhook URL if it has one, signed
+//!   `Neocloud-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`;
+//! - with a hard cap, new orders are refused (`BUDGET_EXCEEDED`) while the spend is at or
+//!   over the limit;
+//! - with `stopAllocations` too, once the limit is reached and no prepaid credit is left
+//!   to pay for the period, running allocations get the preemption notice window and end.
+
+pub(crate) mod store;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use neocloud_metering::invoicing;
+use neocloud_schema::entity::{budget, budget_event};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::vocabulary::{AllocationStatus, Role};
+use rand::RngCore;
+use rust_decimal::Decimal;
+use sea_orm::DatabaseConnection;
+use serde_json::json;
+use sha2::Sha256;
+
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::ordering::Ordering;
+use crate::tenancy;
+
+pub const MAX_THRESHOLDS: usize = 10;
+const WEBHOOK_ATTEMPTS: i32 = 5;
+
+/// `setBudget`'s input.
+pub struct BudgetInput {
+    pub tenant: Option<TenantId>,
+    pub monthly_limit: String,
+    pub alert_thresholds: Vec<i32>,
+    pub webhook_url: Option<String>,
+    pub hard_cap: bool,
+    pub stop_allocations: bool,
+    pub rotate_webhook_secret: bool,
+}
+
+/// A budget with where the period stands.
+pub struct BudgetView {
+    pub budget: budget::Model,
+    pub spend: Decimal,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub events: Vec<budget_event::Model>,
+    /// The webhook secret, only when it was just created or rotated.
+    pub new_webhook_secret: Option<String>,
+}
+
+/// The tenant a budget call is about: a tenant's own, or the one an operator names.
+fn budget_tenant(actor: &Principal, asked: Option<TenantId>) -> ApiResult<TenantId> {
+    actor.require_user()?;
+    match (actor.tenant_scope_or_all(), asked) {
+        (None, Some(t)) => Ok(t),
+        (None, None) => Err(ApiError::invalid("tenantId", "operators name the tenant")),
+        (Some(own), None) => Ok(own),
+        (Some(own), Some(t)) if t == own => Ok(own),
+        _ => Err(ApiError::not_found("tenant")),
+    }
+}
+
+fn new_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("whsec_{}", hex::encode(bytes))
+}
+
+fn validate_url(url: &str) -> ApiResult<()> {
+    let ok = (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            "webhookUrl",
+            "an http(s) URL of at most 2048 characters",
+        ))
+    }
+}
+
+/// `setBudget` (tenant admin for its tenant, operator for any).
+pub async fn set(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    ordering: &Ordering,
+    input: BudgetInput,
+) -> ApiResult<BudgetView> {
+    let tenant = budget_tenant(actor, input.tenant)?;
+    if actor.role == Role::TenantMember {
+        return Err(ApiError::forbidden("budgets are set by tenant admins"));
+    }
+    let limit = parse_plain_decimal(input.monthly_limit.trim())
+        .map_err(|e| ApiError::invalid("monthlyLimit", e))?;
+    if limit <= Decimal::ZERO {
+        return Err(ApiError::invalid("monthlyLimit", "must be positive"));
+    }
+    let mut thresholds = input.alert_thresholds.clone();
+    thresholds.sort_unstable();
+    thresholds.dedup();
+    if thresholds.len() > MAX_THRESHOLDS || thresholds.iter().any(|t| !(1..=1000).contains(t)) {
+        return Err(ApiError::invalid(
+            "alertThresholds",
+            format!("at most {MAX_THRESHOLDS} percentages from 1 to 1000"),
+        ));
+    }
+    if let Some(url) = &input.webhook_url {
+        validate_url(url)?;
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let owner = tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let currency = tenancy::parse_currency(&owner.currency)?;
+    if limit.scale() > currency.minor_unit_digits() {
+        return Err(ApiError::invalid(
+            "monthlyLimit",
+            format!(
+                "{currency} has {} decimal places",
+                currency.minor_unit_digits()
+            ),
+        ));
+    }
+    let before = store::find(&txn, tenant.into()).await?;
+    let secret = match (&before, input.rotate_webhook_secret) {
+        (Some(b), false) => b.webhook_secret.clone(),
+        _ => new_secret(),
+    };
+    let shown = (before.is_none() || input.rotate_webhook_secret).then(|| secret.clone());
+    let saved = store::upsert(
+        &txn,
+        budget::Model {
+            tenant_id: tenant.into(),
+            monthly_limit: limit.to_string(),
+            currency: owner.currency.clone(),
+            alert_thresholds: json!(thresholds),
+            webhook_url: input.webhook_url.clone(),
+            webhook_secret: secret,
+            hard_cap: input.hard_cap,
+            stop_allocations: input.stop_allocations,
+            blocked_since: before.as_ref().and_then(|b| b.blocked_since),
+            updated_at: Utc::now(),
+        },
+        before.is_some(),
+    )
+    .await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "budget.set",
+            object_type: "budget",
+            object_id: tenant.to_string(),
+            before: before.as_ref().map(public_json),
+            after: Some(public_json(&saved)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    let mut view = evaluate(db, ordering, saved, Utc::now()).await?;
+    view.new_webhook_secret = shown;
+    Ok(view)
+}
+
+/// A budget as the audit log keeps it (without the webhook secret).
+fn public_json(b: &budget::Model) -> serde_json::Value {
+    json!({"monthly_limit": b.monthly_limit, "alert_thresholds": b.alert_thresholds,
+        "webhook_url": b.webhook_url, "hard_cap": b.hard_cap, "stop_allocations": b.stop_allocations})
+}
+
+/// `removeBudget`.
+pub async fn remove(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+) -> ApiResult<bool> {
+    let tenant = budget_tenant(actor, asked)?;
+    if actor.role == Role::TenantMember {
+        return Err(ApiError::forbidden("budgets are set by tenant admins"));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let Some(before) = store::find(&txn, tenant.into()).await? else {
+        return Ok(false);
+    };
+    store::delete(&txn, tenant.into()).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "budget.remove",
+            object_type: "budget",
+            object_id: tenant.to_string(),
+            before: Some(public_json(&before)),
+            after: None,
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// `budget`: the tenant's budget and where the period stands, or none.
+pub async fn get(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+) -> ApiResult<Option<BudgetView>> {
+    let tenant = budget_tenant(actor, asked)?;
+    let Some(found) = store::find(db, tenant.into()).await? else {
+        return Ok(None);
+    };
+    let draft = invoicing::rate_open(db, tenant.into(), Utc::now()).await?;
+    let events = store::events(db, tenant.into(), draft.invoice.period_start).await?;
+    Ok(Some(BudgetView {
+        budget: found,
+        spend: draft.rated.spend(),
+        period_start: draft.invoice.period_start,
+        period_end: draft.invoice.period_end,
+        events,
+        new_webhook_secret: None,
+    }))
+}
+
+/// Refuses new orders while the tenant's hard cap holds (read inside `placeOrder`).
+pub async fn check_order_allowed(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<()> {
+    match store::find(db, tenant.into()).await? {
+        Some(b) if b.hard_cap && b.blocked_since.is_some() => Err(ApiError::BudgetExceeded {
+            message: format!(
+                "the monthly budget of {} {} is spent; raise it or wait for the next period",
+                b.monthly_limit, b.currency
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Compares one budget with the period's spend and acts: records crossed thresholds,
+/// sets or clears the hard cap, stops allocations if asked to.
+async fn evaluate(
+    db: &DatabaseConnection,
+    ordering: &Ordering,
+    found: budget::Model,
+    now: DateTime<Utc>,
+) -> ApiResult<BudgetView> {
+    let tenant = found.tenant_id;
+    let txn = crate::db::begin_write(db).await?;
+    let draft = invoicing::rate_open(&txn, tenant, now).await?;
+    let spend = draft.rated.spend();
+    let limit: Decimal = found.monthly_limit.parse().unwrap_or_default();
+    let period = draft.invoice.period_start;
+    let thresholds: Vec<i32> =
+        serde_json::from_value(found.alert_thresholds.clone()).unwrap_or_default();
+    let webhook = if found.webhook_url.is_some() {
+        "pending"
+    } else {
+        "none"
+    };
+    for threshold in thresholds {
+        if spend * Decimal::ONE_HUNDRED >= limit * Decimal::from(threshold) {
+            store::record_event(
+                &txn,
+                tenant,
+                period,
+                "threshold_crossed",
+                threshold,
+                spend,
+                &found.monthly_limit,
+                webhook,
+                now,
+            )
+            .await?;
+        }
+    }
+    let over = spend >= limit;
+    let blocked = found.hard_cap && over;
+    if blocked != found.blocked_since.is_some() {
+        store::set_blocked(&txn, tenant, blocked.then_some(now)).await?;
+    }
+    // Credits left to pay for the period: the draft's total is what they do not cover.
+    if found.hard_cap && found.stop_allocations && over && draft.rated.total > Decimal::ZERO {
+        let live = crate::ordering::store::live_allocations_of(&txn, TenantId(tenant)).await?;
+        let running: Vec<uuid::Uuid> = live
+            .iter()
+            .filter(|(a, _)| a.status == AllocationStatus::Active)
+            .map(|(a, _)| a.id)
+            .collect();
+        if !running.is_empty() {
+            let notice = chrono::TimeDelta::from_std(ordering.notice).unwrap_or_default();
+            crate::ordering::store::mark_preempting(&txn, &running, now + notice).await?;
+            store::record_event(
+                &txn,
+                tenant,
+                period,
+                "allocations_stopped",
+                100,
+                spend,
+                &found.monthly_limit,
+                webhook,
+                now,
+            )
+            .await?;
+            tracing::warn!(tenant = %tenant, allocations = running.len(), "Budget reached with no credit left: allocations stopped.");
+        }
+    }
+    txn.commit().await?;
+    let events = store::events(db, tenant, period).await?;
+    let budget = store::find(db, tenant).await?.unwrap_or(found);
+    Ok(BudgetView {
+        budget,
+        spend,
+        period_start: period,
+        period_end: draft.invoice.period_end,
+        events,
+        new_webhook_secret: None,
+    })
+}
+
+/// Evaluates every budget, then delivers pending webhooks. Returns how many budgets.
+pub async fn sweep(
+    db: &DatabaseConnection,
+    ordering: &Ordering,
+    client: &reqwest::Client,
+) -> ApiResult<usize> {
+    let budgets = store::all(db).await?;
+    let now = Utc::now();
+    for found in &budgets {
+        if let Err(err) = evaluate(db, ordering, found.clone(), now).await {
+            tracing::warn!(tenant = %found.tenant_id, code = err.code().as_str(), message = %err.message(), "Budget evaluation failed.");
+        }
+    }
+    deliver_pending(db, client).await?;
+    Ok(budgets.len())
+}
+
+/// `t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(format!("{timestamp}.").as_bytes());
+    mac.update(body);
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
+}
+
+async fn deliver_pending(db: &DatabaseConnection, client: &reqwest::Client) -> ApiResult<()> {
+    for (event, found) in store::pending_deliveries(db, WEBHOOK_ATTEMPTS).await? {
+        let Some(url) = &found.webhook_url else {
+            continue;
+        };
+        let body = serde_json::to_vec(&json!({
+            "id": event.id,
+            "type": format!("budget.{}", event.kind),
+            "tenant_id": event.tenant_id,
+            "period_start": event.period_start,
+            "threshold_pct": event.threshold,
+            "spend": event.spend,
+            "monthly_limit": event.monthly_limit,
+            "currency": found.currency,
+            "created_at": event.created_at,
+        }))
+        .unwrap_or_default();
+        let sig = signature(&found.webhook_secret, Utc::now().timestamp(), &body);
+        let delivered = client
+            .post(url)
+            .timeout(Duration::from_secs(5))
+            .header("content-type", "application/json")
+            .header("Neocloud-Signature", sig)
+            .body(body)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        let attempts = event.webhook_attempts + 1;
+        let status = match (delivered, attempts >= WEBHOOK_ATTEMPTS) {
+            (true, _) => "delivered",
+            (false, true) => "failed",
+            (false, false) => "pending",
+        };
+        store::set_delivery(db, event.id, status, attempts).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,307 @@
+//! Budgets through the API: thresholds raise one signed webhook each per period, a hard
+//! cap refuses new orders within seconds of the limit and lets them through again when
+//! the limit is raised, `stopAllocations` ends running work when no credit is left, and
+//! another tenant can neither read nor set the budget.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use support::{Backend, TestApp, error_code};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A webhook receiver: records (Neocloud-Signature, body) of each POST, answers 200.
+async fn receiver() -> (String, Received) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "http://{}/hooks/budget",
+        listener.local_addr().expect("addr")
+    );
+    let received: Received = Arc::default();
+    let store = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut data = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let Ok(n) = socket.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    data.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&data).to_string();
+                    let Some(end) = text.find("\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = text[..end].to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if data.len() < end + 4 + length {
+                        continue;
+                    }
+                    let signature = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.split_once(':')
+                                .filter(|(k, _)| k.eq_ignore_ascii_case("neocloud-signature"))
+                                .map(|(_, v)| v.trim().to_owned())
+                        })
+                        .unwrap_or_default();
+                    let body = data[end + 4..end + 4 + length].to_vec();
+                    store.lock().expect("lock").push((signature, body));
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                    return;
+                }
+            });
+        }
+    });
+    (url, received)
+}
+
+fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
+    let mut t = "";
+    let mut v1 = "";
+    for part in header.split(',') {
+        match part.split_once('=') {
+            Some(("t", value)) => t = value,
+            Some(("v1", value)) => v1 = value,
+            _ => {}
+        }
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(format!("{t}.").as_bytes());
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes()) == v1
+}
+
+/// A per-second plan (3600 per GPU-hour: 1.00 a second), a node, and a tenant on it.
+async fn setup(app: &TestApp) -> (String, String, String) {
+    app.register_node("hgx-0", "H100", 8, "").await;
+    let sku = app.create_h100_sku().await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
+            json!({"i": {"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
+                "minimumBillableSeconds": 0,
+                "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "3600"}]}}),
+        )
+        .await;
+    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
+    let (tenant, key) = app.create_tenant("acme").await;
+    app.gql(
+        Some(&app.operator_key),
+        "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
+        json!({"t": tenant, "v": version}),
+    )
+    .await;
+    (tenant, key, sku)
+}
+
+const SET: &str = "mutation($i: BudgetInput!) { setBudget(input: $i) { webhookSecret budget { monthlyLimit spend blockedSince alertThresholds events { kind thresholdPct webhookStatus } } } }";
+const GET: &str = "{ budget { spend blockedSince events { kind thresholdPct webhookStatus } } }";
+
+async fn place(app: &TestApp, key: &str, sku: &str) -> Value {
+    app.gql(
+        Some(key),
+        "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id allocations { id } } } }",
+        json!({"s": sku}),
+    )
+    .await
+}
+
+/// Polls the budget until `done` holds (at most ~20 s).
+async fn wait_for(app: &TestApp, key: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..80 {
+        last = app.gql(Some(key), GET, json!({})).await;
+        if done(&last["data"]["budget"]) {
+            return last["data"]["budget"].clone();
+        }
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    panic!("budget never got there: {last}");
+}
+
+async fn spawn(backend: Backend) -> Option<TestApp> {
+    TestApp::spawn_with(backend, |s| s.budgets.sweep_seconds = 1).await
+}
+
+async fn a_hard_cap_stops_new_orders_and_alerts_once_per_threshold(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let (tenant, key, sku) = setup(&app).await;
+    let (url, received) = receiver().await;
+
+    for (input, field) in [
+        (json!({"monthlyLimit": "-1"}), "monthlyLimit"),
+        (json!({"monthlyLimit": "1.001"}), "monthlyLimit"),
+        (
+            json!({"monthlyLimit": "5", "alertThresholds": [0]}),
+            "alertThresholds",
+        ),
+        (
+            json!({"monthlyLimit": "5", "webhookUrl": "ftp://example.com"}),
+            "webhookUrl",
+        ),
+    ] {
+        let r = app.gql(Some(&key), SET, json!({"i": input})).await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+        assert!(
+            r["errors"][0]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(field),
+            "{r}"
+        );
+    }
+    let r = app.gql(Some(&key), GET, json!({})).await;
+    assert!(
+        r["data"]["budget"].is_null(),
+        "a rejected setBudget stored something: {r}"
+    );
+
+    let r = app
+        .gql(
+            Some(&key),
+            SET,
+            json!({"i": {"monthlyLimit": "3.00", "alertThresholds": [100, 50], "webhookUrl": url, "hardCap": true}}),
+        )
+        .await;
+    let payload = &r["data"]["setBudget"];
+    let secret = payload["webhookSecret"]
+        .as_str()
+        .expect("secret shown once")
+        .to_owned();
+    assert_eq!(payload["budget"]["alertThresholds"], json!([50, 100]));
+    assert!(payload["budget"]["blockedSince"].is_null());
+    assert_eq!(payload["budget"]["events"], json!([]));
+
+    // Another tenant can neither read nor set it.
+    let (_, other) = app.create_tenant("globex").await;
+    let r = app
+        .gql(
+            Some(&other),
+            "query($t: ID) { budget(tenantId: $t) { spend } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(
+            Some(&other),
+            SET,
+            json!({"i": {"tenantId": tenant, "monthlyLimit": "999"}}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+
+    // 1.00 a second: the cap holds a few seconds after the order.
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    let budget = wait_for(&app, &key, |b| !b["blockedSince"].is_null()).await;
+    let kinds: Vec<i64> = budget["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["thresholdPct"].as_i64())
+        .collect();
+    assert_eq!(kinds, vec![50, 100], "{budget}");
+    let r = place(&app, &key, &sku).await;
+    assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
+
+    // Each threshold is delivered once, signed with the tenant's secret.
+    wait_for(&app, &key, |b| {
+        b["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().all(|e| e["webhookStatus"] == "DELIVERED"))
+    })
+    .await;
+    tokio::time::sleep(StdDuration::from_millis(2500)).await;
+    let deliveries = received.lock().expect("lock").clone();
+    assert_eq!(deliveries.len(), 2, "{deliveries:?}");
+    for (signature, body) in &deliveries {
+        assert!(
+            verify(&secret, signature, body),
+            "bad signature {signature}"
+        );
+        assert!(!verify("whsec_wrong", signature, body));
+        let event: Value = serde_json::from_slice(body).expect("json");
+        assert_eq!(event["type"], "budget.threshold_crossed");
+        assert_eq!(event["tenant_id"], json!(tenant));
+    }
+
+    // Raising the limit lifts the cap at once; the secret is not shown again.
+    let r = app
+        .gql(
+            Some(&key),
+            SET,
+            json!({"i": {"monthlyLimit": "100000.00", "webhookUrl": url, "hardCap": true}}),
+        )
+        .await;
+    assert!(r["data"]["setBudget"]["webhookSecret"].is_null(), "{r}");
+    assert!(
+        r["data"]["setBudget"]["budget"]["blockedSince"].is_null(),
+        "{r}"
+    );
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+}
+
+async fn at_the_limit_without_credit_running_allocations_get_notice(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let (_, key, sku) = setup(&app).await;
+    let r = place(&app, &key, &sku).await;
+    let allocation = r["data"]["placeOrder"]["order"]["allocations"][0]["id"].clone();
+    let r = app
+        .gql(
+            Some(&key),
+            SET,
+            json!({"i": {"monthlyLimit": "2.00", "hardCap": true, "stopAllocations": true}}),
+        )
+        .await;
+    assert!(r["data"]["setBudget"].is_object(), "{r}");
+    let budget = wait_for(&app, &key, |b| {
+        b["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["kind"] == "ALLOCATIONS_STOPPED"))
+    })
+    .await;
+    assert_eq!(budget["events"][0]["webhookStatus"], "NONE", "{budget}");
+    let r = app
+        .gql(
+            Some(&key),
+            "query($id: ID!) { allocation(id: $id) { status preemptAt } }",
+            json!({"id": allocation}),
+        )
+        .await;
+    assert_eq!(r["data"]["allocation"]["status"], "PREEMPTING", "{r}");
+    assert!(r["data"]["allocation"]["preemptAt"].is_string(), "{r}");
+}
+
+on_both_databases!(
+    a_hard_cap_stops_new_orders_and_alerts_once_per_threshold,
+    at_the_limit_without_credit_running_allocations_get_notice,
+);

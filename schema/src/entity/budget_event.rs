@@ -1,0 +1,28 @@
+//! A budget threshold crossed in one billing period (once per threshold and period), or
+//! allocations stopped at the limit; with how its webhook delivery went.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "budget_events")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub period_start: DateTimeUtc,
+    /// `threshold_crossed` or `allocations_stopped`.
+    pub kind: String,
+    /// Percent of the limit (for `threshold_crossed`; 100 for `allocations_stopped`).
+    pub threshold: i32,
+    pub spend: String,
+    pub monthly_limit: String,
+    pub created_at: DateTimeUtc,
+    /// `none` (no webhook), `pending`, `delivered` or `failed`.
+    pub webhook_status: String,
+    pub webhook_attempts: i32,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
