@@ -258,8 +258,9 @@ async fn evaluate(
     now: DateTime<Utc>,
 ) -> ApiResult<BudgetView> {
     let tenant = found.tenant_id;
+    // Rate first, outside the write transaction: only the decisions are written.
+    let draft = invoicing::rate_open(db, tenant, now).await?;
     let txn = crate::db::begin_write(db).await?;
-    let draft = invoicing::rate_open(&txn, tenant, now).await?;
     let spend = draft.rated.spend();
     let limit: Decimal = found.monthly_limit.parse().unwrap_or_default();
     let period = draft.invoice.period_start;

@@ -136,9 +136,8 @@ pub async fn upcoming(
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let txn = crate::db::begin_write(db).await?;
-    let draft = billing::rate_open(&txn, tenant.into(), Utc::now()).await?;
-    txn.commit().await?;
+    // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
+    let draft = billing::rate_open(db, tenant.into(), Utc::now()).await?;
     Ok(draft_view(draft))
 }
 
