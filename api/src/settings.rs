@@ -24,6 +24,16 @@ pub struct Settings {
     pub ordering: OrderingSettings,
     pub billing: BillingSettings,
     pub budgets: BudgetSettings,
+    /// Stripe's secret API key (`NEOCLOUD_STRIPE_SECRET_KEY`); without it invoices are
+    /// collected outside neocloud (payment state `external`).
+    #[serde(default)]
+    pub stripe_secret_key: Option<SecretString>,
+    /// The webhook endpoint's signing secret (`NEOCLOUD_STRIPE_WEBHOOK_SECRET`).
+    #[serde(default)]
+    pub stripe_webhook_secret: Option<SecretString>,
+    /// Stripe's API base URL (`NEOCLOUD_STRIPE_API_BASE`; a localstripe URL in tests).
+    #[serde(default)]
+    pub stripe_api_base: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -179,6 +189,9 @@ impl Settings {
                 operator_name: "neocloud".into(),
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
+            stripe_secret_key: None,
+            stripe_webhook_secret: None,
+            stripe_api_base: None,
         }
     }
 

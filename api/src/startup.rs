@@ -15,7 +15,7 @@ use crate::error::{Code, rest_error};
 use crate::graphql::{NeoSchema, build_schema};
 use crate::http::metrics::Metrics;
 use crate::http::rate_limit::RateLimiter;
-use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe};
+use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe, stripe};
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::settings::Settings;
@@ -28,6 +28,8 @@ pub struct AppState {
     pub schema: NeoSchema,
     pub metrics: Metrics,
     pub billing: Arc<Billing>,
+    /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
+    pub stripe_webhook_secret: Option<secrecy::SecretString>,
 }
 
 pub struct Application {
@@ -55,7 +57,10 @@ impl Application {
             settings.ordering.preemption_notice_seconds,
         )));
         spawn_preemption_worker(db.clone(), ordering.clone());
-        let billing = Arc::new(Billing::new(&settings.billing));
+        let billing = Arc::new(Billing::new(
+            &settings.billing,
+            settings.stripe_secret_key.is_some(),
+        ));
         spawn_period_closer(db.clone(), billing.clone());
         spawn_budget_sweep(
             db.clone(),
@@ -70,6 +75,7 @@ impl Application {
                 &settings.limits,
             ),
             billing,
+            stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
             ordering,
             rate_limiter: RateLimiter::new(
                 settings.limits.requests_per_second,
@@ -95,6 +101,7 @@ impl Application {
                 .route("/v1/agents/inventory", web::get().to(agents::inventory))
                 .route("/v1/agents/assignments", web::get().to(agents::assignments))
                 .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
+                .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
                 .service(
                     web::resource("/v1/ingest")
                         .app_data(web::PayloadConfig::new(ingest_limit))

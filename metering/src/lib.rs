@@ -13,6 +13,7 @@ pub mod error;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;
+pub mod payments;
 pub mod rating;
 pub mod usage;
 

@@ -13,6 +13,7 @@ mod m20261129_000002_ordering;
 mod m20261129_000003_metering;
 mod m20261129_000004_invoicing;
 mod m20261129_000005_budgets;
+mod m20261129_000006_payments;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000003_metering::Migration),
             Box::new(m20261129_000004_invoicing::Migration),
             Box::new(m20261129_000005_budgets::Migration),
+            Box::new(m20261129_000006_payments::Migration),
         ]
     }
 }

@@ -222,6 +222,21 @@ string_enum!(
 );
 
 string_enum!(
+    /// Where collecting a finalized invoice stands.
+    PaymentState {
+        /// Payments are not configured: collected outside neocloud.
+        External = "external",
+        /// Being collected (a payment is on its way or awaited).
+        Pending = "pending",
+        Paid = "paid",
+        /// The last attempt failed; the invoice is still owed.
+        PaymentFailed = "payment_failed",
+        Uncollectible = "uncollectible",
+        Void = "void",
+    }
+);
+
+string_enum!(
     /// What an invoice line is.
     LineKind {
         /// Usage of one SKU × metric (× tier) priced by the plan.

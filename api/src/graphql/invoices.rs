@@ -28,6 +28,20 @@ pub enum GqlInvoiceStatus {
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::PaymentState",
+    name = "PaymentState"
+)]
+pub enum GqlPaymentState {
+    External,
+    Pending,
+    Paid,
+    PaymentFailed,
+    Uncollectible,
+    Void,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "neocloud_schema::vocabulary::LineKind", name = "LineKind")]
 pub enum GqlLineKind {
     Usage,
@@ -103,6 +117,14 @@ impl Invoice {
     }
     async fn status(&self) -> GqlInvoiceStatus {
         self.0.invoice.status.into()
+    }
+    /// Where collecting it stands (`EXTERNAL` when payments are not configured).
+    async fn payment_state(&self) -> GqlPaymentState {
+        self.0.invoice.payment_state.into()
+    }
+    /// Failed collection attempts so far.
+    async fn payment_failures(&self) -> i32 {
+        self.0.invoice.payment_failures
     }
     async fn tenant_id(&self) -> ID {
         to_id(self.0.invoice.tenant_id)

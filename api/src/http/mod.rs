@@ -9,6 +9,7 @@ pub mod invoices;
 pub mod metrics;
 pub mod observe;
 pub mod rate_limit;
+pub mod stripe;
 
 use actix_web::HttpRequest;
 

@@ -32,9 +32,10 @@ pub struct Billing {
 }
 
 impl Billing {
-    pub fn new(settings: &BillingSettings) -> Billing {
+    pub fn new(settings: &BillingSettings, payments: bool) -> Billing {
         Billing {
             policy: BillingPolicy {
+                payments,
                 invoice_prefix: settings.invoice_prefix.clone(),
                 close_grace: TimeDelta::seconds(
                     i64::try_from(settings.close_grace_seconds).unwrap_or(3600),

@@ -14,7 +14,7 @@ pub mod store;
 use chrono::{DateTime, Datelike, DurationRound, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{credit_grant, invoice, invoice_line};
 use neocloud_schema::ids::{CreditGrantId, InvoiceId};
-use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus};
+use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
@@ -49,6 +49,9 @@ pub struct BillingPolicy {
     pub invoice_prefix: String,
     /// Late data is waited for this long after a period's end before it closes itself.
     pub close_grace: TimeDelta,
+    /// Whether finalized invoices are collected through Stripe (`pending`) or outside
+    /// neocloud (`external`).
+    pub payments: bool,
 }
 
 impl Default for BillingPolicy {
@@ -56,6 +59,7 @@ impl Default for BillingPolicy {
         BillingPolicy {
             invoice_prefix: "NC".to_owned(),
             close_grace: TimeDelta::hours(1),
+            payments: false,
         }
     }
 }
@@ -168,7 +172,16 @@ pub async fn close_period<C: ConnectionTrait>(
     let input = input::period_input(conn, &draft, end, now, true).await?;
     let rated = rate_period(&input)?;
     let number = store::next_number(conn, &policy.invoice_prefix, now.year()).await?;
-    let finalized = store::finalize(conn, draft, &number, &input, &rated, now).await?;
+    let payment_state = if rated.total <= Decimal::ZERO {
+        // Nothing to collect: settled as it is finalized.
+        PaymentState::Paid
+    } else if policy.payments {
+        PaymentState::Pending
+    } else {
+        PaymentState::External
+    };
+    let finalized =
+        store::finalize(conn, draft, &number, &input, &rated, payment_state, now).await?;
     let lines = store::lines(conn, tenant, finalized.id).await?;
     store::open_draft(conn, tenant).await?;
     Ok((finalized, lines))
@@ -183,8 +196,8 @@ pub async fn due_for_close<C: ConnectionTrait>(
     store::drafts_ended_before(conn, now - policy.close_grace).await
 }
 
-/// Voids a finalized, unpaid invoice. Its number stays used; its credit applications stop
-/// counting against their grants.
+/// Voids a finalized invoice that is unpaid or was settled by credits alone. Its number
+/// stays used; its credit applications stop counting against their grants.
 pub async fn void<C: ConnectionTrait>(
     conn: &C,
     tenant: Option<Uuid>,
@@ -195,12 +208,20 @@ pub async fn void<C: ConnectionTrait>(
     let found = store::find(conn, tenant, id.into())
         .await?
         .ok_or(InvoicingError::NotFound("invoice"))?;
-    if !matches!(
-        found.status,
-        InvoiceStatus::Open | InvoiceStatus::Uncollectible
-    ) {
+    // Money that was collected is not voided away (that takes a refund); an invoice
+    // settled by credits alone can be, and gives its credits back.
+    let nothing_collected = found
+        .total
+        .parse::<Decimal>()
+        .is_ok_and(|t| t <= Decimal::ZERO);
+    let voidable = match found.status {
+        InvoiceStatus::Open | InvoiceStatus::Uncollectible => true,
+        InvoiceStatus::Paid => nothing_collected,
+        InvoiceStatus::Draft | InvoiceStatus::Void => false,
+    };
+    if !voidable {
         return Err(InvoicingError::Conflict(format!(
-            "only an open or uncollectible invoice can be voided; this one is {}",
+            "only an open or uncollectible invoice, or one settled by credits alone, can be voided; this one is {}",
             found.status
         )));
     }

@@ -8,7 +8,7 @@ use neocloud_schema::entity::{
     credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
 };
 use neocloud_schema::ids::InvoiceId;
-use neocloud_schema::vocabulary::InvoiceStatus;
+use neocloud_schema::vocabulary::{InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
@@ -76,6 +76,8 @@ pub async fn open_draft<C: ConnectionTrait>(
         voided_at: Set(None),
         void_reason: Set(None),
         created_at: Set(Utc::now()),
+        payment_state: Set(PaymentState::External),
+        payment_failures: Set(0),
     };
     // Two readers may race to open the same period: the unique (tenant, period_start)
     // index keeps one, and both read it back.
@@ -136,6 +138,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     number: &str,
     input: &PeriodInput,
     rated: &RatedInvoice,
+    payment_state: PaymentState,
     now: DateTime<Utc>,
 ) -> Result<invoice::Model, DbErr> {
     for (position, line) in rated.lines.iter().enumerate() {
@@ -198,6 +201,11 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.plan = Set(plan);
     active.rating = Set(Some(rating));
     active.finalized_at = Set(Some(now));
+    if payment_state == PaymentState::Paid {
+        active.status = Set(InvoiceStatus::Paid);
+        active.paid_at = Set(Some(now));
+    }
+    active.payment_state = Set(payment_state);
     active.update(conn).await
 }
 
@@ -211,29 +219,8 @@ pub(super) async fn mark_void<C: ConnectionTrait>(
     active.status = Set(InvoiceStatus::Void);
     active.voided_at = Set(Some(now));
     active.void_reason = Set(Some(reason.to_owned()));
+    active.payment_state = Set(PaymentState::Void);
     active.update(conn).await
-}
-
-/// Marks a finalized invoice paid (payment confirmations only).
-pub async fn mark_paid<C: ConnectionTrait>(
-    conn: &C,
-    id: Uuid,
-    now: DateTime<Utc>,
-) -> Result<u64, DbErr> {
-    Ok(invoice::Entity::update_many()
-        .col_expr(
-            invoice::Column::Status,
-            Expr::value(InvoiceStatus::Paid.as_str()),
-        )
-        .col_expr(invoice::Column::PaidAt, Expr::value(now))
-        .filter(invoice::Column::Id.eq(id))
-        .filter(invoice::Column::Status.is_in([
-            InvoiceStatus::Open.as_str(),
-            InvoiceStatus::Uncollectible.as_str(),
-        ]))
-        .exec(conn)
-        .await?
-        .rows_affected)
 }
 
 /// One invoice; with `tenant`, only if it belongs to that tenant.

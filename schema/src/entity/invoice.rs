@@ -3,7 +3,7 @@
 //! by the store, and on PostgreSQL and SQLite by a trigger as well; only the payment state
 //! (`paid_at`, `voided_at`, `void_reason`, `status`) moves on.
 
-pub use crate::vocabulary::InvoiceStatus;
+pub use crate::vocabulary::{InvoiceStatus, PaymentState};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -30,6 +30,9 @@ pub struct Model {
     pub voided_at: Option<DateTimeUtc>,
     pub void_reason: Option<String>,
     pub created_at: DateTimeUtc,
+    pub payment_state: PaymentState,
+    /// Failed collection attempts so far (dunning counts them).
+    pub payment_failures: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -31,6 +31,7 @@ pub mod plan_version;
 pub mod provider;
 pub mod quota;
 pub mod sku;
+pub mod stripe_event;
 pub mod tenant;
 pub mod tenant_plan;
 pub mod usage_minute;

@@ -1,0 +1,55 @@
+//! `POST /v1/stripe/webhook`: Stripe's events about our invoices. The raw body is checked
+//! against `Stripe-Signature` with the endpoint secret before anything is read; a missing,
+//! forged or stale signature is `400` and changes nothing; an event already handled is
+//! acknowledged again and changes nothing.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use neocloud_metering::payments::{self, webhook};
+use secrecy::ExposeSecret;
+use serde_json::json;
+
+use crate::error::{ApiError, Code, rest_error};
+use crate::startup::AppState;
+
+pub async fn webhook(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> HttpResponse {
+    let Some(secret) = &state.stripe_webhook_secret else {
+        return rest_error(Code::Unavailable, "Stripe webhooks are not configured");
+    };
+    let header = req
+        .headers()
+        .get("Stripe-Signature")
+        .and_then(|v| v.to_str().ok());
+    if let Err(err) = webhook::verify(
+        header,
+        &body,
+        secret.expose_secret(),
+        Utc::now().timestamp(),
+    ) {
+        tracing::warn!(error = %err, "Stripe webhook refused.");
+        return rest_error(Code::InvalidInput, &err.to_string());
+    }
+    let event = match payments::parse_event(&body) {
+        Ok(event) => event,
+        Err(err) => return rest_error(Code::InvalidInput, &err.to_string()),
+    };
+    let result = async {
+        let txn = crate::db::begin_write(&state.db).await?;
+        let outcome = payments::apply_event(&txn, &event, Utc::now()).await?;
+        txn.commit().await?;
+        Ok::<_, ApiError>(outcome)
+    }
+    .await;
+    match result {
+        Ok(outcome) => {
+            tracing::info!(event = %event.id, kind = %event.kind, ?outcome, "Stripe event handled.");
+            HttpResponse::Ok().json(json!({"received": true, "outcome": format!("{outcome:?}")}))
+        }
+        // Stripe retries a non-2xx delivery later.
+        Err(err) => err.to_response(),
+    }
+}
