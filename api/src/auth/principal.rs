@@ -52,6 +52,19 @@ impl Principal {
         }
     }
 
+    /// The tenant a call is about: a tenant key's own (naming another tenant finds
+    /// nothing, as if it did not exist), or the one an operator names.
+    pub fn acting_tenant(&self, asked: Option<TenantId>) -> ApiResult<TenantId> {
+        self.require_user()?;
+        match (self.tenant_scope_or_all(), asked) {
+            (None, Some(t)) => Ok(t),
+            (None, None) => Err(ApiError::invalid("tenantId", "operators name the tenant")),
+            (Some(own), None) => Ok(own),
+            (Some(own), Some(t)) if t == own => Ok(own),
+            _ => Err(ApiError::not_found("tenant")),
+        }
+    }
+
     /// Any operator or tenant role (not an agent token).
     pub fn require_user(&self) -> ApiResult<()> {
         if self.role == Role::Agent {

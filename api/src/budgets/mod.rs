@@ -60,18 +60,6 @@ pub struct BudgetView {
     pub new_webhook_secret: Option<String>,
 }
 
-/// The tenant a budget call is about: a tenant's own, or the one an operator names.
-fn budget_tenant(actor: &Principal, asked: Option<TenantId>) -> ApiResult<TenantId> {
-    actor.require_user()?;
-    match (actor.tenant_scope_or_all(), asked) {
-        (None, Some(t)) => Ok(t),
-        (None, None) => Err(ApiError::invalid("tenantId", "operators name the tenant")),
-        (Some(own), None) => Ok(own),
-        (Some(own), Some(t)) if t == own => Ok(own),
-        _ => Err(ApiError::not_found("tenant")),
-    }
-}
-
 fn new_secret() -> String {
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
@@ -99,7 +87,7 @@ pub async fn set(
     ordering: &Ordering,
     input: BudgetInput,
 ) -> ApiResult<BudgetView> {
-    let tenant = budget_tenant(actor, input.tenant)?;
+    let tenant = actor.acting_tenant(input.tenant)?;
     if actor.role == Role::TenantMember {
         return Err(ApiError::forbidden("budgets are set by tenant admins"));
     }
@@ -188,7 +176,7 @@ pub async fn remove(
     actor: &Principal,
     asked: Option<TenantId>,
 ) -> ApiResult<bool> {
-    let tenant = budget_tenant(actor, asked)?;
+    let tenant = actor.acting_tenant(asked)?;
     if actor.role == Role::TenantMember {
         return Err(ApiError::forbidden("budgets are set by tenant admins"));
     }
@@ -220,7 +208,7 @@ pub async fn get(
     actor: &Principal,
     asked: Option<TenantId>,
 ) -> ApiResult<Option<BudgetView>> {
-    let tenant = budget_tenant(actor, asked)?;
+    let tenant = actor.acting_tenant(asked)?;
     let Some(found) = store::find(db, tenant.into()).await? else {
         return Ok(None);
     };

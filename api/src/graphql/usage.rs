@@ -5,7 +5,6 @@ use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_metering::{ingest, usage};
 use neocloud_schema::ids::TenantId;
-use neocloud_schema::vocabulary::Role;
 
 use super::scalars::{parse_id, to_id};
 use crate::error::ApiError;
@@ -83,18 +82,8 @@ impl UsageQuery {
         #[graphql(default)] group_by: Vec<UsageGroupBy>,
         tenant_id: Option<ID>,
     ) -> Result<Usage> {
-        let actor = super::principal(ctx)?;
-        actor.require_user()?;
         let asked: Option<TenantId> = tenant_id.map(|id| parse_id("tenantId", &id)).transpose()?;
-        let tenant = match (actor.role, actor.tenant_id, asked) {
-            (Role::Operator, _, Some(t)) => t,
-            (Role::Operator, _, None) => {
-                return Err(ApiError::invalid("tenantId", "operators name the tenant").into());
-            }
-            (_, Some(own), None) => own,
-            (_, Some(own), Some(t)) if t == own => own,
-            _ => return Err(ApiError::not_found("tenant").into()),
-        };
+        let tenant = super::principal(ctx)?.acting_tenant(asked)?;
         if to <= from {
             return Err(ApiError::invalid("to", "must be after from").into());
         }

@@ -115,25 +115,13 @@ async fn finalized_view(
     })
 }
 
-/// The tenant whose invoices a call is about: a tenant's own, or the one an operator names.
-fn billed_tenant(actor: &Principal, asked: Option<TenantId>) -> ApiResult<TenantId> {
-    actor.require_user()?;
-    match (actor.tenant_scope_or_all(), asked) {
-        (None, Some(t)) => Ok(t),
-        (None, None) => Err(ApiError::invalid("tenantId", "operators name the tenant")),
-        (Some(own), None) => Ok(own),
-        (Some(own), Some(t)) if t == own => Ok(own),
-        _ => Err(ApiError::not_found("tenant")),
-    }
-}
-
 /// `upcomingInvoice`: the open period's draft, rated as of now.
 pub async fn upcoming(
     db: &DatabaseConnection,
     actor: &Principal,
     asked: Option<TenantId>,
 ) -> ApiResult<InvoiceView> {
-    let tenant = billed_tenant(actor, asked)?;
+    let tenant = actor.acting_tenant(asked)?;
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
@@ -169,7 +157,7 @@ pub async fn list(
     asked: Option<TenantId>,
     page: Page,
 ) -> ApiResult<PageOf<invoice::Model>> {
-    let tenant = billed_tenant(actor, asked)?;
+    let tenant = actor.acting_tenant(asked)?;
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
     Ok(page.fetch(db, select, invoice::Column::Id).await?)
 }
@@ -328,6 +316,6 @@ pub async fn grants(
     actor: &Principal,
     asked: Option<TenantId>,
 ) -> ApiResult<Vec<(credit_grant::Model, Decimal)>> {
-    let tenant = billed_tenant(actor, asked)?;
+    let tenant = actor.acting_tenant(asked)?;
     Ok(billing::grant_balances(db, tenant.into()).await?)
 }

@@ -211,14 +211,7 @@ pub async fn list_quotas(
     actor: &crate::auth::Principal,
     tenant: Option<TenantId>,
 ) -> ApiResult<Vec<quota::Model>> {
-    actor.require_user()?;
-    let tenant = match (actor.tenant_id, tenant) {
-        (Some(own), None) => own,
-        (Some(own), Some(asked)) if own == asked => own,
-        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
-        (None, Some(asked)) => asked,
-        (None, None) => return Err(ApiError::invalid("tenantId", "operators name the tenant")),
-    };
+    let tenant = actor.acting_tenant(tenant)?;
     Ok(quota::Entity::find()
         .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
         .all(db)
