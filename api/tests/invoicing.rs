@@ -234,6 +234,38 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
     assert_eq!(active[0]["tier"], 1);
     assert_eq!(active[0]["amount"], "2.00");
 
+    // A tenant's periods run from its anchor day; the day is checked.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createTenant(input: {name: \"anchored\", currency: \"USD\", billingAnchorDay: 15}) { tenant { billingAnchorDay } apiKey } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["createTenant"]["tenant"]["billingAnchorDay"], 15,
+        "{r}"
+    );
+    let anchored = r["data"]["createTenant"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let period_end = upcoming(&app, &anchored).await["periodEnd"].clone();
+    assert!(
+        period_end
+            .as_str()
+            .is_some_and(|e| e[8..].starts_with("15T00:00:00")),
+        "{period_end}"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createTenant(input: {name: \"late\", currency: \"USD\", billingAnchorDay: 31}) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+
     // The next period starts where this one ended; numbers have no gaps.
     let next = upcoming(&app, &s.key).await;
     assert_eq!(next["periodStart"], first["periodEnd"]);

@@ -315,7 +315,8 @@ async fn ensure_tenant(
     if let Some(existing) = tenancy::store::find_by_name(txn, name).await? {
         return Ok(existing);
     }
-    let created = tenancy::create_in(txn, None, &TenantName::parse(name)?, Currency::USD).await?;
+    let created =
+        tenancy::create_in(txn, None, &TenantName::parse(name)?, Currency::USD, 1).await?;
     let from = invoicing::whole_minute(created.tenant.created_at);
     tenant_plan::ActiveModel {
         id: Set(Uuid::now_v7()),

@@ -33,6 +33,11 @@ impl Tenant {
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
+
+    /// Day of the month (UTC) on which its billing periods start.
+    async fn billing_anchor_day(&self) -> i32 {
+        self.0.billing_anchor_day
+    }
 }
 
 #[derive(InputObject)]
@@ -40,6 +45,9 @@ pub struct CreateTenantInput {
     pub name: String,
     /// ISO 4217 code, e.g. USD.
     pub currency: String,
+    /// Day of the month (1–28, UTC) on which its billing periods start.
+    #[graphql(default = 1)]
+    pub billing_anchor_day: i32,
 }
 
 #[derive(SimpleObject)]
@@ -84,6 +92,7 @@ impl TenantMutation {
             super::principal(ctx)?,
             &input.name,
             &input.currency,
+            input.billing_anchor_day,
         )
         .await?;
         Ok(CreateTenantPayload {

@@ -57,12 +57,19 @@ pub async fn create_tenant(
     actor: &Principal,
     name: &str,
     currency: &str,
+    billing_anchor_day: i32,
 ) -> ApiResult<CreatedTenant> {
     actor.require_operator()?;
     let name = TenantName::parse(name)?;
     let currency = parse_currency(currency)?;
+    if !(1..=28).contains(&billing_anchor_day) {
+        return Err(ApiError::invalid(
+            "billingAnchorDay",
+            "a day of the month from 1 to 28",
+        ));
+    }
     let txn = crate::db::begin_write(db).await?;
-    let created = create_in(&txn, Some(actor), &name, currency).await?;
+    let created = create_in(&txn, Some(actor), &name, currency, billing_anchor_day).await?;
     txn.commit().await?;
     Ok(created)
 }
@@ -73,13 +80,14 @@ pub(crate) async fn create_in(
     actor: Option<&Principal>,
     name: &TenantName,
     currency: Currency,
+    billing_anchor_day: i32,
 ) -> ApiResult<CreatedTenant> {
     if store::find_by_name(txn, name.as_str()).await?.is_some() {
         return Err(ApiError::AlreadyExists {
             what: format!("tenant `{}`", name.as_str()),
         });
     }
-    let tenant = store::insert(txn, name.as_str(), currency).await?;
+    let tenant = store::insert(txn, name.as_str(), currency, billing_anchor_day).await?;
     let tenant_id = TenantId::from(tenant.id);
     let admin_key = auth::mint(
         txn,

@@ -16,6 +16,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     conn: &C,
     name: &str,
     currency: Currency,
+    billing_anchor_day: i32,
 ) -> Result<tenant::Model, DbErr> {
     tenant::ActiveModel {
         id: Set(TenantId::new().into()),
@@ -23,7 +24,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         currency: Set(currency.code().to_owned()),
         status: Set(TenantStatus::Active),
         created_at: Set(Utc::now()),
-        billing_anchor_day: Set(1),
+        billing_anchor_day: Set(billing_anchor_day),
     }
     .insert(conn)
     .await
