@@ -18,6 +18,7 @@ pub mod http;
 pub mod invoicing;
 pub mod ordering;
 pub mod pagination;
+pub mod payments;
 pub mod plans;
 pub mod settings;
 pub mod startup;

@@ -207,6 +207,16 @@ impl Settings {
 
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
+        if let Some(base) = &self.stripe_api_base {
+            let ok = reqwest::Url::parse(base)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+            if !ok {
+                return Err(SettingsError::Invalid {
+                    setting: "stripe_api_base (NEOCLOUD_STRIPE_API_BASE)",
+                    message: format!("`{base}` is not an http(s) URL"),
+                });
+            }
+        }
         let url = self.database_url.expose_secret();
         if !(url.starts_with("sqlite:")
             || url.starts_with("postgres://")

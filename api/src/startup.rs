@@ -19,6 +19,8 @@ use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe, s
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::settings::Settings;
+use neocloud_metering::payments::gateway::Gateway;
+use secrecy::ExposeSecret;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -57,10 +59,16 @@ impl Application {
             settings.ordering.preemption_notice_seconds,
         )));
         spawn_preemption_worker(db.clone(), ordering.clone());
-        let billing = Arc::new(Billing::new(
-            &settings.billing,
-            settings.stripe_secret_key.is_some(),
-        ));
+        let gateway = settings.stripe_secret_key.as_ref().map(|key| {
+            Arc::new(Gateway::new(
+                key.expose_secret(),
+                settings.stripe_api_base.as_deref(),
+            ))
+        });
+        if let Some(gateway) = &gateway {
+            crate::payments::spawn_outbox_worker(db.clone(), gateway.clone(), OUTBOX_SWEEP);
+        }
+        let billing = Arc::new(Billing::new(&settings.billing, gateway.is_some()));
         spawn_period_closer(db.clone(), billing.clone());
         spawn_budget_sweep(
             db.clone(),
@@ -72,6 +80,7 @@ impl Application {
                 db.clone(),
                 ordering.clone(),
                 billing.clone(),
+                gateway,
                 &settings.limits,
             ),
             billing,
@@ -171,6 +180,9 @@ fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Du
         }
     });
 }
+
+/// How often the payment outbox is delivered.
+const OUTBOX_SWEEP: Duration = Duration::from_secs(2);
 
 /// How often billing periods are checked for closing.
 const PERIOD_CLOSE_SWEEP: Duration = Duration::from_secs(60);

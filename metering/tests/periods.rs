@@ -97,7 +97,7 @@ async fn an_anchor_day_sets_the_period_and_a_period_cannot_close_twice_in_a_seco
     let (closed, _) = invoicing::close_period(&db, tenant, now, now, &policy)
         .await
         .expect("close");
-    assert_eq!(closed.period_end, t("2026-11-29T12:00:00Z"));
+    assert_eq!(closed.period_end, t("2026-11-29T12:00:01Z"));
     let again = invoicing::close_period(&db, tenant, now, now, &policy).await;
     assert!(
         matches!(again, Err(invoicing::InvoicingError::Conflict(_))),

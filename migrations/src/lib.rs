@@ -14,6 +14,7 @@ mod m20261129_000003_metering;
 mod m20261129_000004_invoicing;
 mod m20261129_000005_budgets;
 mod m20261129_000006_payments;
+mod m20261129_000007_payment_outbox;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000004_invoicing::Migration),
             Box::new(m20261129_000005_budgets::Migration),
             Box::new(m20261129_000006_payments::Migration),
+            Box::new(m20261129_000007_payment_outbox::Migration),
         ]
     }
 }

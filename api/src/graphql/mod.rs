@@ -9,6 +9,7 @@ mod console;
 mod invoices;
 mod nodes;
 mod ordering;
+mod payments;
 mod plans;
 mod scalars;
 mod tenants;
@@ -25,6 +26,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::settings::Limits;
+use neocloud_metering::payments::gateway::Gateway;
 
 #[derive(MergedObject, Default)]
 pub struct Query(
@@ -39,6 +41,7 @@ pub struct Query(
     plans::PlanQuery,
     invoices::InvoiceQuery,
     budgets::BudgetQuery,
+    payments::PaymentQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -52,6 +55,7 @@ pub struct Mutation(
     plans::PlanMutation,
     invoices::InvoiceMutation,
     budgets::BudgetMutation,
+    payments::PaymentMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;
@@ -68,12 +72,14 @@ pub fn build_schema(
     db: DatabaseConnection,
     ordering: Arc<Ordering>,
     billing: Arc<Billing>,
+    gateway: Option<Arc<Gateway>>,
     limits: &Limits,
 ) -> NeoSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
         .data(ordering)
         .data(billing)
+        .data(gateway)
         .data(PageLimit(limits.page_size_max))
         .limit_depth(limits.graphql_depth)
         .limit_complexity(limits.graphql_complexity)

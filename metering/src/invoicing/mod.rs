@@ -87,10 +87,14 @@ pub fn next_anchor(t: DateTime<Utc>, anchor_day: u32) -> DateTime<Utc> {
     }
 }
 
-/// `t` without its fraction of a second: periods run between whole seconds.
-pub fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
+/// The first whole second at or after `t`: periods run between whole seconds, and a
+/// period closed now includes everything that ended before the call.
+pub fn whole_second_up(t: DateTime<Utc>) -> DateTime<Utc> {
     use chrono::Timelike;
-    t.with_nanosecond(0).unwrap_or(t)
+    match t.nanosecond() {
+        0 => t,
+        _ => t.with_nanosecond(0).unwrap_or(t) + TimeDelta::seconds(1),
+    }
 }
 
 /// The start of `t`'s minute: the granularity of usage buckets. A tenant's first period
@@ -162,7 +166,7 @@ pub async fn close_period<C: ConnectionTrait>(
 ) -> Result<(invoice::Model, Vec<invoice_line::Model>), InvoicingError> {
     store::lock_tenant(conn, tenant).await?;
     let mut draft = store::open_draft(conn, tenant).await?;
-    let end = whole_second(end).min(draft.period_end);
+    let end = whole_second_up(end).min(draft.period_end);
     if end <= draft.period_start {
         return Err(InvoicingError::Conflict(
             "the open billing period began less than a second ago".into(),
@@ -182,6 +186,10 @@ pub async fn close_period<C: ConnectionTrait>(
     };
     let finalized =
         store::finalize(conn, draft, &number, &input, &rated, payment_state, now).await?;
+    if payment_state == PaymentState::Pending {
+        // Charged through the outbox: committed with the invoice, or not at all.
+        crate::payments::outbox::queue_charge(conn, tenant, finalized.id, now).await?;
+    }
     let lines = store::lines(conn, tenant, finalized.id).await?;
     store::open_draft(conn, tenant).await?;
     Ok((finalized, lines))

@@ -4,6 +4,8 @@
 //! moves forward — a failure reported after a success, or anything after voiding, is
 //! recorded as `superseded` and changes nothing — so events may arrive in any order.
 
+pub mod gateway;
+pub mod outbox;
 pub mod webhook;
 
 use chrono::{DateTime, Utc};

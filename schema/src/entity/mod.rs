@@ -25,6 +25,8 @@ pub mod invoice_line;
 pub mod invoice_sequence;
 pub mod node;
 pub mod order;
+pub mod payment_account;
+pub mod payment_outbox;
 pub mod plan;
 pub mod plan_rate;
 pub mod plan_version;
