@@ -318,7 +318,9 @@ async fn late_usage<C: ConnectionTrait>(
     let since = now - TimeDelta::days(LATE_WINDOW_DAYS);
     for closed in store::finalized_since(conn, tenant, since).await? {
         let billed = store::billed_lines(conn, tenant, closed.id).await?;
-        let input = Box::pin(period_input(conn, &closed, closed.period_end, now, false)).await?;
+        // Held to the period's end, as when it was closed (it may end a second after that).
+        let held = now.max(closed.period_end);
+        let input = Box::pin(period_input(conn, &closed, closed.period_end, held, false)).await?;
         let rerated = rate_period(&input)?.lines;
         out.push(LateUsage {
             invoice: closed.id,

@@ -173,7 +173,9 @@ pub async fn close_period<C: ConnectionTrait>(
         ));
     }
     draft.period_end = end;
-    let input = input::period_input(conn, &draft, end, now, true).await?;
+    // The period may end up to a second after `now`: allocations still running are held
+    // to its end, so rating it again later (for late usage) finds the same seconds.
+    let input = input::period_input(conn, &draft, end, now.max(end), true).await?;
     let rated = rate_period(&input)?;
     let number = store::next_number(conn, &policy.invoice_prefix, now.year()).await?;
     let payment_state = if rated.total <= Decimal::ZERO {
