@@ -51,7 +51,8 @@ async fn a_period_closes_itself_after_the_grace_and_missed_ones_follow() {
         invoicing::close_period(&db, tenant, t("2026-11-01T00:00:00Z"), t(now), &policy)
             .await
             .expect("close");
-    assert_eq!(first.status, InvoiceStatus::Open);
+    // Nothing was used: settled as it is finalized.
+    assert_eq!(first.status, InvoiceStatus::Paid);
     assert_eq!(first.number.as_deref(), Some("NC-2026-000001"));
     assert_eq!(first.period_end, t("2026-11-01T00:00:00Z"));
     assert!(due(now).await.expect("due").is_empty());
