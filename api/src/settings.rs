@@ -51,6 +51,9 @@ pub struct BillingSettings {
     pub close_grace_seconds: u64,
     /// The seller named on invoices.
     pub operator_name: String,
+    /// Failed payments of one invoice after which the tenant is suspended for new orders
+    /// until it pays (0: never).
+    pub dunning_failures: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +110,7 @@ preemption_notice_seconds = 60
 invoice_prefix = "NC"
 close_grace_seconds = 3600
 operator_name = "neocloud"
+dunning_failures = 3
 
 [budgets]
 sweep_seconds = 30
@@ -187,6 +191,7 @@ impl Settings {
                 invoice_prefix: "NC".into(),
                 close_grace_seconds: 3600,
                 operator_name: "neocloud".into(),
+                dunning_failures: 3,
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
             stripe_secret_key: None,
@@ -244,7 +249,13 @@ impl Settings {
             });
         }
         let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 10] = [
+        let checks: [(&'static str, usize, usize, usize); 11] = [
+            (
+                "billing.dunning_failures",
+                self.billing.dunning_failures as usize,
+                0,
+                20,
+            ),
             (
                 "budgets.sweep_seconds",
                 self.budgets.sweep_seconds as usize,

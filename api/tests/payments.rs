@@ -174,7 +174,50 @@ async fn without_stripe_invoices_are_collected_externally(backend: Backend) {
     assert_eq!(code, 503);
 }
 
+async fn tenant_status(app: &TestApp, key: &str) -> Value {
+    app.gql(Some(key), "{ viewer { tenant { status } } }", json!({}))
+        .await["data"]["viewer"]["tenant"]["status"]
+        .clone()
+}
+
+async fn repeated_failures_suspend_the_tenant_until_it_pays(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, |s| {
+        s.stripe_secret_key = Some("sk_test_payments".to_owned().into());
+        s.stripe_webhook_secret = Some(SECRET.to_owned().into());
+        s.billing.dunning_failures = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let (id, key) = finalized_invoice(&app, "acme", true).await;
+    let fail = |n: u32| event(&format!("evt_dunning_{n}"), "invoice.payment_failed", &id);
+    let first = fail(1);
+    deliver(&app, &first, Some(webhook::sign(&first, SECRET, now()))).await;
+    assert_eq!(tenant_status(&app, &key).await, "ACTIVE");
+    let second = fail(2);
+    deliver(&app, &second, Some(webhook::sign(&second, SECRET, now()))).await;
+    assert_eq!(tenant_status(&app, &key).await, "SUSPENDED");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(first: 50) { edges { node { action actorKeyId } } } }",
+            json!({}),
+        )
+        .await;
+    assert!(
+        r["data"]["auditLog"]["edges"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["node"]["action"] == "tenant.suspend")),
+        "{r}"
+    );
+    let paid = event("evt_dunning_paid", "invoice.paid", &id);
+    deliver(&app, &paid, Some(webhook::sign(&paid, SECRET, now()))).await;
+    assert_eq!(tenant_status(&app, &key).await, "ACTIVE");
+}
+
 on_both_databases!(
+    repeated_failures_suspend_the_tenant_until_it_pays,
     only_genuine_events_move_payment_state_once_and_forward,
     without_stripe_invoices_are_collected_externally,
 );

@@ -15,6 +15,7 @@ mod m20261129_000004_invoicing;
 mod m20261129_000005_budgets;
 mod m20261129_000006_payments;
 mod m20261129_000007_payment_outbox;
+mod m20261129_000008_dunning;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000005_budgets::Migration),
             Box::new(m20261129_000006_payments::Migration),
             Box::new(m20261129_000007_payment_outbox::Migration),
+            Box::new(m20261129_000008_dunning::Migration),
         ]
     }
 }

@@ -40,6 +40,9 @@ pub async fn webhook(
     let result = async {
         let txn = crate::db::begin_write(&state.db).await?;
         let outcome = payments::apply_event(&txn, &event, Utc::now()).await?;
+        if outcome == payments::Outcome::Applied {
+            crate::payments::dunning(&txn, &event, state.billing.dunning_failures).await?;
+        }
         txn.commit().await?;
         Ok::<_, ApiError>(outcome)
     }

@@ -29,6 +29,8 @@ use crate::tenancy;
 pub struct Billing {
     pub policy: BillingPolicy,
     pub operator_name: String,
+    /// Failed payments of one invoice that suspend its tenant (0: never).
+    pub dunning_failures: i32,
 }
 
 impl Billing {
@@ -42,6 +44,7 @@ impl Billing {
                 ),
             },
             operator_name: settings.operator_name.clone(),
+            dunning_failures: i32::try_from(settings.dunning_failures).unwrap_or(3),
         }
     }
 }

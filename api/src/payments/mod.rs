@@ -106,6 +106,7 @@ pub async fn set_default_payment_method(
                 default_payment_method: Set(Some(method.to_owned())),
                 collection_mode: Set("charge_automatically".to_owned()),
                 updated_at: Set(now),
+                dunning_suspended_at: Set(None),
             }
             .insert(&txn)
             .await?
@@ -127,6 +128,90 @@ pub async fn set_default_payment_method(
     .await?;
     txn.commit().await?;
     Ok(saved)
+}
+
+/// Dunning, after a payment event changed an invoice: a tenant whose invoice failed
+/// `failures` times is suspended for new orders (audit-logged); once it has paid, a tenant
+/// that dunning suspended is resumed. Runs in the webhook's transaction.
+pub async fn dunning<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    event: &neocloud_metering::payments::Event,
+    failures: i32,
+) -> ApiResult<()> {
+    use neocloud_schema::entity::invoice;
+    use neocloud_schema::vocabulary::{InvoiceStatus, TenantStatus};
+    let Some(found) = (match event.invoice {
+        Some(id) => invoice::Entity::find_by_id(id).one(conn).await?,
+        None => None,
+    }) else {
+        return Ok(());
+    };
+    let tenant_id = neocloud_schema::ids::TenantId(found.tenant_id);
+    let Some(tenant) = tenancy::store::find(conn, tenant_id).await? else {
+        return Ok(());
+    };
+    let account = payment_account::Entity::find_by_id(found.tenant_id)
+        .one(conn)
+        .await?;
+    let now = Utc::now();
+    let suspend = failures > 0
+        && found.status == InvoiceStatus::Open
+        && found.payment_failures >= failures
+        && tenant.status == TenantStatus::Active;
+    let resume = found.status == InvoiceStatus::Paid
+        && tenant.status == TenantStatus::Suspended
+        && account
+            .as_ref()
+            .is_some_and(|a| a.dunning_suspended_at.is_some());
+    if !(suspend || resume) {
+        return Ok(());
+    }
+    let status = if suspend {
+        TenantStatus::Suspended
+    } else {
+        TenantStatus::Active
+    };
+    tenancy::store::set_status(conn, &tenant, status).await?;
+    match account {
+        Some(found_account) => {
+            let mut active = found_account.into_active_model();
+            active.dunning_suspended_at = Set(suspend.then_some(now));
+            active.updated_at = Set(now);
+            active.update(conn).await?;
+        }
+        None => {
+            payment_account::ActiveModel {
+                tenant_id: Set(found.tenant_id),
+                stripe_customer_id: Set(None),
+                default_payment_method: Set(None),
+                collection_mode: Set("charge_automatically".to_owned()),
+                updated_at: Set(now),
+                dunning_suspended_at: Set(suspend.then_some(now)),
+            }
+            .insert(conn)
+            .await?;
+        }
+    }
+    audit::record_as(
+        conn,
+        None,
+        audit::Entry {
+            tenant_id: Some(tenant_id),
+            action: if suspend { "tenant.suspend" } else { "tenant.resume" },
+            object_type: "tenant",
+            object_id: tenant.id.to_string(),
+            before: Some(json!({"status": tenant.status})),
+            after: Some(json!({
+                "status": status,
+                "reason": if suspend { "dunning: payments of an invoice kept failing" } else { "dunning: paid" },
+                "invoice": found.id,
+                "payment_failures": found.payment_failures,
+            })),
+        },
+    )
+    .await?;
+    tracing::warn!(tenant = %tenant.id, suspended = suspend, invoice = %found.id, "Dunning changed a tenant's status.");
+    Ok(())
 }
 
 /// Delivers the payment outbox every `every` (only when payments are configured).

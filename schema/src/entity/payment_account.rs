@@ -13,6 +13,8 @@ pub struct Model {
     /// `charge_automatically` (the default) or `send_invoice`.
     pub collection_mode: String,
     pub updated_at: DateTimeUtc,
+    /// Set while the tenant is suspended because its payments kept failing.
+    pub dunning_suspended_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
