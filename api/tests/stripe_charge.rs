@@ -88,8 +88,8 @@ async fn card(app: &TestApp, stripe: &LocalStripe, number: &str) -> String {
 }
 
 /// A tenant with `card` as default payment method that ran a GPU at 10.00 a second;
-/// returns its closed invoice.
-async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> Value {
+/// returns its closed invoice and the tenant's key.
+async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> (Value, String) {
     let (tenant, key) = app.create_tenant(name).await;
     let r = app
         .gql(
@@ -133,7 +133,7 @@ async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> Value {
         .await;
     let invoice = r["data"]["closeBillingPeriod"].clone();
     assert_eq!(invoice["paymentState"], "PENDING", "{r}");
-    invoice
+    (invoice, key)
 }
 
 async fn wait_for_state(app: &TestApp, id: &Value, state: &str) -> Value {
@@ -183,7 +183,7 @@ async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Back
     .await;
 
     let good = card(&app, &stripe, "4242424242424242").await;
-    let invoice = charged_tenant(&app, "acme", &good).await;
+    let (invoice, _) = charged_tenant(&app, "acme", &good).await;
     let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
     assert_eq!(paid["status"], "PAID");
     let intents = app
@@ -216,12 +216,25 @@ async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Back
     // A card that attaches but declines charges: still owed, the failure counted once
     // (the API answer and the webhook both report it).
     let declining = card(&app, &stripe, "4000000000000341").await;
-    let invoice = charged_tenant(&app, "globex", &declining).await;
+    let (invoice, invoice_key) = charged_tenant(&app, "globex", &declining).await;
     let failed = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let failed_later = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
     assert_eq!(failed["status"], "OPEN");
     assert_eq!(failed_later["paymentFailures"], 1, "{failed_later}");
+
+    // A new card: the refused charge is tried again, and this time paid.
+    let replacement = card(&app, &stripe, "4242424242424242").await;
+    let r = app
+        .gql(
+            Some(&invoice_key),
+            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
+            json!({"p": replacement}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
+    assert_eq!(paid["status"], "PAID");
 }
 
 on_both_databases!(an_invoice_is_charged_once_and_paid_by_the_signed_webhook);

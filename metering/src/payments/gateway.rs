@@ -129,10 +129,12 @@ impl Gateway {
     }
 
     /// Charges a finalized invoice: one off-session, confirmed PaymentIntent for its total
-    /// in minor units, carrying our invoice id and number; the key is the invoice's id.
+    /// in minor units, carrying our invoice id and number, under the outbox row's
+    /// idempotency key (the invoice id; a retry after a refusal gets a key of its own).
     #[allow(clippy::too_many_arguments)]
     pub async fn charge_invoice(
         &self,
+        idempotency_key: &str,
         invoice: Uuid,
         number: &str,
         tenant: Uuid,
@@ -164,11 +166,8 @@ impl Gateway {
         params.confirm = Some(true);
         params.off_session = Some(PaymentIntentOffSession::Exists(true));
         params.metadata = Some(metadata);
-        let intent = PaymentIntent::create(
-            &self.idempotent(format!("neocloud-invoice-{invoice}")),
-            params,
-        )
-        .await?;
+        let intent =
+            PaymentIntent::create(&self.idempotent(idempotency_key.to_owned()), params).await?;
         Ok(Charge {
             id: intent.id.to_string(),
         })

@@ -47,7 +47,9 @@ pub async fn queue_charge<C: ConnectionTrait>(
     .map(|_| ())
 }
 
-/// Makes the tenant's waiting rows due now (e.g. once it has a payment method).
+/// Once the tenant has a (new) payment method: its waiting rows are due now, and charges
+/// that were refused are tried again, for invoices still owed, each under a new
+/// idempotency key (the old one would only replay the refusal).
 pub async fn wake<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
@@ -58,8 +60,37 @@ pub async fn wake<C: ConnectionTrait>(
         .filter(payment_outbox::Column::TenantId.eq(tenant))
         .filter(payment_outbox::Column::Status.eq("pending"))
         .exec(conn)
-        .await
-        .map(|_| ())
+        .await?;
+    let refused = payment_outbox::Entity::find()
+        .filter(payment_outbox::Column::TenantId.eq(tenant))
+        .filter(payment_outbox::Column::Kind.eq(CHARGE_INVOICE))
+        .filter(payment_outbox::Column::Status.eq("failed"))
+        .all(conn)
+        .await?;
+    for row in refused {
+        let owed = match row.invoice_id {
+            Some(id) => invoice::Entity::find_by_id(id)
+                .one(conn)
+                .await?
+                .is_some_and(|i| i.status == InvoiceStatus::Open),
+            None => false,
+        };
+        if !owed {
+            continue;
+        }
+        let mut active: payment_outbox::ActiveModel = row.clone().into();
+        active.status = Set("pending".to_owned());
+        active.attempts = Set(0);
+        active.next_attempt_at = Set(now);
+        active.idempotency_key = Set(format!(
+            "neocloud-invoice-{}-retry-{}",
+            row.invoice_id.unwrap_or_default(),
+            Uuid::now_v7().simple()
+        ));
+        active.updated_at = Set(now);
+        active.update(conn).await?;
+    }
+    Ok(())
 }
 
 fn backoff(attempts: i32) -> TimeDelta {
@@ -167,6 +198,7 @@ async fn deliver<C: ConnectionTrait>(
         .unwrap_or_default();
     let result = gateway
         .charge_invoice(
+            &row.idempotency_key,
             invoice.id,
             invoice.number.as_deref().unwrap_or_default(),
             invoice.tenant_id,
