@@ -24,24 +24,7 @@ async fn spawn(backend: Backend) -> Option<TestApp> {
 async fn finalized_invoice(app: &TestApp, name: &str, charged: bool) -> (String, String) {
     let (tenant, key) = app.create_tenant(name).await;
     if charged {
-        app.register_node(&format!("{name}-node"), "H100", 1, "")
-            .await;
-        let r = app
-            .gql(
-                Some(&app.operator_key),
-                "mutation($n: String!) { createSku(input: {name: $n, gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"36000\", currency: \"USD\"}) { sku { id } } }",
-                json!({"n": format!("{name}-h100")}),
-            )
-            .await;
-        let sku = r["data"]["createSku"]["sku"]["id"].clone();
-        let r = app
-            .gql(
-                Some(&key),
-                "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
-                json!({"s": sku}),
-            )
-            .await;
-        assert!(r["data"]["placeOrder"].is_object(), "{r}");
+        app.run_gpu_at_ten_a_second(name, &key).await;
         tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     }
     let r = app

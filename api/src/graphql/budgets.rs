@@ -4,7 +4,7 @@
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
-use super::scalars::{parse_id, to_id};
+use super::scalars::{tenant_arg, to_id};
 use crate::budgets::{self, BudgetInput as NewBudget, BudgetView};
 
 #[derive(InputObject)]
@@ -99,10 +99,6 @@ fn budget_of(view: BudgetView) -> Budget {
             })
             .collect(),
     }
-}
-
-fn tenant_arg(id: Option<ID>) -> Result<Option<neocloud_schema::ids::TenantId>> {
-    Ok(id.map(|id| parse_id("tenantId", &id)).transpose()?)
 }
 
 #[derive(Default)]

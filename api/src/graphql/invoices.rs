@@ -10,7 +10,7 @@ use neocloud_schema::entity::{credit_grant, invoice};
 use neocloud_schema::ids::{InvoiceId, TenantId};
 
 use super::plans::GqlMetric;
-use super::scalars::{connection, parse_id, to_id};
+use super::scalars::{connection, parse_id, tenant_arg, to_id};
 use crate::invoicing::{self, GrantInput, InvoiceView};
 use crate::pagination::Page;
 
@@ -255,10 +255,6 @@ pub struct GrantCreditsInput {
     pub expires_at: Option<DateTime<Utc>>,
     #[graphql(default)]
     pub reason: String,
-}
-
-fn tenant_arg(id: Option<ID>) -> Result<Option<TenantId>> {
-    Ok(id.map(|id| parse_id("tenantId", &id)).transpose()?)
 }
 
 #[derive(Default)]

@@ -4,7 +4,7 @@ use async_graphql::{Context, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::payment_account;
 
-use super::scalars::{parse_id, to_id};
+use super::scalars::{tenant_arg, to_id};
 use crate::payments;
 
 /// A tenant's account with the payment provider.
@@ -41,8 +41,12 @@ impl PaymentQuery {
         ctx: &Context<'_>,
         tenant_id: Option<ID>,
     ) -> Result<Option<PaymentAccount>> {
-        let asked = tenant_id.map(|id| parse_id("tenantId", &id)).transpose()?;
-        let found = payments::account(super::db(ctx)?, super::principal(ctx)?, asked).await?;
+        let found = payments::account(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
         Ok(found.map(Into::into))
     }
 }

@@ -59,6 +59,11 @@ pub fn parse_id<T: From<Uuid>>(field: &str, id: &ID) -> ApiResult<T> {
         .map_err(|_| ApiError::invalid(field, "not an id from this API"))
 }
 
+/// The optional `tenantId` argument by which operators name a tenant.
+pub fn tenant_arg(id: Option<ID>) -> ApiResult<Option<neocloud_schema::ids::TenantId>> {
+    id.map(|id| parse_id("tenantId", &id)).transpose()
+}
+
 pub fn to_id(id: Uuid) -> ID {
     ID(id.to_string())
 }

@@ -4,9 +4,8 @@
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_metering::{ingest, usage};
-use neocloud_schema::ids::TenantId;
 
-use super::scalars::{parse_id, to_id};
+use super::scalars::{tenant_arg, to_id};
 use crate::error::ApiError;
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -82,8 +81,7 @@ impl UsageQuery {
         #[graphql(default)] group_by: Vec<UsageGroupBy>,
         tenant_id: Option<ID>,
     ) -> Result<Usage> {
-        let asked: Option<TenantId> = tenant_id.map(|id| parse_id("tenantId", &id)).transpose()?;
-        let tenant = super::principal(ctx)?.acting_tenant(asked)?;
+        let tenant = super::principal(ctx)?.acting_tenant(tenant_arg(tenant_id)?)?;
         if to <= from {
             return Err(ApiError::invalid("to", "must be after from").into());
         }

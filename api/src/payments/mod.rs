@@ -35,6 +35,18 @@ impl From<GatewayError> for ApiError {
     }
 }
 
+/// A tenant's first payment account: charged automatically, nothing set yet.
+fn new_account(tenant: uuid::Uuid, now: chrono::DateTime<Utc>) -> payment_account::ActiveModel {
+    payment_account::ActiveModel {
+        tenant_id: Set(tenant),
+        stripe_customer_id: Set(None),
+        default_payment_method: Set(None),
+        collection_mode: Set("charge_automatically".to_owned()),
+        updated_at: Set(now),
+        dunning_suspended_at: Set(None),
+    }
+}
+
 /// `paymentAccount`: the caller's tenant's account (operators name the tenant).
 pub async fn account(
     db: &DatabaseConnection,
@@ -100,16 +112,10 @@ pub async fn set_default_payment_method(
             active.update(&txn).await?
         }
         None => {
-            payment_account::ActiveModel {
-                tenant_id: Set(owner.id),
-                stripe_customer_id: Set(Some(customer.clone())),
-                default_payment_method: Set(Some(method.to_owned())),
-                collection_mode: Set("charge_automatically".to_owned()),
-                updated_at: Set(now),
-                dunning_suspended_at: Set(None),
-            }
-            .insert(&txn)
-            .await?
+            let mut account = new_account(owner.id, now);
+            account.stripe_customer_id = Set(Some(customer.clone()));
+            account.default_payment_method = Set(Some(method.to_owned()));
+            account.insert(&txn).await?
         }
     };
     outbox::wake(&txn, owner.id, now).await?;
@@ -180,16 +186,9 @@ pub async fn dunning<C: sea_orm::ConnectionTrait>(
             active.update(conn).await?;
         }
         None => {
-            payment_account::ActiveModel {
-                tenant_id: Set(found.tenant_id),
-                stripe_customer_id: Set(None),
-                default_payment_method: Set(None),
-                collection_mode: Set("charge_automatically".to_owned()),
-                updated_at: Set(now),
-                dunning_suspended_at: Set(suspend.then_some(now)),
-            }
-            .insert(conn)
-            .await?;
+            let mut account = new_account(found.tenant_id, now);
+            account.dunning_suspended_at = Set(suspend.then_some(now));
+            account.insert(conn).await?;
         }
     }
     audit::record_as(

@@ -204,6 +204,29 @@ impl TestApp {
             .to_owned()
     }
 
+    /// Starts one GPU for the tenant of `key` on a node and SKU of its own (`{name}-node`,
+    /// `{name}-h100`) priced 36000 per GPU-hour, i.e. 10.00 a second.
+    pub async fn run_gpu_at_ten_a_second(&self, name: &str, key: &str) {
+        self.register_node(&format!("{name}-node"), "H100", 1, "")
+            .await;
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation($n: String!) { createSku(input: {name: $n, gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"36000\", currency: \"USD\"}) { sku { id } } }",
+                json!({"n": format!("{name}-h100")}),
+            )
+            .await;
+        let sku = r["data"]["createSku"]["sku"]["id"].clone();
+        let r = self
+            .gql(
+                Some(key),
+                "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
+                json!({"s": sku}),
+            )
+            .await;
+        assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    }
+
     /// Registers a node of `gpus` GPUs; returns (node id, agent token).
     pub async fn register_node(
         &self,

@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    Set,
+    QuerySelect, Set,
 };
 use uuid::Uuid;
 
@@ -289,6 +289,19 @@ pub(super) async fn finalized_since<C: ConnectionTrait>(
         .await
 }
 
+/// Ids of the tenant's voided invoices (their lines and credit applications no longer
+/// count).
+async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<Vec<Uuid>, DbErr> {
+    invoice::Entity::find()
+        .select_only()
+        .column(invoice::Column::Id)
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.eq(InvoiceStatus::Void))
+        .into_tuple()
+        .all(conn)
+        .await
+}
+
 /// What has been billed for a closed period: its own lines and the adjustments for it on
 /// later finalized invoices that were not voided.
 pub(super) async fn billed_lines<C: ConnectionTrait>(
@@ -296,14 +309,7 @@ pub(super) async fn billed_lines<C: ConnectionTrait>(
     tenant: Uuid,
     closed: Uuid,
 ) -> Result<Vec<Line>, DbErr> {
-    let voided: Vec<Uuid> = invoice::Entity::find()
-        .filter(invoice::Column::TenantId.eq(tenant))
-        .filter(invoice::Column::Status.eq(InvoiceStatus::Void))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let voided = voided_ids(conn, tenant).await?;
     Ok(invoice_line::Entity::find()
         .filter(invoice_line::Column::TenantId.eq(tenant))
         .filter(
@@ -370,14 +376,7 @@ pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
         .order_by_asc(credit_grant::Column::CreatedAt)
         .all(conn)
         .await?;
-    let voided: Vec<Uuid> = invoice::Entity::find()
-        .filter(invoice::Column::TenantId.eq(tenant))
-        .filter(invoice::Column::Status.eq(InvoiceStatus::Void))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let voided = voided_ids(conn, tenant).await?;
     let mut used: HashMap<Uuid, Decimal> = HashMap::new();
     for application in credit_application::Entity::find()
         .filter(credit_application::Column::TenantId.eq(tenant))
