@@ -54,6 +54,37 @@ pub struct BillingSettings {
     /// Failed payments of one invoice after which the tenant is suspended for new orders
     /// until it pays (0: never).
     pub dunning_failures: u32,
+    /// Seconds to wait after each refused charge of an invoice before trying it again,
+    /// comma-separated (`86400,172800,172800`: after 1, 3 and 5 days); empty: no retries.
+    pub charge_retry_seconds: String,
+}
+
+impl BillingSettings {
+    /// `charge_retry_seconds` as numbers (validated at start-up).
+    pub fn charge_retry_delays(&self) -> Vec<u64> {
+        parse_delays(&self.charge_retry_seconds).unwrap_or_default()
+    }
+}
+
+/// Most retries of a refused charge.
+const MAX_CHARGE_RETRIES: usize = 10;
+
+fn parse_delays(raw: &str) -> Result<Vec<u64>, String> {
+    let delays = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .ok()
+                .filter(|d| (1..=30 * 86_400).contains(d))
+                .ok_or_else(|| format!("`{s}` is not a number of seconds from 1 to 2592000"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if delays.len() > MAX_CHARGE_RETRIES {
+        return Err(format!("at most {MAX_CHARGE_RETRIES} retries"));
+    }
+    Ok(delays)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -111,6 +142,7 @@ invoice_prefix = "NC"
 close_grace_seconds = 3600
 operator_name = "neocloud"
 dunning_failures = 3
+charge_retry_seconds = "86400,172800,172800"
 
 [budgets]
 sweep_seconds = 30
@@ -192,6 +224,7 @@ impl Settings {
                 close_grace_seconds: 3600,
                 operator_name: "neocloud".into(),
                 dunning_failures: 3,
+                charge_retry_seconds: "86400,172800,172800".into(),
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
             stripe_secret_key: None,
@@ -240,6 +273,12 @@ impl Settings {
             return Err(SettingsError::Invalid {
                 setting: "billing.invoice_prefix",
                 message: format!("`{prefix}` must be 1 to 8 letters or digits"),
+            });
+        }
+        if let Err(message) = parse_delays(&self.billing.charge_retry_seconds) {
+            return Err(SettingsError::Invalid {
+                setting: "billing.charge_retry_seconds",
+                message,
             });
         }
         if self.billing.operator_name.trim().is_empty() || self.billing.operator_name.len() > 200 {

@@ -65,10 +65,15 @@ impl Application {
                 settings.stripe_api_base.as_deref(),
             ))
         });
-        if let Some(gateway) = &gateway {
-            crate::payments::spawn_outbox_worker(db.clone(), gateway.clone(), OUTBOX_SWEEP);
-        }
         let billing = Arc::new(Billing::new(&settings.billing, gateway.is_some()));
+        if let Some(gateway) = &gateway {
+            crate::payments::spawn_outbox_worker(
+                db.clone(),
+                gateway.clone(),
+                billing.clone(),
+                OUTBOX_SWEEP,
+            );
+        }
         spawn_period_closer(db.clone(), billing.clone());
         spawn_budget_sweep(
             db.clone(),

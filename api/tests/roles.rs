@@ -121,6 +121,31 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({"o": order}),
             &[Operator, Admin, Member],
         ),
+        (
+            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1\", reason: \"r\"}) { id } }",
+            json!({"t": tenant}),
+            &[Operator],
+        ),
+        (
+            "mutation($t: ID!) { setCollectionMode(tenantId: $t, mode: SEND_INVOICE, daysUntilDue: 14) { collectionMode } }",
+            json!({"t": tenant}),
+            &[Operator],
+        ),
+        (
+            "mutation { setDefaultPaymentMethod(paymentMethodId: \"pm_card_visa\") { tenantId } }",
+            json!({}),
+            &[Admin],
+        ),
+        (
+            "mutation { startTopUp(amount: \"100\") { id } }",
+            json!({}),
+            &[Admin],
+        ),
+        (
+            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id } }",
+            json!({"t": tenant}),
+            &[Operator],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
         for who in [Operator, Admin, Member, Agent] {

@@ -2,7 +2,9 @@
 //! `scripts/test-deps.sh`, started here on a free port): customer → payment method →
 //! finalized invoice → one PaymentIntent for its total carrying our ids → the webhook the
 //! emulator signs → our invoice `PAID`; a declining card leaves it owed with the failure
-//! counted once. Skipped when localstripe is missing, unless `NEOCLOUD_REQUIRE_LOCALSTRIPE=1`.
+//! counted once; refused charges tried again on the retry schedule until dunning suspends
+//! the tenant; prepaid top-ups whose payment grants the credit once. Skipped when
+//! localstripe is missing, unless `NEOCLOUD_REQUIRE_LOCALSTRIPE=1`.
 
 mod support;
 
@@ -138,33 +140,48 @@ async fn wait_for_state(app: &TestApp, id: &Value, state: &str) -> Value {
     panic!("invoice never reached {state}: {last}");
 }
 
+/// The webhook signing secret shared with the emulator.
+const HOOK_SECRET: &str = "whsec_localstripe_test";
+
+/// The API charging through `stripe`, whose webhooks it receives; `tune` adjusts settings.
+async fn with_localstripe(
+    backend: Backend,
+    stripe: &LocalStripe,
+    tune: impl FnOnce(&mut neocloud_api::settings::Settings) + Send + 'static,
+) -> Option<TestApp> {
+    let base = stripe.url.clone();
+    let app = TestApp::spawn_with(backend, move |s| {
+        s.stripe_secret_key = Some("sk_test_localstripe".to_owned().into());
+        s.stripe_webhook_secret = Some(HOOK_SECRET.to_owned().into());
+        s.stripe_api_base = Some(base);
+        // Numbers of their own: the emulator keeps its objects between runs.
+        s.billing.invoice_prefix = "LST".into();
+        tune(s);
+    })
+    .await?;
+    form(
+        &app.client,
+        &format!(
+            "{}/_config/webhooks/{}",
+            stripe.url,
+            uuid::Uuid::new_v4().simple()
+        ),
+        &[
+            ("url", &format!("{}/v1/stripe/webhook", app.url)),
+            ("secret", HOOK_SECRET),
+        ],
+    )
+    .await;
+    Some(app)
+}
+
 async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Backend) {
     let Some(stripe) = localstripe().await else {
         return;
     };
-    let secret = format!("whsec_{}", uuid::Uuid::new_v4().simple());
-    let (base, hook_secret) = (stripe.url.clone(), secret.clone());
-    let Some(app) = TestApp::spawn_with(backend, move |s| {
-        s.stripe_secret_key = Some("sk_test_localstripe".to_owned().into());
-        s.stripe_webhook_secret = Some(hook_secret.into());
-        s.stripe_api_base = Some(base);
-        // Numbers of their own: the emulator keeps its objects between runs.
-        s.billing.invoice_prefix = "LST".into();
-    })
-    .await
-    else {
+    let Some(app) = with_localstripe(backend, &stripe, |_| {}).await else {
         return;
     };
-    form(
-        &app.client,
-        &format!("{}/_config/webhooks/neocloud", stripe.url),
-        &[
-            ("url", &format!("{}/v1/stripe/webhook", app.url)),
-            ("secret", &secret),
-        ],
-    )
-    .await;
-
     let good = card(&app, &stripe, "4242424242424242").await;
     let (invoice, _) = charged_tenant(&app, "acme", &good).await;
     let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
@@ -220,4 +237,278 @@ async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Back
     assert_eq!(paid["status"], "PAID");
 }
 
-on_both_databases!(an_invoice_is_charged_once_and_paid_by_the_signed_webhook);
+async fn tenant_status(app: &TestApp, key: &str) -> Value {
+    app.gql(Some(key), "{ viewer { tenant { status } } }", json!({}))
+        .await["data"]["viewer"]["tenant"]["status"]
+        .clone()
+}
+
+async fn refused_charges_are_retried_on_schedule_until_dunning_then_paid(backend: Backend) {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let Some(app) = with_localstripe(backend, &stripe, |s| {
+        s.billing.charge_retry_seconds = "1,1".into();
+        s.billing.dunning_failures = 3;
+    })
+    .await
+    else {
+        return;
+    };
+    let declining = card(&app, &stripe, "4000000000000341").await;
+    let (invoice, key) = charged_tenant(&app, "initech", &declining).await;
+    // The first charge and two scheduled retries are refused: three failures suspend.
+    let mut last = Value::Null;
+    for _ in 0..150 {
+        last = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
+        if last["paymentFailures"] == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(last["paymentFailures"], 3, "{last}");
+    assert_eq!(tenant_status(&app, &key).await, "SUSPENDED");
+    // The schedule is used up: no fourth try on its own.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
+    assert_eq!(still["paymentFailures"], 3, "{still}");
+    let tries = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
+    assert_eq!(tries.len(), 3, "{tries:?}");
+    let keys: std::collections::HashSet<&Value> = tries
+        .iter()
+        .map(|p| &p["metadata"]["neocloud_key"])
+        .collect();
+    assert_eq!(keys.len(), 3, "each try has a key of its own: {tries:?}");
+
+    // A working card: charged at once, paid, and the tenant resumed.
+    let good = card(&app, &stripe, "4242424242424242").await;
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
+            json!({"p": good}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    wait_for_state(&app, &invoice["id"], "PAID").await;
+    for _ in 0..50 {
+        if tenant_status(&app, &key).await == "ACTIVE" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(tenant_status(&app, &key).await, "ACTIVE");
+}
+
+/// The emulator's PaymentIntents whose `metadata[field]` is `value`.
+async fn intents_for(
+    app: &TestApp,
+    stripe: &LocalStripe,
+    field: &str,
+    value: &Value,
+) -> Vec<Value> {
+    let intents = app
+        .client
+        .get(format!("{}/v1/payment_intents?limit=100", stripe.url))
+        .bearer_auth("sk_test_localstripe")
+        .send()
+        .await
+        .expect("list")
+        .json::<Value>()
+        .await
+        .expect("json");
+    intents["data"]
+        .as_array()
+        .expect("intents")
+        .iter()
+        .filter(|p| &p["metadata"][field] == value)
+        .cloned()
+        .collect()
+}
+
+const TOP_UP: &str = "mutation($a: String!, $k: String) { startTopUp(amount: $a, idempotencyKey: $k) { id amount currency status creditGrantId failure } }";
+
+async fn wait_for_top_up(app: &TestApp, key: &str, id: &Value, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let r = app
+            .gql(
+                Some(key),
+                "{ topUps { id status creditGrantId failure } }",
+                json!({}),
+            )
+            .await;
+        last = r["data"]["topUps"]
+            .as_array()
+            .and_then(|all| all.iter().find(|t| &t["id"] == id).cloned())
+            .unwrap_or(Value::Null);
+        if last["status"] == status {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("top-up never reached {status}: {last}");
+}
+
+async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let Some(app) = with_localstripe(backend, &stripe, |_| {}).await else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    // No payment method yet: refused, nothing recorded.
+    let r = app.gql(Some(&key), TOP_UP, json!({"a": "250"})).await;
+    assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
+    let good = card(&app, &stripe, "4242424242424242").await;
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
+            json!({"p": good}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    for (amount, field) in [
+        ("0.5", "amount"),
+        ("2000000", "amount"),
+        ("12.345", "amount"),
+        ("ten", "amount"),
+    ] {
+        let r = app.gql(Some(&key), TOP_UP, json!({"a": amount})).await;
+        assert_eq!(
+            support::error_code(&r),
+            Some("INVALID_INPUT"),
+            "{amount}: {r}"
+        );
+        assert_eq!(r["errors"][0]["extensions"]["field"], field, "{r}");
+    }
+    let r = app.gql(Some(&key), "{ topUps { id } }", json!({})).await;
+    assert_eq!(
+        r["data"]["topUps"],
+        json!([]),
+        "rejected top-ups were recorded: {r}"
+    );
+
+    let r = app
+        .gql(Some(&key), TOP_UP, json!({"a": "250.00", "k": "topup-1"}))
+        .await;
+    let top_up = r["data"]["startTopUp"].clone();
+    assert_eq!(
+        (&top_up["status"], &top_up["currency"]),
+        (&json!("PENDING"), &json!("USD")),
+        "{r}"
+    );
+    // A retried request returns the same top-up; another amount under its key conflicts.
+    let again = app
+        .gql(Some(&key), TOP_UP, json!({"a": "250", "k": "topup-1"}))
+        .await;
+    assert_eq!(again["data"]["startTopUp"]["id"], top_up["id"], "{again}");
+    let other = app
+        .gql(Some(&key), TOP_UP, json!({"a": "300", "k": "topup-1"}))
+        .await;
+    assert_eq!(
+        support::error_code(&other),
+        Some("IDEMPOTENCY_CONFLICT"),
+        "{other}"
+    );
+
+    let paid = wait_for_top_up(&app, &key, &top_up["id"], "PAID").await;
+    let grant = paid["creditGrantId"].clone();
+    assert!(grant.is_string(), "{paid}");
+    let intents = intents_for(&app, &stripe, "top_up_id", &top_up["id"]).await;
+    assert_eq!(intents.len(), 1, "{intents:?}");
+    assert_eq!(intents[0]["amount"], 25000);
+
+    // Stripe's events delivered again — as they are, and under new ids — grant nothing more.
+    let events = app
+        .client
+        .get(format!(
+            "{}/v1/events?type=payment_intent.succeeded",
+            stripe.url
+        ))
+        .bearer_auth("sk_test_localstripe")
+        .send()
+        .await
+        .expect("events")
+        .json::<Value>()
+        .await
+        .expect("json");
+    let mut succeeded = events["data"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["data"]["object"]["metadata"]["top_up_id"] == top_up["id"])
+        .cloned()
+        .expect("the payment's event");
+    for id in [
+        succeeded["id"].clone(),
+        json!("evt_redelivered_under_a_new_id"),
+    ] {
+        succeeded["id"] = id;
+        let body = serde_json::to_vec(&succeeded).expect("json");
+        let signature = neocloud_metering::payments::webhook::sign(
+            &body,
+            HOOK_SECRET,
+            chrono::Utc::now().timestamp(),
+        );
+        let res = app
+            .client
+            .post(format!("{}/v1/stripe/webhook", app.url))
+            .header("Stripe-Signature", signature)
+            .body(body)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(res.status().as_u16(), 200);
+    }
+    let r = app
+        .gql(
+            Some(&key),
+            "{ creditGrants { id kind amount remaining } }",
+            json!({}),
+        )
+        .await;
+    let grants = r["data"]["creditGrants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(grants.len(), 1, "{r}");
+    assert_eq!(grants[0]["id"], grant, "{r}");
+    assert_eq!(
+        (
+            &grants[0]["kind"],
+            &grants[0]["amount"],
+            &grants[0]["remaining"]
+        ),
+        (&json!("PREPAID"), &json!("250.00"), &json!("250.00")),
+        "{r}"
+    );
+
+    // A declining card: the top-up fails with Stripe's reason and grants nothing.
+    let declining = card(&app, &stripe, "4000000000000341").await;
+    app.gql(
+        Some(&key),
+        "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
+        json!({"p": declining}),
+    )
+    .await;
+    let r = app.gql(Some(&key), TOP_UP, json!({"a": "100"})).await;
+    let failed = wait_for_top_up(&app, &key, &r["data"]["startTopUp"]["id"], "FAILED").await;
+    assert!(failed["failure"].is_string(), "{failed}");
+    assert!(failed["creditGrantId"].is_null(), "{failed}");
+
+    // Another tenant sees none of it.
+    let (_, other_key) = app.create_tenant("globex").await;
+    let r = app
+        .gql(Some(&other_key), "{ topUps { id } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["topUps"], json!([]), "{r}");
+}
+
+on_both_databases!(
+    an_invoice_is_charged_once_and_paid_by_the_signed_webhook,
+    refused_charges_are_retried_on_schedule_until_dunning_then_paid,
+    a_top_up_is_paid_once_and_grants_its_credit_once,
+);

@@ -16,6 +16,7 @@ mod m20261129_000005_budgets;
 mod m20261129_000006_payments;
 mod m20261129_000007_payment_outbox;
 mod m20261129_000008_dunning;
+mod m20261129_000009_top_ups;
 
 pub struct Migrator;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000006_payments::Migration),
             Box::new(m20261129_000007_payment_outbox::Migration),
             Box::new(m20261129_000008_dunning::Migration),
+            Box::new(m20261129_000009_top_ups::Migration),
         ]
     }
 }

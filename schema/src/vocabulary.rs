@@ -237,6 +237,28 @@ string_enum!(
 );
 
 string_enum!(
+    /// Where a prepaid top-up paid through Stripe stands.
+    TopUpStatus {
+        /// Started; the payment is on its way.
+        Pending = "pending",
+        /// Paid: its credit was granted.
+        Paid = "paid",
+        /// The payment was refused.
+        Failed = "failed",
+    }
+);
+
+string_enum!(
+    /// How a tenant's finalized invoices are collected through Stripe.
+    CollectionMode {
+        /// Each invoice is charged to the default payment method.
+        ChargeAutomatically = "charge_automatically",
+        /// A Stripe-hosted invoice is sent, to be paid by transfer before its due date.
+        SendInvoice = "send_invoice",
+    }
+);
+
+string_enum!(
     /// What an invoice line is.
     LineKind {
         /// Usage of one SKU × metric (× tier) priced by the plan.

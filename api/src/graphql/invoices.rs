@@ -126,6 +126,10 @@ impl Invoice {
     async fn payment_failures(&self) -> i32 {
         self.0.invoice.payment_failures
     }
+    /// The Stripe-hosted page where it is paid (tenants collected by `SEND_INVOICE`).
+    async fn payment_url(&self) -> Option<&str> {
+        self.0.invoice.payment_url.as_deref()
+    }
     async fn tenant_id(&self) -> ID {
         to_id(self.0.invoice.tenant_id)
     }

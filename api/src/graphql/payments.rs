@@ -1,11 +1,38 @@
-//! Payments: `paymentAccount` and `setDefaultPaymentMethod` (tenant admin).
+//! Payments: `paymentAccount`, `topUps`; `setDefaultPaymentMethod` and `startTopUp`
+//! (tenant admin); `setCollectionMode` (operator).
 
-use async_graphql::{Context, ID, Object, Result, SimpleObject};
+use std::sync::Arc;
+
+use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::payment_account;
+use neocloud_metering::payments::gateway::Gateway;
+use neocloud_schema::entity::{payment_account, top_up};
 
-use super::scalars::{tenant_arg, to_id};
+use super::scalars::{parse_id, tenant_arg, to_id};
 use crate::payments;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::CollectionMode",
+    name = "CollectionMode"
+)]
+pub enum GqlCollectionMode {
+    /// Each finalized invoice is charged to the default payment method.
+    ChargeAutomatically,
+    /// A Stripe-hosted invoice is sent, payable by transfer within `daysUntilDue`.
+    SendInvoice,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::TopUpStatus",
+    name = "TopUpStatus"
+)]
+pub enum GqlTopUpStatus {
+    Pending,
+    Paid,
+    Failed,
+}
 
 /// A tenant's account with the payment provider.
 #[derive(SimpleObject)]
@@ -13,8 +40,9 @@ pub struct PaymentAccount {
     pub tenant_id: ID,
     pub stripe_customer_id: Option<String>,
     pub default_payment_method: Option<String>,
-    /// `CHARGE_AUTOMATICALLY` or `SEND_INVOICE`.
-    pub collection_mode: String,
+    pub collection_mode: GqlCollectionMode,
+    /// Payment terms of hosted invoices (`SEND_INVOICE`).
+    pub days_until_due: i32,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -24,10 +52,47 @@ impl From<payment_account::Model> for PaymentAccount {
             tenant_id: to_id(a.tenant_id),
             stripe_customer_id: a.stripe_customer_id,
             default_payment_method: a.default_payment_method,
-            collection_mode: a.collection_mode.to_uppercase(),
+            collection_mode: a.collection_mode.into(),
+            days_until_due: a.days_until_due,
             updated_at: a.updated_at,
         }
     }
+}
+
+/// Prepaid credit bought through Stripe; `PAID` once the payment succeeded, with the
+/// credit grant it bought.
+#[derive(SimpleObject)]
+pub struct TopUp {
+    pub id: ID,
+    /// Decimal string in `currency`.
+    pub amount: String,
+    pub currency: String,
+    pub status: GqlTopUpStatus,
+    pub credit_grant_id: Option<ID>,
+    /// Why the payment was refused.
+    pub failure: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<top_up::Model> for TopUp {
+    fn from(t: top_up::Model) -> Self {
+        TopUp {
+            id: to_id(t.id),
+            amount: t.amount,
+            currency: t.currency,
+            status: t.status.into(),
+            credit_grant_id: t.credit_grant_id.map(to_id),
+            failure: t.failure,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        }
+    }
+}
+
+fn gateway<'a>(ctx: &'a Context<'_>) -> Option<&'a Gateway> {
+    ctx.data_opt::<Option<Arc<Gateway>>>()
+        .and_then(|g| g.as_deref())
 }
 
 #[derive(Default)]
@@ -35,7 +100,7 @@ pub struct PaymentQuery;
 
 #[Object]
 impl PaymentQuery {
-    /// The tenant's payment account, or null before a payment method was set.
+    /// The tenant's payment account, or null before one was set up.
     async fn payment_account(
         &self,
         ctx: &Context<'_>,
@@ -48,6 +113,17 @@ impl PaymentQuery {
         )
         .await?;
         Ok(found.map(Into::into))
+    }
+
+    /// The tenant's top-ups, newest first (the latest 100).
+    async fn top_ups(&self, ctx: &Context<'_>, tenant_id: Option<ID>) -> Result<Vec<TopUp>> {
+        let found = payments::top_ups::list(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(found.into_iter().map(Into::into).collect())
     }
 }
 
@@ -63,14 +139,52 @@ impl PaymentMutation {
         ctx: &Context<'_>,
         payment_method_id: String,
     ) -> Result<PaymentAccount> {
-        let gateway = ctx
-            .data_opt::<Option<std::sync::Arc<neocloud_metering::payments::gateway::Gateway>>>()
-            .and_then(|g| g.as_deref());
         let saved = payments::set_default_payment_method(
             super::db(ctx)?,
             super::principal(ctx)?,
-            gateway,
+            gateway(ctx),
             &payment_method_id,
+        )
+        .await?;
+        Ok(saved.into())
+    }
+
+    /// Buys prepaid credit (tenant admin): the default payment method is charged `amount`
+    /// (a decimal string in the tenant's currency, 1 to 1,000,000) and the credit is
+    /// granted once the payment succeeds. The same `idempotencyKey` returns the same
+    /// top-up; with another amount → `IDEMPOTENCY_CONFLICT`.
+    async fn start_top_up(
+        &self,
+        ctx: &Context<'_>,
+        amount: String,
+        idempotency_key: Option<String>,
+    ) -> Result<TopUp> {
+        let created = payments::top_ups::start(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            gateway(ctx).is_some(),
+            &amount,
+            idempotency_key,
+        )
+        .await?;
+        Ok(created.into())
+    }
+
+    /// How the tenant's next invoices are collected (operator); `daysUntilDue` (1–365,
+    /// default 30) are the payment terms of hosted invoices.
+    async fn set_collection_mode(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: ID,
+        mode: GqlCollectionMode,
+        days_until_due: Option<i32>,
+    ) -> Result<PaymentAccount> {
+        let saved = payments::set_collection_mode(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            parse_id("tenantId", &tenant_id)?,
+            mode.into(),
+            days_until_due,
         )
         .await?;
         Ok(saved.into())

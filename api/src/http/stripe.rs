@@ -9,7 +9,7 @@ use neocloud_metering::payments::{self, webhook};
 use secrecy::ExposeSecret;
 use serde_json::json;
 
-use crate::error::{ApiError, Code, rest_error};
+use crate::error::{Code, rest_error};
 use crate::startup::AppState;
 
 pub async fn webhook(
@@ -37,16 +37,8 @@ pub async fn webhook(
         Ok(event) => event,
         Err(err) => return rest_error(Code::InvalidInput, &err.to_string()),
     };
-    let result = async {
-        let txn = crate::db::begin_write(&state.db).await?;
-        let outcome = payments::apply_event(&txn, &event, Utc::now()).await?;
-        if outcome == payments::Outcome::Applied {
-            crate::payments::dunning(&txn, &event, state.billing.dunning_failures).await?;
-        }
-        txn.commit().await?;
-        Ok::<_, ApiError>(outcome)
-    }
-    .await;
+    let result =
+        crate::payments::handle_event(&state.db, &event, state.billing.dunning_failures).await;
     match result {
         Ok(outcome) => {
             tracing::info!(event = %event.id, kind = %event.kind, ?outcome, "Stripe event handled.");

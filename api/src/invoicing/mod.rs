@@ -8,6 +8,7 @@ pub mod pdf;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::invoicing::{self as billing, BillingPolicy, InvoicingError, NewGrant};
+use neocloud_metering::payments::outbox::RetrySchedule;
 use neocloud_metering::rating::period::Line;
 use neocloud_schema::entity::{credit_grant, invoice};
 use neocloud_schema::ids::{InvoiceId, TenantId};
@@ -31,6 +32,8 @@ pub struct Billing {
     pub operator_name: String,
     /// Failed payments of one invoice that suspend its tenant (0: never).
     pub dunning_failures: i32,
+    /// When a refused charge is tried again.
+    pub retries: RetrySchedule,
 }
 
 impl Billing {
@@ -45,6 +48,13 @@ impl Billing {
             },
             operator_name: settings.operator_name.clone(),
             dunning_failures: i32::try_from(settings.dunning_failures).unwrap_or(3),
+            retries: RetrySchedule(
+                settings
+                    .charge_retry_delays()
+                    .into_iter()
+                    .map(|s| TimeDelta::seconds(i64::try_from(s).unwrap_or(86_400)))
+                    .collect(),
+            ),
         }
     }
 }

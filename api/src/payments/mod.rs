@@ -1,17 +1,26 @@
 //! Payments as the API serves them: a tenant's payment account (`paymentAccount`,
-//! `setDefaultPaymentMethod`) and the outbox worker that charges finalized invoices. The
-//! Stripe calls, the outbox and webhook handling live in `neocloud_metering::payments`.
+//! `setDefaultPaymentMethod`, `setCollectionMode`), prepaid top-ups (`top_ups`), dunning,
+//! and the worker that delivers the payment outbox and catches up on Stripe events a
+//! webhook missed. The Stripe calls, the outbox and event handling live in
+//! `neocloud_metering::payments`.
+
+pub mod top_ups;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::payments::gateway::{Gateway, GatewayError};
-use neocloud_metering::payments::outbox;
-use neocloud_schema::entity::payment_account;
-use neocloud_schema::vocabulary::Role;
-use sea_orm::{ActiveModelTrait, DatabaseConnection, EntityTrait, IntoActiveModel, Set};
+use neocloud_metering::payments::{self as stripe_events, outbox};
+use neocloud_schema::entity::{payment_account, stripe_event};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::vocabulary::{CollectionMode, Role};
+use sea_orm::{
+    ActiveModelTrait, DatabaseConnection, EntityTrait, IntoActiveModel, QueryOrder, Set,
+};
 use serde_json::json;
+
+use crate::invoicing::Billing;
 
 use crate::audit;
 use crate::auth::Principal;
@@ -35,15 +44,21 @@ impl From<GatewayError> for ApiError {
     }
 }
 
+/// Payment terms of a hosted invoice unless the operator sets others.
+pub const DEFAULT_DAYS_UNTIL_DUE: i32 = 30;
+/// Longest payment terms accepted.
+pub const MAX_DAYS_UNTIL_DUE: i32 = 365;
+
 /// A tenant's first payment account: charged automatically, nothing set yet.
 fn new_account(tenant: uuid::Uuid, now: chrono::DateTime<Utc>) -> payment_account::ActiveModel {
     payment_account::ActiveModel {
         tenant_id: Set(tenant),
         stripe_customer_id: Set(None),
         default_payment_method: Set(None),
-        collection_mode: Set("charge_automatically".to_owned()),
+        collection_mode: Set(CollectionMode::ChargeAutomatically),
         updated_at: Set(now),
         dunning_suspended_at: Set(None),
+        days_until_due: Set(DEFAULT_DAYS_UNTIL_DUE),
     }
 }
 
@@ -213,14 +228,169 @@ pub async fn dunning<C: sea_orm::ConnectionTrait>(
     Ok(())
 }
 
-/// Delivers the payment outbox every `every` (only when payments are configured).
-pub fn spawn_outbox_worker(db: DatabaseConnection, gateway: Arc<Gateway>, every: Duration) {
+/// `setCollectionMode(tenantId, mode, daysUntilDue)` (operator): how the tenant's next
+/// finalized invoices are collected — charged to its card, or sent as a Stripe-hosted
+/// invoice payable by transfer within `daysUntilDue` days.
+pub async fn set_collection_mode(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    tenant: TenantId,
+    mode: CollectionMode,
+    days_until_due: Option<i32>,
+) -> ApiResult<payment_account::Model> {
+    actor.require_operator()?;
+    let days = days_until_due.unwrap_or(DEFAULT_DAYS_UNTIL_DUE);
+    if !(1..=MAX_DAYS_UNTIL_DUE).contains(&days) {
+        return Err(ApiError::invalid(
+            "daysUntilDue",
+            format!("1 to {MAX_DAYS_UNTIL_DUE} days"),
+        ));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let owner = tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let now = Utc::now();
+    let existing = payment_account::Entity::find_by_id(owner.id)
+        .one(&txn)
+        .await?;
+    let before = existing
+        .as_ref()
+        .map(|a| json!({"collection_mode": a.collection_mode, "days_until_due": a.days_until_due}));
+    let mut active = match existing {
+        Some(found) => found.into_active_model(),
+        None => new_account(owner.id, now),
+    };
+    active.collection_mode = Set(mode);
+    active.days_until_due = Set(days);
+    active.updated_at = Set(now);
+    let saved = if before.is_some() {
+        active.update(&txn).await?
+    } else {
+        active.insert(&txn).await?
+    };
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "payment_account.collection_mode",
+            object_type: "payment_account",
+            object_id: owner.id.to_string(),
+            before,
+            after: Some(json!({"collection_mode": mode, "days_until_due": days})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(saved)
+}
+
+/// Applies one verified Stripe event (from the webhook or the event log) in its own
+/// transaction, with dunning when it changed an invoice.
+pub async fn handle_event(
+    db: &DatabaseConnection,
+    event: &stripe_events::Event,
+    dunning_failures: i32,
+) -> ApiResult<stripe_events::Outcome> {
+    let txn = crate::db::begin_write(db).await?;
+    let outcome = stripe_events::apply_event(&txn, event, Utc::now()).await?;
+    if outcome == stripe_events::Outcome::Applied {
+        dunning(&txn, event, dunning_failures).await?;
+    }
+    txn.commit().await?;
+    Ok(outcome)
+}
+
+/// How far back a catch-up reads before the newest event already recorded (Stripe's
+/// `created` is in whole seconds and deliveries overlap).
+const CATCH_UP_OVERLAP: TimeDelta = TimeDelta::minutes(5);
+/// How far back the first catch-up of a fresh installation reads.
+const FIRST_CATCH_UP: TimeDelta = TimeDelta::days(1);
+/// How often Stripe's event log is read for events a webhook missed.
+const CATCH_UP_EVERY: TimeDelta = TimeDelta::minutes(5);
+
+/// Reads Stripe's events since `since` and applies the ones neocloud acts on that it has
+/// not recorded yet (a redelivered id changes nothing); returns how many it applied.
+pub async fn catch_up(
+    db: &DatabaseConnection,
+    gateway: &Gateway,
+    since: DateTime<Utc>,
+    dunning_failures: i32,
+) -> ApiResult<usize> {
+    let events = gateway.list_events(since.timestamp()).await?;
+    let mut applied = 0;
+    for value in &events {
+        let Ok(event) = stripe_events::event_from(value) else {
+            continue;
+        };
+        if !stripe_events::HANDLED.contains(&event.kind.as_str()) {
+            continue;
+        }
+        if handle_event(db, &event, dunning_failures).await? == stripe_events::Outcome::Applied {
+            applied += 1;
+        }
+    }
+    Ok(applied)
+}
+
+/// Where the periodic catch-up starts: a little before the newest event recorded.
+async fn catch_up_start(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult<DateTime<Utc>> {
+    let newest = stripe_event::Entity::find()
+        .order_by_desc(stripe_event::Column::Created)
+        .one(db)
+        .await?
+        .and_then(|e| DateTime::from_timestamp(e.created, 0));
+    Ok(newest.map_or(now - FIRST_CATCH_UP, |t| t - CATCH_UP_OVERLAP))
+}
+
+/// One round of the payment worker: read Stripe's events for calls whose answer was lost
+/// (and every few minutes for missed webhooks), then deliver the due outbox rows.
+async fn work(
+    db: &DatabaseConnection,
+    gateway: &Gateway,
+    billing: &Billing,
+    last_catch_up: &mut Option<DateTime<Utc>>,
+) -> ApiResult<()> {
+    let now = Utc::now();
+    let unanswered = outbox::unanswered_since(db, now).await?;
+    let periodic = last_catch_up.is_none_or(|t| now - t >= CATCH_UP_EVERY);
+    if unanswered.is_some() || periodic {
+        let mut since = catch_up_start(db, now).await?;
+        if let Some(sent) = unanswered {
+            since = since.min(sent - CATCH_UP_OVERLAP);
+        }
+        // Without Stripe's events the rows are still delivered: their idempotency keys
+        // keep a repeated call from creating anything twice at Stripe.
+        match catch_up(db, gateway, since, billing.dunning_failures).await {
+            Ok(0) => {}
+            Ok(applied) => {
+                tracing::info!(applied, "Applied Stripe events that no webhook delivered.")
+            }
+            Err(err) => {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Reading Stripe's events failed.")
+            }
+        }
+        *last_catch_up = Some(now);
+    }
+    outbox::deliver_due(db, gateway, &billing.retries, Utc::now()).await?;
+    Ok(())
+}
+
+/// Runs the payment worker every `every` (only when payments are configured).
+pub fn spawn_outbox_worker(
+    db: DatabaseConnection,
+    gateway: Arc<Gateway>,
+    billing: Arc<Billing>,
+    every: Duration,
+) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
+        let mut last_catch_up = None;
         loop {
             tick.tick().await;
-            if let Err(err) = outbox::deliver_due(&db, &gateway, Utc::now()).await {
-                tracing::warn!(error = %err, "Delivering the payment outbox failed.");
+            if let Err(err) = work(&db, &gateway, &billing, &mut last_catch_up).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "The payment worker failed a round.");
             }
         }
     });

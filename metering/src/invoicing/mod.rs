@@ -190,7 +190,7 @@ pub async fn close_period<C: ConnectionTrait>(
         store::finalize(conn, draft, &number, &input, &rated, payment_state, now).await?;
     if payment_state == PaymentState::Pending {
         // Charged through the outbox: committed with the invoice, or not at all.
-        crate::payments::outbox::queue_charge(conn, tenant, finalized.id, now).await?;
+        crate::payments::outbox::queue_invoice(conn, tenant, finalized.id, now).await?;
     }
     let lines = store::lines(conn, tenant, finalized.id).await?;
     store::open_draft(conn, tenant).await?;

@@ -78,6 +78,7 @@ pub async fn open_draft<C: ConnectionTrait>(
         created_at: Set(Utc::now()),
         payment_state: Set(PaymentState::External),
         payment_failures: Set(0),
+        payment_url: Set(None),
     };
     // Two readers may race to open the same period: the unique (tenant, period_start)
     // index keeps one, and both read it back.

@@ -1,16 +1,23 @@
 //! The calls neocloud makes to Stripe (async-stripe, core API only): a customer per
-//! tenant, attaching a default payment method, and one off-session PaymentIntent per
-//! finalized invoice. Every call carries an idempotency key derived from our own ids, so
-//! repeating it (after a crash, a timeout or a retry) creates nothing new at Stripe.
+//! tenant, attaching a default payment method, one off-session PaymentIntent per
+//! finalized invoice or top-up, Stripe-hosted invoices for customers who pay by transfer,
+//! and reading Stripe's event log to catch up on missed webhooks. Every call that creates
+//! something carries an idempotency key derived from our own ids, so repeating it (after
+//! a crash, a timeout or a retry) creates nothing new at Stripe.
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+use serde_json::Value;
 use stripe::{
     AttachPaymentMethod, Client, CreateCustomer, CreatePaymentIntent, Currency, Customer,
     CustomerId, CustomerInvoiceSettings, PaymentIntent, PaymentIntentOffSession, PaymentMethod,
-    PaymentMethodId, RequestStrategy, StripeError, UpdateCustomer,
+    PaymentMethodId, RangeQuery, RequestStrategy, StripeError, UpdateCustomer,
 };
 use uuid::Uuid;
+
+/// Most pages of events read in one catch-up (100 events a page).
+const MAX_EVENT_PAGES: usize = 50;
 
 /// What went wrong talking to Stripe.
 #[derive(Debug, thiserror::Error)]
@@ -128,30 +135,19 @@ impl Gateway {
         Ok(())
     }
 
-    /// Charges a finalized invoice: one off-session, confirmed PaymentIntent for its total
-    /// in minor units, carrying our invoice id and number, under the outbox row's
-    /// idempotency key (the invoice id; a retry after a refusal gets a key of its own).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn charge_invoice(
+    /// Charges the customer's default payment method: one off-session, confirmed
+    /// PaymentIntent for `amount_minor`, carrying `metadata` (our ids and the key), under
+    /// the outbox row's idempotency key.
+    pub async fn charge(
         &self,
         idempotency_key: &str,
-        invoice: Uuid,
-        number: &str,
-        tenant: Uuid,
         customer: &str,
         payment_method: &str,
         amount_minor: i64,
         currency: &str,
+        metadata: HashMap<String, String>,
     ) -> Result<Charge, GatewayError> {
-        let currency: Currency = currency
-            .to_ascii_lowercase()
-            .parse()
-            .map_err(|_| GatewayError::Refused(format!("Stripe does not take {currency}")))?;
-        let metadata = HashMap::from([
-            ("invoice_id".to_owned(), invoice.to_string()),
-            ("invoice_number".to_owned(), number.to_owned()),
-            ("tenant_id".to_owned(), tenant.to_string()),
-        ]);
+        let currency = stripe_currency(currency)?;
         let mut params = CreatePaymentIntent::new(amount_minor, currency);
         params.customer = Some(
             customer
@@ -172,4 +168,177 @@ impl Gateway {
             id: intent.id.to_string(),
         })
     }
+
+    /// Sends a Stripe-hosted invoice (`send_invoice` collection): a draft invoice carrying
+    /// `metadata`, one invoice item per line (keyed by the line's id), then finalized and
+    /// sent. Each step has a key of its own derived from `idempotency_key` or the line, so
+    /// repeating the whole sequence after a crash creates nothing twice.
+    pub async fn send_invoice(
+        &self,
+        idempotency_key: &str,
+        invoice: &HostedInvoice<'_>,
+    ) -> Result<Hosted, GatewayError> {
+        let currency = stripe_currency(invoice.currency)?.to_string();
+        let draft: Value = self
+            .idempotent(format!("{idempotency_key}-invoice"))
+            .post_form(
+                "/invoices",
+                NewInvoice {
+                    customer: invoice.customer,
+                    collection_method: "send_invoice",
+                    days_until_due: invoice.days_until_due,
+                    auto_advance: false,
+                    pending_invoice_items_behavior: "exclude",
+                    currency: &currency,
+                    description: invoice.description,
+                    metadata: &invoice.metadata,
+                },
+            )
+            .await?;
+        let id = object_id(&draft, "in_")?;
+        for item in &invoice.items {
+            let _: Value = self
+                .idempotent(format!("neocloud-invoice-line-{}", item.line))
+                .post_form(
+                    "/invoiceitems",
+                    NewInvoiceItem {
+                        customer: invoice.customer,
+                        invoice: &id,
+                        amount: item.amount_minor,
+                        currency: &currency,
+                        description: item.description,
+                        metadata: HashMap::from([
+                            (
+                                "invoice_id",
+                                invoice
+                                    .metadata
+                                    .get("invoice_id")
+                                    .cloned()
+                                    .unwrap_or_default(),
+                            ),
+                            ("line_id", item.line.to_string()),
+                        ]),
+                    },
+                )
+                .await?;
+        }
+        let _: Value = self
+            .idempotent(format!("{idempotency_key}-finalize"))
+            .post_form(
+                &format!("/invoices/{id}/finalize"),
+                [("auto_advance", "false")],
+            )
+            .await?;
+        let sent: Value = self
+            .idempotent(format!("{idempotency_key}-send"))
+            .post(&format!("/invoices/{id}/send"))
+            .await?;
+        Ok(Hosted {
+            id,
+            url: sent["hosted_invoice_url"].as_str().map(str::to_owned),
+        })
+    }
+
+    /// Stripe's events created at or after `since` (unix seconds), oldest first, as JSON.
+    pub async fn list_events(&self, since: i64) -> Result<Vec<Value>, GatewayError> {
+        let mut events = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_EVENT_PAGES {
+            let page: Value = self
+                .client
+                .get_query(
+                    "/events",
+                    EventsPage {
+                        created: RangeQuery::gte(since),
+                        limit: 100,
+                        starting_after: after.as_deref(),
+                    },
+                )
+                .await?;
+            let data = page["data"].as_array().cloned().unwrap_or_default();
+            after = data
+                .last()
+                .and_then(|e| e["id"].as_str())
+                .map(str::to_owned);
+            events.extend(data);
+            if !page["has_more"].as_bool().unwrap_or(false) || after.is_none() {
+                break;
+            }
+        }
+        // Stripe lists newest first.
+        events.sort_by_key(|e| e["created"].as_i64().unwrap_or_default());
+        Ok(events)
+    }
+}
+
+fn stripe_currency(currency: &str) -> Result<Currency, GatewayError> {
+    currency
+        .to_ascii_lowercase()
+        .parse()
+        .map_err(|_| GatewayError::Refused(format!("Stripe does not take {currency}")))
+}
+
+fn object_id(object: &Value, prefix: &str) -> Result<String, GatewayError> {
+    object["id"]
+        .as_str()
+        .filter(|id| id.starts_with(prefix))
+        .map(str::to_owned)
+        .ok_or_else(|| GatewayError::Transient(format!("Stripe answered without a {prefix}… id")))
+}
+
+/// A Stripe-hosted invoice to send.
+#[derive(Debug)]
+pub struct HostedInvoice<'a> {
+    pub customer: &'a str,
+    pub currency: &'a str,
+    pub days_until_due: i32,
+    pub description: &'a str,
+    pub metadata: HashMap<&'static str, String>,
+    pub items: Vec<HostedItem<'a>>,
+}
+
+/// One of its lines, in minor units (negative for credits and discounts).
+#[derive(Debug)]
+pub struct HostedItem<'a> {
+    pub line: Uuid,
+    pub amount_minor: i64,
+    pub description: &'a str,
+}
+
+/// The hosted invoice Stripe created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosted {
+    pub id: String,
+    /// Where the customer pays it.
+    pub url: Option<String>,
+}
+
+#[derive(Serialize)]
+struct NewInvoice<'a> {
+    customer: &'a str,
+    collection_method: &'a str,
+    days_until_due: i32,
+    auto_advance: bool,
+    pending_invoice_items_behavior: &'a str,
+    currency: &'a str,
+    description: &'a str,
+    metadata: &'a HashMap<&'static str, String>,
+}
+
+#[derive(Serialize)]
+struct NewInvoiceItem<'a> {
+    customer: &'a str,
+    invoice: &'a str,
+    amount: i64,
+    currency: &'a str,
+    description: &'a str,
+    metadata: HashMap<&'static str, String>,
+}
+
+#[derive(Serialize)]
+struct EventsPage<'a> {
+    created: RangeQuery<i64>,
+    limit: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    starting_after: Option<&'a str>,
 }

@@ -1,20 +1,38 @@
-//! Payments: what Stripe tells us about collecting our invoices. A webhook event is
-//! verified (`webhook::verify`), recorded once by its id (a redelivery changes nothing)
-//! and applied to the invoice named in its object's `metadata.invoice_id`. State only
-//! moves forward — a failure reported after a success, or anything after voiding, is
-//! recorded as `superseded` and changes nothing — so events may arrive in any order.
+//! Payments: what Stripe tells us about collecting our invoices and top-ups. A webhook
+//! event is verified (`webhook::verify`) — or listed from Stripe's event log when a
+//! delivery may have been missed (`gateway::Gateway::list_events`) — recorded once by its
+//! id (a redelivery changes nothing) and applied to the invoice or top-up named in its
+//! object's metadata. State only moves forward — a failure reported after a success, or
+//! anything after voiding, is recorded as `superseded` and changes nothing — so events
+//! may arrive in any order, and a top-up's credit is granted once.
 
 pub mod gateway;
 pub mod outbox;
 pub mod webhook;
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{invoice, stripe_event};
-use neocloud_schema::vocabulary::{InvoiceStatus, PaymentState};
+use neocloud_schema::entity::{invoice, stripe_event, top_up};
+use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState, TopUpStatus};
+use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
+};
 use serde_json::Value;
 use uuid::Uuid;
+
+use crate::invoicing::{self, NewGrant};
+
+/// The event kinds neocloud acts on; others are acknowledged and ignored.
+pub const HANDLED: &[&str] = &[
+    "payment_intent.succeeded",
+    "payment_intent.processing",
+    "payment_intent.requires_action",
+    "payment_intent.payment_failed",
+    "invoice.paid",
+    "invoice.payment_failed",
+    "invoice.marked_uncollectible",
+];
 
 /// The part of a Stripe event that matters here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +40,17 @@ pub struct Event {
     pub id: String,
     pub kind: String,
     pub created: i64,
+    /// Our invoice (`metadata.invoice_id`).
     pub invoice: Option<Uuid>,
+    /// Our top-up (`metadata.top_up_id`).
+    pub top_up: Option<Uuid>,
+    /// The idempotency key of the outbox call that created the object
+    /// (`metadata.neocloud_key`).
+    pub key: Option<String>,
+    /// The Stripe object's id (`pi_…`, `in_…`).
+    pub object_id: Option<String>,
+    /// Why a payment failed, as Stripe says it.
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,19 +60,33 @@ pub struct BadEvent(pub &'static str);
 /// Reads an event body (after its signature was verified).
 pub fn parse_event(body: &[u8]) -> Result<Event, BadEvent> {
     let value: Value = serde_json::from_slice(body).map_err(|_| BadEvent("not JSON"))?;
+    event_from(&value)
+}
+
+/// Reads an event as Stripe's API or a webhook gives it.
+pub fn event_from(value: &Value) -> Result<Event, BadEvent> {
     let id = value["id"].as_str().ok_or(BadEvent("no id"))?;
     if !id.starts_with("evt_") || id.len() > 255 {
         return Err(BadEvent("the id is not an event id"));
     }
     let kind = value["type"].as_str().ok_or(BadEvent("no type"))?;
-    let invoice = value["data"]["object"]["metadata"]["invoice_id"]
-        .as_str()
-        .and_then(|s| Uuid::parse_str(s).ok());
+    let object = &value["data"]["object"];
+    let metadata = &object["metadata"];
+    let uuid = |field: &str| {
+        metadata[field]
+            .as_str()
+            .and_then(|s| Uuid::parse_str(s).ok())
+    };
+    let text = |v: &Value| v.as_str().map(|s| s.chars().take(500).collect::<String>());
     Ok(Event {
         id: id.to_owned(),
         kind: kind.to_owned(),
         created: value["created"].as_i64().unwrap_or_default(),
-        invoice,
+        invoice: uuid("invoice_id"),
+        top_up: uuid("top_up_id"),
+        key: text(&metadata["neocloud_key"]),
+        object_id: text(&object["id"]),
+        failure: text(&object["last_payment_error"]["message"]),
     })
 }
 
@@ -56,7 +98,7 @@ pub enum Outcome {
     Duplicate,
     /// A kind we do not act on.
     Ignored,
-    UnknownInvoice,
+    UnknownObject,
     /// The invoice had already moved past what the event says.
     Superseded,
 }
@@ -67,7 +109,7 @@ impl Outcome {
             Outcome::Applied => "applied",
             Outcome::Duplicate => "duplicate",
             Outcome::Ignored => "ignored",
-            Outcome::UnknownInvoice => "unknown_invoice",
+            Outcome::UnknownObject => "unknown_object",
             Outcome::Superseded => "superseded",
         }
     }
@@ -97,28 +139,137 @@ pub async fn apply_event<C: ConnectionTrait>(
     if inserted == 0 {
         return Ok(Outcome::Duplicate);
     }
-    let outcome = match (event.kind.as_str(), event.invoice) {
-        ("payment_intent.succeeded" | "invoice.paid", Some(id)) => paid(conn, id, now).await?,
-        ("payment_intent.payment_failed" | "invoice.payment_failed", Some(id)) => {
+    let outcome = match (event.kind.as_str(), event.top_up, event.invoice) {
+        ("payment_intent.succeeded", Some(id), _) => top_up_paid(conn, id, event, now).await?,
+        ("payment_intent.payment_failed", Some(id), _) => {
+            top_up_failed(conn, id, event, now).await?
+        }
+        ("payment_intent.processing" | "payment_intent.requires_action", _, _) => Outcome::Ignored,
+        ("payment_intent.succeeded" | "invoice.paid", None, Some(id)) => {
+            paid(conn, id, now).await?
+        }
+        ("payment_intent.payment_failed" | "invoice.payment_failed", None, Some(id)) => {
             failed(conn, id).await?
         }
-        ("invoice.marked_uncollectible", Some(id)) => uncollectible(conn, id).await?,
-        (
-            "payment_intent.succeeded"
-            | "invoice.paid"
-            | "payment_intent.payment_failed"
-            | "invoice.payment_failed"
-            | "invoice.marked_uncollectible",
-            None,
-        ) => Outcome::UnknownInvoice,
+        ("invoice.marked_uncollectible", None, Some(id)) => uncollectible(conn, id).await?,
+        (kind, _, _) if HANDLED.contains(&kind) => Outcome::UnknownObject,
         _ => Outcome::Ignored,
     };
+    if matches!(
+        event.kind.as_str(),
+        "payment_intent.succeeded" | "payment_intent.processing" | "payment_intent.requires_action"
+    ) && let (Some(key), Some(object)) = (&event.key, &event.object_id)
+    {
+        // The call that created this object reached Stripe, whatever happened to its
+        // answer: its outbox row is done.
+        outbox::created(conn, key, object, now).await?;
+    }
     stripe_event::Entity::update_many()
         .col_expr(stripe_event::Column::Outcome, Expr::value(outcome.as_str()))
         .filter(stripe_event::Column::Id.eq(event.id.as_str()))
         .exec(conn)
         .await?;
     Ok(outcome)
+}
+
+/// Grants a paid top-up's credit, once: only the move from pending (or failed) to paid
+/// grants it.
+async fn top_up_paid<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    event: &Event,
+    now: DateTime<Utc>,
+) -> Result<Outcome, DbErr> {
+    let changed = top_up::Entity::update_many()
+        .col_expr(
+            top_up::Column::Status,
+            Expr::value(TopUpStatus::Paid.as_str()),
+        )
+        .col_expr(
+            top_up::Column::StripePaymentIntent,
+            Expr::value(event.object_id.clone()),
+        )
+        .col_expr(top_up::Column::Failure, Expr::value(Option::<String>::None))
+        .col_expr(top_up::Column::UpdatedAt, Expr::value(now))
+        .filter(top_up::Column::Id.eq(id))
+        .filter(
+            top_up::Column::Status
+                .is_in([TopUpStatus::Pending.as_str(), TopUpStatus::Failed.as_str()]),
+        )
+        .exec(conn)
+        .await?
+        .rows_affected;
+    let Some(found) = top_up::Entity::find_by_id(id).one(conn).await? else {
+        return Ok(Outcome::UnknownObject);
+    };
+    if changed == 0 {
+        return Ok(Outcome::Superseded);
+    }
+    let amount: Decimal = found
+        .amount
+        .parse()
+        .map_err(|_| DbErr::Custom(format!("top-up {id} has no decimal amount")))?;
+    let grant = invoicing::grant_credits(
+        conn,
+        NewGrant {
+            tenant: found.tenant_id,
+            kind: CreditKind::Prepaid,
+            currency: found.currency.clone(),
+            amount,
+            effective_at: now,
+            expires_at: None,
+            reason: format!("Top-up {id} paid through Stripe"),
+        },
+        now,
+    )
+    .await
+    .map_err(|e| DbErr::Custom(e.to_string()))?;
+    let mut active: top_up::ActiveModel = found.into();
+    active.credit_grant_id = Set(Some(grant.id));
+    active.update(conn).await?;
+    Ok(Outcome::Applied)
+}
+
+async fn top_up_failed<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    event: &Event,
+    now: DateTime<Utc>,
+) -> Result<Outcome, DbErr> {
+    let reason = event
+        .failure
+        .clone()
+        .unwrap_or_else(|| "the payment failed".to_owned());
+    let changed = top_up_refused(conn, id, &reason, now).await?;
+    Ok(if changed {
+        Outcome::Applied
+    } else if top_up::Entity::find_by_id(id).one(conn).await?.is_some() {
+        Outcome::Superseded
+    } else {
+        Outcome::UnknownObject
+    })
+}
+
+/// Marks a pending top-up failed; whether it changed.
+pub(crate) async fn top_up_refused<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    Ok(top_up::Entity::update_many()
+        .col_expr(
+            top_up::Column::Status,
+            Expr::value(TopUpStatus::Failed.as_str()),
+        )
+        .col_expr(top_up::Column::Failure, Expr::value(reason))
+        .col_expr(top_up::Column::UpdatedAt, Expr::value(now))
+        .filter(top_up::Column::Id.eq(id))
+        .filter(top_up::Column::Status.eq(TopUpStatus::Pending.as_str()))
+        .exec(conn)
+        .await?
+        .rows_affected
+        > 0)
 }
 
 async fn exists<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<bool, DbErr> {
@@ -195,6 +346,6 @@ async fn settle<C: ConnectionTrait>(conn: &C, id: Uuid, changed: u64) -> Result<
     } else if exists(conn, id).await? {
         Outcome::Superseded
     } else {
-        Outcome::UnknownInvoice
+        Outcome::UnknownObject
     })
 }

@@ -1,12 +1,20 @@
 //! The payment outbox: provider calls written in the transaction of the change that needs
 //! them, delivered by `deliver_due` with retries and backoff. A row is done only after
-//! Stripe answered; a crash in between repeats the call with the same idempotency key,
-//! which Stripe answers with the object it already created.
+//! Stripe answered — or after Stripe's events showed that the object it asked for exists
+//! (`created`), which is how a call whose answer a crash lost is recognised: a row sent
+//! but never answered keeps `sent_at`, and the worker reads Stripe's events since then
+//! before it sends the call again, under the same idempotency key.
+//!
+//! Kinds: `charge_invoice` (an off-session PaymentIntent for a finalized invoice),
+//! `send_invoice` (a Stripe-hosted invoice for a tenant paying by transfer) and
+//! `charge_top_up` (a PaymentIntent buying prepaid credit).
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use neocloud_schema::entity::{invoice, payment_account, payment_outbox};
+use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, top_up};
 use neocloud_schema::money::Currency;
-use neocloud_schema::vocabulary::InvoiceStatus;
+use neocloud_schema::vocabulary::{CollectionMode, InvoiceStatus, TopUpStatus};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -15,25 +23,52 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::gateway::{Gateway, GatewayError};
+use super::gateway::{Gateway, GatewayError, HostedInvoice, HostedItem};
 
 pub const CHARGE_INVOICE: &str = "charge_invoice";
+pub const SEND_INVOICE: &str = "send_invoice";
+pub const CHARGE_TOP_UP: &str = "charge_top_up";
 /// Most attempts at a transient failure before the row is given up (and shows as failed).
 pub const MAX_ATTEMPTS: i32 = 12;
 
-/// Queues charging a finalized invoice (inside its finalizing transaction).
-pub async fn queue_charge<C: ConnectionTrait>(
-    conn: &C,
+/// When a refused charge of an invoice is tried again: the delay after each refusal in
+/// turn; once they are used up the row fails and waits for a new payment method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetrySchedule(pub Vec<TimeDelta>);
+
+impl Default for RetrySchedule {
+    /// Three more tries: a day, three days and five days after the first refusal.
+    fn default() -> Self {
+        RetrySchedule(vec![
+            TimeDelta::days(1),
+            TimeDelta::days(2),
+            TimeDelta::days(2),
+        ])
+    }
+}
+
+/// The idempotency key of charging `invoice` after `refusals` refused charges: a refused
+/// request replays its refusal under the same key, so each retry has its own.
+pub fn invoice_key(invoice: Uuid, refusals: i32) -> String {
+    if refusals == 0 {
+        format!("neocloud-invoice-{invoice}")
+    } else {
+        format!("neocloud-invoice-{invoice}-retry-{refusals}")
+    }
+}
+
+fn new_row(
+    kind: &str,
     tenant: Uuid,
-    invoice: Uuid,
+    key: String,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> payment_outbox::ActiveModel {
     payment_outbox::ActiveModel {
         id: Set(Uuid::now_v7()),
-        kind: Set(CHARGE_INVOICE.to_owned()),
+        kind: Set(kind.to_owned()),
         tenant_id: Set(tenant),
-        invoice_id: Set(Some(invoice)),
-        idempotency_key: Set(format!("neocloud-invoice-{invoice}")),
+        invoice_id: Set(None),
+        idempotency_key: Set(key),
         status: Set("pending".to_owned()),
         attempts: Set(0),
         next_attempt_at: Set(now),
@@ -41,15 +76,54 @@ pub async fn queue_charge<C: ConnectionTrait>(
         stripe_id: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
+        top_up_id: Set(None),
+        sent_at: Set(None),
+        refusals: Set(0),
+        retry_step: Set(0),
     }
-    .insert(conn)
-    .await
-    .map(|_| ())
 }
 
-/// Once the tenant has a (new) payment method: its waiting rows are due now, and charges
-/// that were refused are tried again, for invoices still owed, each under a new
-/// idempotency key (the old one would only replay the refusal).
+/// Queues collecting a finalized invoice (inside its finalizing transaction): charged, or
+/// sent as a hosted invoice when the tenant pays by transfer.
+pub async fn queue_invoice<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    invoice: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mode = payment_account::Entity::find_by_id(tenant)
+        .one(conn)
+        .await?
+        .map_or(CollectionMode::ChargeAutomatically, |a| a.collection_mode);
+    let (kind, key) = match mode {
+        CollectionMode::ChargeAutomatically => (CHARGE_INVOICE, invoice_key(invoice, 0)),
+        CollectionMode::SendInvoice => (SEND_INVOICE, format!("neocloud-hosted-{invoice}")),
+    };
+    let mut row = new_row(kind, tenant, key, now);
+    row.invoice_id = Set(Some(invoice));
+    row.insert(conn).await.map(|_| ())
+}
+
+/// Queues paying a top-up (inside the transaction that records it).
+pub async fn queue_top_up<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    top_up: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mut row = new_row(
+        CHARGE_TOP_UP,
+        tenant,
+        format!("neocloud-top-up-{top_up}"),
+        now,
+    );
+    row.top_up_id = Set(Some(top_up));
+    row.insert(conn).await.map(|_| ())
+}
+
+/// Once the tenant has a (new) payment method: its waiting rows are due now, and invoice
+/// charges that ran out of retries start the schedule again, for invoices still owed
+/// (their key was already renewed at the refusal).
 pub async fn wake<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
@@ -57,71 +131,99 @@ pub async fn wake<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     payment_outbox::Entity::update_many()
         .col_expr(payment_outbox::Column::NextAttemptAt, Expr::value(now))
+        .col_expr(payment_outbox::Column::RetryStep, Expr::value(0))
         .filter(payment_outbox::Column::TenantId.eq(tenant))
         .filter(payment_outbox::Column::Status.eq("pending"))
         .exec(conn)
         .await?;
-    let refused = payment_outbox::Entity::find()
+    let given_up = payment_outbox::Entity::find()
         .filter(payment_outbox::Column::TenantId.eq(tenant))
         .filter(payment_outbox::Column::Kind.eq(CHARGE_INVOICE))
         .filter(payment_outbox::Column::Status.eq("failed"))
         .all(conn)
         .await?;
-    for row in refused {
-        let owed = match row.invoice_id {
-            Some(id) => invoice::Entity::find_by_id(id)
-                .one(conn)
-                .await?
-                .is_some_and(|i| i.status == InvoiceStatus::Open),
-            None => false,
-        };
-        if !owed {
+    for row in given_up {
+        if !owed(conn, row.invoice_id).await? {
             continue;
         }
-        let mut active: payment_outbox::ActiveModel = row.clone().into();
+        let mut active: payment_outbox::ActiveModel = row.into();
         active.status = Set("pending".to_owned());
         active.attempts = Set(0);
+        active.retry_step = Set(0);
         active.next_attempt_at = Set(now);
-        active.idempotency_key = Set(format!(
-            "neocloud-invoice-{}-retry-{}",
-            row.invoice_id.unwrap_or_default(),
-            Uuid::now_v7().simple()
-        ));
         active.updated_at = Set(now);
         active.update(conn).await?;
     }
     Ok(())
 }
 
+async fn owed<C: ConnectionTrait>(conn: &C, invoice: Option<Uuid>) -> Result<bool, DbErr> {
+    Ok(match invoice {
+        Some(id) => invoice::Entity::find_by_id(id)
+            .one(conn)
+            .await?
+            .is_some_and(|i| i.status == InvoiceStatus::Open),
+        None => false,
+    })
+}
+
+/// Stripe's events show that the object the call keyed `key` asked for exists: its row
+/// is done (a no-op once it is).
+pub async fn created<C: ConnectionTrait>(
+    conn: &C,
+    key: &str,
+    object: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    payment_outbox::Entity::update_many()
+        .col_expr(payment_outbox::Column::Status, Expr::value("done"))
+        .col_expr(payment_outbox::Column::StripeId, Expr::value(object))
+        .col_expr(
+            payment_outbox::Column::SentAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(payment_outbox::Column::UpdatedAt, Expr::value(now))
+        .filter(payment_outbox::Column::IdempotencyKey.eq(key))
+        .filter(payment_outbox::Column::Status.eq("pending"))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// The earliest send among due rows whose answer is unknown (a crash or a timeout came
+/// in between): Stripe's events from then on tell which of them arrived.
+pub async fn unanswered_since<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, DbErr> {
+    Ok(payment_outbox::Entity::find()
+        .filter(payment_outbox::Column::Status.eq("pending"))
+        .filter(payment_outbox::Column::SentAt.is_not_null())
+        .filter(payment_outbox::Column::NextAttemptAt.lte(now))
+        .order_by_asc(payment_outbox::Column::SentAt)
+        .one(conn)
+        .await?
+        .and_then(|row| row.sent_at))
+}
+
 fn backoff(attempts: i32) -> TimeDelta {
     TimeDelta::seconds(1i64 << attempts.clamp(0, 12)).min(TimeDelta::hours(1))
 }
 
-async fn finish<C: ConnectionTrait>(
-    conn: &C,
-    row: &payment_outbox::Model,
-    status: &str,
-    stripe_id: Option<String>,
-    error: Option<String>,
-    next: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let mut active: payment_outbox::ActiveModel = row.clone().into();
-    active.status = Set(status.to_owned());
-    active.attempts = Set(row.attempts + 1);
-    active.next_attempt_at = Set(next);
-    active.last_error = Set(error);
-    if stripe_id.is_some() {
-        active.stripe_id = Set(stripe_id);
-    }
-    active.updated_at = Set(now);
-    active.update(conn).await.map(|_| ())
+/// What delivering a row came to.
+enum Delivered {
+    Done(Option<String>),
+    /// Not possible yet (no payment method): try again at the given time.
+    Wait(DateTime<Utc>, String),
+    Refused(String),
+    Transient(String),
 }
 
 /// Delivers due rows; returns how many were attempted.
 pub async fn deliver_due<C: ConnectionTrait>(
     conn: &C,
     gateway: &Gateway,
+    retries: &RetrySchedule,
     now: DateTime<Utc>,
 ) -> Result<usize, DbErr> {
     let due = payment_outbox::Entity::find()
@@ -132,9 +234,92 @@ pub async fn deliver_due<C: ConnectionTrait>(
         .all(conn)
         .await?;
     for row in &due {
-        deliver(conn, gateway, row, now).await?;
+        let outcome = deliver(conn, gateway, row, now).await?;
+        record(conn, row, outcome, retries, now).await?;
     }
     Ok(due.len())
+}
+
+async fn record<C: ConnectionTrait>(
+    conn: &C,
+    row: &payment_outbox::Model,
+    outcome: Delivered,
+    retries: &RetrySchedule,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mut active: payment_outbox::ActiveModel = row.clone().into();
+    active.attempts = Set(row.attempts + 1);
+    active.updated_at = Set(now);
+    active.next_attempt_at = Set(now);
+    active.last_error = Set(None);
+    match outcome {
+        Delivered::Done(stripe_id) => {
+            active.status = Set("done".to_owned());
+            active.sent_at = Set(None);
+            if stripe_id.is_some() {
+                active.stripe_id = Set(stripe_id);
+            }
+        }
+        Delivered::Wait(at, why) => {
+            active.sent_at = Set(None);
+            active.next_attempt_at = Set(at);
+            active.last_error = Set(Some(why));
+        }
+        Delivered::Refused(reason) => {
+            active.sent_at = Set(None);
+            active.last_error = Set(Some(reason.clone()));
+            active.status = Set("failed".to_owned());
+            if row.kind == CHARGE_INVOICE {
+                // The same key would replay the refusal: the next try gets its own.
+                let refusals = row.refusals + 1;
+                active.refusals = Set(refusals);
+                active.idempotency_key =
+                    Set(invoice_key(row.invoice_id.unwrap_or_default(), refusals));
+                if let Some(delay) = usize::try_from(row.retry_step)
+                    .ok()
+                    .and_then(|step| retries.0.get(step))
+                {
+                    active.status = Set("pending".to_owned());
+                    active.retry_step = Set(row.retry_step + 1);
+                    active.attempts = Set(0);
+                    active.next_attempt_at = Set(now + *delay);
+                }
+            }
+            if let Some(top_up) = row.top_up_id {
+                super::top_up_refused(conn, top_up, &reason, now).await?;
+            }
+        }
+        Delivered::Transient(reason) => {
+            // `sent_at` stays: the call may have arrived.
+            active.last_error = Set(Some(reason));
+            active.next_attempt_at = Set(now + backoff(row.attempts + 1));
+            if row.attempts + 1 >= MAX_ATTEMPTS {
+                active.status = Set("failed".to_owned());
+            }
+        }
+    }
+    active.update(conn).await.map(|_| ())
+}
+
+impl From<GatewayError> for Delivered {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Refused(reason) => Delivered::Refused(reason),
+            GatewayError::Transient(reason) => Delivered::Transient(reason),
+        }
+    }
+}
+
+/// The amount in the currency's minor units (amounts are already rounded to them).
+pub fn minor_units(amount: Decimal, currency: &str) -> i64 {
+    let digits = currency
+        .parse::<Currency>()
+        .map_or(2, |c| c.minor_unit_digits());
+    (amount * Decimal::from(10i64.pow(digits)))
+        .trunc()
+        .to_string()
+        .parse::<i64>()
+        .unwrap_or_default()
 }
 
 async fn deliver<C: ConnectionTrait>(
@@ -142,96 +327,201 @@ async fn deliver<C: ConnectionTrait>(
     gateway: &Gateway,
     row: &payment_outbox::Model,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let Some(invoice) = (match row.invoice_id {
-        Some(id) => invoice::Entity::find_by_id(id).one(conn).await?,
-        None => None,
-    }) else {
-        return finish(
-            conn,
-            row,
-            "failed",
-            None,
-            Some("no such invoice".into()),
-            now,
-            now,
-        )
-        .await;
-    };
-    if !matches!(
-        invoice.status,
-        InvoiceStatus::Open | InvoiceStatus::Uncollectible
-    ) {
-        // Paid, voided: nothing to collect any more.
-        return finish(conn, row, "done", None, None, now, now).await;
-    }
+) -> Result<Delivered, DbErr> {
     let account = payment_account::Entity::find_by_id(row.tenant_id)
         .one(conn)
         .await?;
-    let (Some(customer), Some(method)) = (
-        account.as_ref().and_then(|a| a.stripe_customer_id.clone()),
-        account
-            .as_ref()
-            .and_then(|a| a.default_payment_method.clone()),
-    ) else {
-        let wait = now + backoff(row.attempts).max(TimeDelta::minutes(5));
-        return finish(
-            conn,
-            row,
-            "pending",
-            None,
-            Some("the tenant has no default payment method yet".into()),
-            wait,
-            now,
+    let customer = account.as_ref().and_then(|a| a.stripe_customer_id.clone());
+    let method = account
+        .as_ref()
+        .and_then(|a| a.default_payment_method.clone());
+    let no_method = || {
+        Delivered::Wait(
+            now + backoff(row.attempts).max(TimeDelta::minutes(5)),
+            "the tenant has no default payment method yet".into(),
         )
-        .await;
     };
-    let digits = invoice
-        .currency
-        .parse::<Currency>()
-        .map_or(2, |c| c.minor_unit_digits());
-    let total: Decimal = invoice.total.parse().unwrap_or_default();
-    let minor = (total * Decimal::from(10i64.pow(digits)))
-        .trunc()
-        .to_string()
-        .parse::<i64>()
-        .unwrap_or_default();
-    let result = gateway
-        .charge_invoice(
-            &row.idempotency_key,
-            invoice.id,
-            invoice.number.as_deref().unwrap_or_default(),
-            invoice.tenant_id,
-            &customer,
-            &method,
-            minor,
-            &invoice.currency,
-        )
-        .await;
-    // The payment's outcome reaches the invoice through Stripe's webhook only — one path,
-    // deduplicated by event id — so a result seen here and in the webhook counts once.
-    match result {
-        Ok(charge) => finish(conn, row, "done", Some(charge.id), None, now, now).await,
-        Err(GatewayError::Refused(reason)) => {
-            tracing::warn!(invoice = %invoice.id, %reason, "Charging an invoice was refused.");
-            finish(conn, row, "failed", None, Some(reason), now, now).await
-        }
-        Err(GatewayError::Transient(reason)) => {
-            let status = if row.attempts + 1 >= MAX_ATTEMPTS {
-                "failed"
-            } else {
-                "pending"
-            };
-            finish(
-                conn,
-                row,
-                status,
-                None,
-                Some(reason),
-                now + backoff(row.attempts + 1),
-                now,
-            )
+    // Sent from here on until answered: after a crash the row shows it may have arrived.
+    let mark_sent = || async {
+        payment_outbox::Entity::update_many()
+            .col_expr(payment_outbox::Column::SentAt, Expr::value(now))
+            .filter(payment_outbox::Column::Id.eq(row.id))
+            .exec(conn)
             .await
+    };
+    let mut metadata = HashMap::from([
+        ("tenant_id".to_owned(), row.tenant_id.to_string()),
+        ("neocloud_key".to_owned(), row.idempotency_key.clone()),
+    ]);
+    match row.kind.as_str() {
+        CHARGE_TOP_UP => {
+            let Some(found) = (match row.top_up_id {
+                Some(id) => top_up::Entity::find_by_id(id).one(conn).await?,
+                None => None,
+            }) else {
+                return Ok(Delivered::Refused("no such top-up".into()));
+            };
+            if found.status != TopUpStatus::Pending {
+                return Ok(Delivered::Done(None));
+            }
+            let (Some(customer), Some(method)) = (customer, method) else {
+                return Ok(no_method());
+            };
+            let amount: Decimal = found.amount.parse().unwrap_or_default();
+            metadata.insert("top_up_id".into(), found.id.to_string());
+            metadata.insert("kind".into(), "top_up".into());
+            mark_sent().await?;
+            let charged = gateway
+                .charge(
+                    &row.idempotency_key,
+                    &customer,
+                    &method,
+                    minor_units(amount, &found.currency),
+                    &found.currency,
+                    metadata,
+                )
+                .await;
+            Ok(match charged {
+                Ok(charge) => {
+                    top_up::Entity::update_many()
+                        .col_expr(
+                            top_up::Column::StripePaymentIntent,
+                            Expr::value(charge.id.clone()),
+                        )
+                        .filter(top_up::Column::Id.eq(found.id))
+                        .exec(conn)
+                        .await?;
+                    Delivered::Done(Some(charge.id))
+                }
+                Err(e) => e.into(),
+            })
         }
+        CHARGE_INVOICE | SEND_INVOICE => {
+            let Some(invoice) = (match row.invoice_id {
+                Some(id) => invoice::Entity::find_by_id(id).one(conn).await?,
+                None => None,
+            }) else {
+                return Ok(Delivered::Refused("no such invoice".into()));
+            };
+            if !matches!(
+                invoice.status,
+                InvoiceStatus::Open | InvoiceStatus::Uncollectible
+            ) {
+                // Paid, voided: nothing to collect any more.
+                return Ok(Delivered::Done(None));
+            }
+            let total: Decimal = invoice.total.parse().unwrap_or_default();
+            let number = invoice.number.clone().unwrap_or_default();
+            metadata.insert("invoice_id".into(), invoice.id.to_string());
+            metadata.insert("invoice_number".into(), number.clone());
+            if row.kind == CHARGE_INVOICE {
+                let (Some(customer), Some(method)) = (customer, method) else {
+                    return Ok(no_method());
+                };
+                mark_sent().await?;
+                // The payment's outcome reaches the invoice through Stripe's events only —
+                // one path, deduplicated by event id — so a result seen here and in the
+                // webhook counts once.
+                return Ok(
+                    match gateway
+                        .charge(
+                            &row.idempotency_key,
+                            &customer,
+                            &method,
+                            minor_units(total, &invoice.currency),
+                            &invoice.currency,
+                            metadata,
+                        )
+                        .await
+                    {
+                        Ok(charge) => Delivered::Done(Some(charge.id)),
+                        Err(e) => e.into(),
+                    },
+                );
+            }
+            let customer = match customer {
+                Some(customer) => customer,
+                None => match ensure_customer(conn, gateway, row.tenant_id, now).await? {
+                    Ok(customer) => customer,
+                    Err(e) => return Ok(e.into()),
+                },
+            };
+            let lines = crate::invoicing::store::lines(conn, invoice.tenant_id, invoice.id).await?;
+            let description = format!(
+                "Invoice {number}, {} to {}",
+                invoice.period_start.format("%Y-%m-%d %H:%M UTC"),
+                invoice.period_end.format("%Y-%m-%d %H:%M UTC")
+            );
+            let items = lines
+                .iter()
+                .filter_map(|line| {
+                    let amount: Decimal = line.amount.parse().ok()?;
+                    (!amount.is_zero()).then(|| HostedItem {
+                        line: line.id,
+                        amount_minor: minor_units(amount, &invoice.currency),
+                        description: &line.description,
+                    })
+                })
+                .collect();
+            let hosted = HostedInvoice {
+                customer: &customer,
+                currency: &invoice.currency,
+                days_until_due: account.as_ref().map_or(30, |a| a.days_until_due),
+                description: &description,
+                metadata: metadata
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        ["tenant_id", "neocloud_key", "invoice_id", "invoice_number"]
+                            .into_iter()
+                            .find(|name| name == k)
+                            .map(|name| (name, v.clone()))
+                    })
+                    .collect(),
+                items,
+            };
+            mark_sent().await?;
+            Ok(
+                match gateway.send_invoice(&row.idempotency_key, &hosted).await {
+                    Ok(sent) => {
+                        invoice::Entity::update_many()
+                            .col_expr(invoice::Column::PaymentUrl, Expr::value(sent.url))
+                            .filter(invoice::Column::Id.eq(invoice.id))
+                            .exec(conn)
+                            .await?;
+                        Delivered::Done(Some(sent.id))
+                    }
+                    Err(e) => e.into(),
+                },
+            )
+        }
+        other => Ok(Delivered::Refused(format!("unknown outbox kind `{other}`"))),
     }
+}
+
+/// The tenant's Stripe customer, created on first use (keyed by the tenant's id).
+async fn ensure_customer<C: ConnectionTrait>(
+    conn: &C,
+    gateway: &Gateway,
+    tenant_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Result<String, GatewayError>, DbErr> {
+    let name = tenant::Entity::find_by_id(tenant_id)
+        .one(conn)
+        .await?
+        .map(|t| t.name)
+        .unwrap_or_default();
+    let customer = match gateway.create_customer(tenant_id, &name).await {
+        Ok(customer) => customer,
+        Err(e) => return Ok(Err(e)),
+    };
+    payment_account::Entity::update_many()
+        .col_expr(
+            payment_account::Column::StripeCustomerId,
+            Expr::value(customer.clone()),
+        )
+        .col_expr(payment_account::Column::UpdatedAt, Expr::value(now))
+        .filter(payment_account::Column::TenantId.eq(tenant_id))
+        .exec(conn)
+        .await?;
+    Ok(Ok(customer))
 }

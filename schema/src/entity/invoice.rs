@@ -33,6 +33,8 @@ pub struct Model {
     pub payment_state: PaymentState,
     /// Failed collection attempts so far (dunning counts them).
     pub payment_failures: i32,
+    /// The Stripe-hosted page where a `send_invoice` customer pays it.
+    pub payment_url: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

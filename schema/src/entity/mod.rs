@@ -36,4 +36,5 @@ pub mod sku;
 pub mod stripe_event;
 pub mod tenant;
 pub mod tenant_plan;
+pub mod top_up;
 pub mod usage_minute;

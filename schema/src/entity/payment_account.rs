@@ -1,6 +1,7 @@
 //! A tenant's account with the payment provider: its Stripe customer, default payment
 //! method and how its invoices are collected.
 
+pub use crate::vocabulary::CollectionMode;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -10,11 +11,12 @@ pub struct Model {
     pub tenant_id: Uuid,
     pub stripe_customer_id: Option<String>,
     pub default_payment_method: Option<String>,
-    /// `charge_automatically` (the default) or `send_invoice`.
-    pub collection_mode: String,
+    pub collection_mode: CollectionMode,
     pub updated_at: DateTimeUtc,
     /// Set while the tenant is suspended because its payments kept failing.
     pub dunning_suspended_at: Option<DateTimeUtc>,
+    /// For `send_invoice`: days from finalizing to the hosted invoice's due date.
+    pub days_until_due: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

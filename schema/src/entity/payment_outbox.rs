@@ -9,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    /// `charge_invoice`.
+    /// `charge_invoice`, `send_invoice` or `charge_top_up`.
     pub kind: String,
     pub tenant_id: Uuid,
     pub invoice_id: Option<Uuid>,
@@ -24,6 +24,14 @@ pub struct Model {
     pub stripe_id: Option<String>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    pub top_up_id: Option<Uuid>,
+    /// When the current attempt was sent. Set while its answer is unknown: after a crash
+    /// the provider's events tell whether it arrived before it is sent again.
+    pub sent_at: Option<DateTimeUtc>,
+    /// Charges refused so far (each retry after a refusal has a key of its own).
+    pub refusals: i32,
+    /// Where the row is in the retry schedule (restarted by a new payment method).
+    pub retry_step: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

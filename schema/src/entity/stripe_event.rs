@@ -11,7 +11,7 @@ pub struct Model {
     /// Stripe's `created` (unix seconds).
     pub created: i64,
     pub invoice_id: Option<Uuid>,
-    /// What handling it did: `applied`, `ignored`, `unknown_invoice`, `superseded`.
+    /// What handling it did: `applied`, `ignored`, `unknown_object` (no invoice or top-up of ours), `superseded`.
     pub outcome: String,
     pub received_at: DateTimeUtc,
 }

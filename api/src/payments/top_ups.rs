@@ -1,0 +1,154 @@
+//! Prepaid top-ups (tenant admin): `startTopUp` records the top-up and queues its payment
+//! in one transaction; the outbox worker charges the tenant's default payment method and
+//! the payment's `payment_intent.succeeded` event grants the credit, once
+//! (`neocloud_metering::payments`). The same `idempotencyKey` returns the same top-up.
+
+use chrono::Utc;
+use neocloud_metering::payments::outbox;
+use neocloud_schema::entity::{payment_account, top_up};
+use neocloud_schema::ids::TenantId;
+use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::vocabulary::{Role, TopUpStatus};
+use rust_decimal::Decimal;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::ordering::MAX_IDEMPOTENCY_KEY_BYTES;
+use crate::tenancy;
+
+/// The most one top-up may buy, in the tenant's currency.
+pub const MAX_TOP_UP: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
+/// The least: Stripe's smallest charge is about half a unit of most currencies.
+pub const MIN_TOP_UP: Decimal = Decimal::ONE;
+/// Top-ups listed, newest first.
+const LISTED: u64 = 100;
+
+/// `startTopUp(amount, idempotencyKey)`.
+pub async fn start(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    payments_configured: bool,
+    amount: &str,
+    idempotency_key: Option<String>,
+) -> ApiResult<top_up::Model> {
+    let tenant = actor.tenant()?;
+    if actor.role != Role::TenantAdmin {
+        return Err(ApiError::forbidden("top-ups are bought by tenant admins"));
+    }
+    let mut amount =
+        parse_plain_decimal(amount.trim()).map_err(|e| ApiError::invalid("amount", e))?;
+    if !(MIN_TOP_UP..=MAX_TOP_UP).contains(&amount) {
+        return Err(ApiError::invalid(
+            "amount",
+            format!("between {MIN_TOP_UP} and {MAX_TOP_UP}"),
+        ));
+    }
+    if let Some(key) = &idempotency_key
+        && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_BYTES)
+    {
+        return Err(ApiError::invalid(
+            "idempotencyKey",
+            format!("1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes"),
+        ));
+    }
+    if !payments_configured {
+        return Err(ApiError::Unavailable {
+            message: "payments are not configured on this installation".into(),
+        });
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let owner = tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let currency = tenancy::parse_currency(&owner.currency)?;
+    if amount.scale() > currency.minor_unit_digits() {
+        return Err(ApiError::invalid(
+            "amount",
+            format!(
+                "{currency} has {} decimal places",
+                currency.minor_unit_digits()
+            ),
+        ));
+    }
+    amount.rescale(currency.minor_unit_digits());
+    if let Some(key) = &idempotency_key
+        && let Some(found) = top_up::Entity::find()
+            .filter(top_up::Column::TenantId.eq(owner.id))
+            .filter(top_up::Column::ClientKey.eq(key.as_str()))
+            .one(&txn)
+            .await?
+    {
+        let same: Option<Decimal> = found.amount.parse().ok();
+        if same != Some(amount) {
+            return Err(ApiError::IdempotencyConflict {
+                message: "this idempotencyKey was used for a top-up of another amount".into(),
+            });
+        }
+        return Ok(found);
+    }
+    let has_method = payment_account::Entity::find_by_id(owner.id)
+        .one(&txn)
+        .await?
+        .is_some_and(|a| a.default_payment_method.is_some());
+    if !has_method {
+        return Err(ApiError::InvalidState {
+            message: "set a default payment method (setDefaultPaymentMethod) before a top-up"
+                .into(),
+        });
+    }
+    let now = Utc::now();
+    let created = top_up::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        tenant_id: Set(owner.id),
+        amount: Set(amount.to_string()),
+        currency: Set(owner.currency.clone()),
+        status: Set(TopUpStatus::Pending),
+        client_key: Set(idempotency_key),
+        stripe_payment_intent: Set(None),
+        credit_grant_id: Set(None),
+        failure: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    // Paid through the outbox: the payment exists if and only if the top-up does.
+    outbox::queue_top_up(&txn, owner.id, created.id, now).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "top_up.start",
+            object_type: "top_up",
+            object_id: created.id.to_string(),
+            before: None,
+            after: Some(json!({"amount": created.amount, "currency": created.currency})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(created)
+}
+
+/// `topUps`: the tenant's top-ups, newest first (operators name the tenant).
+pub async fn list(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<TenantId>,
+) -> ApiResult<Vec<top_up::Model>> {
+    let tenant = actor.acting_tenant(asked)?;
+    Ok(top_up::Entity::find()
+        .filter(top_up::Column::TenantId.eq(tenant.0))
+        .order_by_desc(top_up::Column::CreatedAt)
+        .limit(LISTED)
+        .all(db)
+        .await?)
+}
