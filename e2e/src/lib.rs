@@ -43,6 +43,16 @@ impl Drop for Demo {
 impl Demo {
     /// Starts the demo in `dir` on `database_url`, with `extra` arguments.
     pub async fn start(dir: &Path, database_url: &str, extra: &[&str]) -> Demo {
+        Demo::start_with_env(dir, database_url, extra, &[]).await
+    }
+
+    /// `start`, with environment variables (`NEOCLOUD_…` settings) for the process.
+    pub async fn start_with_env(
+        dir: &Path,
+        database_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Demo {
         let creds_path = dir.join("credentials.json");
         let _ = std::fs::remove_file(&creds_path);
         let log = std::fs::File::create(dir.join("demo.log")).expect("log file");
@@ -58,6 +68,7 @@ impl Demo {
             .arg("--credentials-out")
             .arg(&creds_path)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
