@@ -70,6 +70,7 @@ async fn recorded(req: HttpRequest, body: web::Bytes, log: web::Data<Log>) -> Ht
         ("POST", "/v1/invoiceitems") => fixture("invoiceitem.json"),
         ("POST", p) if p.ends_with("/finalize") => fixture("invoice_finalized.json"),
         ("POST", p) if p.ends_with("/send") => fixture("invoice_sent.json"),
+        ("POST", p) if p.ends_with("/void") => fixture("invoice_voided.json"),
         ("GET", "/v1/events") => {
             r#"{"object": "list", "data": [], "has_more": false, "url": "/v1/events"}"#.into()
         }
@@ -100,19 +101,58 @@ fn recorded_stripe() -> (String, Log) {
     (url, log)
 }
 
-async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Backend) {
+/// Runs a GPU for the tenant, closes its period and waits until the outbox sent the
+/// hosted invoice; returns our invoice and its `paymentUrl`.
+async fn closed_and_sent(app: &TestApp, tenant: &str, key: &str) -> (Value, Value) {
+    app.run_gpu_at_ten_a_second("acme", key).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id number total paymentState lines { id: description amount } } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    let invoice = r["data"]["closeBillingPeriod"].clone();
+    assert_eq!(invoice["paymentState"], "PENDING", "{r}");
+    let mut url = Value::Null;
+    for _ in 0..100 {
+        let r = app
+            .gql(
+                Some(key),
+                "query($id: ID!) { invoice(id: $id) { paymentUrl } }",
+                json!({"id": invoice["id"]}),
+            )
+            .await;
+        url = r["data"]["invoice"]["paymentUrl"].clone();
+        if url.is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (invoice, url)
+}
+
+const MODE: &str = "mutation($t: ID!, $d: Int) { setCollectionMode(tenantId: $t, mode: SEND_INVOICE, daysUntilDue: $d) { collectionMode daysUntilDue } }";
+
+fn recorded_app(backend: Backend) -> impl std::future::Future<Output = Option<(TestApp, Log)>> {
     let (stripe, log) = recorded_stripe();
-    let Some(app) = TestApp::spawn_with(backend, move |s| {
-        s.stripe_secret_key = Some("sk_test_recorded".to_owned().into());
-        s.stripe_webhook_secret = Some(SECRET.to_owned().into());
-        s.stripe_api_base = Some(stripe);
-    })
-    .await
-    else {
+    async move {
+        let app = TestApp::spawn_with(backend, move |s| {
+            s.stripe_secret_key = Some("sk_test_recorded".to_owned().into());
+            s.stripe_webhook_secret = Some(SECRET.to_owned().into());
+            s.stripe_api_base = Some(stripe);
+        })
+        .await?;
+        Some((app, log))
+    }
+}
+
+async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Backend) {
+    let Some((app, log)) = recorded_app(backend).await else {
         return;
     };
     let (tenant, key) = app.create_tenant("acme").await;
-    const MODE: &str = "mutation($t: ID!, $d: Int) { setCollectionMode(tenantId: $t, mode: SEND_INVOICE, daysUntilDue: $d) { collectionMode daysUntilDue } }";
     // Payment terms are checked; a refused change changes nothing.
     for days in [0, 366] {
         let r = app
@@ -145,35 +185,8 @@ async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Back
         "{r}"
     );
 
-    app.run_gpu_at_ten_a_second("acme", &key).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id number total paymentState lines { id: description amount } } }",
-            json!({"t": tenant}),
-        )
-        .await;
-    let invoice = r["data"]["closeBillingPeriod"].clone();
-    assert_eq!(invoice["paymentState"], "PENDING", "{r}");
+    let (invoice, url) = closed_and_sent(&app, &tenant, &key).await;
     let id = invoice["id"].as_str().expect("id").to_owned();
-
-    // Delivered by the outbox: the hosted page shows on the invoice.
-    let mut url = Value::Null;
-    for _ in 0..100 {
-        let r = app
-            .gql(
-                Some(&key),
-                "query($id: ID!) { invoice(id: $id) { paymentUrl } }",
-                json!({"id": id}),
-            )
-            .await;
-        url = r["data"]["invoice"]["paymentUrl"].clone();
-        if url.is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let recorded_url: Value = serde_json::from_str(&fixture("invoice_sent.json")).expect("json");
     assert_eq!(url, recorded_url["hosted_invoice_url"]);
 
@@ -298,4 +311,55 @@ async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Back
     );
 }
 
-on_both_databases!(a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it);
+async fn voiding_an_invoice_voids_its_hosted_invoice(backend: Backend) {
+    let Some((app, log)) = recorded_app(backend).await else {
+        return;
+    };
+    let (tenant, key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(Some(&app.operator_key), MODE, json!({"t": tenant, "d": 30}))
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let (invoice, url) = closed_and_sent(&app, &tenant, &key).await;
+    assert!(url.is_string(), "never sent: {invoice}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { voidInvoice(id: $id, reason: \"billed in error\") { status paymentState } }",
+            json!({"id": invoice["id"]}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["voidInvoice"],
+        json!({"status": "VOID", "paymentState": "VOID"}),
+        "{r}"
+    );
+    let void = "POST /v1/invoices/in_1Q4MzbLkdIwHu7ixbLk2Ysf7/void";
+    let mut voids = Vec::new();
+    for _ in 0..100 {
+        voids = log
+            .lock()
+            .expect("log")
+            .iter()
+            .filter(|s| s.route == void)
+            .cloned()
+            .collect();
+        if !voids.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(voids.len(), 1, "{voids:?}");
+    assert_eq!(
+        voids[0].key,
+        Some(format!(
+            "neocloud-void-{}",
+            invoice["id"].as_str().expect("id")
+        ))
+    );
+}
+
+on_both_databases!(
+    a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it,
+    voiding_an_invoice_voids_its_hosted_invoice,
+);

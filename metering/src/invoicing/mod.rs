@@ -235,7 +235,10 @@ pub async fn void<C: ConnectionTrait>(
             found.status
         )));
     }
-    Ok(store::mark_void(conn, found, reason, now).await?)
+    let voided = store::mark_void(conn, found, reason, now).await?;
+    // A hosted invoice already sent must not stay payable at Stripe.
+    crate::payments::outbox::queue_void_hosted(conn, voided.tenant_id, voided.id, now).await?;
+    Ok(voided)
 }
 
 /// A credit grant to create.

@@ -239,6 +239,26 @@ impl Gateway {
         })
     }
 
+    /// Voids a hosted invoice (`in_…`) so that it can no longer be paid.
+    pub async fn void_invoice(
+        &self,
+        idempotency_key: &str,
+        hosted: &str,
+    ) -> Result<(), GatewayError> {
+        if !hosted.starts_with("in_")
+            || !hosted
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(GatewayError::Refused("not an invoice id".into()));
+        }
+        let _: Value = self
+            .idempotent(idempotency_key.to_owned())
+            .post(&format!("/invoices/{hosted}/void"))
+            .await?;
+        Ok(())
+    }
+
     /// Stripe's events created at or after `since` (unix seconds), oldest first, as JSON.
     pub async fn list_events(&self, since: i64) -> Result<Vec<Value>, GatewayError> {
         let mut events = Vec::new();

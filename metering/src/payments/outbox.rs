@@ -7,7 +7,8 @@
 //!
 //! Kinds: `charge_invoice` (an off-session PaymentIntent for a finalized invoice),
 //! `send_invoice` (a Stripe-hosted invoice for a tenant paying by transfer) and
-//! `charge_top_up` (a PaymentIntent buying prepaid credit).
+//! `charge_top_up` (a PaymentIntent buying prepaid credit), `void_hosted_invoice` (voiding
+//! at Stripe the hosted invoice of an invoice voided here).
 
 use std::collections::HashMap;
 
@@ -28,6 +29,7 @@ use super::gateway::{Gateway, GatewayError, HostedInvoice, HostedItem};
 pub const CHARGE_INVOICE: &str = "charge_invoice";
 pub const SEND_INVOICE: &str = "send_invoice";
 pub const CHARGE_TOP_UP: &str = "charge_top_up";
+pub const VOID_HOSTED_INVOICE: &str = "void_hosted_invoice";
 /// Most attempts at a transient failure before the row is given up (and shows as failed).
 pub const MAX_ATTEMPTS: i32 = 12;
 
@@ -118,6 +120,36 @@ pub async fn queue_top_up<C: ConnectionTrait>(
         now,
     );
     row.top_up_id = Set(Some(top_up));
+    row.insert(conn).await.map(|_| ())
+}
+
+/// Queues voiding at Stripe the hosted invoice sent for `invoice` (inside the transaction
+/// that voids ours); nothing when none was sent. One still waiting to be sent never
+/// will be: delivering it finds the invoice void.
+pub async fn queue_void_hosted<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    invoice: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let sent = payment_outbox::Entity::find()
+        .filter(payment_outbox::Column::InvoiceId.eq(invoice))
+        .filter(payment_outbox::Column::Kind.eq(SEND_INVOICE))
+        .filter(payment_outbox::Column::Status.eq("done"))
+        .one(conn)
+        .await?
+        .and_then(|row| row.stripe_id);
+    let Some(hosted) = sent else {
+        return Ok(());
+    };
+    let mut row = new_row(
+        VOID_HOSTED_INVOICE,
+        tenant,
+        format!("neocloud-void-{invoice}"),
+        now,
+    );
+    row.invoice_id = Set(Some(invoice));
+    row.stripe_id = Set(Some(hosted));
     row.insert(conn).await.map(|_| ())
 }
 
@@ -490,6 +522,18 @@ async fn deliver<C: ConnectionTrait>(
                             .await?;
                         Delivered::Done(Some(sent.id))
                     }
+                    Err(e) => e.into(),
+                },
+            )
+        }
+        VOID_HOSTED_INVOICE => {
+            let Some(hosted) = row.stripe_id.as_deref() else {
+                return Ok(Delivered::Refused("no hosted invoice to void".into()));
+            };
+            mark_sent().await?;
+            Ok(
+                match gateway.void_invoice(&row.idempotency_key, hosted).await {
+                    Ok(()) => Delivered::Done(None),
                     Err(e) => e.into(),
                 },
             )
