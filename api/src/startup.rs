@@ -30,6 +30,8 @@ pub struct AppState {
     pub schema: NeoSchema,
     pub metrics: Metrics,
     pub billing: Arc<Billing>,
+    /// Writes ingest batches in groups.
+    pub ingest: neocloud_metering::ingest::writer::Writer,
     /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
     pub stripe_webhook_secret: Option<secrecy::SecretString>,
 }
@@ -89,6 +91,11 @@ impl Application {
                 &settings.limits,
             ),
             billing,
+            ingest: neocloud_metering::ingest::writer::Writer::spawn(
+                db.clone(),
+                INGEST_WRITERS,
+                INGEST_GROUP,
+            ),
             stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
             ordering,
             rate_limiter: RateLimiter::new(
@@ -185,6 +192,10 @@ fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Du
         }
     });
 }
+
+/// Ingest writer tasks, and the most batches one writes in a transaction.
+const INGEST_WRITERS: usize = 2;
+const INGEST_GROUP: usize = 64;
 
 /// How often the payment outbox is delivered.
 const OUTBOX_SWEEP: Duration = Duration::from_secs(2);

@@ -181,6 +181,86 @@ async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {
     assert_eq!(r["data"]["ingestHealth"]["agents"][0]["gaps"], 0, "{r}");
 }
 
+/// `n` nodes each wholly ordered by one tenant (one 8-GPU order fills a node).
+async fn fleet(app: &TestApp, n: usize) -> Vec<Setup> {
+    let mut tokens = std::collections::HashMap::new();
+    for i in 0..n {
+        let host = format!("hgx-{i}");
+        let r = app.register_node(&host, "H100", 8, "").await;
+        let token = r["data"]["registerNode"]["agentToken"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+        tokens.insert(host, token);
+    }
+    let sku = app.create_h100_sku().await;
+    let (_, tenant_key) = app.create_tenant("acme").await;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let r = app
+            .gql(
+                Some(&tenant_key),
+                "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 8, topology: {level: NODE, required: true}}) { order { allocations { id startedAt node { hostname } gpus { uuid } } } } }",
+                json!({"s": sku}),
+            )
+            .await;
+        let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+        let host = alloc["node"]["hostname"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"));
+        out.push(Setup {
+            token: tokens[host].clone(),
+            tenant_key: tenant_key.clone(),
+            host: host.to_owned(),
+            gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
+            allocation: alloc["id"].as_str().expect("id").to_owned(),
+            started: alloc["startedAt"]
+                .as_str()
+                .expect("start")
+                .parse()
+                .expect("time"),
+        });
+    }
+    out
+}
+
+async fn concurrent_batches_of_many_nodes_each_count_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let nodes = fleet(&app, 4).await;
+    let mut requests = Vec::new();
+    for s in &nodes {
+        let boot = uuid::Uuid::new_v4().to_string();
+        for i in 0..6u64 {
+            // 10 s each at 10 %, 20 %, … 60 %: 21 active seconds per node.
+            let body = batch(s, &boot, i + 1, 10 * i as i64, 10.0 * (i + 1) as f64);
+            requests.push((s, body.clone(), 200));
+            requests.push((s, body, 200));
+        }
+        let mut bad = batch(s, &boot, 99, 70, 50.0);
+        bad["devices"][0]["sm_util_pct"] = json!(250.0);
+        requests.push((s, bad, 400));
+    }
+    // All at once: the server writes them in shared transactions.
+    let answers =
+        futures_util::future::join_all(requests.iter().map(|(s, body, _)| send(&app, s, body)))
+            .await;
+    for ((_, body, expected), (code, r)) in requests.iter().zip(&answers) {
+        assert_eq!(code, expected, "seq {}: {r}", body["seq"]);
+    }
+    for s in &nodes {
+        assert_eq!(active_seconds(&app, s).await, "21", "{}", s.host);
+    }
+    assert_eq!(
+        ingest_batch::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        24
+    );
+}
+
 async fn a_sequence_gap_is_recorded(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
@@ -317,6 +397,7 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
 }
 
 on_both_databases!(
+    concurrent_batches_of_many_nodes_each_count_once,
     a_batch_counts_once_however_often_it_arrives,
     reordered_and_repeated_batches_give_identical_usage,
     a_sequence_gap_is_recorded,

@@ -22,7 +22,7 @@ pub async fn ingest(
     };
     let result = async {
         let batch = ingest::parse(&body)?;
-        ingest::accept(&state.db, node_id.into(), batch, chrono::Utc::now()).await
+        state.ingest.submit(node_id.into(), batch).await
     }
     .await;
     match result {

@@ -6,6 +6,7 @@
 
 pub mod fold;
 mod store;
+pub mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -14,10 +15,10 @@ use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::ingest::{Batch, ValidationContext};
 use neocloud_schema::mig::{MigProfile, SLOTS_PER_GPU};
 use rust_decimal::Decimal;
-use sea_orm::{DatabaseConnection, EntityTrait, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
-use crate::coverage::window_masks;
+use crate::coverage::{MinuteMask, window_masks};
 use crate::error::MeteringError;
 use crate::health;
 
@@ -90,20 +91,174 @@ fn authorize(batch: &Batch, node: &node::Model, gpus: &[gpu::Model]) -> Result<(
     Ok(())
 }
 
+/// One batch to take, from the agent of `node_id`.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub node_id: Uuid,
+    pub batch: Batch,
+}
+
+/// What became of one submission.
+pub type Answer = Result<(Outcome, Effects), MeteringError>;
+
 /// Takes one batch from the agent of `node_id`.
 pub async fn accept(
     db: &DatabaseConnection,
     node_id: Uuid,
     batch: Batch,
     now: DateTime<Utc>,
-) -> Result<(Outcome, Effects), MeteringError> {
-    let node = node::Entity::find_by_id(node_id)
-        .one(db)
-        .await?
-        .ok_or_else(|| MeteringError::Forbidden {
-            message: "the token's node no longer exists".into(),
-        })?;
-    let gpus = store::gpus_of(db, node.id).await?;
+) -> Answer {
+    accept_many(db, vec![Submission { node_id, batch }], now)
+        .await
+        .pop()
+        .unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take")))
+}
+
+/// Takes several batches at once, answering each as if it came alone: they are written in
+/// as few transactions as their nodes allow (a node's batches follow one another; other
+/// nodes' share a transaction, so its statements and commit are paid once for all). If a
+/// shared transaction fails, each of its batches is tried on its own, so one batch cannot
+/// fail another.
+pub async fn accept_many(
+    db: &DatabaseConnection,
+    submissions: Vec<Submission>,
+    now: DateTime<Utc>,
+) -> Vec<Answer> {
+    let mut answers: Vec<Option<Answer>> = submissions.iter().map(|_| None).collect();
+    for group in one_batch_per_node(&submissions) {
+        let items: Vec<&Submission> = group.iter().map(|&i| &submissions[i]).collect();
+        match apply(db, &items, now).await {
+            Ok(done) => {
+                for (i, answer) in group.iter().zip(done) {
+                    answers[*i] = Some(answer);
+                }
+            }
+            Err(err) if items.len() == 1 => answers[group[0]] = Some(Err(err.into())),
+            Err(_) => {
+                for &i in &group {
+                    let alone = apply(db, &[&submissions[i]], now).await;
+                    answers[i] = Some(match alone {
+                        Ok(mut done) => done.pop().unwrap_or_else(|| {
+                            Err(MeteringError::invalid("body", "nothing to take"))
+                        }),
+                        Err(err) => Err(err.into()),
+                    });
+                }
+            }
+        }
+    }
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take"))))
+        .collect()
+}
+
+/// Splits submissions, in order, into groups holding each node at most once: a node's
+/// later batch must see what its earlier one counted.
+fn one_batch_per_node(submissions: &[Submission]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Vec<usize>, std::collections::HashSet<Uuid>)> = Vec::new();
+    for (i, s) in submissions.iter().enumerate() {
+        // After the last group already holding this node: order per node is kept.
+        let after = groups
+            .iter()
+            .rposition(|(_, nodes)| nodes.contains(&s.node_id))
+            .map_or(0, |g| g + 1);
+        match groups.get_mut(after) {
+            Some((members, nodes)) => {
+                members.push(i);
+                nodes.insert(s.node_id);
+            }
+            None => groups.push((vec![i], [s.node_id].into_iter().collect())),
+        }
+    }
+    groups.into_iter().map(|(members, _)| members).collect()
+}
+
+/// Validates each batch against its node, then writes those that pass in one transaction
+/// (nodes distinct). A database error fails the whole group and records nothing.
+async fn apply(
+    db: &DatabaseConnection,
+    items: &[&Submission],
+    now: DateTime<Utc>,
+) -> Result<Vec<Answer>, DbErr> {
+    let node_ids: Vec<Uuid> = items.iter().map(|s| s.node_id).collect();
+    let nodes = store::nodes(db, &node_ids).await?;
+    let gpus = store::gpus_of(db, &node_ids).await?;
+    let mut answers: Vec<Option<Answer>> = items.iter().map(|_| None).collect();
+    let mut live = Vec::new();
+    for (i, s) in items.iter().enumerate() {
+        let Some(node) = nodes.get(&s.node_id) else {
+            answers[i] = Some(Err(MeteringError::Forbidden {
+                message: "the token's node no longer exists".into(),
+            }));
+            continue;
+        };
+        let node_gpus = gpus.get(&node.id).map_or(&[][..], Vec::as_slice);
+        match check(&s.batch, node, node_gpus, now) {
+            Ok(()) => live.push(i),
+            Err(err) => answers[i] = Some(Err(err)),
+        }
+    }
+    if !live.is_empty() {
+        let txn = db.begin().await?;
+        // Serializes the batches of one node (its devices' coverage rows) without blocking
+        // other nodes.
+        let locked: Vec<Uuid> = live.iter().map(|&i| items[i].node_id).collect();
+        store::lock_nodes(&txn, &locked).await?;
+        let batches: Vec<&Batch> = live.iter().map(|&i| &items[i].batch).collect();
+        let seen = store::existing_batches(&txn, &batches).await?;
+        let mut fresh = Vec::new();
+        for &i in &live {
+            let batch = &items[i].batch;
+            if seen.contains(&(batch.agent_id.clone(), batch.boot_id, batch.seq as i64)) {
+                answers[i] = Some(Ok((
+                    Outcome::Duplicate { seq: batch.seq },
+                    Effects::default(),
+                )));
+            } else {
+                fresh.push(i);
+            }
+        }
+        let fresh_items: Vec<(&node::Model, &[gpu::Model], &Batch)> = fresh
+            .iter()
+            .filter_map(|&i| {
+                let node = nodes.get(&items[i].node_id)?;
+                Some((
+                    node,
+                    gpus.get(&node.id).map_or(&[][..], Vec::as_slice),
+                    &items[i].batch,
+                ))
+            })
+            .collect();
+        let effects = write(&txn, &fresh_items, now).await?;
+        txn.commit().await?;
+        for (&i, effects) in fresh.iter().zip(effects) {
+            let batch = &items[i].batch;
+            if effects.overlap_seconds > 0 {
+                tracing::warn!(
+                    agent_id = %batch.agent_id,
+                    boot_id = %batch.boot_id,
+                    seq = batch.seq,
+                    overlap_seconds = effects.overlap_seconds,
+                    "Batch overlaps time already counted for its devices; the overlap was ignored."
+                );
+            }
+            answers[i] = Some(Ok((Outcome::Accepted { seq: batch.seq }, effects)));
+        }
+    }
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take"))))
+        .collect())
+}
+
+/// The contract's validation and the batch's right to speak for its node's devices.
+fn check(
+    batch: &Batch,
+    node: &node::Model,
+    gpus: &[gpu::Model],
+    now: DateTime<Utc>,
+) -> Result<(), MeteringError> {
     let per_gpu = if node.mig_enabled {
         1 + usize::from(SLOTS_PER_GPU)
     } else {
@@ -120,101 +275,120 @@ pub async fn accept(
             * (1 << 20),
     };
     batch.validate(&ctx)?;
-    authorize(&batch, &node, &gpus)?;
-    let seq = batch.seq;
+    authorize(batch, node, gpus)
+}
 
-    let txn = db.begin().await?;
-    // Serializes the batches of one node (its devices' coverage rows) without blocking
-    // other nodes.
-    store::lock_node(&txn, node.id).await?;
-    if store::batch_exists(&txn, &batch).await? {
-        return Ok((Outcome::Duplicate { seq }, Effects::default()));
+/// Counts, attributes and folds new batches of distinct nodes (inside their transaction):
+/// one read and one write per table for all of them.
+async fn write<C: ConnectionTrait>(
+    txn: &C,
+    items: &[(&node::Model, &[gpu::Model], &Batch)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Effects>, DbErr> {
+    if items.is_empty() {
+        return Ok(Vec::new());
     }
-    let mut effects = Effects::default();
+    let all_gpus: Vec<&gpu::Model> = items.iter().flat_map(|(_, g, _)| g.iter()).collect();
     let gpu_by_uuid: HashMap<&str, &gpu::Model> =
-        gpus.iter().map(|g| (g.uuid.as_str(), g)).collect();
-    let candidates = store::candidates(&txn, &gpus, batch.window.start, batch.window.end).await?;
-    // Set-based: one read and one upsert per table for the whole batch.
-    let masks = window_masks(batch.window.start, batch.window.end);
-    let devices: Vec<&str> = batch.devices.iter().map(|d| d.uuid.as_str()).collect();
-    let old = store::coverage(&txn, &devices, masks.keys().copied()).await?;
-    let mut cursors = store::energy_cursors(&txn, &devices).await?;
+        all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect();
+    let from = items
+        .iter()
+        .map(|(_, _, b)| b.window.start)
+        .min()
+        .unwrap_or(now);
+    let to = items
+        .iter()
+        .map(|(_, _, b)| b.window.end)
+        .max()
+        .unwrap_or(now);
+    let candidates = store::candidates(txn, &all_gpus, from, to).await?;
+    let masks: Vec<BTreeMap<DateTime<Utc>, MinuteMask>> = items
+        .iter()
+        .map(|(_, _, b)| window_masks(b.window.start, b.window.end))
+        .collect();
+    let devices: Vec<&str> = items
+        .iter()
+        .flat_map(|(_, _, b)| b.devices.iter().map(|d| d.uuid.as_str()))
+        .collect();
+    let minutes: std::collections::BTreeSet<DateTime<Utc>> =
+        masks.iter().flat_map(|m| m.keys().copied()).collect();
+    let old = store::coverage(txn, &devices, minutes.into_iter()).await?;
+    let mut cursors = store::energy_cursors(txn, &devices).await?;
     let mut coverage_rows = Vec::new();
     let mut energy_rows = Vec::new();
     let mut increments = Vec::new();
-    for device in &batch.devices {
-        let mut fresh = BTreeMap::new();
-        for (minute, mask) in &masks {
-            let before = old
-                .get(&(device.uuid.clone(), *minute))
-                .copied()
-                .unwrap_or(0);
-            effects.overlap_seconds += i64::from((mask & before).count_ones());
-            let new = mask & !before;
-            if new != 0 {
-                fresh.insert(*minute, new);
-                coverage_rows.push((device.uuid.clone(), *minute, before | mask));
-            }
-        }
-        effects.counted_seconds += fresh
-            .values()
-            .map(|m| i64::from(m.count_ones()))
-            .sum::<i64>();
-        let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-        let energy_kwh = match (
-            device.parent_uuid.is_none() && !fresh.is_empty(),
-            device.energy_mj,
-        ) {
-            (true, Some(mj)) => {
-                let (kwh, cursor) =
-                    store::energy_delta(cursors.remove(&device.uuid), mj, batch.window.end);
-                if let Some(cursor) = cursor {
-                    energy_rows.push((device.uuid.clone(), cursor));
+    let mut all_effects = Vec::with_capacity(items.len());
+    for ((node, _, batch), masks) in items.iter().zip(&masks) {
+        let mut effects = Effects::default();
+        for device in &batch.devices {
+            let mut fresh = BTreeMap::new();
+            for (minute, mask) in masks {
+                let before = old
+                    .get(&(device.uuid.clone(), *minute))
+                    .copied()
+                    .unwrap_or(0);
+                effects.overlap_seconds += i64::from((mask & before).count_ones());
+                let new = mask & !before;
+                if new != 0 {
+                    fresh.insert(*minute, new);
+                    coverage_rows.push((device.uuid.clone(), *minute, before | mask));
                 }
-                kwh
             }
-            _ => Decimal::ZERO,
-        };
-        let device_candidates = gpu_by_uuid
-            .get(physical)
-            .and_then(|g| candidates.get(&g.id))
-            .map_or(&[][..], Vec::as_slice);
-        increments.extend(
-            fold::fold(device, &fresh, device_candidates, energy_kwh)
-                .into_iter()
-                .map(|inc| (device.uuid.clone(), inc)),
-        );
-        for event in &device.events {
-            store::record_event(&txn, node.id, &device.uuid, event, now).await?;
-            let Some(effect) = health::effect(event.kind, event.code) else {
-                continue;
+            effects.counted_seconds += fresh
+                .values()
+                .map(|m| i64::from(m.count_ones()))
+                .sum::<i64>();
+            let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
+            let energy_kwh = match (
+                device.parent_uuid.is_none() && !fresh.is_empty(),
+                device.energy_mj,
+            ) {
+                (true, Some(mj)) => {
+                    let (kwh, cursor) =
+                        store::energy_delta(cursors.remove(&device.uuid), mj, batch.window.end);
+                    if let Some(cursor) = cursor {
+                        energy_rows.push((device.uuid.clone(), cursor));
+                    }
+                    kwh
+                }
+                _ => Decimal::ZERO,
             };
-            if device.parent_uuid.is_some() && !health::device_wide(event.kind, event.code) {
-                continue;
-            }
-            if let Some(gpu) = store::gpu_by_uuid(&txn, physical).await? {
-                let cause = format!("{:?} {}", event.kind, event.code).to_lowercase();
-                if health::worsen(&txn, &gpu, effect, event.at, &cause).await? {
-                    effects.health_changes += 1;
+            let device_candidates = gpu_by_uuid
+                .get(physical)
+                .and_then(|g| candidates.get(&g.id))
+                .map_or(&[][..], Vec::as_slice);
+            let folded = fold::fold(device, &fresh, device_candidates, energy_kwh);
+            effects.buckets += folded.len();
+            increments.extend(folded.into_iter().map(|inc| (device.uuid.clone(), inc)));
+            for event in &device.events {
+                store::record_event(txn, node.id, &device.uuid, event, now).await?;
+                let Some(effect) = health::effect(event.kind, event.code) else {
+                    continue;
+                };
+                if device.parent_uuid.is_some() && !health::device_wide(event.kind, event.code) {
+                    continue;
+                }
+                // Read again: an earlier event may have changed its health.
+                if let Some(gpu) = store::gpu_by_uuid(txn, physical).await? {
+                    let cause = format!("{:?} {}", event.kind, event.code).to_lowercase();
+                    if health::worsen(txn, &gpu, effect, event.at, &cause).await? {
+                        effects.health_changes += 1;
+                    }
                 }
             }
         }
+        all_effects.push(effects);
     }
-    store::save_coverage(&txn, &coverage_rows).await?;
-    store::save_energy(&txn, &energy_rows).await?;
-    effects.buckets = store::add_increments(&txn, &increments).await?;
-    store::insert_batch(&txn, node.id, &batch, now, effects.overlap_seconds).await?;
-    txn.commit().await?;
-    if effects.overlap_seconds > 0 {
-        tracing::warn!(
-            agent_id = %batch.agent_id,
-            boot_id = %batch.boot_id,
-            seq,
-            overlap_seconds = effects.overlap_seconds,
-            "Batch overlaps time already counted for its devices; the overlap was ignored."
-        );
-    }
-    Ok((Outcome::Accepted { seq }, effects))
+    store::save_coverage(txn, &coverage_rows).await?;
+    store::save_energy(txn, &energy_rows).await?;
+    store::add_increments(txn, &increments).await?;
+    let recorded: Vec<(Uuid, &Batch, i64)> = items
+        .iter()
+        .zip(&all_effects)
+        .map(|((node, _, batch), e)| (node.id, *batch, e.overlap_seconds))
+        .collect();
+    store::insert_batches(txn, &recorded, now).await?;
+    Ok(all_effects)
 }
 
 /// One agent stream's completeness: `(agent_id, boot_id)`.
@@ -236,4 +410,43 @@ pub async fn stream_health(
     now: DateTime<Utc>,
 ) -> Result<Vec<StreamHealth>, MeteringError> {
     Ok(store::streams(db, now).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use neocloud_schema::ingest::Window;
+
+    fn submission(node: u128, seq: u64) -> Submission {
+        let start = DateTime::from_timestamp(1_790_000_000, 0).unwrap_or_default();
+        Submission {
+            node_id: Uuid::from_u128(node),
+            batch: Batch {
+                version: 1,
+                agent_id: format!("n{node}"),
+                boot_id: Uuid::nil(),
+                seq,
+                window: Window {
+                    start,
+                    end: start + chrono::TimeDelta::seconds(10),
+                },
+                devices: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn groups_hold_each_node_once_and_keep_each_nodes_order() {
+        let subs: Vec<Submission> = [(1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (2, 2)]
+            .into_iter()
+            .map(|(n, s)| submission(n, s))
+            .collect();
+        let groups = one_batch_per_node(&subs);
+        assert_eq!(groups, vec![vec![0, 1, 3], vec![2, 5], vec![4]]);
+        for group in &groups {
+            let nodes: std::collections::HashSet<Uuid> =
+                group.iter().map(|&i| subs[i].node_id).collect();
+            assert_eq!(nodes.len(), group.len());
+        }
+    }
 }

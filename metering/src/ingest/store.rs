@@ -1,6 +1,6 @@
 //! SQL of ingest: batch ids, coverage masks, energy cursors, usage buckets, events.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
@@ -22,15 +22,34 @@ use crate::coverage::MinuteMask;
 /// Millijoules in a kilowatt-hour.
 const MJ_PER_KWH: i64 = 3_600_000_000;
 
+pub(super) async fn nodes<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, node::Model>, DbErr> {
+    Ok(node::Entity::find()
+        .filter(node::Column::Id.is_in(ids.iter().copied()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n))
+        .collect())
+}
+
+/// The GPUs of each node, by index.
 pub(super) async fn gpus_of<C: ConnectionTrait>(
     conn: &C,
-    node: Uuid,
-) -> Result<Vec<gpu::Model>, DbErr> {
-    gpu::Entity::find()
-        .filter(gpu::Column::NodeId.eq(node))
+    nodes: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<gpu::Model>>, DbErr> {
+    let mut out: HashMap<Uuid, Vec<gpu::Model>> = HashMap::new();
+    for g in gpu::Entity::find()
+        .filter(gpu::Column::NodeId.is_in(nodes.iter().copied()))
         .order_by_asc(gpu::Column::Index)
         .all(conn)
-        .await
+        .await?
+    {
+        out.entry(g.node_id).or_default().push(g);
+    }
+    Ok(out)
 }
 
 pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
@@ -43,57 +62,70 @@ pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
         .await
 }
 
-/// A no-op write on the node's row: it holds the row lock until commit.
-pub(super) async fn lock_node<C: ConnectionTrait>(conn: &C, node: Uuid) -> Result<(), DbErr> {
+/// A no-op write on the nodes' rows: it holds their row locks until commit.
+pub(super) async fn lock_nodes<C: ConnectionTrait>(conn: &C, nodes: &[Uuid]) -> Result<(), DbErr> {
     node::Entity::update_many()
         .col_expr(node::Column::Hostname, Expr::col(node::Column::Hostname))
-        .filter(node::Column::Id.eq(node))
+        .filter(node::Column::Id.is_in(nodes.iter().copied()))
         .exec(conn)
         .await
         .map(|_| ())
 }
 
-pub(super) async fn batch_exists<C: ConnectionTrait>(
+/// Which of `batches` were recorded before, as (agent_id, boot_id, seq).
+pub(super) async fn existing_batches<C: ConnectionTrait>(
     conn: &C,
-    batch: &Batch,
-) -> Result<bool, DbErr> {
-    Ok(ingest_batch::Entity::find()
-        .filter(ingest_batch::Column::AgentId.eq(batch.agent_id.as_str()))
-        .filter(ingest_batch::Column::BootId.eq(batch.boot_id))
-        .filter(ingest_batch::Column::Seq.eq(batch.seq as i64))
-        .one(conn)
-        .await?
-        .is_some())
+    batches: &[&Batch],
+) -> Result<HashSet<(String, Uuid, i64)>, DbErr> {
+    let wanted: HashSet<(String, Uuid, i64)> = batches
+        .iter()
+        .map(|b| (b.agent_id.clone(), b.boot_id, b.seq as i64))
+        .collect();
+    let found = ingest_batch::Entity::find()
+        .filter(ingest_batch::Column::AgentId.is_in(batches.iter().map(|b| b.agent_id.as_str())))
+        .filter(ingest_batch::Column::BootId.is_in(batches.iter().map(|b| b.boot_id)))
+        .filter(ingest_batch::Column::Seq.is_in(batches.iter().map(|b| b.seq as i64)))
+        .all(conn)
+        .await?;
+    Ok(found
+        .into_iter()
+        .map(|b| (b.agent_id, b.boot_id, b.seq))
+        .filter(|key| wanted.contains(key))
+        .collect())
 }
 
-pub(super) async fn insert_batch<C: ConnectionTrait>(
+/// Records new batch ids with what they did (the unique constraint on the id is the
+/// last word on duplicates).
+pub(super) async fn insert_batches<C: ConnectionTrait>(
     conn: &C,
-    node: Uuid,
-    batch: &Batch,
+    batches: &[(Uuid, &Batch, i64)],
     now: DateTime<Utc>,
-    overlap_seconds: i64,
 ) -> Result<(), DbErr> {
-    ingest_batch::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        node_id: Set(node),
-        agent_id: Set(batch.agent_id.clone()),
-        boot_id: Set(batch.boot_id),
-        seq: Set(batch.seq as i64),
-        window_start: Set(batch.window.start),
-        window_end: Set(batch.window.end),
-        received_at: Set(now),
-        devices: Set(batch.devices.len() as i32),
-        overlap_seconds: Set(overlap_seconds),
+    for chunk in batches.chunks(CHUNK) {
+        ingest_batch::Entity::insert_many(chunk.iter().map(|(node, batch, overlap_seconds)| {
+            ingest_batch::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                node_id: Set(*node),
+                agent_id: Set(batch.agent_id.clone()),
+                boot_id: Set(batch.boot_id),
+                seq: Set(batch.seq as i64),
+                window_start: Set(batch.window.start),
+                window_end: Set(batch.window.end),
+                received_at: Set(now),
+                devices: Set(batch.devices.len() as i32),
+                overlap_seconds: Set(*overlap_seconds),
+            }
+        }))
+        .exec_without_returning(conn)
+        .await?;
     }
-    .insert(conn)
-    .await
-    .map(|_| ())
+    Ok(())
 }
 
 /// Allocations holding each of `gpus` at any time in `[start, end)`.
 pub(super) async fn candidates<C: ConnectionTrait>(
     conn: &C,
-    gpus: &[gpu::Model],
+    gpus: &[&gpu::Model],
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<HashMap<Uuid, Vec<Candidate>>, DbErr> {
