@@ -62,6 +62,7 @@ impl Application {
             ))
             .with_metrics(metrics.placement.clone()),
         );
+        ordering.start(&db);
         spawn_preemption_worker(db.clone(), ordering.clone());
         let gateway = settings.stripe_secret_key.as_ref().map(|key| {
             Arc::new(Gateway::new(

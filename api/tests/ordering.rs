@@ -661,17 +661,13 @@ async fn orders_placed_together_keep_their_own_answers(backend: Backend) {
         let (kind, r) = task.await.expect("task");
         if let Some(order) = r["data"]["placeOrder"]["order"].as_object() {
             let id = order["id"].as_str().expect("id").to_owned();
-            match kind {
-                "twin" => {
-                    if !twins.insert(id) {
-                        continue;
-                    }
-                }
-                "retry" => {
-                    assert_eq!(order["id"], dup_id, "a retry answers the first order");
-                    continue;
-                }
-                _ => {}
+            if kind == "retry" {
+                assert_eq!(order["id"], dup_id, "a retry answers the first order");
+                continue;
+            }
+            if kind == "twin" && !twins.insert(id) {
+                // The second of two identical asks answers the first's order.
+                continue;
             }
             codes.entry(kind).or_default().push("PLACED".into());
             for alloc in order["allocations"].as_array().expect("allocations") {

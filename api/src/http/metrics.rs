@@ -3,8 +3,8 @@
 
 use actix_web::{HttpResponse, web};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::startup::AppState;
@@ -29,6 +29,8 @@ pub struct PlacementMetrics {
     pub orders_in_progress: IntGauge,
     /// Orders waiting for the loop (set when scraped).
     pub queue_depth: IntGauge,
+    /// How long each batch held the fleet: its transaction, from `BEGIN` to the answers.
+    pub batch_seconds: Histogram,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -75,11 +77,21 @@ impl Metrics {
                 "placement_queue_depth",
                 "Orders waiting for the placement loop.",
             )?,
+            batch_seconds: Histogram::with_opts(
+                HistogramOpts::new(
+                    "placement_batch_seconds",
+                    "How long each placement batch held the fleet.",
+                )
+                .buckets(vec![
+                    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0,
+                ]),
+            )?,
         };
         registry.register(Box::new(placement.batches_total.clone()))?;
         registry.register(Box::new(placement.orders_total.clone()))?;
         registry.register(Box::new(placement.orders_in_progress.clone()))?;
         registry.register(Box::new(placement.queue_depth.clone()))?;
+        registry.register(Box::new(placement.batch_seconds.clone()))?;
         Ok(Metrics {
             registry,
             http_requests_total,

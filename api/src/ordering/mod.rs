@@ -2,7 +2,8 @@
 //! the scheduler's placement against current state, and the order and allocation rows;
 //! placements serialize on the fleet epoch row (see `fleet_cache`), so two orders can
 //! never take the same GPU or overrun a quota, on SQLite or PostgreSQL, with one api
-//! replica or several.
+//! replica or several. Orders waiting for that row are placed together, in one
+//! transaction, by the placement loop (see `placement`).
 
 pub mod fleet_cache;
 mod placement;
@@ -103,6 +104,21 @@ impl Ordering {
         self
     }
 
+    /// Starts the placement loop on the current runtime, beside the other background
+    /// workers (not on an HTTP worker's thread, where it would wait behind requests while
+    /// it holds the fleet lock). Orders start it themselves if it is not running.
+    pub fn start(&self, db: &DatabaseConnection) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.as_ref().is_none_or(mpsc::Sender::is_closed) {
+            *queue = Some(placement::spawn(
+                db.clone(),
+                self.cache.clone(),
+                self.notice,
+                self.metrics.clone(),
+            ));
+        }
+    }
+
     /// Orders waiting for the placement loop.
     pub fn queued_orders(&self) -> usize {
         let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -164,22 +180,13 @@ impl Ordering {
 
     /// Queues an order for the placement loop, starting the loop if it is not running.
     async fn enqueue(&self, db: &DatabaseConnection, job: placement::Job) -> ApiResult<()> {
+        self.start(db);
         let sender = {
             // Held for no await; a panic elsewhere cannot leave the slot half-written.
-            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            match queue.as_ref() {
-                Some(sender) if !sender.is_closed() => sender.clone(),
-                _ => {
-                    let sender = placement::spawn(
-                        db.clone(),
-                        self.cache.clone(),
-                        self.notice,
-                        self.metrics.clone(),
-                    );
-                    *queue = Some(sender.clone());
-                    sender
-                }
-            }
+            let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.clone().ok_or_else(|| ApiError::Internal {
+                message: "the placement loop is not running".into(),
+            })?
         };
         sender.send(job).await.map_err(|_| ApiError::Internal {
             message: "the placement loop is not running".into(),

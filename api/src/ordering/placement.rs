@@ -92,8 +92,10 @@ pub(super) fn spawn(
             if let Some(m) = &metrics {
                 m.orders_in_progress.set(orders as i64);
             }
+            let started = std::time::Instant::now();
             place_batch(&db, &mut cache, notice, jobs).await;
             if let Some(m) = &metrics {
+                m.batch_seconds.observe(started.elapsed().as_secs_f64());
                 m.orders_in_progress.set(0);
                 m.batches_total.inc();
                 m.orders_total.inc_by(orders);
