@@ -2,7 +2,8 @@
 //! `--nodes` 8×H100 nodes, `--clients` concurrent clients each placing one-GPU orders
 //! until `--orders` are placed. The baseline, measured in the same run with the same
 //! clients, is an authenticated `viewer` query: the floor every request pays (HTTP,
-//! auth, GraphQL) before any ordering work.
+//! auth, GraphQL) before any ordering work. Last, how many placement transactions the
+//! orders took (orders waiting behind the fleet lock are placed together).
 //!
 //! `cargo run --release -p neocloud-api --example bench_orders -- --nodes 1000 --orders 4000 --clients 16`
 //! (PostgreSQL at `NEOCLOUD_TEST_POSTGRES_URL`, default postgres://postgres@127.0.0.1:5432/postgres;
@@ -117,6 +118,32 @@ async fn main() {
         p50.as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3
     );
+    let metrics = client
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("neocloud_{name} ")))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let (batches, placed) = (
+        value("placement_batches_total"),
+        value("placement_orders_total"),
+    );
+    if batches > 0.0 {
+        println!(
+            "placement transactions   {batches:>8.0}   {:.1} orders and {:.2} ms each on average",
+            placed / batches,
+            value("placement_batch_seconds_sum") * 1e3 / batches
+        );
+    }
 
     drop(db);
     server.finish().await;

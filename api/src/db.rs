@@ -53,3 +53,27 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTra
     }
     Ok(txn)
 }
+
+/// Most values bound in one statement: SQLite's historical limit is 999, and a statement
+/// this size already amortizes its round trip.
+const MAX_BIND_VALUES: usize = 900;
+
+/// Inserts `rows` with as few multi-row `INSERT`s as the bind limit allows, without reading
+/// anything back (the caller built every column).
+pub async fn insert_all<A, C>(conn: &C, rows: Vec<A>) -> Result<(), DbErr>
+where
+    A: sea_orm::ActiveModelTrait,
+    C: ConnectionTrait,
+{
+    use sea_orm::{EntityTrait, Iterable};
+    let columns = <A::Entity as EntityTrait>::Column::iter().count().max(1);
+    let per_statement = (MAX_BIND_VALUES / columns).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<A> = rows.by_ref().take(per_statement).collect();
+        <A::Entity as EntityTrait>::insert_many(chunk)
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(())
+}

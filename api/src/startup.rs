@@ -57,9 +57,14 @@ impl Application {
     ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(settings.listen_addr()?)?;
         let port = listener.local_addr()?.port();
-        let ordering = Arc::new(Ordering::new(Duration::from_secs(
-            settings.ordering.preemption_notice_seconds,
-        )));
+        let metrics = Metrics::new()?;
+        let ordering = Arc::new(
+            Ordering::new(Duration::from_secs(
+                settings.ordering.preemption_notice_seconds,
+            ))
+            .with_metrics(metrics.placement.clone()),
+        );
+        ordering.start(&db);
         spawn_preemption_worker(db.clone(), ordering.clone());
         let gateway = settings.stripe_secret_key.as_ref().map(|key| {
             Arc::new(Gateway::new(
@@ -102,7 +107,7 @@ impl Application {
                 settings.limits.requests_per_second,
                 settings.limits.burst,
             ),
-            metrics: Metrics::new()?,
+            metrics,
             db: db.clone(),
         });
         let body_limit = settings.limits.body_bytes;

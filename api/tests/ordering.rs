@@ -501,6 +501,222 @@ async fn concurrent_orders_never_sell_a_gpu_twice(backend: Backend) {
     );
 }
 
+/// A value of the server's `/metrics`.
+async fn metric(app: &TestApp, name: &str) -> i64 {
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.url))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("neocloud_{name} ")))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as i64)
+}
+
+async fn audited_orders(app: &TestApp, key: &str) -> usize {
+    let r = app
+        .gql(
+            Some(key),
+            "{ auditLog(first: 100, filter: {action: \"order.place\"}) { edges { node { action } } } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["auditLog"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .len()
+}
+
+async fn allocation_count(app: &TestApp, key: &str) -> usize {
+    let r = app
+        .gql(
+            Some(key),
+            "{ allocations(first: 100) { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["allocations"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .len()
+}
+
+/// Orders of two tenants that queue behind the fleet lock are placed together, and each
+/// gets the answer it would have got alone: a quota, a capacity shortfall or an idempotency
+/// conflict refuses only its own order, and one tenant's orders never count against the
+/// other's quota.
+async fn orders_placed_together_keep_their_own_answers(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 2).await;
+    let h100 = skus["h100"].clone();
+    let (_, a) = app.create_tenant("acme").await;
+    let (b_tenant, b) = app.create_tenant("bolt").await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { setQuota(input: {tenantId: $t, scope: GPU_MODEL, value: \"H100\", max: 2}) { quota { max } } }",
+            json!({"t": b_tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["setQuota"]["quota"]["max"], 2, "{r}");
+    let first = place(
+        &app,
+        &a,
+        json!({"sku": h100, "count": 1, "idempotencyKey": "dup"}),
+    )
+    .await;
+    let dup_id = first["data"]["placeOrder"]["order"]["id"].clone();
+    assert!(dup_id.is_string(), "{first}");
+    // Both keys authenticated once, so nothing but placement writes from here on.
+    assert_eq!(allocation_count(&app, &b).await, 0);
+
+    let mut asks: Vec<(&str, String, Value)> = Vec::new();
+    for i in 0..10 {
+        asks.push((
+            "a",
+            a.clone(),
+            json!({"sku": h100, "count": 1, "idempotencyKey": format!("a-{i}")}),
+        ));
+    }
+    for _ in 0..2 {
+        asks.push((
+            "twin",
+            a.clone(),
+            json!({"sku": h100, "count": 1, "idempotencyKey": "twin"}),
+        ));
+    }
+    asks.push((
+        "retry",
+        a.clone(),
+        json!({"sku": h100, "count": 1, "idempotencyKey": "dup"}),
+    ));
+    asks.push((
+        "conflict",
+        a.clone(),
+        json!({"sku": h100, "count": 2, "idempotencyKey": "dup"}),
+    ));
+    asks.push(("big", a.clone(), json!({"sku": h100, "count": 64})));
+    for i in 0..6 {
+        asks.push((
+            "b",
+            b.clone(),
+            json!({"sku": h100, "count": 1, "idempotencyKey": format!("b-{i}")}),
+        ));
+    }
+    let batches_before = metric(&app, "placement_batches_total").await;
+    let answered_before = metric(&app, "placement_orders_total").await;
+
+    // Hold the fleet lock from outside, so every order queues behind it.
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let lock = app.db.begin().await.expect("begin");
+    lock.execute_unprepared("UPDATE fleet_epoch SET epoch = epoch WHERE id = 1")
+        .await
+        .expect("lock the fleet");
+    let mut tasks = Vec::new();
+    for (kind, key, input) in asks.clone() {
+        let client = app.client.clone();
+        let url = format!("{}/graphql", app.url);
+        let body = json!({"query": PLACE, "variables": {"i": input}});
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .expect("post")
+                .json::<Value>()
+                .await
+                .expect("json");
+            (kind, r)
+        }));
+    }
+    let waiting = std::time::Instant::now();
+    loop {
+        let queued = metric(&app, "placement_queue_depth").await
+            + metric(&app, "placement_orders_in_progress").await;
+        if queued == asks.len() as i64 {
+            break;
+        }
+        assert!(
+            waiting.elapsed() < std::time::Duration::from_secs(5),
+            "only {queued} of {} orders queued",
+            asks.len()
+        );
+        tokio::task::yield_now().await;
+    }
+    lock.rollback().await.expect("unlock the fleet");
+
+    let mut codes: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut twins = HashSet::new();
+    let mut gpus = Vec::new();
+    for task in tasks {
+        let (kind, r) = task.await.expect("task");
+        if let Some(order) = r["data"]["placeOrder"]["order"].as_object() {
+            let id = order["id"].as_str().expect("id").to_owned();
+            if kind == "retry" {
+                assert_eq!(order["id"], dup_id, "a retry answers the first order");
+                continue;
+            }
+            if kind == "twin" && !twins.insert(id) {
+                // The second of two identical asks answers the first's order.
+                continue;
+            }
+            codes.entry(kind).or_default().push("PLACED".into());
+            for alloc in order["allocations"].as_array().expect("allocations") {
+                for g in alloc["gpus"].as_array().expect("gpus") {
+                    gpus.push(g["uuid"].as_str().expect("uuid").to_owned());
+                }
+            }
+        } else {
+            codes
+                .entry(kind)
+                .or_default()
+                .push(error_code(&r).unwrap_or("none").to_owned());
+        }
+    }
+    let count = |kind: &str, code: &str| {
+        codes
+            .get(kind)
+            .map_or(0, |c| c.iter().filter(|c| *c == code).count())
+    };
+    assert_eq!(count("a", "PLACED"), 10, "{codes:?}");
+    assert_eq!(twins.len(), 1, "one order for two identical asks");
+    assert_eq!(count("conflict", "IDEMPOTENCY_CONFLICT"), 1, "{codes:?}");
+    assert_eq!(count("big", "INSUFFICIENT_CAPACITY"), 1, "{codes:?}");
+    assert_eq!(count("b", "PLACED"), 2, "{codes:?}");
+    assert_eq!(count("b", "QUOTA_EXCEEDED"), 4, "{codes:?}");
+    assert_eq!(
+        gpus.iter().collect::<HashSet<_>>().len(),
+        gpus.len(),
+        "no GPU in two allocations"
+    );
+    assert_eq!(
+        metric(&app, "placement_orders_total").await - answered_before,
+        asks.len() as i64
+    );
+    let batches = metric(&app, "placement_batches_total").await - batches_before;
+    assert!(
+        (1..=2).contains(&batches),
+        "{} orders in {batches} transactions",
+        asks.len()
+    );
+
+    // What was written matches the answers, tenant by tenant.
+    assert_eq!(allocation_count(&app, &a).await, 12);
+    assert_eq!(allocation_count(&app, &b).await, 2);
+    assert_eq!(audited_orders(&app, &a).await, 12);
+    assert_eq!(audited_orders(&app, &b).await, 2);
+    assert_eq!(available(&app, &a, "h100").await, 16 - 14);
+}
+
 on_both_databases!(
     eight_gpus_land_in_one_nvlink_domain_and_come_back_on_release,
     mig_slices_and_fractions_take_valid_distinct_places,
@@ -512,4 +728,5 @@ on_both_databases!(
     another_tenant_can_neither_see_nor_release_an_allocation,
     concurrent_orders_never_overrun_a_quota,
     concurrent_orders_never_sell_a_gpu_twice,
+    orders_placed_together_keep_their_own_answers,
 );

@@ -38,6 +38,19 @@ pub async fn record_as<C: ConnectionTrait>(
     actor: Option<&Principal>,
     entry: Entry,
 ) -> Result<(), DbErr> {
+    row(actor, entry).insert(conn).await.map(|_| ())
+}
+
+/// Records several entries at once (a batch of orders placed in one transaction).
+pub async fn record_all<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<audit_log::ActiveModel>,
+) -> Result<(), DbErr> {
+    crate::db::insert_all(conn, rows).await
+}
+
+/// The row an entry becomes, stamped now.
+pub fn row(actor: Option<&Principal>, entry: Entry) -> audit_log::ActiveModel {
     audit_log::ActiveModel {
         id: Set(AuditId::new().into()),
         at: Set(Utc::now()),
@@ -50,9 +63,6 @@ pub async fn record_as<C: ConnectionTrait>(
         before: Set(entry.before),
         after: Set(entry.after),
     }
-    .insert(conn)
-    .await
-    .map(|_| ())
 }
 
 /// What `auditLog` may be narrowed to.

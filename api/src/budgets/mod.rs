@@ -224,17 +224,14 @@ pub async fn get(
     }))
 }
 
-/// Refuses new orders while the tenant's hard cap holds (read inside `placeOrder`).
-pub async fn check_order_allowed(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<()> {
-    match store::find(db, tenant.into()).await? {
-        Some(b) if b.hard_cap && b.blocked_since.is_some() => Err(ApiError::BudgetExceeded {
-            message: format!(
-                "the monthly budget of {} {} is spent; raise it or wait for the next period",
-                b.monthly_limit, b.currency
-            ),
-        }),
-        _ => Ok(()),
-    }
+/// `BUDGET_EXCEEDED` while `budget`'s hard cap holds (checked by `placeOrder`).
+pub fn order_refusal(budget: &budget::Model) -> Option<ApiError> {
+    (budget.hard_cap && budget.blocked_since.is_some()).then(|| ApiError::BudgetExceeded {
+        message: format!(
+            "the monthly budget of {} {} is spent; raise it or wait for the next period",
+            budget.monthly_limit, budget.currency
+        ),
+    })
 }
 
 /// Compares one budget with the period's spend and acts: records crossed thresholds,

@@ -18,6 +18,17 @@ pub(crate) async fn find<C: ConnectionTrait>(
     budget::Entity::find_by_id(tenant).one(conn).await
 }
 
+/// The budgets of `tenants` (those that have one), in one read.
+pub(crate) async fn find_many<C: ConnectionTrait>(
+    conn: &C,
+    tenants: &[Uuid],
+) -> Result<Vec<budget::Model>, DbErr> {
+    budget::Entity::find()
+        .filter(budget::Column::TenantId.is_in(tenants.iter().copied()))
+        .all(conn)
+        .await
+}
+
 pub(crate) async fn all<C: ConnectionTrait>(conn: &C) -> Result<Vec<budget::Model>, DbErr> {
     budget::Entity::find().all(conn).await
 }

@@ -27,6 +27,17 @@ pub(crate) async fn find<C: ConnectionTrait>(
     Skus::find_by_id(id).one(conn).await
 }
 
+/// The SKUs among `ids` that exist, in one read.
+pub(crate) async fn find_many<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[uuid::Uuid],
+) -> Result<Vec<sku::Model>, DbErr> {
+    Skus::find()
+        .filter(sku::Column::Id.is_in(ids.iter().copied()))
+        .all(conn)
+        .await
+}
+
 pub(crate) async fn find_by_name<C: ConnectionTrait>(
     conn: &C,
     name: &str,

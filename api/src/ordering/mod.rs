@@ -2,44 +2,46 @@
 //! the scheduler's placement against current state, and the order and allocation rows;
 //! placements serialize on the fleet epoch row (see `fleet_cache`), so two orders can
 //! never take the same GPU or overrun a quota, on SQLite or PostgreSQL, with one api
-//! replica or several.
+//! replica or several. Orders waiting for that row are placed together, in one
+//! transaction, by the placement loop (see `placement`).
 
 pub mod fleet_cache;
+mod placement;
 pub mod quota;
 pub(crate) mod store;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use chrono::Utc;
 use neocloud_scheduler::{
-    Exclusivity, GpuShare, NoFit, Placement, Request, Shape, Topology, TopologyLevel as SchedLevel,
+    GpuShare, Placement, Request, Shape, Topology, TopologyLevel as SchedLevel,
 };
 use neocloud_schema::entity::{allocation, gpu, node, order, sku};
 use neocloud_schema::gpu::GpuModel;
-use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::parse_plain_decimal;
 use neocloud_schema::vocabulary::{
-    AllocationClass, AllocationStatus, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
+    AllocationClass, AllocationStatus, OrderStatus, SkuForm, TopologyLevel,
 };
 use rust_decimal::Decimal;
-use sea_orm::{ActiveModelTrait, DatabaseConnection, DatabaseTransaction, Set};
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
 
 use self::fleet_cache::{
-    FleetCache, RegionFleet, allocation_key, class_of, exclusive_name, fraction_memory_mib,
-    tenant_key,
+    FleetCache, RegionFleet, allocation_key, exclusive_name, fraction_memory_mib,
 };
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::fleet;
+use crate::http::metrics::PlacementMetrics;
 use crate::pagination::{Page, PageOf};
-use crate::tenancy;
 
 /// Most units one order may ask for.
 pub const MAX_GPUS_PER_ORDER: i32 = 1024;
@@ -76,19 +78,53 @@ pub struct OrderView {
     pub allocations: Vec<AllocationView>,
 }
 
-/// The ordering service: holds the cached scheduler fleet.
+/// The ordering service: holds the cached scheduler fleet and the placement loop.
 pub struct Ordering {
-    cache: Mutex<FleetCache>,
+    cache: Arc<Mutex<FleetCache>>,
+    /// The placement loop's queue, started by the first order (see `placement`).
+    queue: std::sync::Mutex<Option<mpsc::Sender<placement::Job>>>,
     /// How long a preempted spot allocation keeps running.
     pub notice: Duration,
+    metrics: Option<PlacementMetrics>,
 }
 
 impl Ordering {
     pub fn new(notice: Duration) -> Ordering {
         Ordering {
-            cache: Mutex::new(FleetCache::default()),
+            cache: Arc::new(Mutex::new(FleetCache::default())),
+            queue: std::sync::Mutex::new(None),
             notice,
+            metrics: None,
         }
+    }
+
+    /// Reports the placement loop's batches to `metrics`.
+    pub fn with_metrics(mut self, metrics: PlacementMetrics) -> Ordering {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Starts the placement loop on the current runtime, beside the other background
+    /// workers (not on an HTTP worker's thread, where it would wait behind requests while
+    /// it holds the fleet lock). Orders start it themselves if it is not running.
+    pub fn start(&self, db: &DatabaseConnection) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.as_ref().is_none_or(mpsc::Sender::is_closed) {
+            *queue = Some(placement::spawn(
+                db.clone(),
+                self.cache.clone(),
+                self.notice,
+                self.metrics.clone(),
+            ));
+        }
+    }
+
+    /// Orders waiting for the placement loop.
+    pub fn queued_orders(&self) -> usize {
+        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue
+            .as_ref()
+            .map_or(0, |sender| sender.max_capacity() - sender.capacity())
     }
 
     /// Starts a fleet change: bumps the epoch in `txn` and makes `cache` current for it.
@@ -118,164 +154,42 @@ impl Ordering {
             .clone()
             .unwrap_or_else(|| Uuid::new_v4().to_string());
 
-        // What needs no serialization is read before taking the fleet lock.
-        let tenant_row = tenancy::store::find(db, tenant)
-            .await?
-            .ok_or_else(|| ApiError::not_found("tenant"))?;
-        if tenant_row.status == TenantStatus::Suspended {
-            return Err(ApiError::forbidden(
-                "the tenant is suspended and cannot place new orders",
-            ));
-        }
-        crate::budgets::check_order_allowed(db, tenant).await?;
-        let sku = crate::catalog::store::find(db, input.sku)
-            .await?
-            .filter(|s| s.active)
-            .ok_or_else(|| ApiError::invalid("sku", "no such SKU in the catalog"))?;
-        check_price(&sku, &input)?;
-
-        let mut cache = self.cache.lock().await;
-        let txn = crate::db::begin_write(db).await?;
-        if let Some(existing) =
-            store::find_by_idempotency_key(&txn, tenant, &idempotency_key).await?
-        {
-            if existing.request_hash != request_hash {
-                return Err(ApiError::IdempotencyConflict {
-                    message: "this idempotencyKey was used for a different order".into(),
-                });
-            }
-            drop(txn);
-            return view_order(db, existing).await;
-        }
-        quota::check(&txn, tenant, &sku, input.count).await?;
-
-        Self::current(&mut cache, &txn).await?;
-        let shape_units = units(&sku, &input)?;
-        let Some(region) = cache.regions.get_mut(&sku.region) else {
-            return Err(no_capacity(&sku, input.count, Vec::new()));
-        };
-        let models = region.fleet.model_set([sku.gpu_model.as_str()]);
-        let request_for = |shape: Shape| Request {
-            tenant: tenant_key(tenant.into()),
-            class: class_of(input.class),
-            exclusive: input.exclusive.then_some(match input.topology_level {
-                TopologyLevel::NvlinkDomain => Exclusivity::NvlinkDomain,
-                _ => Exclusivity::Node,
-            }),
-            shape: with_models(shape, models),
-        };
-
-        // Place every unit in memory; all or nothing.
-        let now = Utc::now();
-        let mut planned: Vec<(Uuid, Placement)> = Vec::new();
-        let mut victims: Vec<Uuid> = Vec::new();
-        let mut failed = false;
-        for shape in shape_units {
-            match region.fleet.place(&request_for(shape)) {
-                Ok(placement) => {
-                    let mut first = true;
-                    for part in split_per_node(&placement) {
-                        let id = AllocationId::new().as_uuid();
-                        let mut part = part;
-                        if !first {
-                            part.victims.clear();
-                        }
-                        first = false;
-                        match region.fleet.commit(allocation_key(id), &part) {
-                            Ok(preempted) => {
-                                victims.extend(preempted.iter().map(|a| Uuid::from_u128(a.key.0)));
-                                planned.push((id, part));
-                            }
-                            Err(err) => {
-                                tracing::error!(error = %err, "A fresh placement did not commit.");
-                                failed = true;
-                                break;
-                            }
-                        }
-                    }
-                }
-                Err(NoFit::Invalid(err)) => {
-                    cache.epoch = None;
-                    return Err(ApiError::invalid("sku", err.to_string()));
-                }
-                Err(NoFit::NoCapacity) => failed = true,
-            }
-            if failed {
-                break;
-            }
-        }
-        if failed {
-            // The in-memory fleet holds partial commits: drop it, nothing was written.
-            cache.epoch = None;
-            let region_name = sku.region.clone();
-            let alternatives = alternatives(&txn, &mut cache, &sku, &input, &region_name).await;
-            return Err(no_capacity(&sku, input.count, alternatives));
-        }
-
-        let starts_at = if victims.is_empty() {
-            now
-        } else {
-            now + chrono::Duration::from_std(self.notice).unwrap_or_default()
-        };
-        let region = cache
-            .regions
-            .get(&sku.region)
-            .ok_or_else(|| ApiError::Internal {
-                message: "region vanished".into(),
-            })?;
-        let order = order::ActiveModel {
-            id: Set(OrderId::new().into()),
-            tenant_id: Set(tenant.into()),
-            sku_id: Set(sku.id),
-            count: Set(input.count),
-            class: Set(input.class),
-            topology_level: Set(input.topology_level),
-            topology_required: Set(input.topology_required),
-            exclusive: Set(input.exclusive),
-            max_price_per_hour: Set(input.max_price_per_hour.clone()),
-            labels: Set(json!(input.labels)),
-            idempotency_key: Set(idempotency_key),
-            request_hash: Set(request_hash),
-            status: Set(OrderStatus::Active),
-            created_by: Set(Some(actor.key_id.into())),
-            created_at: Set(now),
-            ended_at: Set(None),
-        }
-        .insert(&txn)
-        .await?;
-        if !victims.is_empty() {
-            store::mark_preempting(&txn, &victims, starts_at).await?;
-        }
-        let mut views = Vec::new();
-        for (id, part) in &planned {
-            views.push(insert_part(&txn, region, *id, part, &order, &sku, starts_at).await?);
-        }
-        audit::record(
-            &txn,
-            actor,
-            audit::Entry {
-                tenant_id: Some(tenant),
-                action: "order.place",
-                object_type: "order",
-                object_id: order.id.to_string(),
-                before: None,
-                after: Some(json!({
-                    "sku": sku.name,
-                    "count": input.count,
-                    "class": input.class,
-                    "allocations": planned.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-                    "preempted": victims,
-                })),
+        // The tenant's status, its budget and the SKU are read by the placement loop, once
+        // for every order of a batch (see `placement`).
+        let (reply, answer) = oneshot::channel();
+        let job = placement::Job {
+            pending: placement::Pending {
+                actor: actor.clone(),
+                tenant,
+                input,
+                request_hash,
+                idempotency_key,
             },
-        )
-        .await?;
-        txn.commit().await?;
-        if !victims.is_empty() {
-            tracing::info!(%tenant, preempted = victims.len(), "Spot allocations preempted for an order.");
+            reply,
+        };
+        self.enqueue(db, job).await?;
+        match answer.await {
+            Ok(Ok(placement::Placed::New(view))) => Ok(view),
+            Ok(Ok(placement::Placed::Existing(order))) => view_order(db, order).await,
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(ApiError::Internal {
+                message: "the placement loop stopped before answering".into(),
+            }),
         }
-        Ok(OrderView {
-            order,
-            allocations: views,
+    }
+
+    /// Queues an order for the placement loop, starting the loop if it is not running.
+    async fn enqueue(&self, db: &DatabaseConnection, job: placement::Job) -> ApiResult<()> {
+        self.start(db);
+        let sender = {
+            // Held for no await; a panic elsewhere cannot leave the slot half-written.
+            let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.clone().ok_or_else(|| ApiError::Internal {
+                message: "the placement loop is not running".into(),
+            })?
+        };
+        sender.send(job).await.map_err(|_| ApiError::Internal {
+            message: "the placement loop is not running".into(),
         })
     }
 
@@ -649,15 +563,15 @@ fn split_per_node(placement: &Placement) -> Vec<Placement> {
         .collect()
 }
 
-async fn insert_part(
-    txn: &DatabaseTransaction,
+/// The allocation row one node's part of a placement becomes, with the GPUs it holds.
+fn plan_part(
     region: &RegionFleet,
     id: Uuid,
     part: &Placement,
     order: &order::Model,
     sku: &sku::Model,
     starts_at: chrono::DateTime<Utc>,
-) -> ApiResult<AllocationView> {
+) -> ApiResult<(AllocationView, Vec<Uuid>)> {
     let np = part.nodes.first().ok_or_else(|| ApiError::Internal {
         message: "an empty placement".into(),
     })?;
@@ -711,12 +625,14 @@ async fn insert_part(
         whole_node: np.whole_node,
     };
     let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| g.id).collect();
-    let allocation = store::insert_allocation(txn, row, &gpu_ids).await?;
-    Ok(AllocationView {
-        allocation,
-        node,
-        gpus,
-    })
+    Ok((
+        AllocationView {
+            allocation: row,
+            node,
+            gpus,
+        },
+        gpu_ids,
+    ))
 }
 
 fn no_capacity(sku: &sku::Model, count: i32, alternatives: Vec<serde_json::Value>) -> ApiError {
@@ -730,25 +646,14 @@ fn no_capacity(sku: &sku::Model, count: i32, alternatives: Vec<serde_json::Value
 }
 
 /// Orders that would fit now: the same kind in another region or of another model, or
-/// fewer units.
-async fn alternatives(
-    txn: &DatabaseTransaction,
-    cache: &mut FleetCache,
+/// fewer units. `cache` is the fleet as the failed order found it; `skus` the active catalog.
+fn alternatives(
+    cache: &FleetCache,
+    skus: &[sku::Model],
     sku: &sku::Model,
     input: &PlaceOrder,
-    region: &str,
 ) -> Vec<serde_json::Value> {
-    let Ok(epoch) = fleet::store::current_epoch(txn).await else {
-        return Vec::new();
-    };
-    match FleetCache::load(txn, epoch).await {
-        Ok(fresh) => *cache = fresh,
-        Err(_) => return Vec::new(),
-    }
-    // Loaded inside a transaction that will roll back: trust it for this answer only.
-    let Ok(skus) = crate::catalog::store::active(txn).await else {
-        return Vec::new();
-    };
+    let region = sku.region.as_str();
     let mut out = Vec::new();
     for other in skus.iter().filter(|s| s.form == sku.form && s.id != sku.id) {
         let same_kind = other.mig_profile.is_some() == sku.mig_profile.is_some();
@@ -772,7 +677,6 @@ async fn alternatives(
             "gpuModel": sku.gpu_model, "count": n, "reason": "fewer units"}),
         );
     }
-    cache.epoch = None;
     out.truncate(8);
     out
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use neocloud_schema::entity::{quota, sku};
+use neocloud_schema::entity::{allocation, quota, sku};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
@@ -33,6 +33,125 @@ pub fn milli_per_unit(sku: &sku::Model, gpus_per_node: u64) -> u64 {
     }
 }
 
+/// What a tenant holds against its quotas, as of one moment of the serialized placement
+/// section; a batch of orders adds what each placed order took before the next is checked.
+#[derive(Debug, Default)]
+pub struct Usage {
+    quotas: Vec<quota::Model>,
+    /// Milli-GPUs held per quota key (model, SKU, region).
+    milli: HashMap<(QuotaScope, String), u64>,
+    /// Live allocations.
+    allocations: u64,
+}
+
+impl Usage {
+    /// Reads the quotas of every tenant in `tenants` in one query, and what the tenants
+    /// with a quota hold (a tenant without one needs no counting).
+    pub async fn load_many<C: ConnectionTrait>(
+        conn: &C,
+        tenants: &[TenantId],
+    ) -> ApiResult<HashMap<TenantId, Usage>> {
+        let mut out: HashMap<TenantId, Usage> =
+            tenants.iter().map(|t| (*t, Usage::default())).collect();
+        let quotas = quota::Entity::find()
+            .filter(quota::Column::TenantId.is_in(tenants.iter().map(|t| Uuid::from(*t))))
+            .all(conn)
+            .await?;
+        for q in quotas {
+            if let Some(usage) = out.get_mut(&TenantId::from(q.tenant_id)) {
+                usage.quotas.push(q);
+            }
+        }
+        for (tenant, usage) in &mut out {
+            if !usage.quotas.is_empty() {
+                usage.count_live(conn, *tenant).await?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts what `tenant` holds now: its live allocations and their GPUs.
+    async fn count_live<C: ConnectionTrait>(
+        &mut self,
+        conn: &C,
+        tenant: TenantId,
+    ) -> ApiResult<()> {
+        let live = super::store::live_allocations_of(conn, tenant).await?;
+        // One read of every live allocation's GPUs (this runs inside the serialized section).
+        let ids: Vec<Uuid> = live.iter().map(|(a, _)| a.id).collect();
+        let mut gpus_held: HashMap<Uuid, u64> = HashMap::new();
+        for (allocation, _) in super::store::gpus_of(conn, &ids).await? {
+            *gpus_held.entry(allocation).or_default() += 1;
+        }
+        for (alloc, alloc_sku) in &live {
+            let Some(alloc_sku) = alloc_sku else { continue };
+            let held = alloc.milli_per_gpu() * gpus_held.get(&alloc.id).copied().unwrap_or(0);
+            for key in keys(alloc_sku) {
+                *self.milli.entry(key).or_default() += held;
+            }
+        }
+        self.allocations = live.len() as u64;
+        Ok(())
+    }
+
+    /// Counts allocations just placed (each with the number of GPUs it holds), as a fresh
+    /// read would after they are written.
+    pub fn add(&mut self, sku: &sku::Model, placed: &[(&allocation::Model, usize)]) {
+        for (alloc, gpus) in placed {
+            let held = alloc.milli_per_gpu() * *gpus as u64;
+            for key in keys(sku) {
+                *self.milli.entry(key).or_default() += held;
+            }
+        }
+        self.allocations += placed.len() as u64;
+    }
+
+    /// Fails with `QUOTA_EXCEEDED` if `count` more units of `sku` would pass any quota.
+    pub fn check(&self, sku: &sku::Model, count: i32) -> ApiResult<()> {
+        let gpus_per_node = 8;
+        let asked = milli_per_unit(sku, gpus_per_node) * count.max(0) as u64;
+        let allocations_asked = match sku.form {
+            SkuForm::WholeGpu => 1,
+            _ => count.max(0) as u64,
+        };
+        for q in &self.quotas {
+            let limit = q.max_value.max(0) as u64;
+            let (used, wanted, unit) = match q.scope {
+                QuotaScope::Allocations => (self.allocations, allocations_asked, "allocations"),
+                scope => {
+                    let matches = keys(sku).contains(&(scope, q.scope_value.clone()));
+                    if !matches {
+                        continue;
+                    }
+                    let used = self
+                        .milli
+                        .get(&(scope, q.scope_value.clone()))
+                        .copied()
+                        .unwrap_or(0);
+                    if used + asked > limit * 1000 {
+                        return Err(ApiError::QuotaExceeded {
+                            message: format!(
+                                "the {} quota for {} is {limit} GPUs; {} in use, {} asked",
+                                scope,
+                                q.scope_value,
+                                display_gpus(used),
+                                display_gpus(asked)
+                            ),
+                        });
+                    }
+                    continue;
+                }
+            };
+            if used + wanted > limit {
+                return Err(ApiError::QuotaExceeded {
+                    message: format!("the quota is {limit} concurrent {unit}; {used} in use"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Fails with `QUOTA_EXCEEDED` if `count` more units of `sku` would pass any quota.
 pub async fn check<C: ConnectionTrait>(
     conn: &C,
@@ -40,68 +159,8 @@ pub async fn check<C: ConnectionTrait>(
     sku: &sku::Model,
     count: i32,
 ) -> ApiResult<()> {
-    let quotas = quota::Entity::find()
-        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
-        .all(conn)
-        .await?;
-    if quotas.is_empty() {
-        return Ok(());
-    }
-    let live = super::store::live_allocations_of(conn, tenant).await?;
-    // One read of every live allocation's GPUs (this runs inside the serialized section).
-    let ids: Vec<Uuid> = live.iter().map(|(a, _)| a.id).collect();
-    let mut gpus_held: HashMap<Uuid, u64> = HashMap::new();
-    for (allocation, _) in super::store::gpus_of(conn, &ids).await? {
-        *gpus_held.entry(allocation).or_default() += 1;
-    }
-    let mut milli: HashMap<(QuotaScope, String), u64> = HashMap::new();
-    for (alloc, alloc_sku) in &live {
-        let Some(alloc_sku) = alloc_sku else { continue };
-        let held = alloc.milli_per_gpu() * gpus_held.get(&alloc.id).copied().unwrap_or(0);
-        for key in keys(alloc_sku) {
-            *milli.entry(key).or_default() += held;
-        }
-    }
-    let gpus_per_node = 8;
-    let asked = milli_per_unit(sku, gpus_per_node) * count.max(0) as u64;
-    let allocations_asked = match sku.form {
-        SkuForm::WholeGpu => 1,
-        _ => count.max(0) as u64,
-    };
-    for q in quotas {
-        let limit = q.max_value.max(0) as u64;
-        let (used, wanted, unit) = match q.scope {
-            QuotaScope::Allocations => (live.len() as u64, allocations_asked, "allocations"),
-            scope => {
-                let matches = keys(sku).contains(&(scope, q.scope_value.clone()));
-                if !matches {
-                    continue;
-                }
-                let used = milli
-                    .get(&(scope, q.scope_value.clone()))
-                    .copied()
-                    .unwrap_or(0);
-                if used + asked > limit * 1000 {
-                    return Err(ApiError::QuotaExceeded {
-                        message: format!(
-                            "the {} quota for {} is {limit} GPUs; {} in use, {} asked",
-                            scope,
-                            q.scope_value,
-                            display_gpus(used),
-                            display_gpus(asked)
-                        ),
-                    });
-                }
-                continue;
-            }
-        };
-        if used + wanted > limit {
-            return Err(ApiError::QuotaExceeded {
-                message: format!("the quota is {limit} concurrent {unit}; {used} in use"),
-            });
-        }
-    }
-    Ok(())
+    let mut usage = Usage::load_many(conn, &[tenant]).await?;
+    usage.remove(&tenant).unwrap_or_default().check(sku, count)
 }
 
 fn keys(sku: &sku::Model) -> [(QuotaScope, String); 3] {

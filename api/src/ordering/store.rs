@@ -27,16 +27,27 @@ where
     }
 }
 
-pub(crate) async fn find_by_idempotency_key<C: ConnectionTrait>(
+/// The orders of a batch's idempotency keys that exist already, in one read.
+pub(crate) async fn find_by_idempotency_keys<C: ConnectionTrait>(
     conn: &C,
-    tenant: TenantId,
-    key: &str,
-) -> Result<Option<order::Model>, DbErr> {
-    order::Entity::find()
-        .filter(order::Column::TenantId.eq(Uuid::from(tenant)))
-        .filter(order::Column::IdempotencyKey.eq(key))
-        .one(conn)
-        .await
+    keys: &[(TenantId, &str)],
+) -> Result<Vec<order::Model>, DbErr> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = order::Entity::find()
+        .filter(order::Column::TenantId.is_in(keys.iter().map(|(t, _)| Uuid::from(*t))))
+        .filter(order::Column::IdempotencyKey.is_in(keys.iter().map(|(_, k)| (*k).to_owned())))
+        .all(conn)
+        .await?;
+    // The two `IN` lists match every pairing; keep only the pairs asked for.
+    Ok(rows
+        .into_iter()
+        .filter(|o| {
+            keys.iter()
+                .any(|(t, k)| Uuid::from(*t) == o.tenant_id && *k == o.idempotency_key)
+        })
+        .collect())
 }
 
 pub(crate) async fn find_order<C: ConnectionTrait>(
@@ -154,23 +165,29 @@ pub(crate) async fn nodes_by_id<C: ConnectionTrait>(
         .await
 }
 
-pub(crate) async fn insert_allocation<C: ConnectionTrait>(
+/// Writes a batch's orders, then its allocations with the GPUs each holds, in a few
+/// multi-row statements.
+pub(crate) async fn insert_placed<C: ConnectionTrait>(
     conn: &C,
-    row: allocation::Model,
-    gpu_ids: &[Uuid],
-) -> Result<allocation::Model, DbErr> {
-    let tenant = row.tenant_id;
-    let inserted = allocation::ActiveModel::from(row).insert(conn).await?;
-    for gpu_id in gpu_ids {
-        allocation_gpu::ActiveModel {
-            allocation_id: Set(inserted.id),
-            gpu_id: Set(*gpu_id),
-            tenant_id: Set(tenant),
+    orders: Vec<order::Model>,
+    allocations: Vec<(allocation::Model, Vec<Uuid>)>,
+) -> Result<(), DbErr> {
+    let orders: Vec<order::ActiveModel> = orders.into_iter().map(Into::into).collect();
+    crate::db::insert_all(conn, orders).await?;
+    let mut held = Vec::new();
+    let mut rows = Vec::with_capacity(allocations.len());
+    for (row, gpu_ids) in allocations {
+        for gpu_id in gpu_ids {
+            held.push(allocation_gpu::ActiveModel {
+                allocation_id: Set(row.id),
+                gpu_id: Set(gpu_id),
+                tenant_id: Set(row.tenant_id),
+            });
         }
-        .insert(conn)
-        .await?;
+        rows.push(allocation::ActiveModel::from(row));
     }
-    Ok(inserted)
+    crate::db::insert_all(conn, rows).await?;
+    crate::db::insert_all(conn, held).await
 }
 
 pub(crate) async fn mark_preempting<C: ConnectionTrait>(

@@ -37,6 +37,17 @@ pub(crate) async fn find<C: ConnectionTrait>(
     Tenants::find_by_id(Uuid::from(id)).one(conn).await
 }
 
+/// The tenants among `ids` that exist, in one read.
+pub(crate) async fn find_many<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[TenantId],
+) -> Result<Vec<tenant::Model>, DbErr> {
+    Tenants::find()
+        .filter(tenant::Column::Id.is_in(ids.iter().map(|id| Uuid::from(*id))))
+        .all(conn)
+        .await
+}
+
 pub(crate) async fn find_by_name<C: ConnectionTrait>(
     conn: &C,
     name: &str,

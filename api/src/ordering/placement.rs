@@ -1,0 +1,459 @@
+//! The placement loop: group commit for `placeOrder`. One loop per process takes every
+//! order waiting behind the fleet lock and places them in ONE transaction serialized on
+//! the fleet epoch row, so the commit's flush and the fixed statements are paid once per
+//! batch instead of once per order.
+//!
+//! Each order is still all or nothing, decided against the state the orders before it in
+//! the batch left: idempotency keys, quotas and the scheduler's fleet are updated in memory
+//! as each order is placed, and only placed orders are written. A refused order (quota,
+//! capacity, idempotency conflict, invalid shape) writes nothing, leaves the fleet as it
+//! found it, and gets exactly the answer it would have got alone. If writing or committing
+//! the batch fails, it is rolled back and every order in it is placed again on its own,
+//! so one order can never fail another.
+//!
+//! The caller validates the input before it queues; the tenant's status, its budget's hard
+//! cap and the SKU are read here once per batch, and checked per order in the same order
+//! as always (tenant, budget, SKU, price, then idempotency, quota and placement).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use neocloud_scheduler::{Exclusivity, Fleet, NoFit, Placement, Request, Shape};
+use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
+use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
+use neocloud_schema::vocabulary::{OrderStatus, TenantStatus, TopologyLevel};
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
+use serde_json::json;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use uuid::Uuid;
+
+use super::fleet_cache::{FleetCache, allocation_key, class_of, tenant_key};
+use super::quota::Usage;
+use super::{
+    AllocationView, OrderView, Ordering, PlaceOrder, alternatives, check_price, no_capacity,
+    plan_part, split_per_node, store, units, with_models,
+};
+use crate::audit;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::http::metrics::PlacementMetrics;
+
+/// Most orders placed in one transaction (bounds the transaction's size and the wait of
+/// the batch's first order).
+pub const MAX_ORDERS_PER_BATCH: usize = 64;
+
+/// Most orders waiting for the loop; further callers wait to queue.
+pub const MAX_QUEUED_ORDERS: usize = 1024;
+
+/// An order whose input is valid.
+pub(super) struct Pending {
+    pub actor: Principal,
+    pub tenant: TenantId,
+    pub input: PlaceOrder,
+    pub request_hash: String,
+    pub idempotency_key: String,
+}
+
+/// A queued order and where its answer goes.
+pub(super) struct Job {
+    pub pending: Pending,
+    pub reply: oneshot::Sender<ApiResult<Placed>>,
+}
+
+/// What became of an order.
+pub(super) enum Placed {
+    /// Placed now.
+    New(OrderView),
+    /// A retry: the order placed earlier under the same idempotency key and input.
+    Existing(order::Model),
+}
+
+/// Starts the placement loop over `cache`; it runs until every sender is dropped.
+pub(super) fn spawn(
+    db: DatabaseConnection,
+    cache: Arc<Mutex<FleetCache>>,
+    notice: Duration,
+    metrics: Option<PlacementMetrics>,
+) -> mpsc::Sender<Job> {
+    let (sender, mut queue) = mpsc::channel::<Job>(MAX_QUEUED_ORDERS);
+    tokio::spawn(async move {
+        while let Some(first) = queue.recv().await {
+            let mut cache = cache.lock().await;
+            // Everything that queued while the previous batch (or a release) held the fleet.
+            let mut jobs = vec![first];
+            while jobs.len() < MAX_ORDERS_PER_BATCH
+                && let Ok(job) = queue.try_recv()
+            {
+                jobs.push(job);
+            }
+            let orders = jobs.len() as u64;
+            if let Some(m) = &metrics {
+                m.orders_in_progress.set(orders as i64);
+            }
+            let started = std::time::Instant::now();
+            place_batch(&db, &mut cache, notice, jobs).await;
+            if let Some(m) = &metrics {
+                m.batch_seconds.observe(started.elapsed().as_secs_f64());
+                m.orders_in_progress.set(0);
+                m.batches_total.inc();
+                m.orders_total.inc_by(orders);
+            }
+        }
+    });
+    sender
+}
+
+/// Places `jobs` in one transaction and answers each; if the batch cannot be written, each
+/// order is placed again alone so that its answer is its own.
+async fn place_batch(
+    db: &DatabaseConnection,
+    cache: &mut FleetCache,
+    notice: Duration,
+    jobs: Vec<Job>,
+) {
+    let (batch, replies): (Vec<Pending>, Vec<_>) =
+        jobs.into_iter().map(|j| (j.pending, j.reply)).unzip();
+    match attempt(db, cache, notice, &batch).await {
+        Ok(outcomes) => {
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                // The caller may have gone (a closed connection); the order stands.
+                let _ = reply.send(outcome);
+            }
+        }
+        Err(err) => {
+            // Nothing of the batch was written, but the cached fleet holds its placements.
+            cache.epoch = None;
+            if batch.len() > 1 {
+                tracing::warn!(error = ?err, orders = batch.len(), "A batch of orders could not be written; placing each on its own.");
+            }
+            let mut first_error = Some(err);
+            for (pending, reply) in batch.iter().zip(replies) {
+                let outcome = if batch.len() == 1 {
+                    Err(first_error.take().unwrap_or_else(lost))
+                } else {
+                    match attempt(db, cache, notice, std::slice::from_ref(pending)).await {
+                        Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(lost())),
+                        Err(err) => {
+                            cache.epoch = None;
+                            Err(err)
+                        }
+                    }
+                };
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+}
+
+fn lost() -> ApiError {
+    ApiError::Internal {
+        message: "the order's outcome was lost".into(),
+    }
+}
+
+/// One transaction for `batch`. The outer error means nothing was written; the inner
+/// results are each order's own answer.
+async fn attempt(
+    db: &DatabaseConnection,
+    cache: &mut FleetCache,
+    notice: Duration,
+    batch: &[Pending],
+) -> ApiResult<Vec<ApiResult<Placed>>> {
+    let txn = crate::db::begin_write(db).await?;
+    // The epoch row first: from here on this transaction is the fleet's only writer on
+    // every replica, so each read below sees what the previous writer committed.
+    Ordering::current(cache, &txn).await?;
+    let keys: Vec<(TenantId, &str)> = batch
+        .iter()
+        .map(|p| (p.tenant, p.idempotency_key.as_str()))
+        .collect();
+    let known = store::find_by_idempotency_keys(&txn, &keys)
+        .await?
+        .into_iter()
+        .map(|o| ((TenantId::from(o.tenant_id), o.idempotency_key.clone()), o))
+        .collect();
+    let mut tenants: Vec<TenantId> = batch.iter().map(|p| p.tenant).collect();
+    tenants.sort_unstable();
+    tenants.dedup();
+    let usage = Usage::load_many(&txn, &tenants).await?;
+    let tenant_rows = crate::tenancy::store::find_many(&txn, &tenants)
+        .await?
+        .into_iter()
+        .map(|t| (TenantId::from(t.id), t))
+        .collect();
+    let tenant_ids: Vec<Uuid> = tenants.iter().map(|t| Uuid::from(*t)).collect();
+    let budgets = crate::budgets::store::find_many(&txn, &tenant_ids)
+        .await?
+        .into_iter()
+        .map(|b| (TenantId::from(b.tenant_id), b))
+        .collect();
+    let mut sku_ids: Vec<Uuid> = batch.iter().map(|p| p.input.sku).collect();
+    sku_ids.sort_unstable();
+    sku_ids.dedup();
+    let skus = crate::catalog::store::find_many(&txn, &sku_ids)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s))
+        .collect();
+    let mut run = Batch {
+        txn: &txn,
+        cache,
+        notice,
+        tenants: tenant_rows,
+        budgets,
+        skus,
+        known,
+        usage,
+        catalog: None,
+        writes: Writes::default(),
+    };
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for pending in batch {
+        outcomes.push(run.place(pending).await?);
+    }
+    let preempted = run.writes.apply(&txn).await?;
+    txn.commit().await?;
+    for (tenant, count) in preempted {
+        tracing::info!(%tenant, preempted = count, "Spot allocations preempted for an order.");
+    }
+    Ok(outcomes)
+}
+
+/// The state of one batch as its orders are placed in turn.
+struct Batch<'a> {
+    txn: &'a DatabaseTransaction,
+    cache: &'a mut FleetCache,
+    notice: Duration,
+    tenants: HashMap<TenantId, tenant::Model>,
+    budgets: HashMap<TenantId, budget::Model>,
+    skus: HashMap<Uuid, sku::Model>,
+    /// Orders by (tenant, idempotency key): those already stored and those placed so far.
+    known: HashMap<(TenantId, String), order::Model>,
+    usage: HashMap<TenantId, Usage>,
+    /// The active catalog, read once if an order does not fit (for its alternatives).
+    catalog: Option<Vec<sku::Model>>,
+    writes: Writes,
+}
+
+/// How an order failed to place.
+enum Refusal {
+    NoCapacity,
+    Invalid(String),
+}
+
+impl Batch<'_> {
+    /// Places one order against the state the batch's earlier orders left. The outer error
+    /// fails the whole batch (a database error, or a state that cannot be undone in memory).
+    async fn place(&mut self, p: &Pending) -> ApiResult<ApiResult<Placed>> {
+        let (tenant, input) = (p.tenant, &p.input);
+        match self.tenants.get(&tenant) {
+            None => return Ok(Err(ApiError::not_found("tenant"))),
+            Some(row) if row.status == TenantStatus::Suspended => {
+                return Ok(Err(ApiError::forbidden(
+                    "the tenant is suspended and cannot place new orders",
+                )));
+            }
+            Some(_) => {}
+        }
+        if let Some(refusal) = self
+            .budgets
+            .get(&tenant)
+            .and_then(crate::budgets::order_refusal)
+        {
+            return Ok(Err(refusal));
+        }
+        let Some(sku) = self.skus.get(&input.sku).filter(|s| s.active).cloned() else {
+            return Ok(Err(ApiError::invalid("sku", "no such SKU in the catalog")));
+        };
+        if let Err(err) = check_price(&sku, input) {
+            return Ok(Err(err));
+        }
+        let sku = &sku;
+        if let Some(existing) = self.known.get(&(tenant, p.idempotency_key.clone())) {
+            if existing.request_hash != p.request_hash {
+                return Ok(Err(ApiError::IdempotencyConflict {
+                    message: "this idempotencyKey was used for a different order".into(),
+                }));
+            }
+            return Ok(Ok(Placed::Existing(existing.clone())));
+        }
+        if let Some(usage) = self.usage.get(&tenant)
+            && let Err(err) = usage.check(sku, input.count)
+        {
+            return Ok(Err(err));
+        }
+        let shape_units = match units(sku, input) {
+            Ok(units) => units,
+            Err(err) => return Ok(Err(err)),
+        };
+        let Some(region) = self.cache.regions.get_mut(&sku.region) else {
+            return Ok(Err(no_capacity(sku, input.count, Vec::new())));
+        };
+        let models = region.fleet.model_set([sku.gpu_model.as_str()]);
+        let request_for = |shape: Shape| Request {
+            tenant: tenant_key(tenant.into()),
+            class: class_of(input.class),
+            exclusive: input.exclusive.then_some(match input.topology_level {
+                TopologyLevel::NvlinkDomain => Exclusivity::NvlinkDomain,
+                _ => Exclusivity::Node,
+            }),
+            shape: with_models(shape, models),
+        };
+
+        // Place every unit in memory; all or nothing. A refused order must leave the fleet
+        // as it found it: one that may commit more than one part keeps a copy to go back to
+        // (a single part commits all or nothing by itself).
+        let now = Utc::now().trunc_subsecs(6);
+        let mut before: Option<Fleet> = (shape_units.len() > 1).then(|| region.fleet.clone());
+        let mut planned: Vec<(Uuid, Placement)> = Vec::new();
+        let mut victims: Vec<Uuid> = Vec::new();
+        let mut refused = None;
+        'units: for shape in shape_units {
+            match region.fleet.place(&request_for(shape)) {
+                Ok(placement) => {
+                    if before.is_none() && placement.nodes.len() > 1 {
+                        before = Some(region.fleet.clone());
+                    }
+                    for (i, mut part) in split_per_node(&placement).into_iter().enumerate() {
+                        let id = AllocationId::new().as_uuid();
+                        if i > 0 {
+                            part.victims.clear();
+                        }
+                        match region.fleet.commit(allocation_key(id), &part) {
+                            Ok(preempted) => {
+                                victims.extend(preempted.iter().map(|a| Uuid::from_u128(a.key.0)));
+                                planned.push((id, part));
+                            }
+                            Err(err) => {
+                                tracing::error!(error = %err, "A fresh placement did not commit.");
+                                refused = Some(Refusal::NoCapacity);
+                                break 'units;
+                            }
+                        }
+                    }
+                }
+                Err(NoFit::Invalid(err)) => {
+                    refused = Some(Refusal::Invalid(err.to_string()));
+                    break;
+                }
+                Err(NoFit::NoCapacity) => {
+                    refused = Some(Refusal::NoCapacity);
+                    break;
+                }
+            }
+        }
+        if let Some(refused) = refused {
+            match before {
+                Some(before) => region.fleet = before,
+                None if planned.is_empty() => {}
+                None => {
+                    return Err(ApiError::Internal {
+                        message: "a refused order left placements behind".into(),
+                    });
+                }
+            }
+            return Ok(Err(match refused {
+                Refusal::Invalid(message) => ApiError::invalid("sku", message),
+                Refusal::NoCapacity => {
+                    if self.catalog.is_none() {
+                        self.catalog = Some(crate::catalog::store::active(self.txn).await?);
+                    }
+                    let skus = self.catalog.as_deref().unwrap_or_default();
+                    no_capacity(sku, input.count, alternatives(self.cache, skus, sku, input))
+                }
+            }));
+        }
+
+        let starts_at = if victims.is_empty() {
+            now
+        } else {
+            now + chrono::Duration::from_std(self.notice).unwrap_or_default()
+        };
+        let order = order::Model {
+            id: OrderId::new().into(),
+            tenant_id: tenant.into(),
+            sku_id: sku.id,
+            count: input.count,
+            class: input.class,
+            topology_level: input.topology_level,
+            topology_required: input.topology_required,
+            exclusive: input.exclusive,
+            max_price_per_hour: input.max_price_per_hour.clone(),
+            labels: json!(input.labels),
+            idempotency_key: p.idempotency_key.clone(),
+            request_hash: p.request_hash.clone(),
+            status: OrderStatus::Active,
+            created_by: Some(p.actor.key_id.into()),
+            created_at: now,
+            ended_at: None,
+        };
+        let mut views: Vec<AllocationView> = Vec::with_capacity(planned.len());
+        let mut rows: Vec<(allocation::Model, Vec<Uuid>)> = Vec::with_capacity(planned.len());
+        for (id, part) in &planned {
+            let (view, gpu_ids) = plan_part(region, *id, part, &order, sku, starts_at)?;
+            rows.push((view.allocation.clone(), gpu_ids));
+            views.push(view);
+        }
+        if let Some(usage) = self.usage.get_mut(&tenant) {
+            let held: Vec<(&allocation::Model, usize)> =
+                rows.iter().map(|(a, gpus)| (a, gpus.len())).collect();
+            usage.add(sku, &held);
+        }
+        self.known
+            .insert((tenant, p.idempotency_key.clone()), order.clone());
+        self.writes.audit.push(audit::row(
+            Some(&p.actor),
+            audit::Entry {
+                tenant_id: Some(tenant),
+                action: "order.place",
+                object_type: "order",
+                object_id: order.id.to_string(),
+                before: None,
+                after: Some(json!({
+                    "sku": sku.name,
+                    "count": input.count,
+                    "class": input.class,
+                    "allocations": planned.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+                    "preempted": victims,
+                })),
+            },
+        ));
+        if !victims.is_empty() {
+            self.writes.preempting.push((tenant, victims, starts_at));
+        }
+        self.writes.orders.push(order.clone());
+        self.writes.allocations.extend(rows);
+        Ok(Ok(Placed::New(OrderView {
+            order,
+            allocations: views,
+        })))
+    }
+}
+
+/// What a batch writes, in the order it is written.
+#[derive(Default)]
+struct Writes {
+    orders: Vec<order::Model>,
+    allocations: Vec<(allocation::Model, Vec<Uuid>)>,
+    /// Per order that preempted: its tenant, the victims and when they end.
+    preempting: Vec<(TenantId, Vec<Uuid>, DateTime<Utc>)>,
+    audit: Vec<audit_log::ActiveModel>,
+}
+
+impl Writes {
+    /// Writes everything; returns how many allocations each preempting order preempted.
+    async fn apply(self, txn: &DatabaseTransaction) -> ApiResult<Vec<(TenantId, usize)>> {
+        store::insert_placed(txn, self.orders, self.allocations).await?;
+        // After the inserts: an order may preempt a spot allocation placed earlier in
+        // the same batch.
+        let mut preempted = Vec::with_capacity(self.preempting.len());
+        for (tenant, victims, at) in self.preempting {
+            store::mark_preempting(txn, &victims, at).await?;
+            preempted.push((tenant, victims.len()));
+        }
+        audit::record_all(txn, self.audit).await?;
+        Ok(preempted)
+    }
+}
