@@ -85,6 +85,13 @@ async fn naive_insert(db: &DatabaseConnection, b: &Value) {
 
 #[tokio::main]
 async fn main() {
+    // `RUST_LOG=neocloud_metering=debug` shows each ingest group's size and time.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let nodes = arg("--nodes", 64);
     let batches = arg("--batches", 30).min(30);
     let posters = arg("--posters", 16);

@@ -63,7 +63,13 @@ impl Writer {
                         .into_iter()
                         .map(|job| (job.submission, job.answer))
                         .unzip();
+                    let (size, started) = (submissions.len(), std::time::Instant::now());
                     let results = accept_many(&db, submissions, Utc::now()).await;
+                    tracing::debug!(
+                        batches = size,
+                        ms = started.elapsed().as_secs_f64() * 1000.0,
+                        "Ingest group written."
+                    );
                     for (answer, result) in answers.into_iter().zip(results) {
                         // The request may have gone (client timeout): its batch is written
                         // all the same, and its retry will be answered `duplicate`.
