@@ -89,23 +89,30 @@ async fn card(app: &TestApp, stripe: &LocalStripe, number: &str) -> String {
     pm["id"].as_str().expect("payment method").to_owned()
 }
 
-/// A tenant with `card` as default payment method that ran a GPU at 10.00 a second;
-/// returns its closed invoice and the tenant's key.
-async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> (Value, String) {
-    let (tenant, key) = app.create_tenant(name).await;
+/// Makes `card` the tenant's default payment method (its Stripe customer is created on
+/// first use); returns the payment account.
+async fn use_card(app: &TestApp, key: &str, card: &str) -> Value {
     let r = app
         .gql(
-            Some(&key),
+            Some(key),
             "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { stripeCustomerId defaultPaymentMethod } }",
             json!({"p": card}),
         )
         .await;
-    let account = &r["data"]["setDefaultPaymentMethod"];
+    assert!(r["errors"].is_null(), "{r}");
+    r["data"]["setDefaultPaymentMethod"].clone()
+}
+
+/// A tenant with `card` as default payment method that ran a GPU at 10.00 a second;
+/// returns its closed invoice and the tenant's key.
+async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> (Value, String) {
+    let (tenant, key) = app.create_tenant(name).await;
+    let account = use_card(app, &key, card).await;
     assert!(
         account["stripeCustomerId"]
             .as_str()
             .is_some_and(|c| c.starts_with("cus_")),
-        "{r}"
+        "{account}"
     );
     app.run_gpu_at_ten_a_second(name, &key).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -225,14 +232,7 @@ async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Back
 
     // A new card: the refused charge is tried again, and this time paid.
     let replacement = card(&app, &stripe, "4242424242424242").await;
-    let r = app
-        .gql(
-            Some(&invoice_key),
-            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
-            json!({"p": replacement}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    use_card(&app, &invoice_key, &replacement).await;
     let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
     assert_eq!(paid["status"], "PAID");
 }
@@ -282,14 +282,7 @@ async fn refused_charges_are_retried_on_schedule_until_dunning_then_paid(backend
 
     // A working card: charged at once, paid, and the tenant resumed.
     let good = card(&app, &stripe, "4242424242424242").await;
-    let r = app
-        .gql(
-            Some(&key),
-            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
-            json!({"p": good}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    use_card(&app, &key, &good).await;
     wait_for_state(&app, &invoice["id"], "PAID").await;
     for _ in 0..50 {
         if tenant_status(&app, &key).await == "ACTIVE" {
@@ -362,14 +355,7 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
     let r = app.gql(Some(&key), TOP_UP, json!({"a": "250"})).await;
     assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
     let good = card(&app, &stripe, "4242424242424242").await;
-    let r = app
-        .gql(
-            Some(&key),
-            "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
-            json!({"p": good}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    use_card(&app, &key, &good).await;
     for (amount, field) in [
         ("0.5", "amount"),
         ("2000000", "amount"),
@@ -488,12 +474,7 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
 
     // A declining card: the top-up fails with Stripe's reason and grants nothing.
     let declining = card(&app, &stripe, "4000000000000341").await;
-    app.gql(
-        Some(&key),
-        "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
-        json!({"p": declining}),
-    )
-    .await;
+    use_card(&app, &key, &declining).await;
     let r = app.gql(Some(&key), TOP_UP, json!({"a": "100"})).await;
     let failed = wait_for_top_up(&app, &key, &r["data"]["startTopUp"]["id"], "FAILED").await;
     assert!(failed["failure"].is_string(), "{failed}");
