@@ -11,8 +11,8 @@ use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, Set,
 };
 use uuid::Uuid;
 
@@ -299,15 +299,15 @@ fn dec(text: &str) -> Decimal {
     text.parse().unwrap_or_default()
 }
 
-/// Adds increments to their minute buckets: one read of the touched buckets, then one
-/// upsert of their new totals (computed under the node's lock). Returns how many buckets
-/// were touched.
+/// Adds increments to their minute buckets; returns how many buckets were touched. On
+/// PostgreSQL one upsert adds them in the database (`NUMERIC`, exact); elsewhere one read
+/// of the touched buckets, then one upsert of their new totals (computed under the node's
+/// lock: SQLite has no exact decimal arithmetic).
 pub(super) async fn add_increments<C: ConnectionTrait>(
     conn: &C,
     increments: &[(String, Increment)],
 ) -> Result<usize, DbErr> {
-    type Key = (Uuid, DateTime<Utc>, String, String);
-    let mut merged: BTreeMap<Key, Increment> = BTreeMap::new();
+    let mut merged: BTreeMap<BucketKey, Increment> = BTreeMap::new();
     for (device, inc) in increments {
         let key = (
             inc.allocation,
@@ -330,10 +330,13 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
     if merged.is_empty() {
         return Ok(0);
     }
+    if conn.get_database_backend() == DbBackend::Postgres {
+        return add_in_database(conn, &merged).await;
+    }
     let allocations: BTreeSet<Uuid> = merged.keys().map(|k| k.0).collect();
     let minutes: BTreeSet<DateTime<Utc>> = merged.keys().map(|k| k.1).collect();
     let devices: BTreeSet<&str> = merged.keys().map(|k| k.2.as_str()).collect();
-    let existing: HashMap<Key, usage_minute::Model> = usage_minute::Entity::find()
+    let existing: HashMap<BucketKey, usage_minute::Model> = usage_minute::Entity::find()
         .filter(usage_minute::Column::AllocationId.is_in(allocations))
         .filter(usage_minute::Column::MinuteStart.is_in(minutes))
         .filter(usage_minute::Column::DeviceUuid.is_in(devices))
@@ -354,36 +357,29 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
         .collect();
     let rows: Vec<usage_minute::ActiveModel> = merged
         .iter()
-        .map(|(key, inc)| {
-            let (active, memory, energy, seconds, id) = match existing.get(key) {
-                Some(row) => (
+        .map(|(key, inc)| match existing.get(key) {
+            Some(row) => bucket_row(
+                key,
+                inc,
+                (
                     dec(&row.active_seconds) + inc.active_seconds,
                     dec(&row.memory_gib_seconds) + inc.memory_gib_seconds,
                     dec(&row.energy_kwh) + inc.energy_kwh,
                     row.sampled_seconds + inc.seconds,
-                    row.id,
                 ),
-                None => (
+                row.id,
+            ),
+            None => bucket_row(
+                key,
+                inc,
+                (
                     inc.active_seconds,
                     inc.memory_gib_seconds,
                     inc.energy_kwh,
                     inc.seconds,
-                    Uuid::now_v7(),
                 ),
-            };
-            usage_minute::ActiveModel {
-                id: Set(id),
-                minute_start: Set(key.1),
-                device_uuid: Set(key.2.clone()),
-                allocation_id: Set(key.0),
-                tenant_id: Set(inc.tenant),
-                sku_id: Set(inc.sku),
-                label: Set(key.3.clone()),
-                active_seconds: Set(active.to_string()),
-                memory_gib_seconds: Set(memory.to_string()),
-                energy_kwh: Set(energy.to_string()),
-                sampled_seconds: Set(seconds),
-            }
+                Uuid::now_v7(),
+            ),
         })
         .collect();
     let touched = rows.len();
@@ -392,19 +388,101 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
         let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
         usage_minute::Entity::insert_many(chunk)
             .on_conflict(
-                OnConflict::columns([
-                    usage_minute::Column::AllocationId,
-                    usage_minute::Column::MinuteStart,
-                    usage_minute::Column::DeviceUuid,
-                    usage_minute::Column::Label,
-                ])
-                .update_columns([
-                    usage_minute::Column::ActiveSeconds,
-                    usage_minute::Column::MemoryGibSeconds,
-                    usage_minute::Column::EnergyKwh,
-                    usage_minute::Column::SampledSeconds,
-                ])
-                .to_owned(),
+                bucket_conflict()
+                    .update_columns([
+                        usage_minute::Column::ActiveSeconds,
+                        usage_minute::Column::MemoryGibSeconds,
+                        usage_minute::Column::EnergyKwh,
+                        usage_minute::Column::SampledSeconds,
+                    ])
+                    .to_owned(),
+            )
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(touched)
+}
+
+type BucketKey = (Uuid, DateTime<Utc>, String, String);
+
+fn bucket_row(
+    key: &BucketKey,
+    inc: &Increment,
+    totals: (Decimal, Decimal, Decimal, i64),
+    id: Uuid,
+) -> usage_minute::ActiveModel {
+    let (active, memory, energy, seconds) = totals;
+    usage_minute::ActiveModel {
+        id: Set(id),
+        minute_start: Set(key.1),
+        device_uuid: Set(key.2.clone()),
+        allocation_id: Set(key.0),
+        tenant_id: Set(inc.tenant),
+        sku_id: Set(inc.sku),
+        label: Set(key.3.clone()),
+        active_seconds: Set(active.to_string()),
+        memory_gib_seconds: Set(memory.to_string()),
+        energy_kwh: Set(energy.to_string()),
+        sampled_seconds: Set(seconds),
+    }
+}
+
+fn bucket_conflict() -> OnConflict {
+    OnConflict::columns([
+        usage_minute::Column::AllocationId,
+        usage_minute::Column::MinuteStart,
+        usage_minute::Column::DeviceUuid,
+        usage_minute::Column::Label,
+    ])
+}
+
+/// PostgreSQL: the increments are added to existing buckets by the upsert itself, in
+/// `NUMERIC` (exact), so no bucket is read first.
+async fn add_in_database<C: ConnectionTrait>(
+    conn: &C,
+    merged: &BTreeMap<BucketKey, Increment>,
+) -> Result<usize, DbErr> {
+    let sum = |column: &str| {
+        Expr::cust(format!(
+            "(\"usage_minutes\".\"{column}\"::numeric + \"excluded\".\"{column}\"::numeric)::text"
+        ))
+    };
+    let rows: Vec<usage_minute::ActiveModel> = merged
+        .iter()
+        .map(|(key, inc)| {
+            bucket_row(
+                key,
+                inc,
+                (
+                    inc.active_seconds,
+                    inc.memory_gib_seconds,
+                    inc.energy_kwh,
+                    inc.seconds,
+                ),
+                Uuid::now_v7(),
+            )
+        })
+        .collect();
+    let touched = rows.len();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
+        usage_minute::Entity::insert_many(chunk)
+            .on_conflict(
+                bucket_conflict()
+                    .value(usage_minute::Column::ActiveSeconds, sum("active_seconds"))
+                    .value(
+                        usage_minute::Column::MemoryGibSeconds,
+                        sum("memory_gib_seconds"),
+                    )
+                    .value(usage_minute::Column::EnergyKwh, sum("energy_kwh"))
+                    .value(
+                        usage_minute::Column::SampledSeconds,
+                        Expr::cust(
+                            "\"usage_minutes\".\"sampled_seconds\" + \"excluded\".\"sampled_seconds\"",
+                        ),
+                    )
+                    .to_owned(),
             )
             .exec_without_returning(conn)
             .await?;
