@@ -27,17 +27,8 @@ async fn finalized_invoice(app: &TestApp, name: &str, charged: bool) -> (String,
         app.run_gpu_at_ten_a_second(name, &key).await;
         tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     }
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id paymentState } }",
-            json!({"t": tenant}),
-        )
-        .await;
-    let id = r["data"]["closeBillingPeriod"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{r}"))
-        .to_owned();
+    let invoice = app.close_period(&tenant, "id paymentState").await;
+    let id = invoice["id"].as_str().expect("id").to_owned();
     (id, key)
 }
 

@@ -116,15 +116,10 @@ async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> (Value, String
     );
     app.run_gpu_at_ten_a_second(name, &key).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id number total status paymentState } }",
-            json!({"t": tenant}),
-        )
+    let invoice = app
+        .close_period(&tenant, "id number total status paymentState")
         .await;
-    let invoice = r["data"]["closeBillingPeriod"].clone();
-    assert_eq!(invoice["paymentState"], "PENDING", "{r}");
+    assert_eq!(invoice["paymentState"], "PENDING", "{invoice}");
     (invoice, key)
 }
 
@@ -193,23 +188,8 @@ async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Back
     let (invoice, _) = charged_tenant(&app, "acme", &good).await;
     let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
     assert_eq!(paid["status"], "PAID");
-    let intents = app
-        .client
-        .get(format!("{}/v1/payment_intents?limit=100", stripe.url))
-        .bearer_auth("sk_test_localstripe")
-        .send()
-        .await
-        .expect("list")
-        .json::<Value>()
-        .await
-        .expect("json");
-    let ours: Vec<&Value> = intents["data"]
-        .as_array()
-        .expect("intents")
-        .iter()
-        .filter(|p| p["metadata"]["invoice_id"] == invoice["id"])
-        .collect();
-    assert_eq!(ours.len(), 1, "{intents}");
+    let ours = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
+    assert_eq!(ours.len(), 1, "{ours:?}");
     let cents = (invoice["total"]
         .as_str()
         .expect("total")

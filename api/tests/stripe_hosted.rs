@@ -106,15 +106,13 @@ fn recorded_stripe() -> (String, Log) {
 async fn closed_and_sent(app: &TestApp, tenant: &str, key: &str) -> (Value, Value) {
     app.run_gpu_at_ten_a_second("acme", key).await;
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { id number total paymentState lines { id: description amount } } }",
-            json!({"t": tenant}),
+    let invoice = app
+        .close_period(
+            tenant,
+            "id number total paymentState lines { id: description amount }",
         )
         .await;
-    let invoice = r["data"]["closeBillingPeriod"].clone();
-    assert_eq!(invoice["paymentState"], "PENDING", "{r}");
+    assert_eq!(invoice["paymentState"], "PENDING", "{invoice}");
     let mut url = Value::Null;
     for _ in 0..100 {
         let r = app

@@ -227,6 +227,21 @@ impl TestApp {
         assert!(r["data"]["placeOrder"].is_object(), "{r}");
     }
 
+    /// Closes the tenant's billing period (operator); returns the finalized invoice with
+    /// the `fields` asked for.
+    pub async fn close_period(&self, tenant: &str, fields: &str) -> Value {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                &format!("mutation($t: ID!) {{ closeBillingPeriod(tenantId: $t) {{ {fields} }} }}"),
+                json!({"t": tenant}),
+            )
+            .await;
+        let invoice = r["data"]["closeBillingPeriod"].clone();
+        assert!(invoice.is_object(), "closeBillingPeriod failed: {r}");
+        invoice
+    }
+
     /// Registers a node of `gpus` GPUs; returns (node id, agent token).
     pub async fn register_node(
         &self,

@@ -111,7 +111,7 @@ pub async fn accept(
     accept_many(db, vec![Submission { node_id, batch }], now)
         .await
         .pop()
-        .unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take")))
+        .unwrap_or_else(unanswered)
 }
 
 /// Takes several batches at once, answering each as if it came alone: they are written in
@@ -138,9 +138,7 @@ pub async fn accept_many(
                 for &i in &group {
                     let alone = apply(db, &[&submissions[i]], now).await;
                     answers[i] = Some(match alone {
-                        Ok(mut done) => done.pop().unwrap_or_else(|| {
-                            Err(MeteringError::invalid("body", "nothing to take"))
-                        }),
+                        Ok(mut done) => done.pop().unwrap_or_else(unanswered),
                         Err(err) => Err(err.into()),
                     });
                 }
@@ -149,8 +147,13 @@ pub async fn accept_many(
     }
     answers
         .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take"))))
+        .map(|a| a.unwrap_or_else(unanswered))
         .collect()
+}
+
+/// The answer to a submission nothing answered (cannot happen: every path answers).
+fn unanswered() -> Answer {
+    Err(MeteringError::invalid("body", "nothing to take"))
 }
 
 /// Splits submissions, in order, into groups holding each node at most once: a node's
@@ -248,7 +251,7 @@ async fn apply(
     }
     Ok(answers
         .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(MeteringError::invalid("body", "nothing to take"))))
+        .map(|a| a.unwrap_or_else(unanswered))
         .collect())
 }
 

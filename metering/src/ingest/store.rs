@@ -330,13 +330,73 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
     if merged.is_empty() {
         return Ok(0);
     }
-    if conn.get_database_backend() == DbBackend::Postgres {
-        return add_in_database(conn, &merged).await;
+    // PostgreSQL adds in the upsert itself; SQLite needs the current totals first.
+    let in_database = conn.get_database_backend() == DbBackend::Postgres;
+    let existing = if in_database {
+        HashMap::new()
+    } else {
+        current_buckets(conn, &merged).await?
+    };
+    let rows: Vec<usage_minute::ActiveModel> = merged
+        .iter()
+        .map(|(key, inc)| bucket_row(key, inc, existing.get(key)))
+        .collect();
+    let sum = |column: &str| {
+        Expr::cust(format!(
+            "(\"usage_minutes\".\"{column}\"::numeric + \"excluded\".\"{column}\"::numeric)::text"
+        ))
+    };
+    let mut conflict = OnConflict::columns([
+        usage_minute::Column::AllocationId,
+        usage_minute::Column::MinuteStart,
+        usage_minute::Column::DeviceUuid,
+        usage_minute::Column::Label,
+    ]);
+    if in_database {
+        conflict
+            .value(usage_minute::Column::ActiveSeconds, sum("active_seconds"))
+            .value(
+                usage_minute::Column::MemoryGibSeconds,
+                sum("memory_gib_seconds"),
+            )
+            .value(usage_minute::Column::EnergyKwh, sum("energy_kwh"))
+            .value(
+                usage_minute::Column::SampledSeconds,
+                Expr::cust(
+                    "\"usage_minutes\".\"sampled_seconds\" + \"excluded\".\"sampled_seconds\"",
+                ),
+            );
+    } else {
+        conflict.update_columns([
+            usage_minute::Column::ActiveSeconds,
+            usage_minute::Column::MemoryGibSeconds,
+            usage_minute::Column::EnergyKwh,
+            usage_minute::Column::SampledSeconds,
+        ]);
     }
+    let touched = rows.len();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
+        usage_minute::Entity::insert_many(chunk)
+            .on_conflict(conflict.clone())
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(touched)
+}
+
+type BucketKey = (Uuid, DateTime<Utc>, String, String);
+
+/// The touched buckets as stored, by key.
+async fn current_buckets<C: ConnectionTrait>(
+    conn: &C,
+    merged: &BTreeMap<BucketKey, Increment>,
+) -> Result<HashMap<BucketKey, usage_minute::Model>, DbErr> {
     let allocations: BTreeSet<Uuid> = merged.keys().map(|k| k.0).collect();
     let minutes: BTreeSet<DateTime<Utc>> = merged.keys().map(|k| k.1).collect();
     let devices: BTreeSet<&str> = merged.keys().map(|k| k.2.as_str()).collect();
-    let existing: HashMap<BucketKey, usage_minute::Model> = usage_minute::Entity::find()
+    Ok(usage_minute::Entity::find()
         .filter(usage_minute::Column::AllocationId.is_in(allocations))
         .filter(usage_minute::Column::MinuteStart.is_in(minutes))
         .filter(usage_minute::Column::DeviceUuid.is_in(devices))
@@ -354,64 +414,32 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
                 row,
             )
         })
-        .collect();
-    let rows: Vec<usage_minute::ActiveModel> = merged
-        .iter()
-        .map(|(key, inc)| match existing.get(key) {
-            Some(row) => bucket_row(
-                key,
-                inc,
-                (
-                    dec(&row.active_seconds) + inc.active_seconds,
-                    dec(&row.memory_gib_seconds) + inc.memory_gib_seconds,
-                    dec(&row.energy_kwh) + inc.energy_kwh,
-                    row.sampled_seconds + inc.seconds,
-                ),
-                row.id,
-            ),
-            None => bucket_row(
-                key,
-                inc,
-                (
-                    inc.active_seconds,
-                    inc.memory_gib_seconds,
-                    inc.energy_kwh,
-                    inc.seconds,
-                ),
-                Uuid::now_v7(),
-            ),
-        })
-        .collect();
-    let touched = rows.len();
-    let mut rows = rows.into_iter().peekable();
-    while rows.peek().is_some() {
-        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
-        usage_minute::Entity::insert_many(chunk)
-            .on_conflict(
-                bucket_conflict()
-                    .update_columns([
-                        usage_minute::Column::ActiveSeconds,
-                        usage_minute::Column::MemoryGibSeconds,
-                        usage_minute::Column::EnergyKwh,
-                        usage_minute::Column::SampledSeconds,
-                    ])
-                    .to_owned(),
-            )
-            .exec_without_returning(conn)
-            .await?;
-    }
-    Ok(touched)
+        .collect())
 }
 
-type BucketKey = (Uuid, DateTime<Utc>, String, String);
-
+/// A bucket row holding `inc` added to `current` (or `inc` alone: a new bucket, or one
+/// the database adds to).
 fn bucket_row(
     key: &BucketKey,
     inc: &Increment,
-    totals: (Decimal, Decimal, Decimal, i64),
-    id: Uuid,
+    current: Option<&usage_minute::Model>,
 ) -> usage_minute::ActiveModel {
-    let (active, memory, energy, seconds) = totals;
+    let (active, memory, energy, seconds, id) = match current {
+        Some(row) => (
+            dec(&row.active_seconds) + inc.active_seconds,
+            dec(&row.memory_gib_seconds) + inc.memory_gib_seconds,
+            dec(&row.energy_kwh) + inc.energy_kwh,
+            row.sampled_seconds + inc.seconds,
+            row.id,
+        ),
+        None => (
+            inc.active_seconds,
+            inc.memory_gib_seconds,
+            inc.energy_kwh,
+            inc.seconds,
+            Uuid::now_v7(),
+        ),
+    };
     usage_minute::ActiveModel {
         id: Set(id),
         minute_start: Set(key.1),
@@ -425,69 +453,6 @@ fn bucket_row(
         energy_kwh: Set(energy.to_string()),
         sampled_seconds: Set(seconds),
     }
-}
-
-fn bucket_conflict() -> OnConflict {
-    OnConflict::columns([
-        usage_minute::Column::AllocationId,
-        usage_minute::Column::MinuteStart,
-        usage_minute::Column::DeviceUuid,
-        usage_minute::Column::Label,
-    ])
-}
-
-/// PostgreSQL: the increments are added to existing buckets by the upsert itself, in
-/// `NUMERIC` (exact), so no bucket is read first.
-async fn add_in_database<C: ConnectionTrait>(
-    conn: &C,
-    merged: &BTreeMap<BucketKey, Increment>,
-) -> Result<usize, DbErr> {
-    let sum = |column: &str| {
-        Expr::cust(format!(
-            "(\"usage_minutes\".\"{column}\"::numeric + \"excluded\".\"{column}\"::numeric)::text"
-        ))
-    };
-    let rows: Vec<usage_minute::ActiveModel> = merged
-        .iter()
-        .map(|(key, inc)| {
-            bucket_row(
-                key,
-                inc,
-                (
-                    inc.active_seconds,
-                    inc.memory_gib_seconds,
-                    inc.energy_kwh,
-                    inc.seconds,
-                ),
-                Uuid::now_v7(),
-            )
-        })
-        .collect();
-    let touched = rows.len();
-    let mut rows = rows.into_iter().peekable();
-    while rows.peek().is_some() {
-        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
-        usage_minute::Entity::insert_many(chunk)
-            .on_conflict(
-                bucket_conflict()
-                    .value(usage_minute::Column::ActiveSeconds, sum("active_seconds"))
-                    .value(
-                        usage_minute::Column::MemoryGibSeconds,
-                        sum("memory_gib_seconds"),
-                    )
-                    .value(usage_minute::Column::EnergyKwh, sum("energy_kwh"))
-                    .value(
-                        usage_minute::Column::SampledSeconds,
-                        Expr::cust(
-                            "\"usage_minutes\".\"sampled_seconds\" + \"excluded\".\"sampled_seconds\"",
-                        ),
-                    )
-                    .to_owned(),
-            )
-            .exec_without_returning(conn)
-            .await?;
-    }
-    Ok(touched)
 }
 
 /// Per `(agent_id, boot_id)`: last seq, how many below it are missing, lag.

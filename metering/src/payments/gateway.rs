@@ -313,7 +313,7 @@ pub struct HostedInvoice<'a> {
     pub currency: &'a str,
     pub days_until_due: i32,
     pub description: &'a str,
-    pub metadata: HashMap<&'static str, String>,
+    pub metadata: HashMap<String, String>,
     pub items: Vec<HostedItem<'a>>,
 }
 
@@ -342,7 +342,7 @@ struct NewInvoice<'a> {
     pending_invoice_items_behavior: &'a str,
     currency: &'a str,
     description: &'a str,
-    metadata: &'a HashMap<&'static str, String>,
+    metadata: &'a HashMap<String, String>,
 }
 
 #[derive(Serialize)]

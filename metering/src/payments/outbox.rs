@@ -500,15 +500,7 @@ async fn deliver<C: ConnectionTrait>(
                 currency: &invoice.currency,
                 days_until_due: account.as_ref().map_or(30, |a| a.days_until_due),
                 description: &description,
-                metadata: metadata
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        ["tenant_id", "neocloud_key", "invoice_id", "invoice_number"]
-                            .into_iter()
-                            .find(|name| name == k)
-                            .map(|name| (name, v.clone()))
-                    })
-                    .collect(),
+                metadata,
                 items,
             };
             mark_sent().await?;
