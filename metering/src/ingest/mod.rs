@@ -362,7 +362,16 @@ async fn write<C: ConnectionTrait>(
                 .map_or(&[][..], Vec::as_slice);
             let folded = fold::fold(device, &fresh, device_candidates, energy_kwh);
             effects.buckets += folded.len();
-            increments.extend(folded.into_iter().map(|inc| (device.uuid.clone(), inc)));
+            // An allocation's bucket sums all its devices; seconds nobody holds stay per
+            // device, for utilization reports.
+            increments.extend(folded.into_iter().map(|inc| {
+                let device = if inc.allocation.is_nil() {
+                    device.uuid.clone()
+                } else {
+                    String::new()
+                };
+                (device, inc)
+            }));
             for event in &device.events {
                 store::record_event(txn, node.id, &device.uuid, event, now).await?;
                 let Some(effect) = health::effect(event.kind, event.code) else {
