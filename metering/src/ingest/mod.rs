@@ -185,29 +185,28 @@ async fn apply(
     now: DateTime<Utc>,
 ) -> Result<Vec<Answer>, DbErr> {
     let node_ids: Vec<Uuid> = items.iter().map(|s| s.node_id).collect();
-    let nodes = store::nodes(db, &node_ids).await?;
-    let gpus = store::gpus_of(db, &node_ids).await?;
+    // One connection checkout for the whole group, and the nodes' row locks first (they
+    // serialize the batches of one node, its devices' coverage, without blocking other
+    // nodes; on SQLite the first write also takes the database's write lock before any
+    // read, so the transaction never has to upgrade).
+    let txn = db.begin().await?;
+    store::lock_nodes(&txn, &node_ids).await?;
+    let nodes = store::nodes_with_gpus(&txn, &node_ids).await?;
     let mut answers: Vec<Option<Answer>> = items.iter().map(|_| None).collect();
     let mut live = Vec::new();
     for (i, s) in items.iter().enumerate() {
-        let Some(node) = nodes.get(&s.node_id) else {
+        let Some((node, node_gpus)) = nodes.get(&s.node_id) else {
             answers[i] = Some(Err(MeteringError::Forbidden {
                 message: "the token's node no longer exists".into(),
             }));
             continue;
         };
-        let node_gpus = gpus.get(&node.id).map_or(&[][..], Vec::as_slice);
         match check(&s.batch, node, node_gpus, now) {
             Ok(()) => live.push(i),
             Err(err) => answers[i] = Some(Err(err)),
         }
     }
     if !live.is_empty() {
-        let txn = db.begin().await?;
-        // Serializes the batches of one node (its devices' coverage rows) without blocking
-        // other nodes.
-        let locked: Vec<Uuid> = live.iter().map(|&i| items[i].node_id).collect();
-        store::lock_nodes(&txn, &locked).await?;
         let batches: Vec<&Batch> = live.iter().map(|&i| &items[i].batch).collect();
         let seen = store::existing_batches(&txn, &batches).await?;
         let mut fresh = Vec::new();
@@ -225,12 +224,8 @@ async fn apply(
         let fresh_items: Vec<(&node::Model, &[gpu::Model], &Batch)> = fresh
             .iter()
             .filter_map(|&i| {
-                let node = nodes.get(&items[i].node_id)?;
-                Some((
-                    node,
-                    gpus.get(&node.id).map_or(&[][..], Vec::as_slice),
-                    &items[i].batch,
-                ))
+                let (node, gpus) = nodes.get(&items[i].node_id)?;
+                Some((node, gpus.as_slice(), &items[i].batch))
             })
             .collect();
         let effects = write(&txn, &fresh_items, now).await?;

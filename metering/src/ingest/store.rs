@@ -11,8 +11,8 @@ use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, Set,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, Set,
 };
 use uuid::Uuid;
 
@@ -22,34 +22,20 @@ use crate::coverage::MinuteMask;
 /// Millijoules in a kilowatt-hour.
 const MJ_PER_KWH: i64 = 3_600_000_000;
 
-pub(super) async fn nodes<C: ConnectionTrait>(
+/// The nodes of `ids` with their GPUs by index, in one query.
+pub(super) async fn nodes_with_gpus<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, node::Model>, DbErr> {
+) -> Result<HashMap<Uuid, (node::Model, Vec<gpu::Model>)>, DbErr> {
     Ok(node::Entity::find()
         .filter(node::Column::Id.is_in(ids.iter().copied()))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|n| (n.id, n))
-        .collect())
-}
-
-/// The GPUs of each node, by index.
-pub(super) async fn gpus_of<C: ConnectionTrait>(
-    conn: &C,
-    nodes: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<gpu::Model>>, DbErr> {
-    let mut out: HashMap<Uuid, Vec<gpu::Model>> = HashMap::new();
-    for g in gpu::Entity::find()
-        .filter(gpu::Column::NodeId.is_in(nodes.iter().copied()))
+        .find_with_related(gpu::Entity)
         .order_by_asc(gpu::Column::Index)
         .all(conn)
         .await?
-    {
-        out.entry(g.node_id).or_default().push(g);
-    }
-    Ok(out)
+        .into_iter()
+        .map(|(n, gpus)| (n.id, (n, gpus)))
+        .collect())
 }
 
 pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
@@ -122,7 +108,7 @@ pub(super) async fn insert_batches<C: ConnectionTrait>(
     Ok(())
 }
 
-/// Allocations holding each of `gpus` at any time in `[start, end)`.
+/// Allocations holding each of `gpus` at any time in `[start, end)`, in one query.
 pub(super) async fn candidates<C: ConnectionTrait>(
     conn: &C,
     gpus: &[&gpu::Model],
@@ -131,20 +117,18 @@ pub(super) async fn candidates<C: ConnectionTrait>(
 ) -> Result<HashMap<Uuid, Vec<Candidate>>, DbErr> {
     let rows = allocation_gpu::Entity::find()
         .filter(allocation_gpu::Column::GpuId.is_in(gpus.iter().map(|g| g.id)))
+        .find_also_related(allocation::Entity)
+        .filter(allocation::Column::StartedAt.lt(end))
+        .filter(
+            Condition::any()
+                .add(allocation::Column::EndedAt.is_null())
+                .add(allocation::Column::EndedAt.gt(start)),
+        )
         .all(conn)
         .await?;
-    let allocations: HashMap<Uuid, allocation::Model> = allocation::Entity::find()
-        .filter(allocation::Column::Id.is_in(rows.iter().map(|r| r.allocation_id)))
-        .filter(allocation::Column::StartedAt.lt(end))
-        .all(conn)
-        .await?
-        .into_iter()
-        .filter(|a| a.ended_at.is_none_or(|e| e > start))
-        .map(|a| (a.id, a))
-        .collect();
     let mut out: HashMap<Uuid, Vec<Candidate>> = HashMap::new();
-    for row in rows {
-        let Some(a) = allocations.get(&row.allocation_id) else {
+    for (row, a) in rows {
+        let Some(a) = a else {
             continue;
         };
         let holding = match (&a.mig_profile, a.milli_gpu) {

@@ -13,6 +13,19 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(
+        belongs_to = "super::allocation::Entity",
+        from = "Column::AllocationId",
+        to = "super::allocation::Column::Id"
+    )]
+    Allocation,
+}
+
+impl Related<super::allocation::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Allocation.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

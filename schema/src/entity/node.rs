@@ -26,6 +26,15 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(has_many = "super::gpu::Entity")]
+    Gpu,
+}
+
+impl Related<super::gpu::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Gpu.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}
