@@ -2,6 +2,7 @@
 
 mod support;
 
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 use support::{Backend, TestApp, error_code};
 
@@ -222,3 +223,49 @@ async fn an_agent_token_reads_its_own_nodes_inventory_only(backend: Backend) {
 }
 
 on_both_databases!(an_agent_token_reads_its_own_nodes_inventory_only);
+
+/// An agent token's verification is remembered for a few seconds (the ingest path asks
+/// once per batch); revoking it still takes effect at once here, and a wrong secret is
+/// never taken for a remembered one.
+async fn a_revoked_agent_token_stops_working_at_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app.register_node("hgx-1", "H100", 8, "").await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let inventory = |key: String| {
+        app.client
+            .get(format!("{}/v1/agents/inventory", app.url))
+            .bearer_auth(key)
+            .send()
+    };
+    assert_eq!(inventory(token.clone()).await.expect("get").status(), 200);
+    let mut forged = token.clone();
+    let last = if forged.ends_with('a') { "b" } else { "a" };
+    forged.replace_range(forged.len() - 1.., last);
+    assert_eq!(inventory(forged).await.expect("get").status(), 401);
+
+    let key = neocloud_schema::entity::api_key::Entity::find()
+        .filter(neocloud_schema::entity::api_key::Column::NodeId.is_not_null())
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the agent's key");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { revokeApiKey(id: $id) { key { revokedAt } } }",
+            json!({"id": key.id.to_string()}),
+        )
+        .await;
+    assert!(
+        r["data"]["revokeApiKey"]["key"]["revokedAt"].is_string(),
+        "{r}"
+    );
+    assert_eq!(inventory(token).await.expect("get").status(), 401);
+}
+
+on_both_databases!(a_revoked_agent_token_stops_working_at_once);

@@ -4,6 +4,7 @@
 //! Key management (create, list, revoke) lives here too; what each role may do with keys
 //! is decided by `Role::may_manage`.
 
+mod agent_tokens;
 pub mod keys;
 mod principal;
 mod store;
@@ -52,6 +53,19 @@ pub async fn authenticate(db: &DatabaseConnection, presented: &str) -> ApiResult
         store::touch(db, row.id, now).await?;
     }
     Ok(Principal::from_row(&row))
+}
+
+/// `authenticate` for agent tokens, remembering a verified one for a few seconds
+/// (`agent_tokens`): the ingest path asks once per batch.
+pub async fn authenticate_agent(db: &DatabaseConnection, presented: &str) -> ApiResult<Principal> {
+    if let Some(principal) = agent_tokens::recall(presented) {
+        return Ok(principal);
+    }
+    let principal = authenticate(db, presented).await?;
+    if principal.role == Role::Agent {
+        agent_tokens::remember(presented, &principal);
+    }
+    Ok(principal)
 }
 
 /// A newly minted key: the row, and the secret shown once.
@@ -227,6 +241,7 @@ pub async fn revoke_key(
     )
     .await?;
     txn.commit().await?;
+    agent_tokens::forget_all();
     Ok(revoked)
 }
 

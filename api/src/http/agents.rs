@@ -18,7 +18,7 @@ pub async fn agent_node(state: &AppState, req: &HttpRequest) -> ApiResult<(Princ
     let key = bearer(req).ok_or_else(|| ApiError::Unauthenticated {
         message: "send `Authorization: Bearer <agent token>`".into(),
     })?;
-    let principal = auth::authenticate(&state.db, key).await?;
+    let principal = auth::authenticate_agent(&state.db, key).await?;
     if !state.rate_limiter.allow(principal.key_id) {
         return Err(ApiError::RateLimited);
     }
