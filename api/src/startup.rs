@@ -199,7 +199,7 @@ fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Du
 }
 
 /// Ingest writer tasks, and the most batches one writes in a transaction.
-const INGEST_WRITERS: usize = 2;
+const INGEST_WRITERS: usize = 4;
 const INGEST_GROUP: usize = 64;
 
 /// How often the payment outbox is delivered.
