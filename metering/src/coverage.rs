@@ -3,7 +3,7 @@
 //! earlier batch counted are counted now, so overlapping windows (an agent restarted
 //! without its spool, two agents on one node) never count a second twice.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
@@ -60,6 +60,23 @@ pub fn clip(
     mask & range_mask(start, end)
 }
 
+/// An earlier batch's window on a node and the devices it carried (`None`: every device
+/// of the node — batches recorded before devices were listed).
+#[derive(Debug, Clone, Default)]
+pub struct RecordedWindow {
+    pub masks: BTreeMap<DateTime<Utc>, MinuteMask>,
+    pub devices: Option<HashSet<String>>,
+}
+
+/// The seconds of `minute` that `earlier` windows already counted for `device`.
+pub fn counted(earlier: &[RecordedWindow], device: &str, minute: DateTime<Utc>) -> MinuteMask {
+    earlier
+        .iter()
+        .filter(|w| w.devices.as_ref().is_none_or(|d| d.contains(device)))
+        .filter_map(|w| w.masks.get(&minute))
+        .fold(0, |covered, mask| covered | mask)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +120,25 @@ mod tests {
             ),
             FULL_MINUTE
         );
+    }
+
+    #[test]
+    fn a_window_covers_only_the_devices_it_carried_unless_it_listed_none() {
+        let minute = t("2026-11-29T14:00:00Z");
+        let window = |devices: Option<&[&str]>| RecordedWindow {
+            masks: window_masks(t("2026-11-29T14:00:10Z"), t("2026-11-29T14:00:20Z")),
+            devices: devices.map(|d| d.iter().map(|s| (*s).to_owned()).collect()),
+        };
+        let listed = [window(Some(&["GPU-a"]))];
+        assert_eq!(counted(&listed, "GPU-a", minute), range_mask(10, 20));
+        assert_eq!(counted(&listed, "GPU-b", minute), 0);
+        assert_eq!(
+            counted(&listed, "GPU-a", t("2026-11-29T14:01:00Z")),
+            0,
+            "another minute"
+        );
+        let legacy = [window(None), window(Some(&["GPU-b"]))];
+        assert_eq!(counted(&legacy, "GPU-c", minute), range_mask(10, 20));
     }
 
     proptest! {

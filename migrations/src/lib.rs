@@ -17,6 +17,7 @@ mod m20261129_000006_payments;
 mod m20261129_000007_payment_outbox;
 mod m20261129_000008_dunning;
 mod m20261129_000009_top_ups;
+mod m20261129_000010_coverage_from_batches;
 
 pub struct Migrator;
 
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000007_payment_outbox::Migration),
             Box::new(m20261129_000008_dunning::Migration),
             Box::new(m20261129_000009_top_ups::Migration),
+            Box::new(m20261129_000010_coverage_from_batches::Migration),
         ]
     }
 }

@@ -18,7 +18,7 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
-use crate::coverage::{MinuteMask, window_masks};
+use crate::coverage::{self, MinuteMask, window_masks};
 use crate::error::MeteringError;
 use crate::health;
 
@@ -308,28 +308,23 @@ async fn write<C: ConnectionTrait>(
         .iter()
         .flat_map(|(_, _, b)| b.devices.iter().map(|d| d.uuid.as_str()))
         .collect();
-    let minutes: std::collections::BTreeSet<DateTime<Utc>> =
-        masks.iter().flat_map(|m| m.keys().copied()).collect();
-    let old = store::coverage(txn, &devices, minutes.into_iter()).await?;
+    let node_ids: Vec<Uuid> = items.iter().map(|(node, _, _)| node.id).collect();
+    let recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
     let mut cursors = store::energy_cursors(txn, &devices).await?;
-    let mut coverage_rows = Vec::new();
     let mut energy_rows = Vec::new();
     let mut increments = Vec::new();
     let mut all_effects = Vec::with_capacity(items.len());
     for ((node, _, batch), masks) in items.iter().zip(&masks) {
         let mut effects = Effects::default();
+        let earlier = recorded.get(&node.id).map_or(&[][..], Vec::as_slice);
         for device in &batch.devices {
             let mut fresh = BTreeMap::new();
             for (minute, mask) in masks {
-                let before = old
-                    .get(&(device.uuid.clone(), *minute))
-                    .copied()
-                    .unwrap_or(0);
+                let before = coverage::counted(earlier, &device.uuid, *minute);
                 effects.overlap_seconds += i64::from((mask & before).count_ones());
                 let new = mask & !before;
                 if new != 0 {
                     fresh.insert(*minute, new);
-                    coverage_rows.push((device.uuid.clone(), *minute, before | mask));
                 }
             }
             effects.counted_seconds += fresh
@@ -386,7 +381,6 @@ async fn write<C: ConnectionTrait>(
         }
         all_effects.push(effects);
     }
-    store::save_coverage(txn, &coverage_rows).await?;
     store::save_energy(txn, &energy_rows).await?;
     store::add_increments(txn, &increments).await?;
     let recorded: Vec<(Uuid, &Batch, i64)> = items

@@ -1,23 +1,22 @@
-//! SQL of ingest: batch ids, coverage masks, energy cursors, usage buckets, events.
+//! SQL of ingest: batch ids and their windows, energy cursors, usage buckets, events.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, device_coverage, device_energy, gpu, gpu_event, ingest_batch, node,
-    usage_minute,
+    allocation, allocation_gpu, device_energy, gpu, gpu_event, ingest_batch, node, usage_minute,
 };
-use neocloud_schema::ingest::{Batch, HealthEvent};
+use neocloud_schema::ingest::{Batch, HealthEvent, MAX_WINDOW_SECONDS};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, Set,
+    QueryFilter, QueryOrder, QuerySelect, Set,
 };
 use uuid::Uuid;
 
 use super::fold::{Candidate, Holding, Increment};
-use crate::coverage::MinuteMask;
+use crate::coverage::{RecordedWindow, window_masks};
 
 /// Millijoules in a kilowatt-hour.
 const MJ_PER_KWH: i64 = 3_600_000_000;
@@ -100,6 +99,10 @@ pub(super) async fn insert_batches<C: ConnectionTrait>(
                 received_at: Set(now),
                 devices: Set(batch.devices.len() as i32),
                 overlap_seconds: Set(*overlap_seconds),
+                device_uuids: Set(serde_json::to_string(
+                    &batch.devices.iter().map(|d| &d.uuid).collect::<Vec<_>>(),
+                )
+                .ok()),
             }
         }))
         .exec_without_returning(conn)
@@ -154,48 +157,43 @@ pub(super) async fn candidates<C: ConnectionTrait>(
 /// Rows per multi-row statement: far below both databases' bind-parameter limits.
 const CHUNK: usize = 500;
 
-/// Coverage masks of `devices` for `minutes`, by (device, minute).
-pub(super) async fn coverage<C: ConnectionTrait>(
-    conn: &C,
-    devices: &[&str],
-    minutes: impl Iterator<Item = DateTime<Utc>>,
-) -> Result<HashMap<(String, DateTime<Utc>), MinuteMask>, DbErr> {
-    let minutes: Vec<_> = minutes.collect();
-    Ok(device_coverage::Entity::find()
-        .filter(device_coverage::Column::DeviceUuid.is_in(devices.iter().copied()))
-        .filter(device_coverage::Column::MinuteStart.is_in(minutes))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|row| ((row.device_uuid, row.minute_start), row.mask as u64))
-        .collect())
-}
+/// (node, window start, window end, device UUIDs) of a recorded batch.
+type WindowRow = (Uuid, DateTime<Utc>, DateTime<Utc>, Option<String>);
 
-/// Writes final masks (computed under the node's lock), inserting or replacing.
-pub(super) async fn save_coverage<C: ConnectionTrait>(
+/// Earlier batches of `nodes` whose windows overlap `[from, to)`, per node. A window is
+/// at most an hour long, so the search by (node, window start) starts an hour earlier.
+pub(super) async fn recorded_windows<C: ConnectionTrait>(
     conn: &C,
-    rows: &[(String, DateTime<Utc>, MinuteMask)],
-) -> Result<(), DbErr> {
-    for chunk in rows.chunks(CHUNK) {
-        device_coverage::Entity::insert_many(chunk.iter().map(|(device, minute, mask)| {
-            device_coverage::ActiveModel {
-                device_uuid: Set(device.clone()),
-                minute_start: Set(*minute),
-                mask: Set(*mask as i64),
-            }
-        }))
-        .on_conflict(
-            OnConflict::columns([
-                device_coverage::Column::DeviceUuid,
-                device_coverage::Column::MinuteStart,
-            ])
-            .update_column(device_coverage::Column::Mask)
-            .to_owned(),
+    nodes: &[Uuid],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<HashMap<Uuid, Vec<RecordedWindow>>, DbErr> {
+    let rows: Vec<WindowRow> = ingest_batch::Entity::find()
+        .select_only()
+        .columns([
+            ingest_batch::Column::NodeId,
+            ingest_batch::Column::WindowStart,
+            ingest_batch::Column::WindowEnd,
+            ingest_batch::Column::DeviceUuids,
+        ])
+        .filter(ingest_batch::Column::NodeId.is_in(nodes.iter().copied()))
+        .filter(
+            ingest_batch::Column::WindowStart.gte(from - TimeDelta::seconds(MAX_WINDOW_SECONDS)),
         )
-        .exec_without_returning(conn)
+        .filter(ingest_batch::Column::WindowStart.lt(to))
+        .filter(ingest_batch::Column::WindowEnd.gt(from))
+        .into_tuple()
+        .all(conn)
         .await?;
+    let mut out: HashMap<Uuid, Vec<RecordedWindow>> = HashMap::new();
+    for (node, start, end, devices) in rows {
+        out.entry(node).or_default().push(RecordedWindow {
+            masks: window_masks(start, end),
+            // A list that does not parse covers every device: never count a second twice.
+            devices: devices.and_then(|d| serde_json::from_str(&d).ok()),
+        });
     }
-    Ok(())
+    Ok(out)
 }
 
 pub(super) async fn energy_cursors<C: ConnectionTrait>(

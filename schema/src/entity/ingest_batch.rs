@@ -17,6 +17,9 @@ pub struct Model {
     pub received_at: DateTimeUtc,
     pub devices: i32,
     pub overlap_seconds: i64,
+    /// The batch's device UUIDs (a JSON array): whose seconds its window covered. `None`
+    /// for batches recorded before devices were listed: they cover all their node's.
+    pub device_uuids: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

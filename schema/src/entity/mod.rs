@@ -13,7 +13,6 @@ pub mod budget;
 pub mod budget_event;
 pub mod credit_application;
 pub mod credit_grant;
-pub mod device_coverage;
 pub mod device_energy;
 pub mod fleet_epoch;
 pub mod gpu;
