@@ -1,6 +1,6 @@
 //! A device's counted seconds are read from the windows of the batches that carried it,
 //! instead of a mask row per device and minute written by every batch: each batch now
-//! records its devices, batches are found by node and window start, and
+//! records its devices, batches are found by node and window end, and
 //! `device_coverage` goes. A batch recorded before this migration has no device list and
 //! counts as covering every device of its node over its window (what its agent sent).
 
@@ -15,7 +15,7 @@ pub struct Migration;
 enum IngestBatches {
     Table,
     NodeId,
-    WindowStart,
+    WindowEnd,
     DeviceUuids,
 }
 
@@ -27,7 +27,7 @@ enum DeviceCoverage {
     Mask,
 }
 
-const NODE_WINDOW_INDEX: &str = "idx_ingest_batches_node_window";
+const NODE_WINDOW_INDEX: &str = "idx_ingest_batches_node_window_end";
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -40,13 +40,14 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // The batches ending after a new window starts: none, for an agent shipping in order.
         manager
             .create_index(index(
                 NODE_WINDOW_INDEX,
                 IngestBatches::Table,
                 vec![
                     IngestBatches::NodeId.into_iden(),
-                    IngestBatches::WindowStart.into_iden(),
+                    IngestBatches::WindowEnd.into_iden(),
                 ],
                 false,
             ))

@@ -160,8 +160,9 @@ const CHUNK: usize = 500;
 /// (node, window start, window end, device UUIDs) of a recorded batch.
 type WindowRow = (Uuid, DateTime<Utc>, DateTime<Utc>, Option<String>);
 
-/// Earlier batches of `nodes` whose windows overlap `[from, to)`, per node. A window is
-/// at most an hour long, so the search by (node, window start) starts an hour earlier.
+/// Earlier batches of `nodes` whose windows overlap `[from, to)`, per node: found by
+/// (node, window end), so an agent shipping in order finds none to read; a window is at
+/// most an hour long, which bounds its start too.
 pub(super) async fn recorded_windows<C: ConnectionTrait>(
     conn: &C,
     nodes: &[Uuid],
