@@ -276,7 +276,11 @@ async fn a_sequence_gap_is_recorded(backend: Backend) {
             json!({}),
         )
         .await;
-    assert_eq!(r["data"]["ingestHealth"]["agents"][0]["gaps"], 2, "{r}");
+    let stream = &r["data"]["ingestHealth"]["agents"][0];
+    assert_eq!(stream["gaps"], 2, "{r}");
+    assert_eq!(stream["lastSeq"], 4, "{r}");
+    // The newest window ends after now: no lag.
+    assert_eq!(stream["lagSeconds"], 0, "{r}");
 }
 
 async fn bad_batches_are_rejected_naming_the_field_and_store_nothing(backend: Backend) {

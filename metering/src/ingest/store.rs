@@ -438,39 +438,42 @@ fn bucket_row(
     }
 }
 
-/// Per `(agent_id, boot_id)`: last seq, how many below it are missing, lag.
+/// (agent_id, boot_id, last seq, batches, newest window end, last received) of a stream.
+type StreamRow = (String, Uuid, i64, i64, DateTime<Utc>, DateTime<Utc>);
+
+/// Per `(agent_id, boot_id)`: last seq, how many below it are missing, lag — summed in the
+/// database, since batch ids are kept for ever.
 pub(super) async fn streams<C: ConnectionTrait>(
     conn: &C,
     now: DateTime<Utc>,
 ) -> Result<Vec<super::StreamHealth>, DbErr> {
-    let mut by_stream: BTreeMap<(String, Uuid), super::StreamHealth> = BTreeMap::new();
-    let mut counts: BTreeMap<(String, Uuid), i64> = BTreeMap::new();
-    let mut ends: BTreeMap<(String, Uuid), DateTime<Utc>> = BTreeMap::new();
-    for b in ingest_batch::Entity::find().all(conn).await? {
-        let key = (b.agent_id.clone(), b.boot_id);
-        let stream = by_stream.entry(key.clone()).or_insert(super::StreamHealth {
-            agent_id: b.agent_id.clone(),
-            boot_id: b.boot_id,
-            last_seq: 0,
-            gaps: 0,
-            lag_seconds: 0,
-            last_received_at: b.received_at,
-        });
-        stream.last_seq = stream.last_seq.max(b.seq);
-        stream.last_received_at = stream.last_received_at.max(b.received_at);
-        *counts.entry(key.clone()).or_default() += 1;
-        let end = ends.entry(key).or_insert(b.window_end);
-        *end = (*end).max(b.window_end);
-    }
-    let mut out: Vec<super::StreamHealth> = by_stream
+    let rows: Vec<StreamRow> = ingest_batch::Entity::find()
+        .select_only()
+        .column(ingest_batch::Column::AgentId)
+        .column(ingest_batch::Column::BootId)
+        .column_as(ingest_batch::Column::Seq.max(), "last_seq")
+        .column_as(ingest_batch::Column::Seq.count(), "batches")
+        .column_as(ingest_batch::Column::WindowEnd.max(), "last_end")
+        .column_as(ingest_batch::Column::ReceivedAt.max(), "last_received_at")
+        .group_by(ingest_batch::Column::AgentId)
+        .group_by(ingest_batch::Column::BootId)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let mut out: Vec<super::StreamHealth> = rows
         .into_iter()
-        .map(|(key, mut stream)| {
-            stream.gaps = stream.last_seq - counts.get(&key).copied().unwrap_or(0);
-            stream.lag_seconds = ends
-                .get(&key)
-                .map_or(0, |end| (now - *end).num_seconds().max(0));
-            stream
-        })
+        .map(
+            |(agent_id, boot_id, last_seq, batches, last_end, last_received_at)| {
+                super::StreamHealth {
+                    agent_id,
+                    boot_id,
+                    last_seq,
+                    gaps: last_seq - batches,
+                    lag_seconds: (now - last_end).num_seconds().max(0),
+                    last_received_at,
+                }
+            },
+        )
         .collect();
     out.sort_by_key(|s| std::cmp::Reverse(s.last_received_at));
     Ok(out)
