@@ -140,6 +140,44 @@ async fn a_batch_counts_once_however_often_it_arrives(backend: Backend) {
     assert_eq!(active_seconds(&app, &s).await, "5");
 }
 
+/// A GPU's cumulative energy counter becomes kWh between readings: the first reading
+/// only sets the cursor, a counter that went backwards was reset and counts from zero, and
+/// a reading older than the cursor adds nothing.
+async fn energy_counters_become_kwh_between_readings(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    const KWH: u64 = 3_600_000_000;
+    for (seq, offset, mj) in [
+        (1, 0, 5 * KWH),
+        (2, 10, 6 * KWH),
+        (3, 20, KWH / 2),
+        (5, 40, KWH),
+        (4, 30, 9 * KWH),
+    ] {
+        let mut b = batch(&s, &boot, seq, offset, 50.0);
+        b["devices"][0]["energy_mj"] = json!(mj);
+        let (code, r) = send(&app, &s, &b).await;
+        assert_eq!((code, &r["status"]), (200, &json!("accepted")), "{r}");
+    }
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key energyKwh } } }",
+            json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(s.started + Duration::minutes(10))}),
+        )
+        .await;
+    let energy: rust_decimal::Decimal = r["data"]["usage"]["rows"][0]["energyKwh"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .parse()
+        .expect("decimal");
+    // 5 → 6 kWh: 1; reset to 0.5: 0.5; 0.5 → 1: 0.5; the late seq 4 is older: 0.
+    assert_eq!(energy, rust_decimal::Decimal::new(2, 0), "{r}");
+}
+
 async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
@@ -401,6 +439,7 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
 }
 
 on_both_databases!(
+    energy_counters_become_kwh_between_readings,
     concurrent_batches_of_many_nodes_each_count_once,
     a_batch_counts_once_however_often_it_arrives,
     reordered_and_repeated_batches_give_identical_usage,

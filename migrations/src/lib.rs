@@ -18,6 +18,7 @@ mod m20261129_000007_payment_outbox;
 mod m20261129_000008_dunning;
 mod m20261129_000009_top_ups;
 mod m20261129_000010_coverage_from_batches;
+mod m20261129_000011_node_energy;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000008_dunning::Migration),
             Box::new(m20261129_000009_top_ups::Migration),
             Box::new(m20261129_000010_coverage_from_batches::Migration),
+            Box::new(m20261129_000011_node_energy::Migration),
         ]
     }
 }

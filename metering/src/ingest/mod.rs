@@ -8,7 +8,7 @@ pub mod fold;
 mod store;
 pub mod writer;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{gpu, node};
@@ -304,14 +304,10 @@ async fn write<C: ConnectionTrait>(
         .iter()
         .map(|(_, _, b)| window_masks(b.window.start, b.window.end))
         .collect();
-    let devices: Vec<&str> = items
-        .iter()
-        .flat_map(|(_, _, b)| b.devices.iter().map(|d| d.uuid.as_str()))
-        .collect();
     let node_ids: Vec<Uuid> = items.iter().map(|(node, _, _)| node.id).collect();
     let recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
-    let mut cursors = store::energy_cursors(txn, &devices).await?;
-    let mut energy_rows = Vec::new();
+    let mut cursors = store::energy_cursors(txn, &node_ids).await?;
+    let mut cursors_changed = BTreeSet::new();
     let mut increments = Vec::new();
     let mut all_effects = Vec::with_capacity(items.len());
     for ((node, _, batch), masks) in items.iter().zip(&masks) {
@@ -337,10 +333,12 @@ async fn write<C: ConnectionTrait>(
                 device.energy_mj,
             ) {
                 (true, Some(mj)) => {
+                    let node_cursors = cursors.entry(node.id).or_default();
                     let (kwh, cursor) =
-                        store::energy_delta(cursors.remove(&device.uuid), mj, batch.window.end);
+                        store::energy_delta(node_cursors.get(&device.uuid), mj, batch.window.end);
                     if let Some(cursor) = cursor {
-                        energy_rows.push((device.uuid.clone(), cursor));
+                        node_cursors.insert(device.uuid.clone(), cursor);
+                        cursors_changed.insert(node.id);
                     }
                     kwh
                 }
@@ -381,6 +379,10 @@ async fn write<C: ConnectionTrait>(
         }
         all_effects.push(effects);
     }
+    let energy_rows: Vec<(Uuid, &store::Cursors)> = cursors_changed
+        .iter()
+        .filter_map(|node| Some((*node, cursors.get(node)?)))
+        .collect();
     store::save_energy(txn, &energy_rows).await?;
     store::add_increments(txn, &increments).await?;
     let recorded: Vec<(Uuid, &Batch, i64)> = items

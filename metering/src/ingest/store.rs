@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, device_energy, gpu, gpu_event, ingest_batch, node, usage_minute,
+    allocation, allocation_gpu, gpu, gpu_event, ingest_batch, node, node_energy, usage_minute,
 };
 use neocloud_schema::ingest::{Batch, HealthEvent, MAX_WINDOW_SECONDS};
 use rust_decimal::Decimal;
@@ -13,6 +13,7 @@ use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect, Set,
 };
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::fold::{Candidate, Holding, Increment};
@@ -197,62 +198,80 @@ pub(super) async fn recorded_windows<C: ConnectionTrait>(
     Ok(out)
 }
 
+/// A GPU's last cumulative energy reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct EnergyCursor {
+    pub mj: i64,
+    pub at: DateTime<Utc>,
+}
+
+/// A node's cursors, by device UUID.
+pub(super) type Cursors = BTreeMap<String, EnergyCursor>;
+
+/// The energy cursors of `nodes` (one row each).
 pub(super) async fn energy_cursors<C: ConnectionTrait>(
     conn: &C,
-    devices: &[&str],
-) -> Result<HashMap<String, device_energy::Model>, DbErr> {
-    Ok(device_energy::Entity::find()
-        .filter(device_energy::Column::DeviceUuid.is_in(devices.iter().copied()))
+    nodes: &[Uuid],
+) -> Result<HashMap<Uuid, Cursors>, DbErr> {
+    node_energy::Entity::find()
+        .filter(node_energy::Column::NodeId.is_in(nodes.iter().copied()))
         .all(conn)
         .await?
         .into_iter()
-        .map(|row| (row.device_uuid.clone(), row))
-        .collect())
+        .map(|row| {
+            serde_json::from_str(&row.cursors)
+                .map(|cursors| (row.node_id, cursors))
+                .map_err(|e| DbErr::Json(format!("energy cursors of node {}: {e}", row.node_id)))
+        })
+        .collect()
 }
 
 /// Energy since the device's previous reading, in kWh, and the new cursor to store (none
 /// when the reading is not newer). A counter that went backwards was reset (driver
 /// reload) and counts from zero; the first reading only sets the cursor.
 pub(super) fn energy_delta(
-    previous: Option<device_energy::Model>,
+    previous: Option<&EnergyCursor>,
     now_mj: u64,
     at: DateTime<Utc>,
-) -> (Decimal, Option<(i64, DateTime<Utc>)>) {
+) -> (Decimal, Option<EnergyCursor>) {
     let now_mj = now_mj.min(i64::MAX as u64) as i64;
-    let delta = match &previous {
-        Some(p) if at <= p.last_at => return (Decimal::ZERO, None),
-        Some(p) if now_mj >= p.last_energy_mj => now_mj - p.last_energy_mj,
+    let delta = match previous {
+        Some(p) if at <= p.at => return (Decimal::ZERO, None),
+        Some(p) if now_mj >= p.mj => now_mj - p.mj,
         Some(_) => now_mj,
         None => 0,
     };
     (
         (Decimal::from(delta) / Decimal::from(MJ_PER_KWH)).round_dp(12),
-        Some((now_mj, at)),
+        Some(EnergyCursor { mj: now_mj, at }),
     )
 }
 
+/// Writes the nodes' cursors, one row a node.
 pub(super) async fn save_energy<C: ConnectionTrait>(
     conn: &C,
-    rows: &[(String, (i64, DateTime<Utc>))],
+    rows: &[(Uuid, &Cursors)],
 ) -> Result<(), DbErr> {
     for chunk in rows.chunks(CHUNK) {
-        device_energy::Entity::insert_many(chunk.iter().map(|(device, (mj, at))| {
-            device_energy::ActiveModel {
-                device_uuid: Set(device.clone()),
-                last_energy_mj: Set(*mj),
-                last_at: Set(*at),
-            }
-        }))
-        .on_conflict(
-            OnConflict::column(device_energy::Column::DeviceUuid)
-                .update_columns([
-                    device_energy::Column::LastEnergyMj,
-                    device_energy::Column::LastAt,
-                ])
-                .to_owned(),
-        )
-        .exec_without_returning(conn)
-        .await?;
+        let models = chunk
+            .iter()
+            .map(|(node, cursors)| {
+                Ok(node_energy::ActiveModel {
+                    node_id: Set(*node),
+                    cursors: Set(
+                        serde_json::to_string(cursors).map_err(|e| DbErr::Json(e.to_string()))?
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>, DbErr>>()?;
+        node_energy::Entity::insert_many(models)
+            .on_conflict(
+                OnConflict::column(node_energy::Column::NodeId)
+                    .update_column(node_energy::Column::Cursors)
+                    .to_owned(),
+            )
+            .exec_without_returning(conn)
+            .await?;
     }
     Ok(())
 }
