@@ -158,10 +158,7 @@ async fn an_agent_token_can_only_identify_itself(backend: Backend) {
         return;
     };
     let r = app.register_node("hgx-1", "H100", 8, "").await;
-    let token = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = support::agent_token(&r);
     assert!(token.starts_with("nca_"));
     let r = app
         .gql(Some(&token), "{ viewer { role } }", json!({}))
@@ -190,10 +187,7 @@ async fn an_agent_token_reads_its_own_nodes_inventory_only(backend: Backend) {
         return;
     };
     let r = app.register_node("hgx-1", "H100", 8, "").await;
-    let token = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = support::agent_token(&r);
     app.register_node("hgx-2", "H100", 4, "").await;
     let get = |key: Option<String>| {
         let mut req = app.client.get(format!("{}/v1/agents/inventory", app.url));
@@ -232,10 +226,7 @@ async fn a_revoked_agent_token_stops_working_at_once(backend: Backend) {
         return;
     };
     let r = app.register_node("hgx-1", "H100", 8, "").await;
-    let token = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = support::agent_token(&r);
     let inventory = |key: String| {
         app.client
             .get(format!("{}/v1/agents/inventory", app.url))

@@ -186,12 +186,7 @@ async fn recorded_usage_equals_the_simulated_ground_truth(backend: Backend) {
         ("sim-l40s", "L40S", ", sharedGpus: true"),
     ] {
         let r = app.register_node(host, model, 2, extra).await;
-        tokens.push(
-            r["data"]["registerNode"]["agentToken"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{r}"))
-                .to_owned(),
-        );
+        tokens.push(support::agent_token(&r));
     }
     let (_, tenant) = app.create_tenant("acme").await;
     let orders = [

@@ -37,10 +37,7 @@ fn iso(t: DateTime<Utc>) -> String {
 /// usage make visible amounts, with one running H100.
 async fn setup(app: &TestApp) -> Setup {
     let r = app.register_node("hgx-0", "H100", 8, "").await;
-    let token = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = support::agent_token(&r);
     let sku = app.create_h100_sku().await;
     let plan = json!({"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
         "minimumBillableSeconds": 0,

@@ -23,10 +23,7 @@ struct Setup {
 
 async fn setup(app: &TestApp) -> Setup {
     let r = app.register_node("hgx-0", "H100", 8, "").await;
-    let token = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = support::agent_token(&r);
     let sku = app.create_h100_sku().await;
     let (_, tenant_key) = app.create_tenant("acme").await;
     let r = app
@@ -101,11 +98,13 @@ async fn send(app: &TestApp, s: &Setup, body: &Value) -> (u16, Value) {
     .await
 }
 
-async fn active_seconds(app: &TestApp, s: &Setup) -> String {
+/// One usage figure (`activeSeconds`, `energyKwh`, …) of the setup's allocation around its
+/// start, as the tenant reads it.
+async fn allocation_usage(app: &TestApp, s: &Setup, field: &str) -> String {
     let r = app
         .gql(
             Some(&s.tenant_key),
-            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key activeSeconds } } }",
+            &format!("query($f: DateTime!, $t: DateTime!) {{ usage(from: $f, to: $t, groupBy: [ALLOCATION]) {{ rows {{ key {field} }} }} }}"),
             json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(s.started + Duration::minutes(10))}),
         )
         .await;
@@ -114,9 +113,13 @@ async fn active_seconds(app: &TestApp, s: &Setup) -> String {
         .unwrap_or_else(|| panic!("{r}"));
     rows.iter()
         .filter(|row| row["key"] == s.allocation.as_str())
-        .map(|row| row["activeSeconds"].as_str().expect("decimal").to_owned())
+        .map(|row| row[field].as_str().expect("decimal").to_owned())
         .next()
         .unwrap_or_else(|| "0".into())
+}
+
+async fn active_seconds(app: &TestApp, s: &Setup) -> String {
+    allocation_usage(app, s, "activeSeconds").await
 }
 
 async fn a_batch_counts_once_however_often_it_arrives(backend: Backend) {
@@ -162,20 +165,12 @@ async fn energy_counters_become_kwh_between_readings(backend: Backend) {
         let (code, r) = send(&app, &s, &b).await;
         assert_eq!((code, &r["status"]), (200, &json!("accepted")), "{r}");
     }
-    let r = app
-        .gql(
-            Some(&s.tenant_key),
-            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key energyKwh } } }",
-            json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(s.started + Duration::minutes(10))}),
-        )
-        .await;
-    let energy: rust_decimal::Decimal = r["data"]["usage"]["rows"][0]["energyKwh"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{r}"))
+    let energy: rust_decimal::Decimal = allocation_usage(&app, &s, "energyKwh")
+        .await
         .parse()
         .expect("decimal");
     // 5 → 6 kWh: 1; reset to 0.5: 0.5; 0.5 → 1: 0.5; the late seq 4 is older: 0.
-    assert_eq!(energy, rust_decimal::Decimal::new(2, 0), "{r}");
+    assert_eq!(energy, rust_decimal::Decimal::new(2, 0));
 }
 
 async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {
@@ -225,10 +220,7 @@ async fn fleet(app: &TestApp, n: usize) -> Vec<Setup> {
     for i in 0..n {
         let host = format!("hgx-{i}");
         let r = app.register_node(&host, "H100", 8, "").await;
-        let token = r["data"]["registerNode"]["agentToken"]
-            .as_str()
-            .expect("token")
-            .to_owned();
+        let token = support::agent_token(&r);
         tokens.insert(host, token);
     }
     let sku = app.create_h100_sku().await;

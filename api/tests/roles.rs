@@ -19,10 +19,7 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         return;
     };
     let r = app.register_node("hgx-0", "H100", 8, "").await;
-    let agent = r["data"]["registerNode"]["agentToken"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let agent = support::agent_token(&r);
     let node = r["data"]["registerNode"]["node"]["id"].clone();
     let sku = app.create_h100_sku().await;
     let (tenant, admin) = app.create_tenant("acme").await;

@@ -62,7 +62,7 @@ pub fn clip(
 
 /// An earlier batch's window on a node and the devices it carried (`None`: every device
 /// of the node — batches recorded before devices were listed).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RecordedWindow {
     pub masks: BTreeMap<DateTime<Utc>, MinuteMask>,
     pub devices: Option<HashSet<String>>,

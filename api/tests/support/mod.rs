@@ -267,6 +267,14 @@ impl TestApp {
     }
 }
 
+/// The agent token in a `registerNode` answer (`TestApp::register_node`).
+pub fn agent_token(registered: &Value) -> String {
+    registered["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("registerNode failed: {registered}"))
+        .to_owned()
+}
+
 /// The `extensions.code` of the first error of a GraphQL answer.
 pub fn error_code(answer: &Value) -> Option<&str> {
     answer["errors"][0]["extensions"]["code"].as_str()

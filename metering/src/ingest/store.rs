@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu, gpu_event, ingest_batch, node, node_energy, usage_minute,
 };
-use neocloud_schema::ingest::{Batch, HealthEvent, MAX_WINDOW_SECONDS};
+use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -162,8 +162,7 @@ const CHUNK: usize = 500;
 type WindowRow = (Uuid, DateTime<Utc>, DateTime<Utc>, Option<String>);
 
 /// Earlier batches of `nodes` whose windows overlap `[from, to)`, per node: found by
-/// (node, window end), so an agent shipping in order finds none to read; a window is at
-/// most an hour long, which bounds its start too.
+/// (node, window end), so an agent shipping in order finds none to read.
 pub(super) async fn recorded_windows<C: ConnectionTrait>(
     conn: &C,
     nodes: &[Uuid],
@@ -179,9 +178,6 @@ pub(super) async fn recorded_windows<C: ConnectionTrait>(
             ingest_batch::Column::DeviceUuids,
         ])
         .filter(ingest_batch::Column::NodeId.is_in(nodes.iter().copied()))
-        .filter(
-            ingest_batch::Column::WindowStart.gte(from - TimeDelta::seconds(MAX_WINDOW_SECONDS)),
-        )
         .filter(ingest_batch::Column::WindowStart.lt(to))
         .filter(ingest_batch::Column::WindowEnd.gt(from))
         .into_tuple()
