@@ -19,6 +19,7 @@ mod m20261129_000008_dunning;
 mod m20261129_000009_top_ups;
 mod m20261129_000010_coverage_from_batches;
 mod m20261129_000011_node_energy;
+mod m20261129_000012_ingest_journal;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000009_top_ups::Migration),
             Box::new(m20261129_000010_coverage_from_batches::Migration),
             Box::new(m20261129_000011_node_energy::Migration),
+            Box::new(m20261129_000012_ingest_journal::Migration),
         ]
     }
 }

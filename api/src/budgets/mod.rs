@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
-use neocloud_metering::invoicing;
+use neocloud_metering::{ingest, invoicing};
 use neocloud_schema::entity::{budget, budget_event};
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::parse_plain_decimal;
@@ -212,6 +212,7 @@ pub async fn get(
     let Some(found) = store::find(db, tenant.into()).await? else {
         return Ok(None);
     };
+    ingest::settle(db).await?;
     let draft = invoicing::rate_open(db, tenant.into(), Utc::now()).await?;
     let events = store::events(db, tenant.into(), draft.invoice.period_start).await?;
     Ok(Some(BudgetView {
@@ -244,6 +245,7 @@ async fn evaluate(
 ) -> ApiResult<BudgetView> {
     let tenant = found.tenant_id;
     // Rate first, outside the write transaction: only the decisions are written.
+    ingest::settle(db).await?;
     let draft = invoicing::rate_open(db, tenant, now).await?;
     let txn = crate::db::begin_write(db).await?;
     let spend = draft.rated.spend();

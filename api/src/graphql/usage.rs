@@ -99,7 +99,9 @@ impl UsageQuery {
                 group.push(g);
             }
         }
-        let rows = usage::usage(super::db(ctx)?, tenant.into(), from, to, &group, Utc::now())
+        let db = super::db(ctx)?;
+        ingest::settle(db).await.map_err(ApiError::from)?;
+        let rows = usage::usage(db, tenant.into(), from, to, &group, Utc::now())
             .await
             .map_err(ApiError::from)?;
         Ok(Usage {

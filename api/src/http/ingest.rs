@@ -26,11 +26,10 @@ pub async fn ingest(
     }
     .await;
     match result {
-        Ok((Outcome::Accepted { seq }, effects)) => {
-            tracing::debug!(seq, counted = effects.counted_seconds, "Batch accepted.");
+        Ok(Outcome::Accepted { seq }) => {
             HttpResponse::Ok().json(json!({"status": "accepted", "seq": seq}))
         }
-        Ok((Outcome::Duplicate { seq }, _)) => {
+        Ok(Outcome::Duplicate { seq }) => {
             HttpResponse::Ok().json(json!({"status": "duplicate", "seq": seq}))
         }
         Err(MeteringError::Invalid(invalid)) => HttpResponse::BadRequest().json(json!({

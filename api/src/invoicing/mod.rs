@@ -7,6 +7,7 @@ pub mod export;
 pub mod pdf;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_metering::ingest;
 use neocloud_metering::invoicing::{self as billing, BillingPolicy, InvoicingError, NewGrant};
 use neocloud_metering::payments::outbox::RetrySchedule;
 use neocloud_metering::rating::period::Line;
@@ -139,6 +140,7 @@ pub async fn upcoming(
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
+    ingest::settle(db).await?;
     let draft = billing::rate_open(db, tenant.into(), Utc::now()).await?;
     Ok(draft_view(draft))
 }
@@ -155,6 +157,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
     if found.status == InvoiceStatus::Draft {
+        ingest::settle(db).await?;
         let draft = billing::rate_open(db, found.tenant_id, Utc::now()).await?;
         if draft.invoice.id == found.id {
             return Ok(draft_view(draft));
@@ -183,6 +186,7 @@ pub async fn close(
     tenant: TenantId,
 ) -> ApiResult<InvoiceView> {
     actor.require_operator()?;
+    ingest::settle(db).await?;
     let txn = crate::db::begin_write(db).await?;
     tenancy::store::find(&txn, tenant)
         .await?
@@ -210,6 +214,7 @@ pub async fn close(
 /// Closes every period whose end plus the grace has passed (run periodically). Returns
 /// how many invoices were finalized.
 pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> ApiResult<usize> {
+    ingest::settle(db).await?;
     let now = Utc::now();
     let mut closed = 0;
     for (tenant, end) in billing::due_for_close(db, now, &billing_config.policy).await? {

@@ -1,24 +1,30 @@
-//! Ingest v1 (contract, ARCHITECTURE.md): validate a batch against its node, then — in
-//! one transaction that also records the batch id — count each device's not yet counted
-//! seconds, attribute them to allocations, fold them into minute buckets, and apply health
-//! events. A batch id seen before is answered `duplicate` and changes nothing; a failed
-//! transaction records nothing, so a retry is counted once.
+//! Ingest v1 (contract, ARCHITECTURE.md). A batch is validated against its node, then —
+//! in one transaction — its id is recorded (a unique constraint, kept for ever), its
+//! health events applied, and the batch journaled; the commit is the acknowledgement. A
+//! batch id seen before is answered `duplicate` and changes nothing; a failed transaction
+//! records nothing, so a retry is counted once.
+//!
+//! Journaled batches are aggregated many at a time ([`aggregate`]): each device's not yet
+//! counted seconds, attributed to allocations and folded into minute buckets, in the
+//! transaction that deletes the batches' journal rows — so each batch is aggregated
+//! exactly once, whatever crashes in between. Readers of usage call [`settle`] first:
+//! everything acknowledged before the call is then aggregated.
 
+mod aggregate;
 pub mod fold;
+mod journal;
 mod store;
 pub mod writer;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+pub use aggregate::{aggregate, settle};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::ingest::{Batch, ValidationContext};
 use neocloud_schema::mig::{MigProfile, SLOTS_PER_GPU};
-use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
-use crate::coverage::{self, MinuteMask, window_masks};
 use crate::error::MeteringError;
 use crate::health;
 
@@ -27,15 +33,6 @@ use crate::health;
 pub enum Outcome {
     Accepted { seq: u64 },
     Duplicate { seq: u64 },
-}
-
-/// What one accepted batch did (for logs and tests).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effects {
-    pub counted_seconds: i64,
-    pub overlap_seconds: i64,
-    pub buckets: usize,
-    pub health_changes: usize,
 }
 
 /// Parses the body as JSON, naming the field that broke it.
@@ -99,20 +96,7 @@ pub struct Submission {
 }
 
 /// What became of one submission.
-pub type Answer = Result<(Outcome, Effects), MeteringError>;
-
-/// Takes one batch from the agent of `node_id`.
-pub async fn accept(
-    db: &DatabaseConnection,
-    node_id: Uuid,
-    batch: Batch,
-    now: DateTime<Utc>,
-) -> Answer {
-    accept_many(db, vec![Submission { node_id, batch }], now)
-        .await
-        .pop()
-        .unwrap_or_else(unanswered)
-}
+pub type Answer = Result<Outcome, MeteringError>;
 
 /// Takes several batches at once, answering each as if it came alone: they are written in
 /// as few transactions as their nodes allow (a node's batches follow one another; other
@@ -177,8 +161,9 @@ fn one_batch_per_node(submissions: &[Submission]) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(members, _)| members).collect()
 }
 
-/// Validates each batch against its node, then writes those that pass in one transaction
-/// (nodes distinct). A database error fails the whole group and records nothing.
+/// Validates each batch against its node, then records and journals those that pass in
+/// one transaction (nodes distinct). A database error fails the whole group and records
+/// nothing.
 async fn apply(
     db: &DatabaseConnection,
     items: &[&Submission],
@@ -186,9 +171,8 @@ async fn apply(
 ) -> Result<Vec<Answer>, DbErr> {
     let node_ids: Vec<Uuid> = items.iter().map(|s| s.node_id).collect();
     // One connection checkout for the whole group, and the nodes' row locks first (they
-    // serialize the batches of one node, its devices' coverage, without blocking other
-    // nodes; on SQLite the first write also takes the database's write lock before any
-    // read, so the transaction never has to upgrade).
+    // serialize a node's health events; on SQLite the first write also takes the
+    // database's write lock before any read, so the transaction never has to upgrade).
     let txn = db.begin().await?;
     store::lock_nodes(&txn, &node_ids).await?;
     let nodes = store::nodes_with_gpus(&txn, &node_ids).await?;
@@ -206,48 +190,56 @@ async fn apply(
             Err(err) => answers[i] = Some(Err(err)),
         }
     }
-    if !live.is_empty() {
-        let batches: Vec<&Batch> = live.iter().map(|&i| &items[i].batch).collect();
-        let seen = store::existing_batches(&txn, &batches).await?;
-        let mut fresh = Vec::new();
-        for &i in &live {
-            let batch = &items[i].batch;
-            if seen.contains(&(batch.agent_id.clone(), batch.boot_id, batch.seq as i64)) {
-                answers[i] = Some(Ok((
-                    Outcome::Duplicate { seq: batch.seq },
-                    Effects::default(),
-                )));
-            } else {
-                fresh.push(i);
-            }
-        }
-        let fresh_items: Vec<(&node::Model, &[gpu::Model], &Batch)> = fresh
-            .iter()
-            .filter_map(|&i| {
-                let (node, gpus) = nodes.get(&items[i].node_id)?;
-                Some((node, gpus.as_slice(), &items[i].batch))
-            })
-            .collect();
-        let effects = write(&txn, &fresh_items, now).await?;
-        txn.commit().await?;
-        for (&i, effects) in fresh.iter().zip(effects) {
-            let batch = &items[i].batch;
-            if effects.overlap_seconds > 0 {
-                tracing::warn!(
-                    agent_id = %batch.agent_id,
-                    boot_id = %batch.boot_id,
-                    seq = batch.seq,
-                    overlap_seconds = effects.overlap_seconds,
-                    "Batch overlaps time already counted for its devices; the overlap was ignored."
-                );
-            }
-            answers[i] = Some(Ok((Outcome::Accepted { seq: batch.seq }, effects)));
-        }
+    let mut journal = Vec::new();
+    for &i in &live {
+        let payload = journal::encode(&items[i].batch).map_err(DbErr::Custom)?;
+        journal.push((Uuid::now_v7(), items[i].node_id, &items[i].batch, payload));
     }
+    // The unique batch identity decides: ids it refuses were recorded before.
+    let fresh = store::record_batches(&txn, &journal, now).await?;
+    for (&i, (id, node_id, batch, _)) in live.iter().zip(&journal) {
+        if !fresh.contains(id) {
+            answers[i] = Some(Ok(Outcome::Duplicate { seq: batch.seq }));
+            continue;
+        }
+        apply_events(&txn, *node_id, batch, now).await?;
+        answers[i] = Some(Ok(Outcome::Accepted { seq: batch.seq }));
+    }
+    journal.retain(|(id, ..)| fresh.contains(id));
+    store::journal(&txn, &journal).await?;
+    txn.commit().await?;
     Ok(answers
         .into_iter()
         .map(|a| a.unwrap_or_else(unanswered))
         .collect())
+}
+
+/// Stores a new batch's XID/ECC events and applies the health transitions they cause
+/// (at once: a failing GPU must stop taking work before its usage is aggregated).
+async fn apply_events<C: ConnectionTrait>(
+    txn: &C,
+    node: Uuid,
+    batch: &Batch,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for device in &batch.devices {
+        let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
+        for event in &device.events {
+            store::record_event(txn, node, &device.uuid, event, now).await?;
+            let Some(effect) = health::effect(event.kind, event.code) else {
+                continue;
+            };
+            if device.parent_uuid.is_some() && !health::device_wide(event.kind, event.code) {
+                continue;
+            }
+            // Read again: an earlier event may have changed its health.
+            if let Some(gpu) = store::gpu_by_uuid(txn, physical).await? {
+                let cause = format!("{:?} {}", event.kind, event.code).to_lowercase();
+                health::worsen(txn, &gpu, effect, event.at, &cause).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The contract's validation and the batch's right to speak for its node's devices.
@@ -274,124 +266,6 @@ fn check(
     };
     batch.validate(&ctx)?;
     authorize(batch, node, gpus)
-}
-
-/// Counts, attributes and folds new batches of distinct nodes (inside their transaction):
-/// one read and one write per table for all of them.
-async fn write<C: ConnectionTrait>(
-    txn: &C,
-    items: &[(&node::Model, &[gpu::Model], &Batch)],
-    now: DateTime<Utc>,
-) -> Result<Vec<Effects>, DbErr> {
-    if items.is_empty() {
-        return Ok(Vec::new());
-    }
-    let all_gpus: Vec<&gpu::Model> = items.iter().flat_map(|(_, g, _)| g.iter()).collect();
-    let gpu_by_uuid: HashMap<&str, &gpu::Model> =
-        all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect();
-    let from = items
-        .iter()
-        .map(|(_, _, b)| b.window.start)
-        .min()
-        .unwrap_or(now);
-    let to = items
-        .iter()
-        .map(|(_, _, b)| b.window.end)
-        .max()
-        .unwrap_or(now);
-    let candidates = store::candidates(txn, &all_gpus, from, to).await?;
-    let masks: Vec<BTreeMap<DateTime<Utc>, MinuteMask>> = items
-        .iter()
-        .map(|(_, _, b)| window_masks(b.window.start, b.window.end))
-        .collect();
-    let node_ids: Vec<Uuid> = items.iter().map(|(node, _, _)| node.id).collect();
-    let recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
-    let mut cursors = store::energy_cursors(txn, &node_ids).await?;
-    let mut cursors_changed = BTreeSet::new();
-    let mut increments = Vec::new();
-    let mut all_effects = Vec::with_capacity(items.len());
-    for ((node, _, batch), masks) in items.iter().zip(&masks) {
-        let mut effects = Effects::default();
-        let earlier = recorded.get(&node.id).map_or(&[][..], Vec::as_slice);
-        for device in &batch.devices {
-            let mut fresh = BTreeMap::new();
-            for (minute, mask) in masks {
-                let before = coverage::counted(earlier, &device.uuid, *minute);
-                effects.overlap_seconds += i64::from((mask & before).count_ones());
-                let new = mask & !before;
-                if new != 0 {
-                    fresh.insert(*minute, new);
-                }
-            }
-            effects.counted_seconds += fresh
-                .values()
-                .map(|m| i64::from(m.count_ones()))
-                .sum::<i64>();
-            let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-            let energy_kwh = match (
-                device.parent_uuid.is_none() && !fresh.is_empty(),
-                device.energy_mj,
-            ) {
-                (true, Some(mj)) => {
-                    let node_cursors = cursors.entry(node.id).or_default();
-                    let (kwh, cursor) =
-                        store::energy_delta(node_cursors.get(&device.uuid), mj, batch.window.end);
-                    if let Some(cursor) = cursor {
-                        node_cursors.insert(device.uuid.clone(), cursor);
-                        cursors_changed.insert(node.id);
-                    }
-                    kwh
-                }
-                _ => Decimal::ZERO,
-            };
-            let device_candidates = gpu_by_uuid
-                .get(physical)
-                .and_then(|g| candidates.get(&g.id))
-                .map_or(&[][..], Vec::as_slice);
-            let folded = fold::fold(device, &fresh, device_candidates, energy_kwh);
-            effects.buckets += folded.len();
-            // An allocation's bucket sums all its devices; seconds nobody holds stay per
-            // device, for utilization reports.
-            increments.extend(folded.into_iter().map(|inc| {
-                let device = if inc.allocation.is_nil() {
-                    device.uuid.clone()
-                } else {
-                    String::new()
-                };
-                (device, inc)
-            }));
-            for event in &device.events {
-                store::record_event(txn, node.id, &device.uuid, event, now).await?;
-                let Some(effect) = health::effect(event.kind, event.code) else {
-                    continue;
-                };
-                if device.parent_uuid.is_some() && !health::device_wide(event.kind, event.code) {
-                    continue;
-                }
-                // Read again: an earlier event may have changed its health.
-                if let Some(gpu) = store::gpu_by_uuid(txn, physical).await? {
-                    let cause = format!("{:?} {}", event.kind, event.code).to_lowercase();
-                    if health::worsen(txn, &gpu, effect, event.at, &cause).await? {
-                        effects.health_changes += 1;
-                    }
-                }
-            }
-        }
-        all_effects.push(effects);
-    }
-    let energy_rows: Vec<(Uuid, &store::Cursors)> = cursors_changed
-        .iter()
-        .filter_map(|node| Some((*node, cursors.get(node)?)))
-        .collect();
-    store::save_energy(txn, &energy_rows).await?;
-    store::add_increments(txn, &increments).await?;
-    let recorded: Vec<(Uuid, &Batch, i64)> = items
-        .iter()
-        .zip(&all_effects)
-        .map(|((node, _, batch), e)| (node.id, *batch, e.overlap_seconds))
-        .collect();
-    store::insert_batches(txn, &recorded, now).await?;
-    Ok(all_effects)
 }
 
 /// One agent stream's completeness: `(agent_id, boot_id)`.

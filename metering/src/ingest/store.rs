@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, gpu, gpu_event, ingest_batch, node, node_energy, usage_minute,
+    allocation, allocation_gpu, gpu, gpu_event, ingest_batch, ingest_pending, node, node_energy,
+    usage_minute,
 };
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
@@ -58,56 +59,147 @@ pub(super) async fn lock_nodes<C: ConnectionTrait>(conn: &C, nodes: &[Uuid]) -> 
         .map(|_| ())
 }
 
-/// Which of `batches` were recorded before, as (agent_id, boot_id, seq).
-pub(super) async fn existing_batches<C: ConnectionTrait>(
+/// A batch to record and journal: its new id, its node, the batch and its journal payload.
+pub(super) type Journaled<'a> = (Uuid, Uuid, &'a Batch, Vec<u8>);
+
+/// Records the batches' ids; returns the ids of those recorded now. The unique batch
+/// identity is the last word on duplicates: a batch recorded before (or by a concurrent
+/// transaction that commits) is skipped, not an error.
+pub(super) async fn record_batches<C: ConnectionTrait>(
     conn: &C,
-    batches: &[&Batch],
-) -> Result<HashSet<(String, Uuid, i64)>, DbErr> {
-    let wanted: HashSet<(String, Uuid, i64)> = batches
-        .iter()
-        .map(|b| (b.agent_id.clone(), b.boot_id, b.seq as i64))
-        .collect();
-    let found = ingest_batch::Entity::find()
-        .filter(ingest_batch::Column::AgentId.is_in(batches.iter().map(|b| b.agent_id.as_str())))
-        .filter(ingest_batch::Column::BootId.is_in(batches.iter().map(|b| b.boot_id)))
-        .filter(ingest_batch::Column::Seq.is_in(batches.iter().map(|b| b.seq as i64)))
-        .all(conn)
-        .await?;
-    Ok(found
-        .into_iter()
-        .map(|b| (b.agent_id, b.boot_id, b.seq))
-        .filter(|key| wanted.contains(key))
-        .collect())
+    batches: &[Journaled<'_>],
+    now: DateTime<Utc>,
+) -> Result<HashSet<Uuid>, DbErr> {
+    let mut fresh = HashSet::new();
+    for chunk in batches.chunks(CHUNK) {
+        let inserted =
+            ingest_batch::Entity::insert_many(chunk.iter().map(|(id, node, batch, _)| {
+                ingest_batch::ActiveModel {
+                    id: Set(*id),
+                    node_id: Set(*node),
+                    agent_id: Set(batch.agent_id.clone()),
+                    boot_id: Set(batch.boot_id),
+                    seq: Set(batch.seq as i64),
+                    window_start: Set(batch.window.start),
+                    window_end: Set(batch.window.end),
+                    received_at: Set(now),
+                    devices: Set(batch.devices.len() as i32),
+                    overlap_seconds: Set(0),
+                    device_uuids: Set(serde_json::to_string(
+                        &batch.devices.iter().map(|d| &d.uuid).collect::<Vec<_>>(),
+                    )
+                    .ok()),
+                }
+            }))
+            .on_conflict(
+                OnConflict::columns([
+                    ingest_batch::Column::AgentId,
+                    ingest_batch::Column::BootId,
+                    ingest_batch::Column::Seq,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_with_returning_keys(conn)
+            .await;
+        match inserted {
+            Ok(ids) => fresh.extend(ids),
+            Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(fresh)
 }
 
-/// Records new batch ids with what they did (the unique constraint on the id is the
-/// last word on duplicates).
-pub(super) async fn insert_batches<C: ConnectionTrait>(
+/// Journals recorded batches for aggregation.
+pub(super) async fn journal<C: ConnectionTrait>(
     conn: &C,
-    batches: &[(Uuid, &Batch, i64)],
-    now: DateTime<Utc>,
+    batches: &[Journaled<'_>],
 ) -> Result<(), DbErr> {
     for chunk in batches.chunks(CHUNK) {
-        ingest_batch::Entity::insert_many(chunk.iter().map(|(node, batch, overlap_seconds)| {
-            ingest_batch::ActiveModel {
-                id: Set(Uuid::now_v7()),
+        ingest_pending::Entity::insert_many(chunk.iter().map(|(id, node, _, payload)| {
+            ingest_pending::ActiveModel {
+                batch_id: Set(*id),
                 node_id: Set(*node),
-                agent_id: Set(batch.agent_id.clone()),
-                boot_id: Set(batch.boot_id),
-                seq: Set(batch.seq as i64),
-                window_start: Set(batch.window.start),
-                window_end: Set(batch.window.end),
-                received_at: Set(now),
-                devices: Set(batch.devices.len() as i32),
-                overlap_seconds: Set(*overlap_seconds),
-                device_uuids: Set(serde_json::to_string(
-                    &batch.devices.iter().map(|d| &d.uuid).collect::<Vec<_>>(),
-                )
-                .ok()),
+                payload: Set(payload.clone()),
             }
         }))
         .exec_without_returning(conn)
         .await?;
+    }
+    Ok(())
+}
+
+/// Makes this transaction the only aggregation pass until it ends: an advisory lock on
+/// PostgreSQL (across all replicas); on SQLite a first write, which takes the database's
+/// write lock before any read.
+pub(super) async fn lock_aggregation<C: ConnectionTrait>(conn: &C) -> Result<(), DbErr> {
+    match conn.get_database_backend() {
+        DbBackend::Postgres => conn
+            .execute_unprepared("SELECT pg_advisory_xact_lock(7363726361)")
+            .await
+            .map(|_| ()),
+        _ => ingest_pending::Entity::delete_many()
+            .filter(Expr::cust("1 = 0"))
+            .exec(conn)
+            .await
+            .map(|_| ()),
+    }
+}
+
+/// The oldest journal rows (up to `upto`), oldest first: ids are time-ordered (UUIDv7).
+pub(super) async fn pending<C: ConnectionTrait>(
+    conn: &C,
+    limit: u64,
+    upto: Option<Uuid>,
+) -> Result<Vec<ingest_pending::Model>, DbErr> {
+    let mut query = ingest_pending::Entity::find();
+    if let Some(upto) = upto {
+        query = query.filter(ingest_pending::Column::BatchId.lte(upto));
+    }
+    query
+        .order_by_asc(ingest_pending::Column::BatchId)
+        .limit(limit)
+        .all(conn)
+        .await
+}
+
+/// The newest journal row's id, if any is waiting.
+pub(super) async fn newest_pending<C: ConnectionTrait>(conn: &C) -> Result<Option<Uuid>, DbErr> {
+    ingest_pending::Entity::find()
+        .select_only()
+        .column(ingest_pending::Column::BatchId)
+        .order_by_desc(ingest_pending::Column::BatchId)
+        .limit(1)
+        .into_tuple()
+        .one(conn)
+        .await
+}
+
+pub(super) async fn delete_pending<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<(), DbErr> {
+    for chunk in ids.chunks(CHUNK) {
+        ingest_pending::Entity::delete_many()
+            .filter(ingest_pending::Column::BatchId.is_in(chunk.iter().copied()))
+            .exec(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Notes on each batch how many of its device-seconds overlapped time already counted.
+pub(super) async fn record_overlaps<C: ConnectionTrait>(
+    conn: &C,
+    overlaps: &[(Uuid, i64)],
+) -> Result<(), DbErr> {
+    for (id, seconds) in overlaps {
+        ingest_batch::Entity::update_many()
+            .col_expr(ingest_batch::Column::OverlapSeconds, Expr::value(*seconds))
+            .filter(ingest_batch::Column::Id.eq(*id))
+            .exec(conn)
+            .await?;
     }
     Ok(())
 }
@@ -161,7 +253,7 @@ const CHUNK: usize = 500;
 /// (node, window start, window end, device UUIDs) of a recorded batch.
 type WindowRow = (Uuid, DateTime<Utc>, DateTime<Utc>, Option<String>);
 
-/// Earlier batches of `nodes` whose windows overlap `[from, to)`, per node: found by
+/// Aggregated batches of `nodes` whose windows overlap `[from, to)`, per node: found by
 /// (node, window end), so an agent shipping in order finds none to read.
 pub(super) async fn recorded_windows<C: ConnectionTrait>(
     conn: &C,
@@ -180,6 +272,10 @@ pub(super) async fn recorded_windows<C: ConnectionTrait>(
         .filter(ingest_batch::Column::NodeId.is_in(nodes.iter().copied()))
         .filter(ingest_batch::Column::WindowStart.lt(to))
         .filter(ingest_batch::Column::WindowEnd.gt(from))
+        // Only aggregated batches: journaled ones are not yet counted.
+        .filter(Expr::cust(
+            "NOT EXISTS (SELECT 1 FROM ingest_pending WHERE ingest_pending.batch_id = ingest_batches.id)",
+        ))
         .into_tuple()
         .all(conn)
         .await?;

@@ -4,20 +4,27 @@
 //! light load a group is a single batch (no added wait); under load the groups grow and
 //! the per-batch cost of round trips and commit flushes falls. Every batch still gets its
 //! own answer, exactly as if it had come alone.
+//!
+//! Beside them one task aggregates the journal: woken after every commit that journaled a
+//! batch (and every few seconds, for rows left by a restart), it runs passes until the
+//! journal is empty.
 
 use std::sync::Arc;
 
 use chrono::Utc;
 use neocloud_schema::ingest::Batch;
 use sea_orm::{DatabaseConnection, DbErr};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use uuid::Uuid;
 
-use super::{Answer, Submission, accept_many};
+use super::aggregate::{PASS, aggregate};
+use super::{Answer, Outcome, Submission, accept_many};
 use crate::error::MeteringError;
 
 /// Batches waiting for a writer before new requests wait for room.
 const QUEUE: usize = 4096;
+/// How often an idle aggregator looks at the journal anyway.
+const IDLE_LOOK: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct Job {
     submission: Submission,
@@ -41,8 +48,10 @@ impl Writer {
     pub fn spawn(db: DatabaseConnection, writers: usize, max_group: usize) -> Writer {
         let (jobs, queue) = mpsc::channel::<Job>(QUEUE);
         let queue = Arc::new(Mutex::new(queue));
+        let journaled = Arc::new(Notify::new());
+        spawn_aggregator(db.clone(), journaled.clone());
         for _ in 0..writers.max(1) {
-            let (db, queue) = (db.clone(), queue.clone());
+            let (db, queue, journaled) = (db.clone(), queue.clone(), journaled.clone());
             tokio::spawn(async move {
                 loop {
                     let group = {
@@ -70,6 +79,12 @@ impl Writer {
                         ms = started.elapsed().as_secs_f64() * 1000.0,
                         "Ingest group written."
                     );
+                    if results
+                        .iter()
+                        .any(|r| matches!(r, Ok(Outcome::Accepted { .. })))
+                    {
+                        journaled.notify_one();
+                    }
                     for (answer, result) in answers.into_iter().zip(results) {
                         // The request may have gone (client timeout): its batch is written
                         // all the same, and its retry will be answered `duplicate`.
@@ -94,4 +109,25 @@ impl Writer {
             .map_err(|_| stopped())?;
         answered.await.map_err(|_| stopped())?
     }
+}
+
+/// Aggregates the journal whenever a writer journaled something, pass after pass until it
+/// is empty; a failed pass changed nothing and is tried again.
+fn spawn_aggregator(db: DatabaseConnection, journaled: Arc<Notify>) {
+    tokio::spawn(async move {
+        loop {
+            loop {
+                match aggregate(&db, PASS, None).await {
+                    Ok(n) if n as u64 >= PASS => {}
+                    Ok(_) => break,
+                    Err(error) => {
+                        tracing::error!(%error, "Aggregating the ingest journal failed; retrying.");
+                        tokio::time::sleep(IDLE_LOOK).await;
+                        break;
+                    }
+                }
+            }
+            let _ = tokio::time::timeout(IDLE_LOOK, journaled.notified()).await;
+        }
+    });
 }

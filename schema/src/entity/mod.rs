@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod gpu_event;
 pub mod gpu_health_interval;
 pub mod ingest_batch;
+pub mod ingest_pending;
 pub mod invoice;
 pub mod invoice_line;
 pub mod invoice_sequence;

@@ -1,0 +1,234 @@
+//! The ingest journal against a real (SQLite) database, with no aggregator running: an
+//! acknowledged batch is journaled and not yet counted; aggregation passes of any size
+//! count every batch exactly once, in the order batches were acknowledged, and ignore
+//! (and note) a new boot's overlap; `settle` leaves nothing in the journal.
+
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use neocloud_metering::ingest::{self, Outcome, Submission};
+use neocloud_migrations::{Migrator, MigratorTrait};
+use neocloud_schema::entity::{gpu, ingest_batch, ingest_pending, node, provider, usage_minute};
+use neocloud_schema::ingest::Batch;
+use neocloud_schema::vocabulary::{GpuHealth, NodeState};
+use rust_decimal::Decimal;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Database, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, Set,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+const GPUS: [&str; 2] = ["GPU-A", "GPU-B"];
+
+async fn fleet_of_one() -> (DatabaseConnection, Uuid) {
+    let db = Database::connect("sqlite::memory:").await.expect("sqlite");
+    Migrator::up(&db, None).await.expect("migrate");
+    let now = Utc::now();
+    let provider = provider::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        name: Set("operator".into()),
+        created_at: Set(now),
+    }
+    .insert(&db)
+    .await
+    .expect("provider");
+    let node = node::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        provider_id: Set(provider.id),
+        hostname: Set("hgx-1".into()),
+        region: Set("eu-west".into()),
+        zone: Set("a".into()),
+        rack: Set("r1".into()),
+        nvlink_domain: Set("hgx-1".into()),
+        gpu_model: Set("H100".into()),
+        gpu_count: Set(GPUS.len() as i32),
+        mig_enabled: Set(false),
+        shared_gpus: Set(false),
+        cpu_milli: Set(64_000),
+        memory_mib: Set(1 << 20),
+        state: Set(NodeState::Active),
+        created_at: Set(now),
+    }
+    .insert(&db)
+    .await
+    .expect("node");
+    for (index, uuid) in GPUS.iter().enumerate() {
+        gpu::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            node_id: Set(node.id),
+            uuid: Set((*uuid).into()),
+            index: Set(index as i32),
+            model: Set("H100".into()),
+            memory_mib: Set(81_559),
+            mig_enabled: Set(false),
+            health: Set(GpuHealth::Ok),
+            health_changed_at: Set(now),
+        }
+        .insert(&db)
+        .await
+        .expect("gpu");
+    }
+    (db, node.id)
+}
+
+/// A minute boundary an hour ago: every window below lies in its first minute.
+fn base() -> DateTime<Utc> {
+    (Utc::now() - Duration::hours(1))
+        .duration_trunc(Duration::minutes(1))
+        .expect("minute")
+}
+
+/// A 10 s window starting `offset` seconds after `base`, for `devices` at 50 %.
+fn batch(boot: Uuid, seq: u64, offset: i64, devices: &[&str]) -> Batch {
+    let start = base() + Duration::seconds(offset);
+    serde_json::from_value(json!({
+        "version": 1, "agent_id": "hgx-1", "boot_id": boot, "seq": seq,
+        "window": {"start": start, "end": start + Duration::seconds(10)},
+        "devices": devices.iter().map(|d| json!({"uuid": d, "sm_util_pct": 50.0,
+            "fb_used_bytes": 1u64 << 30})).collect::<Vec<_>>(),
+    }))
+    .expect("batch")
+}
+
+async fn take(db: &DatabaseConnection, node: Uuid, batches: &[&Batch]) -> Vec<Outcome> {
+    let submissions = batches
+        .iter()
+        .map(|b| Submission {
+            node_id: node,
+            batch: (*b).clone(),
+        })
+        .collect();
+    ingest::accept_many(db, submissions, Utc::now())
+        .await
+        .into_iter()
+        .map(|answer| answer.expect("taken"))
+        .collect()
+}
+
+/// (device, minute, sampled seconds, active seconds) of every bucket, in a fixed order.
+async fn buckets(db: &DatabaseConnection) -> Vec<(String, DateTime<Utc>, i64, Decimal)> {
+    usage_minute::Entity::find()
+        .order_by_asc(usage_minute::Column::DeviceUuid)
+        .order_by_asc(usage_minute::Column::MinuteStart)
+        .all(db)
+        .await
+        .expect("buckets")
+        .into_iter()
+        .map(|b| {
+            let active = b.active_seconds.parse().expect("decimal");
+            (b.device_uuid, b.minute_start, b.sampled_seconds, active)
+        })
+        .collect()
+}
+
+/// Takes three batches — the third from a new boot, overlapping the second by 5 s on
+/// GPU-A — and aggregates them in passes of the given sizes.
+async fn ingest_then_aggregate(passes: &[u64]) -> (DatabaseConnection, Vec<usize>) {
+    let (db, node) = fleet_of_one().await;
+    let (boot, reboot) = (Uuid::new_v4(), Uuid::new_v4());
+    let first = batch(boot, 1, 0, &GPUS);
+    let second = batch(boot, 2, 10, &GPUS);
+    let overlapping = batch(reboot, 1, 15, &["GPU-A"]);
+    assert_eq!(
+        take(&db, node, &[&first, &second]).await,
+        vec![Outcome::Accepted { seq: 1 }, Outcome::Accepted { seq: 2 }]
+    );
+    assert_eq!(
+        take(&db, node, &[&first, &overlapping]).await,
+        vec![Outcome::Duplicate { seq: 1 }, Outcome::Accepted { seq: 1 }]
+    );
+    // Acknowledged means journaled: recorded, nothing counted yet.
+    assert_eq!(
+        ingest_pending::Entity::find()
+            .count(&db)
+            .await
+            .expect("count"),
+        3
+    );
+    assert_eq!(
+        ingest_batch::Entity::find()
+            .count(&db)
+            .await
+            .expect("count"),
+        3
+    );
+    assert!(buckets(&db).await.is_empty());
+    let mut taken = Vec::new();
+    for &pass in passes {
+        taken.push(ingest::aggregate(&db, pass, None).await.expect("pass"));
+    }
+    (db, taken)
+}
+
+#[tokio::test]
+async fn passes_of_any_size_count_each_batch_once_and_ignore_an_overlap() {
+    let (all_at_once, taken) = ingest_then_aggregate(&[100, 100]).await;
+    assert_eq!(taken, vec![3, 0]);
+    let expected = buckets(&all_at_once).await;
+    // 10 s + 10 s on both GPUs; the new boot adds only 20..25 s on GPU-A, at 50 %.
+    let minute = base();
+    assert_eq!(
+        expected,
+        vec![
+            ("GPU-A".to_owned(), minute, 25, Decimal::new(125, 1)),
+            ("GPU-B".to_owned(), minute, 20, Decimal::from(10)),
+        ]
+    );
+    for passes in [&[1, 1, 1, 1][..], &[2, 5], &[1, 100]] {
+        let (db, taken) = ingest_then_aggregate(passes).await;
+        assert_eq!(taken.iter().sum::<usize>(), 3, "passes {passes:?}");
+        assert_eq!(buckets(&db).await, expected, "passes {passes:?}");
+        assert_eq!(
+            ingest_pending::Entity::find()
+                .count(&db)
+                .await
+                .expect("count"),
+            0
+        );
+        let overlapped = ingest_batch::Entity::find()
+            .filter(ingest_batch::Column::OverlapSeconds.gt(0))
+            .all(&db)
+            .await
+            .expect("batches");
+        assert_eq!(overlapped.len(), 1);
+        assert_eq!(overlapped[0].overlap_seconds, 5);
+        assert_eq!(overlapped[0].window_start, minute + Duration::seconds(15));
+    }
+}
+
+#[tokio::test]
+async fn settle_aggregates_everything_acknowledged_and_a_replay_changes_nothing() {
+    let (db, node) = fleet_of_one().await;
+    let boot = Uuid::new_v4();
+    let batches: Vec<Batch> = (0..5)
+        .map(|i| batch(boot, i + 1, 10 * i as i64, &GPUS))
+        .collect();
+    let all: Vec<&Batch> = batches.iter().collect();
+    take(&db, node, &all).await;
+    ingest::settle(&db).await.expect("settle");
+    assert_eq!(
+        ingest_pending::Entity::find()
+            .count(&db)
+            .await
+            .expect("count"),
+        0
+    );
+    let settled = buckets(&db).await;
+    let seconds: i64 = settled.iter().map(|b| b.2).sum();
+    assert_eq!(seconds, 5 * 10 * GPUS.len() as i64);
+    // The agent replays everything after losing its answers: all duplicates, no journal.
+    assert!(
+        take(&db, node, &all)
+            .await
+            .iter()
+            .all(|o| matches!(o, Outcome::Duplicate { .. }))
+    );
+    assert_eq!(
+        ingest_pending::Entity::find()
+            .count(&db)
+            .await
+            .expect("count"),
+        0
+    );
+    assert_eq!(ingest::aggregate(&db, 100, None).await.expect("pass"), 0);
+    assert_eq!(buckets(&db).await, settled);
+}
