@@ -33,6 +33,7 @@ pub async fn aggregate(
     limit: u64,
     upto: Option<Uuid>,
 ) -> Result<usize, DbErr> {
+    let started = std::time::Instant::now();
     let txn = db.begin().await?;
     store::lock_aggregation(&txn).await?;
     let rows = store::pending(&txn, limit, upto).await?;
@@ -103,6 +104,7 @@ pub async fn aggregate(
     }
     tracing::debug!(
         batches = done.len(),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
         counted_seconds = effects.iter().map(|e| e.counted_seconds).sum::<i64>(),
         "Journaled batches aggregated."
     );

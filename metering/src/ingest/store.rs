@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, Set,
+    QueryFilter, QueryOrder, QuerySelect, Set, Statement,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -212,7 +212,12 @@ pub(super) async fn candidates<C: ConnectionTrait>(
     end: DateTime<Utc>,
 ) -> Result<HashMap<Uuid, Vec<Candidate>>, DbErr> {
     let rows = allocation_gpu::Entity::find()
-        .filter(allocation_gpu::Column::GpuId.is_in(gpus.iter().map(|g| g.id)))
+        .filter(any_of(
+            conn,
+            "\"allocation_gpus\".\"gpu_id\"",
+            allocation_gpu::Column::GpuId,
+            gpus.iter().map(|g| g.id),
+        ))
         .find_also_related(allocation::Entity)
         .filter(allocation::Column::StartedAt.lt(end))
         .filter(
@@ -245,6 +250,25 @@ pub(super) async fn candidates<C: ConnectionTrait>(
         list.sort_by_key(|c| (c.start, c.allocation));
     }
     Ok(out)
+}
+
+/// `column IN ids`. On PostgreSQL one text parameter turned into a `uuid[]`: a statement
+/// with thousands of parameters costs far more to send and plan than to run.
+fn any_of(
+    conn: &impl ConnectionTrait,
+    qualified: &str,
+    column: impl ColumnTrait,
+    ids: impl Iterator<Item = Uuid>,
+) -> Expr {
+    if conn.get_database_backend() == DbBackend::Postgres {
+        let list = ids.map(|id| id.to_string()).collect::<Vec<_>>().join(",");
+        Expr::cust_with_values(
+            format!("{qualified} = ANY(string_to_array($1, ',')::uuid[])"),
+            [list],
+        )
+    } else {
+        column.is_in(ids)
+    }
 }
 
 /// Rows per multi-row statement: far below both databases' bind-parameter limits.
@@ -395,8 +419,8 @@ fn dec(text: &str) -> Decimal {
 
 /// Adds increments to their minute buckets; returns how many buckets were touched. On
 /// PostgreSQL one upsert adds them in the database (`NUMERIC`, exact); elsewhere one read
-/// of the touched buckets, then one upsert of their new totals (computed under the node's
-/// lock: SQLite has no exact decimal arithmetic).
+/// of the touched buckets, then one upsert of their new totals (inside the aggregation
+/// pass, which runs alone: SQLite has no exact decimal arithmetic).
 pub(super) async fn add_increments<C: ConnectionTrait>(
     conn: &C,
     increments: &[(String, Increment)],
@@ -424,50 +448,29 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
     if merged.is_empty() {
         return Ok(0);
     }
-    // PostgreSQL adds in the upsert itself; SQLite needs the current totals first.
-    let in_database = conn.get_database_backend() == DbBackend::Postgres;
-    let existing = if in_database {
-        HashMap::new()
-    } else {
-        current_buckets(conn, &merged).await?
-    };
+    if conn.get_database_backend() == DbBackend::Postgres {
+        add_in_database(conn, &merged).await?;
+        return Ok(merged.len());
+    }
+    // SQLite has no exact decimal arithmetic: read the current totals, write the new ones.
+    let existing = current_buckets(conn, &merged).await?;
     let rows: Vec<usage_minute::ActiveModel> = merged
         .iter()
         .map(|(key, inc)| bucket_row(key, inc, existing.get(key)))
         .collect();
-    let sum = |column: &str| {
-        Expr::cust(format!(
-            "(\"usage_minutes\".\"{column}\"::numeric + \"excluded\".\"{column}\"::numeric)::text"
-        ))
-    };
-    let mut conflict = OnConflict::columns([
+    let conflict = OnConflict::columns([
         usage_minute::Column::AllocationId,
         usage_minute::Column::MinuteStart,
         usage_minute::Column::DeviceUuid,
         usage_minute::Column::Label,
-    ]);
-    if in_database {
-        conflict
-            .value(usage_minute::Column::ActiveSeconds, sum("active_seconds"))
-            .value(
-                usage_minute::Column::MemoryGibSeconds,
-                sum("memory_gib_seconds"),
-            )
-            .value(usage_minute::Column::EnergyKwh, sum("energy_kwh"))
-            .value(
-                usage_minute::Column::SampledSeconds,
-                Expr::cust(
-                    "\"usage_minutes\".\"sampled_seconds\" + \"excluded\".\"sampled_seconds\"",
-                ),
-            );
-    } else {
-        conflict.update_columns([
-            usage_minute::Column::ActiveSeconds,
-            usage_minute::Column::MemoryGibSeconds,
-            usage_minute::Column::EnergyKwh,
-            usage_minute::Column::SampledSeconds,
-        ]);
-    }
+    ])
+    .update_columns([
+        usage_minute::Column::ActiveSeconds,
+        usage_minute::Column::MemoryGibSeconds,
+        usage_minute::Column::EnergyKwh,
+        usage_minute::Column::SampledSeconds,
+    ])
+    .to_owned();
     let touched = rows.len();
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
@@ -478,6 +481,76 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
             .await?;
     }
     Ok(touched)
+}
+
+/// PostgreSQL: one upsert for all the buckets, the sums done in `NUMERIC` (exact). The rows
+/// travel as eleven array parameters, not eleven parameters a row: a statement with
+/// thousands of parameters costs far more to send and plan than to run.
+async fn add_in_database<C: ConnectionTrait>(
+    conn: &C,
+    merged: &BTreeMap<BucketKey, Increment>,
+) -> Result<(), DbErr> {
+    let column = |f: &dyn Fn(&BucketKey, &Increment) -> Option<String>| {
+        pg_array(merged.iter().map(|(key, inc)| f(key, inc)))
+    };
+    let values = [
+        column(&|_, _| Some(Uuid::now_v7().to_string())),
+        column(&|k, _| Some(k.1.to_rfc3339())),
+        column(&|k, _| Some(k.2.clone())),
+        column(&|k, _| Some(k.0.to_string())),
+        column(&|_, i| i.tenant.map(|t| t.to_string())),
+        column(&|_, i| i.sku.map(|s| s.to_string())),
+        column(&|k, _| Some(k.3.clone())),
+        column(&|_, i| Some(i.active_seconds.to_string())),
+        column(&|_, i| Some(i.memory_gib_seconds.to_string())),
+        column(&|_, i| Some(i.energy_kwh.to_string())),
+        column(&|_, i| Some(i.seconds.to_string())),
+    ];
+    let sum = |c: &str| format!("{c} = (usage_minutes.{c}::numeric + excluded.{c}::numeric)::text");
+    let sql = format!(
+        "INSERT INTO usage_minutes (id, minute_start, device_uuid, allocation_id, tenant_id, \
+         sku_id, label, active_seconds, memory_gib_seconds, energy_kwh, sampled_seconds) \
+         SELECT * FROM unnest($1::text::uuid[], $2::text::timestamptz[], $3::text::text[], \
+         $4::text::uuid[], $5::text::uuid[], $6::text::uuid[], $7::text::text[], \
+         $8::text::text[], $9::text::text[], $10::text::text[], $11::text::bigint[]) \
+         ON CONFLICT (allocation_id, minute_start, device_uuid, label) DO UPDATE SET {}, {}, {}, \
+         sampled_seconds = usage_minutes.sampled_seconds + excluded.sampled_seconds",
+        sum("active_seconds"),
+        sum("memory_gib_seconds"),
+        sum("energy_kwh"),
+    );
+    conn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        sql,
+        values.map(sea_orm::Value::from),
+    ))
+    .await
+    .map(|_| ())
+}
+
+/// A PostgreSQL array literal of text elements (`NULL` for none), every element quoted.
+fn pg_array(items: impl Iterator<Item = Option<String>>) -> String {
+    let mut out = String::from("{");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match item {
+            None => out.push_str("NULL"),
+            Some(text) => {
+                out.push('"');
+                for c in text.chars() {
+                    if c == '"' || c == '\\' {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                out.push('"');
+            }
+        }
+    }
+    out.push('}');
+    out
 }
 
 type BucketKey = (Uuid, DateTime<Utc>, String, String);
@@ -588,4 +661,24 @@ pub(super) async fn streams<C: ConnectionTrait>(
         .collect();
     out.sort_by_key(|s| std::cmp::Reverse(s.last_received_at));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pg_array;
+
+    #[test]
+    fn array_literals_quote_every_element_and_keep_nulls() {
+        let items = [
+            Some("team=a,b".to_owned()),
+            None,
+            Some(r#"say "hi" \ {x}"#.to_owned()),
+            Some(String::new()),
+        ];
+        assert_eq!(
+            pg_array(items.into_iter()),
+            r#"{"team=a,b",NULL,"say \"hi\" \\ {x}",""}"#
+        );
+        assert_eq!(pg_array(std::iter::empty()), "{}");
+    }
 }
