@@ -4,23 +4,59 @@
 //! encode or decode. A new format gets a new byte; rows of a format this build cannot
 //! read stay in the journal (and are logged) rather than being dropped.
 
+use std::cell::RefCell;
+
 use neocloud_schema::ingest::Batch;
+use zstd::bulk::{Compressor, Decompressor};
 
 /// postcard of `Batch`, zstd level 1.
 const FORMAT_V1: u8 = 1;
 const LEVEL: i32 = 1;
+/// The most a payload may claim to decompress to (far above any valid batch).
+const MAX_DECODED: usize = 64 << 20;
+
+thread_local! {
+    // zstd contexts cost more to create than a batch costs to compress: one per thread.
+    static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
+}
 
 pub(super) fn encode(batch: &Batch) -> Result<Vec<u8>, String> {
     let raw = postcard::to_stdvec(batch).map_err(|e| e.to_string())?;
-    let mut out = vec![FORMAT_V1];
-    zstd::stream::copy_encode(raw.as_slice(), &mut out, LEVEL).map_err(|e| e.to_string())?;
+    let compressed = COMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
+        Some(compressor) => compressor.compress(&raw),
+        empty => {
+            let mut compressor = Compressor::new(LEVEL)?;
+            let out = compressor.compress(&raw);
+            *empty = Some(compressor);
+            out
+        }
+    });
+    let compressed = compressed.map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(1 + compressed.len());
+    out.push(FORMAT_V1);
+    out.extend_from_slice(&compressed);
     Ok(out)
 }
 
 pub(super) fn decode(payload: &[u8]) -> Result<Batch, String> {
     match payload.split_first() {
         Some((&FORMAT_V1, compressed)) => {
-            let raw = zstd::stream::decode_all(compressed).map_err(|e| e.to_string())?;
+            let size = Decompressor::upper_bound(compressed)
+                .ok_or("the journal payload does not record its size")?;
+            if size > MAX_DECODED {
+                return Err(format!("the journal payload claims {size} bytes"));
+            }
+            let raw = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
+                Some(decompressor) => decompressor.decompress(compressed, size),
+                empty => {
+                    let mut decompressor = Decompressor::new()?;
+                    let out = decompressor.decompress(compressed, size);
+                    *empty = Some(decompressor);
+                    out
+                }
+            });
+            let raw = raw.map_err(|e| e.to_string())?;
             postcard::from_bytes(&raw).map_err(|e| e.to_string())
         }
         Some((format, _)) => Err(format!("unknown journal format {format}")),
