@@ -7,12 +7,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::ingest::Batch;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
+use super::store::{GpuFacts, NodeFacts};
 use super::{fold, journal, store};
 use crate::coverage::{self, RecordedWindow, window_masks};
 
@@ -61,12 +61,12 @@ pub async fn aggregate(
         .collect();
     let nodes = store::nodes_with_gpus(&txn, &node_ids).await?;
     let mut ids = Vec::with_capacity(batches.len());
-    let mut items: Vec<(&node::Model, &[gpu::Model], &Batch)> = Vec::with_capacity(batches.len());
+    let mut items: Vec<(&NodeFacts, &Batch)> = Vec::with_capacity(batches.len());
     for (id, node, batch) in &batches {
         match nodes.get(node) {
-            Some((node, gpus)) => {
+            Some(node) => {
                 ids.push(*id);
-                items.push((node, gpus.as_slice(), batch));
+                items.push((node, batch));
             }
             None => tracing::warn!(
                 batch_id = %id,
@@ -80,7 +80,7 @@ pub async fn aggregate(
         .zip(&items)
         .zip(&effects)
         .filter(|(_, e)| e.overlap_seconds > 0)
-        .map(|((id, (_, _, batch)), e)| (*id, *batch, e.overlap_seconds))
+        .map(|((id, (_, batch)), e)| (*id, *batch, e.overlap_seconds))
         .collect();
     store::record_overlaps(
         &txn,
@@ -127,25 +127,25 @@ pub async fn settle(db: &DatabaseConnection) -> Result<(), DbErr> {
 /// earlier for its later ones.
 async fn fold_batches<C: ConnectionTrait>(
     txn: &C,
-    items: &[(&node::Model, &[gpu::Model], &Batch)],
+    items: &[(&NodeFacts, &Batch)],
 ) -> Result<Vec<Effects>, DbErr> {
-    let Some(from) = items.iter().map(|(_, _, b)| b.window.start).min() else {
+    let Some(from) = items.iter().map(|(_, b)| b.window.start).min() else {
         return Ok(Vec::new());
     };
     let to = items
         .iter()
-        .map(|(_, _, b)| b.window.end)
+        .map(|(_, b)| b.window.end)
         .max()
         .unwrap_or(from);
-    let mut all_gpus: Vec<&gpu::Model> = Vec::new();
+    let mut all_gpus: Vec<&GpuFacts> = Vec::new();
     let mut node_ids: Vec<Uuid> = Vec::new();
-    for (node, gpus, _) in items {
+    for (node, _) in items {
         if !node_ids.contains(&node.id) {
             node_ids.push(node.id);
-            all_gpus.extend(gpus.iter());
+            all_gpus.extend(node.gpus.iter());
         }
     }
-    let gpu_by_uuid: HashMap<&str, &gpu::Model> =
+    let gpu_by_uuid: HashMap<&str, &GpuFacts> =
         all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect();
     let candidates = store::candidates(txn, &all_gpus, from, to).await?;
     let mut recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
@@ -153,7 +153,7 @@ async fn fold_batches<C: ConnectionTrait>(
     let mut cursors_changed = BTreeSet::new();
     let mut increments = Vec::new();
     let mut all_effects = Vec::with_capacity(items.len());
-    for (node, _, batch) in items {
+    for (node, batch) in items {
         let mut effects = Effects::default();
         let masks = window_masks(batch.window.start, batch.window.end);
         let earlier = recorded.entry(node.id).or_default();

@@ -19,7 +19,6 @@ pub mod writer;
 pub use aggregate::{aggregate, settle};
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::ingest::{Batch, ValidationContext};
 use neocloud_schema::mig::{MigProfile, SLOTS_PER_GPU};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
@@ -27,6 +26,7 @@ use uuid::Uuid;
 
 use crate::error::MeteringError;
 use crate::health;
+use store::NodeFacts;
 
 /// The answer to a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub fn parse(body: &[u8]) -> Result<Batch, MeteringError> {
 }
 
 /// Checks the batch speaks for `node` and only about its devices.
-fn authorize(batch: &Batch, node: &node::Model, gpus: &[gpu::Model]) -> Result<(), MeteringError> {
+fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
     if batch.agent_id != node.hostname {
         return Err(MeteringError::Forbidden {
             message: format!(
@@ -59,7 +59,7 @@ fn authorize(batch: &Batch, node: &node::Model, gpus: &[gpu::Model]) -> Result<(
     }
     for (i, device) in batch.devices.iter().enumerate() {
         let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-        let Some(gpu) = gpus.iter().find(|g| g.uuid == physical) else {
+        let Some(gpu) = node.gpus.iter().find(|g| g.uuid == physical) else {
             return Err(MeteringError::Forbidden {
                 message: format!(
                     "devices[{i}]: {physical} is not a GPU of node {}",
@@ -179,13 +179,13 @@ async fn apply(
     let mut answers: Vec<Option<Answer>> = items.iter().map(|_| None).collect();
     let mut live = Vec::new();
     for (i, s) in items.iter().enumerate() {
-        let Some((node, node_gpus)) = nodes.get(&s.node_id) else {
+        let Some(node) = nodes.get(&s.node_id) else {
             answers[i] = Some(Err(MeteringError::Forbidden {
                 message: "the token's node no longer exists".into(),
             }));
             continue;
         };
-        match check(&s.batch, node, node_gpus, now) {
+        match check(&s.batch, node, now) {
             Ok(()) => live.push(i),
             Err(err) => answers[i] = Some(Err(err)),
         }
@@ -243,12 +243,8 @@ async fn apply_events<C: ConnectionTrait>(
 }
 
 /// The contract's validation and the batch's right to speak for its node's devices.
-fn check(
-    batch: &Batch,
-    node: &node::Model,
-    gpus: &[gpu::Model],
-    now: DateTime<Utc>,
-) -> Result<(), MeteringError> {
+fn check(batch: &Batch, node: &NodeFacts, now: DateTime<Utc>) -> Result<(), MeteringError> {
+    let gpus = &node.gpus;
     let per_gpu = if node.mig_enabled {
         1 + usize::from(SLOTS_PER_GPU)
     } else {
@@ -265,7 +261,7 @@ fn check(
             * (1 << 20),
     };
     batch.validate(&ctx)?;
-    authorize(batch, node, gpus)
+    authorize(batch, node)
 }
 
 /// One agent stream's completeness: `(agent_id, boot_id)`.

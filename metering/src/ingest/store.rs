@@ -23,20 +23,79 @@ use crate::coverage::{RecordedWindow, window_masks};
 /// Millijoules in a kilowatt-hour.
 const MJ_PER_KWH: i64 = 3_600_000_000;
 
-/// The nodes of `ids` with their GPUs by index, in one query.
+/// What ingest needs to know of a node: who it is, its MIG mode and its GPUs by index.
+#[derive(Debug, Clone)]
+pub(super) struct NodeFacts {
+    pub id: Uuid,
+    pub hostname: String,
+    pub mig_enabled: bool,
+    pub gpus: Vec<GpuFacts>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct GpuFacts {
+    pub id: Uuid,
+    pub uuid: String,
+    pub model: String,
+    pub memory_mib: i64,
+}
+
+/// A node's columns and one of its GPUs' (none for a node without GPUs).
+type NodeGpuRow = (
+    Uuid,
+    String,
+    bool,
+    Option<Uuid>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
+/// The nodes of `ids` with their GPUs, in one query of only the columns ingest reads.
 pub(super) async fn nodes_with_gpus<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, (node::Model, Vec<gpu::Model>)>, DbErr> {
-    Ok(node::Entity::find()
-        .filter(node::Column::Id.is_in(ids.iter().copied()))
-        .find_with_related(gpu::Entity)
+) -> Result<HashMap<Uuid, NodeFacts>, DbErr> {
+    let rows: Vec<NodeGpuRow> = node::Entity::find()
+        .select_only()
+        .columns([
+            node::Column::Id,
+            node::Column::Hostname,
+            node::Column::MigEnabled,
+        ])
+        .columns([gpu::Column::Id, gpu::Column::Uuid, gpu::Column::Model])
+        .column(gpu::Column::MemoryMib)
+        .left_join(gpu::Entity)
+        .filter(any_of(
+            conn,
+            "\"nodes\".\"id\"",
+            node::Column::Id,
+            ids.iter().copied(),
+        ))
         .order_by_asc(gpu::Column::Index)
+        .into_tuple()
         .all(conn)
-        .await?
-        .into_iter()
-        .map(|(n, gpus)| (n.id, (n, gpus)))
-        .collect())
+        .await?;
+    let mut out: HashMap<Uuid, NodeFacts> = HashMap::new();
+    for (id, hostname, mig_enabled, gpu_id, uuid, model, memory_mib) in rows {
+        let node = out.entry(id).or_insert_with(|| NodeFacts {
+            id,
+            hostname,
+            mig_enabled,
+            gpus: Vec::new(),
+        });
+        if let (Some(id), Some(uuid), Some(model), Some(memory_mib)) =
+            (gpu_id, uuid, model, memory_mib)
+        {
+            node.gpus.push(GpuFacts {
+                id,
+                uuid,
+                model,
+                memory_mib,
+            });
+        }
+    }
+    Ok(out)
 }
 
 pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
@@ -207,7 +266,7 @@ pub(super) async fn record_overlaps<C: ConnectionTrait>(
 /// Allocations holding each of `gpus` at any time in `[start, end)`, in one query.
 pub(super) async fn candidates<C: ConnectionTrait>(
     conn: &C,
-    gpus: &[&gpu::Model],
+    gpus: &[&GpuFacts],
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<HashMap<Uuid, Vec<Candidate>>, DbErr> {
