@@ -206,12 +206,14 @@ async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {
     let r = app
         .gql(
             Some(&app.operator_key),
-            "{ ingestHealth { agents { agentId lastSeq gaps } } }",
+            "{ ingestHealth { pendingBatches agents { agentId lastSeq gaps } } }",
             json!({}),
         )
         .await;
     assert_eq!(r["data"]["ingestHealth"]["agents"][0]["lastSeq"], 4, "{r}");
     assert_eq!(r["data"]["ingestHealth"]["agents"][0]["gaps"], 0, "{r}");
+    // The usage read above aggregated everything acknowledged.
+    assert_eq!(r["data"]["ingestHealth"]["pendingBatches"], 0, "{r}");
 }
 
 /// `n` nodes each wholly ordered by one tenant (one 8-GPU order fills a node).

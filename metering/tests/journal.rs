@@ -137,13 +137,7 @@ async fn ingest_then_aggregate(passes: &[u64]) -> (DatabaseConnection, Vec<usize
         vec![Outcome::Duplicate { seq: 1 }, Outcome::Accepted { seq: 1 }]
     );
     // Acknowledged means journaled: recorded, nothing counted yet.
-    assert_eq!(
-        ingest_pending::Entity::find()
-            .count(&db)
-            .await
-            .expect("count"),
-        3
-    );
+    assert_eq!(ingest::journal_backlog(&db).await.expect("backlog"), 3);
     assert_eq!(
         ingest_batch::Entity::find()
             .count(&db)
@@ -205,6 +199,7 @@ async fn settle_aggregates_everything_acknowledged_and_a_replay_changes_nothing(
     let all: Vec<&Batch> = batches.iter().collect();
     take(&db, node, &all).await;
     ingest::settle(&db).await.expect("settle");
+    assert_eq!(ingest::journal_backlog(&db).await.expect("backlog"), 0);
     assert_eq!(
         ingest_pending::Entity::find()
             .count(&db)

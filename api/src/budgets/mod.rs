@@ -244,8 +244,8 @@ async fn evaluate(
     now: DateTime<Utc>,
 ) -> ApiResult<BudgetView> {
     let tenant = found.tenant_id;
-    // Rate first, outside the write transaction: only the decisions are written.
     ingest::settle(db).await?;
+    // Rate first, outside the write transaction: only the decisions are written.
     let draft = invoicing::rate_open(db, tenant, now).await?;
     let txn = crate::db::begin_write(db).await?;
     let spend = draft.rated.spend();

@@ -65,6 +65,9 @@ pub struct AgentStream {
 #[derive(SimpleObject)]
 pub struct IngestHealth {
     pub agents: Vec<AgentStream>,
+    /// Batches acknowledged and not yet in usage buckets (the ingest journal's backlog):
+    /// near zero while aggregation keeps up; every usage read aggregates it first.
+    pub pending_batches: i64,
 }
 
 #[derive(Default)]
@@ -126,12 +129,16 @@ impl UsageQuery {
     /// Completeness of every agent's stream of batches (operator).
     async fn ingest_health(&self, ctx: &Context<'_>) -> Result<IngestHealth> {
         super::principal(ctx)?.require_operator()?;
-        let streams = ingest::stream_health(super::db(ctx)?, Utc::now())
+        let db = super::db(ctx)?;
+        let internal = |e: neocloud_metering::MeteringError| ApiError::Internal {
+            message: e.to_string(),
+        };
+        let streams = ingest::stream_health(db, Utc::now())
             .await
-            .map_err(|e| ApiError::Internal {
-                message: e.to_string(),
-            })?;
+            .map_err(internal)?;
+        let pending = ingest::journal_backlog(db).await.map_err(internal)?;
         Ok(IngestHealth {
+            pending_batches: i64::try_from(pending).unwrap_or(i64::MAX),
             agents: streams
                 .into_iter()
                 .map(|s| AgentStream {

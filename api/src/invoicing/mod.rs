@@ -139,8 +139,8 @@ pub async fn upcoming(
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
     ingest::settle(db).await?;
+    // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
     let draft = billing::rate_open(db, tenant.into(), Utc::now()).await?;
     Ok(draft_view(draft))
 }

@@ -141,7 +141,8 @@ fn unanswered() -> Answer {
 }
 
 /// Splits submissions, in order, into groups holding each node at most once: a node's
-/// later batch must see what its earlier one counted.
+/// later batch is judged after its earlier one is recorded (a resent batch is then a
+/// duplicate, and journal ids follow each node's order).
 fn one_batch_per_node(submissions: &[Submission]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(Vec<usize>, std::collections::HashSet<Uuid>)> = Vec::new();
     for (i, s) in submissions.iter().enumerate() {
@@ -275,6 +276,12 @@ pub struct StreamHealth {
     /// Seconds from the end of the newest window to `now`.
     pub lag_seconds: i64,
     pub last_received_at: DateTime<Utc>,
+}
+
+/// Batches acknowledged and not yet aggregated: the journal's backlog (near zero while
+/// aggregation keeps up).
+pub async fn journal_backlog(db: &DatabaseConnection) -> Result<u64, MeteringError> {
+    Ok(store::journal_backlog(db).await?)
 }
 
 /// Completeness of every agent stream, newest first.

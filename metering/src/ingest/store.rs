@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, Set, Statement,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, Statement,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -221,6 +221,10 @@ pub(super) async fn pending<C: ConnectionTrait>(
         .limit(limit)
         .all(conn)
         .await
+}
+
+pub(super) async fn journal_backlog<C: ConnectionTrait>(conn: &C) -> Result<u64, DbErr> {
+    ingest_pending::Entity::find().count(conn).await
 }
 
 /// The newest journal row's id, if any is waiting.
