@@ -214,7 +214,7 @@ async fn main() {
         agents.push((host, token, placed));
     }
     let start = Utc::now();
-    let work: Vec<(String, String, Value)> = agents
+    let work: Vec<(String, Value)> = agents
         .iter()
         .flat_map(|(host, token, gpus)| {
             let boot = uuid::Uuid::new_v4().to_string();
@@ -227,22 +227,22 @@ async fn main() {
                         gpus,
                         start + Duration::seconds(10 * s as i64),
                     );
-                    (host.clone(), token.clone(), b)
+                    (token.clone(), b)
                 })
                 .collect::<Vec<_>>()
         })
         .collect();
-    let total_samples: usize = work.iter().map(|(_, _, b)| samples(b)).sum();
+    let total_samples: usize = work.iter().map(|(_, b)| samples(b)).sum();
     println!(
         "{nodes} nodes, {} batches of {} samples, {posters} posters",
         work.len(),
-        samples(&work[0].2)
+        samples(&work[0].1)
     );
 
     // Parse and validate, alone: the CPU each batch costs before the database.
     let bodies: Vec<Vec<u8>> = work
         .iter()
-        .map(|(_, _, b)| serde_json::to_vec(b).expect("json"))
+        .map(|(_, b)| serde_json::to_vec(b).expect("json"))
         .collect();
     let ctx = ValidationContext {
         now: Utc::now(),
@@ -263,7 +263,7 @@ async fn main() {
     let bodies: Arc<Vec<(String, Vec<u8>, usize)>> = Arc::new(
         work.iter()
             .zip(bodies)
-            .map(|((_, token, b), body)| (token.clone(), body, samples(b)))
+            .map(|((token, b), body)| (token.clone(), body, samples(b)))
             .collect(),
     );
     let t = Instant::now();
@@ -318,7 +318,7 @@ async fn main() {
     for p in 0..posters {
         let (db, work) = (db.clone(), work.clone());
         tasks.push(tokio::spawn(async move {
-            for (i, (_, _, b)) in work.iter().enumerate() {
+            for (i, (_, b)) in work.iter().enumerate() {
                 if (i / batches) % posters == p {
                     naive_insert(&db, b).await;
                 }

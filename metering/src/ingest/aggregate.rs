@@ -74,7 +74,7 @@ pub async fn aggregate(
             ),
         }
     }
-    let effects = fold_batches(&txn, &items).await?;
+    let effects = fold_batches(&txn, &nodes, &items).await?;
     let overlaps: Vec<(Uuid, &Batch, i64)> = ids
         .iter()
         .zip(&items)
@@ -122,11 +122,12 @@ pub async fn settle(db: &DatabaseConnection) -> Result<(), DbErr> {
     Ok(())
 }
 
-/// Counts, attributes and folds batches in order (inside their transaction): one read and
-/// one write per table for all of them. A node's earlier batch in the same pass counts as
-/// earlier for its later ones.
+/// Counts, attributes and folds batches of `nodes` in order (inside their transaction):
+/// one read and one write per table for all of them. A node's earlier batch in the same
+/// pass counts as earlier for its later ones.
 async fn fold_batches<C: ConnectionTrait>(
     txn: &C,
+    nodes: &HashMap<Uuid, NodeFacts>,
     items: &[(&NodeFacts, &Batch)],
 ) -> Result<Vec<Effects>, DbErr> {
     let Some(from) = items.iter().map(|(_, b)| b.window.start).min() else {
@@ -137,14 +138,8 @@ async fn fold_batches<C: ConnectionTrait>(
         .map(|(_, b)| b.window.end)
         .max()
         .unwrap_or(from);
-    let mut all_gpus: Vec<&GpuFacts> = Vec::new();
-    let mut node_ids: Vec<Uuid> = Vec::new();
-    for (node, _) in items {
-        if !node_ids.contains(&node.id) {
-            node_ids.push(node.id);
-            all_gpus.extend(node.gpus.iter());
-        }
-    }
+    let node_ids: Vec<Uuid> = nodes.keys().copied().collect();
+    let all_gpus: Vec<&GpuFacts> = nodes.values().flat_map(|n| &n.gpus).collect();
     let gpu_by_uuid: HashMap<&str, &GpuFacts> =
         all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect();
     let candidates = store::candidates(txn, &all_gpus, from, to).await?;
