@@ -148,20 +148,22 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> InvalidBatch
     }
 }
 
-fn check_pct(field: String, value: Option<f64>) -> Result<(), InvalidBatch> {
+// Field paths are built only for a violation: validation runs once per batch on the
+// ingest path, and a valid batch names no field.
+fn check_pct(field: impl FnOnce() -> String, value: Option<f64>) -> Result<(), InvalidBatch> {
     match value {
         Some(v) if !(0.0..=100.0).contains(&v) => Err(invalid(
-            field,
+            field(),
             format!("utilization must be between 0 and 100, got {v}"),
         )),
         _ => Ok(()),
     }
 }
 
-fn check_text(field: String, value: &str) -> Result<(), InvalidBatch> {
+fn check_text(field: impl FnOnce() -> String, value: &str) -> Result<(), InvalidBatch> {
     if value.is_empty() || value.len() > MAX_ID_BYTES {
         return Err(invalid(
-            field,
+            field(),
             format!("must be 1 to {MAX_ID_BYTES} bytes long"),
         ));
     }
@@ -180,7 +182,7 @@ impl Batch {
                 ),
             ));
         }
-        check_text("agent_id".into(), &self.agent_id)?;
+        check_text(|| "agent_id".into(), &self.agent_id)?;
         if self.seq == 0 {
             return Err(invalid("seq", "sequence numbers start at 1"));
         }
@@ -209,7 +211,7 @@ impl Batch {
         let mut seen = std::collections::HashSet::new();
         for (i, device) in self.devices.iter().enumerate() {
             let at = |name: &str| format!("devices[{i}].{name}");
-            check_text(at("uuid"), &device.uuid)?;
+            check_text(|| at("uuid"), &device.uuid)?;
             if !seen.insert(device.uuid.as_str()) {
                 return Err(invalid(at("uuid"), "appears twice in one batch"));
             }
@@ -220,7 +222,7 @@ impl Batch {
                     "a MIG device (uuid MIG-…) needs parent_uuid and mig_profile; a GPU has neither",
                 ));
             }
-            check_pct(at("sm_util_pct"), device.sm_util_pct)?;
+            check_pct(|| at("sm_util_pct"), device.sm_util_pct)?;
             if let Some(fb) = device.fb_used_bytes
                 && fb > ctx.max_fb_bytes
             {
@@ -251,7 +253,7 @@ impl Batch {
             }
             for (j, p) in device.processes.iter().enumerate() {
                 let pat = |name: &str| format!("devices[{i}].processes[{j}].{name}");
-                check_pct(pat("sm_util_pct"), p.sm_util_pct)?;
+                check_pct(|| pat("sm_util_pct"), p.sm_util_pct)?;
                 if let Some(fb) = p.fb_used_bytes
                     && fb > ctx.max_fb_bytes
                 {
