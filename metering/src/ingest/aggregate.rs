@@ -146,7 +146,7 @@ async fn fold_batches<C: ConnectionTrait>(
     let mut recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
     let mut cursors = store::energy_cursors(txn, &node_ids).await?;
     let mut cursors_changed = BTreeSet::new();
-    let mut increments = Vec::new();
+    let mut buckets = store::Buckets::new();
     let mut all_effects = Vec::with_capacity(items.len());
     for (node, batch) in items {
         let mut effects = Effects::default();
@@ -189,18 +189,14 @@ async fn fold_batches<C: ConnectionTrait>(
                 .map_or(&[][..], Vec::as_slice);
             // An allocation's bucket sums all its devices; seconds nobody holds stay per
             // device, for utilization reports.
-            increments.extend(
-                fold::fold(device, &fresh, device_candidates, energy_kwh)
-                    .into_iter()
-                    .map(|inc| {
-                        let device = if inc.allocation.is_nil() {
-                            device.uuid.clone()
-                        } else {
-                            String::new()
-                        };
-                        (device, inc)
-                    }),
-            );
+            for inc in fold::fold(device, &fresh, device_candidates, energy_kwh) {
+                let device = if inc.allocation.is_nil() {
+                    device.uuid.clone()
+                } else {
+                    String::new()
+                };
+                store::add_to(&mut buckets, device, inc);
+            }
         }
         earlier.push(RecordedWindow {
             masks,
@@ -213,6 +209,6 @@ async fn fold_batches<C: ConnectionTrait>(
         .filter_map(|node| Some((*node, cursors.get(node)?)))
         .collect();
     store::save_energy(txn, &energy_rows).await?;
-    store::add_increments(txn, &increments).await?;
+    store::add_increments(txn, &buckets).await?;
     Ok(all_effects)
 }

@@ -69,11 +69,16 @@ fn gib_seconds(bytes: Option<u64>, seconds: i64) -> Decimal {
 
 /// The canonical label key of a process: `k=v` pairs sorted by key, joined by `,`.
 pub fn label_key(labels: &BTreeMap<String, String>) -> String {
-    labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut key = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
+    for (k, v) in labels {
+        if !key.is_empty() {
+            key.push(',');
+        }
+        key.push_str(k);
+        key.push('=');
+        key.push_str(v);
+    }
+    key
 }
 
 /// Splits `total` by `weights` exactly: the last share takes the remainder.
@@ -126,20 +131,35 @@ fn device_increments(
         energy_kwh: energy,
         seconds,
     };
-    // One bucket per distinct label set of the device's processes.
-    let mut groups: BTreeMap<String, (Decimal, Decimal)> = BTreeMap::new();
+    // One bucket per distinct label set of the device's processes, in label-key order.
+    // Processes are grouped by their label maps first, so a key is built once a set.
+    let mut sets: BTreeMap<&BTreeMap<String, String>, (Decimal, Decimal)> = BTreeMap::new();
     for p in &device.processes {
-        let entry = groups.entry(label_key(&p.labels)).or_default();
+        let entry = sets.entry(&p.labels).or_default();
         entry.0 += pct(p.sm_util_pct);
         entry.1 += Decimal::from(p.fb_used_bytes.unwrap_or(0));
     }
+    let mut groups: Vec<(String, (Decimal, Decimal))> = sets
+        .into_iter()
+        .map(|(labels, sums)| (label_key(labels), sums))
+        .collect();
+    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Label values may hold `,` or `=`: distinct sets with one key are one bucket.
+    groups.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1.0 += later.1.0;
+            kept.1.1 += later.1.1;
+        }
+        same
+    });
     if groups.len() <= 1 {
-        let label = groups.into_keys().next().unwrap_or_default();
+        let label = groups.pop().map(|g| g.0).unwrap_or_default();
         return vec![base(label, active, memory, energy_kwh)];
     }
-    let labels: Vec<String> = groups.keys().cloned().collect();
-    let sm: Vec<Decimal> = groups.values().map(|g| g.0).collect();
-    let fb: Vec<Decimal> = groups.values().map(|g| g.1).collect();
+    let sm: Vec<Decimal> = groups.iter().map(|g| g.1.0).collect();
+    let fb: Vec<Decimal> = groups.iter().map(|g| g.1.1).collect();
+    let labels: Vec<String> = groups.into_iter().map(|g| g.0).collect();
     let actives = split(active, &sm);
     let memories = split(memory, &fb);
     let energies = split(energy_kwh, &sm);
@@ -392,6 +412,50 @@ mod tests {
             "an unknown allocation id is not billed"
         );
         assert!(incs.iter().all(|i| i.allocation != stranger));
+    }
+
+    #[test]
+    fn a_label_key_lists_pairs_by_key() {
+        let labels = [("team", "infra"), ("project", "llm")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into();
+        assert_eq!(label_key(&labels), "project=llm,team=infra");
+        assert_eq!(label_key(&BTreeMap::new()), "");
+    }
+
+    #[test]
+    fn label_sets_that_read_alike_share_one_bucket() {
+        let fresh = window_masks(t("2026-11-29T14:00:00Z"), t("2026-11-29T14:00:10Z"));
+        let c = candidate(Holding::Whole, "2026-11-29T13:00:00Z", None);
+        let with = |pairs: &[(&str, &str)], sm: f64| {
+            let mut p = process(None, "", sm);
+            p.labels = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            p
+        };
+        // Both sets read `a=b,c=d`.
+        let d = device(
+            100.0,
+            vec![
+                with(&[("a", "b,c=d")], 10.0),
+                with(&[("a", "b"), ("c", "d")], 30.0),
+                with(&[("project", "z")], 60.0),
+            ],
+        );
+        let incs = fold(&d, &fresh, std::slice::from_ref(&c), Decimal::ZERO);
+        let rows: Vec<(&str, Decimal, i64)> = incs
+            .iter()
+            .map(|i| (i.label.as_str(), i.active_seconds, i.seconds))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("a=b,c=d", Decimal::from(4), 10),
+                ("project=z", Decimal::from(6), 0)
+            ]
+        );
     }
 
     #[test]

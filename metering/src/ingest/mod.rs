@@ -171,12 +171,9 @@ async fn apply(
     now: DateTime<Utc>,
 ) -> Result<Vec<Answer>, DbErr> {
     let node_ids: Vec<Uuid> = items.iter().map(|s| s.node_id).collect();
-    // One connection checkout for the whole group, and the nodes' row locks first (they
-    // serialize a node's health events; on SQLite the first write also takes the
-    // database's write lock before any read, so the transaction never has to upgrade).
+    // One connection checkout for the whole group, and the nodes' row locks first.
     let txn = db.begin().await?;
-    store::lock_nodes(&txn, &node_ids).await?;
-    let nodes = store::nodes_with_gpus(&txn, &node_ids).await?;
+    let nodes = store::lock_nodes_with_gpus(&txn, &node_ids).await?;
     let mut answers: Vec<Option<Answer>> = items.iter().map(|_| None).collect();
     let mut live = Vec::new();
     for (i, s) in items.iter().enumerate() {

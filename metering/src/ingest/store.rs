@@ -1,5 +1,6 @@
 //! SQL of ingest: batch ids and their windows, energy cursors, usage buckets, events.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -9,10 +10,10 @@ use neocloud_schema::entity::{
 };
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
-use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::sea_query::{Expr, LockType, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, Statement,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -56,7 +57,34 @@ pub(super) async fn nodes_with_gpus<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, NodeFacts>, DbErr> {
-    let rows: Vec<NodeGpuRow> = node::Entity::find()
+    read_nodes_with_gpus(conn, ids, false).await
+}
+
+/// `nodes_with_gpus`, the nodes' rows locked until commit (they serialize a node's health
+/// events). PostgreSQL locks them in the read itself (`FOR NO KEY UPDATE`, in id order, so
+/// concurrent groups cannot deadlock); SQLite first takes its write lock with a no-op
+/// write, so the transaction never has to upgrade.
+pub(super) async fn lock_nodes_with_gpus<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, NodeFacts>, DbErr> {
+    if conn.get_database_backend() == DbBackend::Postgres {
+        return read_nodes_with_gpus(conn, ids, true).await;
+    }
+    node::Entity::update_many()
+        .col_expr(node::Column::Hostname, Expr::col(node::Column::Hostname))
+        .filter(node::Column::Id.is_in(ids.iter().copied()))
+        .exec(conn)
+        .await?;
+    read_nodes_with_gpus(conn, ids, false).await
+}
+
+async fn read_nodes_with_gpus<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+    lock: bool,
+) -> Result<HashMap<Uuid, NodeFacts>, DbErr> {
+    let mut select = node::Entity::find()
         .select_only()
         .columns([
             node::Column::Id,
@@ -72,10 +100,12 @@ pub(super) async fn nodes_with_gpus<C: ConnectionTrait>(
             node::Column::Id,
             ids.iter().copied(),
         ))
-        .order_by_asc(gpu::Column::Index)
-        .into_tuple()
-        .all(conn)
-        .await?;
+        .order_by_asc(node::Column::Id)
+        .order_by_asc(gpu::Column::Index);
+    if lock {
+        QueryTrait::query(&mut select).lock_with_tables(LockType::NoKeyUpdate, [node::Entity]);
+    }
+    let rows: Vec<NodeGpuRow> = select.into_tuple().all(conn).await?;
     let mut out: HashMap<Uuid, NodeFacts> = HashMap::new();
     for (id, hostname, mig_enabled, gpu_id, uuid, model, memory_mib) in rows {
         let node = out.entry(id).or_insert_with(|| NodeFacts {
@@ -106,16 +136,6 @@ pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
         .filter(gpu::Column::Uuid.eq(uuid))
         .one(conn)
         .await
-}
-
-/// A no-op write on the nodes' rows: it holds their row locks until commit.
-pub(super) async fn lock_nodes<C: ConnectionTrait>(conn: &C, nodes: &[Uuid]) -> Result<(), DbErr> {
-    node::Entity::update_many()
-        .col_expr(node::Column::Hostname, Expr::col(node::Column::Hostname))
-        .filter(node::Column::Id.is_in(nodes.iter().copied()))
-        .exec(conn)
-        .await
-        .map(|_| ())
 }
 
 /// A batch to record and journal: its new id, its node, the batch and its journal payload.
@@ -243,13 +263,16 @@ pub(super) async fn delete_pending<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],
 ) -> Result<(), DbErr> {
-    for chunk in ids.chunks(CHUNK) {
-        ingest_pending::Entity::delete_many()
-            .filter(ingest_pending::Column::BatchId.is_in(chunk.iter().copied()))
-            .exec(conn)
-            .await?;
-    }
-    Ok(())
+    ingest_pending::Entity::delete_many()
+        .filter(any_of(
+            conn,
+            "\"ingest_pending\".\"batch_id\"",
+            ingest_pending::Column::BatchId,
+            ids.iter().copied(),
+        ))
+        .exec(conn)
+        .await
+        .map(|_| ())
 }
 
 /// Notes on each batch how many of its device-seconds overlapped time already counted.
@@ -267,45 +290,67 @@ pub(super) async fn record_overlaps<C: ConnectionTrait>(
     Ok(())
 }
 
-/// Allocations holding each of `gpus` at any time in `[start, end)`, in one query.
+/// (GPU, allocation, tenant, SKU, started, ended, MIG profile, milli-GPUs) of a holding.
+type HoldingRow = (
+    Uuid,
+    Uuid,
+    Uuid,
+    Uuid,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+    Option<String>,
+    Option<i32>,
+);
+
+/// Allocations holding each of `gpus` at any time in `[start, end)`, in one query of only
+/// the columns attribution reads.
 pub(super) async fn candidates<C: ConnectionTrait>(
     conn: &C,
     gpus: &[&GpuFacts],
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<HashMap<Uuid, Vec<Candidate>>, DbErr> {
-    let rows = allocation_gpu::Entity::find()
+    let rows: Vec<HoldingRow> = allocation_gpu::Entity::find()
+        .select_only()
+        .column(allocation_gpu::Column::GpuId)
+        .columns([
+            allocation::Column::Id,
+            allocation::Column::TenantId,
+            allocation::Column::SkuId,
+            allocation::Column::StartedAt,
+            allocation::Column::EndedAt,
+            allocation::Column::MigProfile,
+            allocation::Column::MilliGpu,
+        ])
+        .inner_join(allocation::Entity)
         .filter(any_of(
             conn,
             "\"allocation_gpus\".\"gpu_id\"",
             allocation_gpu::Column::GpuId,
             gpus.iter().map(|g| g.id),
         ))
-        .find_also_related(allocation::Entity)
         .filter(allocation::Column::StartedAt.lt(end))
         .filter(
             Condition::any()
                 .add(allocation::Column::EndedAt.is_null())
                 .add(allocation::Column::EndedAt.gt(start)),
         )
+        .into_tuple()
         .all(conn)
         .await?;
     let mut out: HashMap<Uuid, Vec<Candidate>> = HashMap::new();
-    for (row, a) in rows {
-        let Some(a) = a else {
-            continue;
-        };
-        let holding = match (&a.mig_profile, a.milli_gpu) {
-            (Some(profile), _) => Holding::Mig(profile.clone()),
+    for (gpu, allocation, tenant, sku, start, end, mig_profile, milli_gpu) in rows {
+        let holding = match (mig_profile, milli_gpu) {
+            (Some(profile), _) => Holding::Mig(profile),
             (None, Some(_)) => Holding::Fraction,
             (None, None) => Holding::Whole,
         };
-        out.entry(row.gpu_id).or_default().push(Candidate {
-            allocation: a.id,
-            tenant: a.tenant_id,
-            sku: a.sku_id,
-            start: a.started_at,
-            end: a.ended_at,
+        out.entry(gpu).or_default().push(Candidate {
+            allocation,
+            tenant,
+            sku,
+            start,
+            end,
             holding,
         });
     }
@@ -316,7 +361,8 @@ pub(super) async fn candidates<C: ConnectionTrait>(
 }
 
 /// `column IN ids`. On PostgreSQL one text parameter turned into a `uuid[]`: a statement
-/// with thousands of parameters costs far more to send and plan than to run.
+/// with thousands of parameters costs far more to send and plan than to run. SQLite binds
+/// each id; callers' lists are bounded by an ingest group or an aggregation pass.
 fn any_of(
     conn: &impl ConnectionTrait,
     qualified: &str,
@@ -356,7 +402,12 @@ pub(super) async fn recorded_windows<C: ConnectionTrait>(
             ingest_batch::Column::WindowEnd,
             ingest_batch::Column::DeviceUuids,
         ])
-        .filter(ingest_batch::Column::NodeId.is_in(nodes.iter().copied()))
+        .filter(any_of(
+            conn,
+            "\"ingest_batches\".\"node_id\"",
+            ingest_batch::Column::NodeId,
+            nodes.iter().copied(),
+        ))
         .filter(ingest_batch::Column::WindowStart.lt(to))
         .filter(ingest_batch::Column::WindowEnd.gt(from))
         // Only aggregated batches: journaled ones are not yet counted.
@@ -393,7 +444,12 @@ pub(super) async fn energy_cursors<C: ConnectionTrait>(
     nodes: &[Uuid],
 ) -> Result<HashMap<Uuid, Cursors>, DbErr> {
     node_energy::Entity::find()
-        .filter(node_energy::Column::NodeId.is_in(nodes.iter().copied()))
+        .filter(any_of(
+            conn,
+            "\"node_energy\".\"node_id\"",
+            node_energy::Column::NodeId,
+            nodes.iter().copied(),
+        ))
         .all(conn)
         .await?
         .into_iter()
@@ -480,44 +536,24 @@ fn dec(text: &str) -> Decimal {
     text.parse().unwrap_or_default()
 }
 
-/// Adds increments to their minute buckets; returns how many buckets were touched. On
+/// Adds summed increments to their minute buckets; returns how many were touched. On
 /// PostgreSQL one upsert adds them in the database (`NUMERIC`, exact); elsewhere one read
 /// of the touched buckets, then one upsert of their new totals (inside the aggregation
 /// pass, which runs alone: SQLite has no exact decimal arithmetic).
 pub(super) async fn add_increments<C: ConnectionTrait>(
     conn: &C,
-    increments: &[(String, Increment)],
+    buckets: &Buckets,
 ) -> Result<usize, DbErr> {
-    let mut merged: BTreeMap<BucketKey, Increment> = BTreeMap::new();
-    for (device, inc) in increments {
-        let key = (
-            inc.allocation,
-            inc.minute,
-            device.clone(),
-            inc.label.clone(),
-        );
-        match merged.get_mut(&key) {
-            Some(m) => {
-                m.active_seconds += inc.active_seconds;
-                m.memory_gib_seconds += inc.memory_gib_seconds;
-                m.energy_kwh += inc.energy_kwh;
-                m.seconds += inc.seconds;
-            }
-            None => {
-                merged.insert(key, inc.clone());
-            }
-        }
-    }
-    if merged.is_empty() {
+    if buckets.is_empty() {
         return Ok(0);
     }
     if conn.get_database_backend() == DbBackend::Postgres {
-        add_in_database(conn, &merged).await?;
-        return Ok(merged.len());
+        add_in_database(conn, buckets).await?;
+        return Ok(buckets.len());
     }
     // SQLite has no exact decimal arithmetic: read the current totals, write the new ones.
-    let existing = current_buckets(conn, &merged).await?;
-    let rows: Vec<usage_minute::ActiveModel> = merged
+    let existing = current_buckets(conn, buckets).await?;
+    let rows: Vec<usage_minute::ActiveModel> = buckets
         .iter()
         .map(|(key, inc)| bucket_row(key, inc, existing.get(key)))
         .collect();
@@ -549,12 +585,9 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
 /// PostgreSQL: one upsert for all the buckets, the sums done in `NUMERIC` (exact). The rows
 /// travel as eleven array parameters, not eleven parameters a row: a statement with
 /// thousands of parameters costs far more to send and plan than to run.
-async fn add_in_database<C: ConnectionTrait>(
-    conn: &C,
-    merged: &BTreeMap<BucketKey, Increment>,
-) -> Result<(), DbErr> {
+async fn add_in_database<C: ConnectionTrait>(conn: &C, buckets: &Buckets) -> Result<(), DbErr> {
     let column = |f: &dyn Fn(&BucketKey, &Increment) -> Option<String>| {
-        pg_array(merged.iter().map(|(key, inc)| f(key, inc)))
+        pg_array(buckets.iter().map(|(key, inc)| f(key, inc)))
     };
     let values = [
         column(&|_, _| Some(Uuid::now_v7().to_string())),
@@ -618,14 +651,40 @@ fn pg_array(items: impl Iterator<Item = Option<String>>) -> String {
 
 type BucketKey = (Uuid, DateTime<Utc>, String, String);
 
+/// A pass's bucket increments, summed per bucket (allocation, minute, device, label) before
+/// they are written; the label lives in the key.
+pub(super) type Buckets = BTreeMap<BucketKey, Increment>;
+
+/// Adds `inc` (of `device`, empty for an allocation's bucket) to its bucket in `buckets`.
+pub(super) fn add_to(buckets: &mut Buckets, device: String, mut inc: Increment) {
+    let key = (
+        inc.allocation,
+        inc.minute,
+        device,
+        std::mem::take(&mut inc.label),
+    );
+    match buckets.entry(key) {
+        Entry::Occupied(mut bucket) => {
+            let sum = bucket.get_mut();
+            sum.active_seconds += inc.active_seconds;
+            sum.memory_gib_seconds += inc.memory_gib_seconds;
+            sum.energy_kwh += inc.energy_kwh;
+            sum.seconds += inc.seconds;
+        }
+        Entry::Vacant(bucket) => {
+            bucket.insert(inc);
+        }
+    }
+}
+
 /// The touched buckets as stored, by key.
 async fn current_buckets<C: ConnectionTrait>(
     conn: &C,
-    merged: &BTreeMap<BucketKey, Increment>,
+    buckets: &Buckets,
 ) -> Result<HashMap<BucketKey, usage_minute::Model>, DbErr> {
-    let allocations: BTreeSet<Uuid> = merged.keys().map(|k| k.0).collect();
-    let minutes: BTreeSet<DateTime<Utc>> = merged.keys().map(|k| k.1).collect();
-    let devices: BTreeSet<&str> = merged.keys().map(|k| k.2.as_str()).collect();
+    let allocations: BTreeSet<Uuid> = buckets.keys().map(|k| k.0).collect();
+    let minutes: BTreeSet<DateTime<Utc>> = buckets.keys().map(|k| k.1).collect();
+    let devices: BTreeSet<&str> = buckets.keys().map(|k| k.2.as_str()).collect();
     Ok(usage_minute::Entity::find()
         .filter(usage_minute::Column::AllocationId.is_in(allocations))
         .filter(usage_minute::Column::MinuteStart.is_in(minutes))
