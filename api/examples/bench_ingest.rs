@@ -8,8 +8,9 @@
 //! design: one INSERT per raw sample (a transaction per batch) — once behind an HTTP
 //! handler like ours (same HTTP server and client, same JSON parsing), once straight to
 //! the database with no HTTP at all — and the SQL GROUP BY the usage query would then
-//! need, timed on its own. Request bodies are serialized before the clock starts, for
-//! every design: an agent's CPU is not the server's.
+//! need, timed on its own. Request bodies are serialized before the clock starts, and the
+//! posters are plain keep-alive HTTP/1.1 connections, for every design: an agent's CPU is
+//! not the server's.
 //!
 //! It also times, on one core and apart from the rest, what each batch costs the server
 //! before any database work: parsing the body and validating it.
@@ -27,6 +28,8 @@ use chrono::{Duration, Utc};
 use neocloud_schema::ingest::ValidationContext;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
 
 const PROCESSES: usize = 8;
 
@@ -124,35 +127,91 @@ fn naive_server(db: DatabaseConnection) -> (String, actix_web::dev::ServerHandle
     (url, handle)
 }
 
-/// Posts every poster's share of `bodies` to `url` (`token` for ours), each poster waiting
-/// for each answer; returns the samples of batches answered `accepted`.
+/// A poster's keep-alive HTTP/1.1 connection, as lean as a load generator can be (as `wrk`
+/// is): the request is written whole, the answer read by its `Content-Length`. The
+/// posters share the machine with the server, so their CPU is kept out of its way.
+struct Connection {
+    stream: BufReader<TcpStream>,
+    host: String,
+}
+
+impl Connection {
+    async fn open(url: &str) -> Connection {
+        let host = url.trim_start_matches("http://").to_owned();
+        let stream = TcpStream::connect(&host).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Connection {
+            stream: BufReader::new(stream),
+            host,
+        }
+    }
+
+    /// POSTs `body` to `path`; returns the answer's status and body.
+    async fn post(&mut self, path: &str, token: &str, body: &[u8]) -> (u16, Vec<u8>) {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.host,
+            body.len()
+        );
+        let mut request = Vec::with_capacity(head.len() + body.len());
+        request.extend_from_slice(head.as_bytes());
+        request.extend_from_slice(body);
+        self.stream
+            .get_mut()
+            .write_all(&request)
+            .await
+            .expect("write");
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await.expect("status line");
+        let status = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("HTTP status");
+        let mut length = 0;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await.expect("header");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().expect("content-length");
+            }
+        }
+        let mut answer = vec![0; length];
+        self.stream.read_exact(&mut answer).await.expect("body");
+        (status, answer)
+    }
+}
+
+/// Posts every poster's share of `bodies` to `url` + `path` (`token` for ours), each poster
+/// waiting for each answer; returns the samples of batches answered `accepted`.
 async fn post_all(
-    client: &reqwest::Client,
     url: &str,
+    path: &str,
     work: &Arc<Vec<(String, Vec<u8>, usize)>>,
     posters: usize,
     batches: usize,
 ) -> usize {
     let mut tasks = Vec::new();
     for p in 0..posters {
-        let (client, url, work) = (client.clone(), url.to_owned(), work.clone());
+        let (url, path, work) = (url.to_owned(), path.to_owned(), work.clone());
         tasks.push(tokio::spawn(async move {
+            let mut connection = Connection::open(&url).await;
             let mut durable = 0usize;
             // Per node in order (as agents ship), nodes spread over posters.
             for (i, (token, body, samples)) in work.iter().enumerate() {
                 if (i / batches) % posters != p {
                     continue;
                 }
-                let res = client
-                    .post(&url)
-                    .bearer_auth(token)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .expect("post");
-                let answer: Value = res.json().await.expect("json");
-                if answer["status"] == "accepted" {
+                let (status, answer) = connection.post(&path, token, body).await;
+                let answer: Value = serde_json::from_slice(&answer).expect("json");
+                if status == 200 && answer["status"] == "accepted" {
                     durable += samples;
                 }
             }
@@ -267,14 +326,7 @@ async fn main() {
             .collect(),
     );
     let t = Instant::now();
-    let durable = post_all(
-        &client,
-        &format!("{url}/v1/ingest"),
-        &bodies,
-        posters,
-        batches,
-    )
-    .await;
+    let durable = post_all(&url, "/v1/ingest", &bodies, posters, batches).await;
     let acknowledged = t.elapsed().as_secs_f64();
     assert_eq!(durable, total_samples, "every batch accepted");
     neocloud_metering::ingest::settle(&db)
@@ -294,14 +346,7 @@ async fn main() {
         .await.expect("baseline table");
     let (naive_url, naive_handle) = naive_server(db.clone());
     let t = Instant::now();
-    let durable = post_all(
-        &client,
-        &format!("{naive_url}/naive"),
-        &bodies,
-        posters,
-        batches,
-    )
-    .await;
+    let durable = post_all(&naive_url, "/naive", &bodies, posters, batches).await;
     let naive_http = t.elapsed().as_secs_f64();
     assert_eq!(durable, total_samples, "every naive batch stored");
     naive_handle.stop(true).await;
