@@ -1,8 +1,9 @@
 //! The encoding of a journaled batch (`ingest_pending.payload`): a format byte, then the
 //! validated batch in postcard, compressed with zstd: under a tenth of the batch's JSON
 //! (about 300 bytes for a node of 8 GPUs × 8 processes, 10.6 KB of JSON), so a journal row
-//! stays inline in its table page (no TOAST), and a few microseconds to encode or decode. A new format gets a new byte; rows of a format this build cannot
-//! read stay in the journal (and are logged) rather than being dropped.
+//! stays inline in its table page (no TOAST), and a few microseconds to encode or decode.
+//! A new format gets a new byte; rows of a format this build cannot read stay in the
+//! journal (and are logged) rather than being dropped.
 
 use std::cell::RefCell;
 

@@ -94,12 +94,7 @@ async fn read_nodes_with_gpus<C: ConnectionTrait>(
         .columns([gpu::Column::Id, gpu::Column::Uuid, gpu::Column::Model])
         .column(gpu::Column::MemoryMib)
         .left_join(gpu::Entity)
-        .filter(any_of(
-            conn,
-            "\"nodes\".\"id\"",
-            node::Column::Id,
-            ids.iter().copied(),
-        ))
+        .filter(any_of(conn, node::Column::Id, ids.iter().copied()))
         .order_by_asc(node::Column::Id)
         .order_by_asc(gpu::Column::Index);
     if lock {
@@ -266,7 +261,6 @@ pub(super) async fn delete_pending<C: ConnectionTrait>(
     ingest_pending::Entity::delete_many()
         .filter(any_of(
             conn,
-            "\"ingest_pending\".\"batch_id\"",
             ingest_pending::Column::BatchId,
             ids.iter().copied(),
         ))
@@ -325,7 +319,6 @@ pub(super) async fn candidates<C: ConnectionTrait>(
         .inner_join(allocation::Entity)
         .filter(any_of(
             conn,
-            "\"allocation_gpus\".\"gpu_id\"",
             allocation_gpu::Column::GpuId,
             gpus.iter().map(|g| g.id),
         ))
@@ -365,15 +358,14 @@ pub(super) async fn candidates<C: ConnectionTrait>(
 /// each id; callers' lists are bounded by an ingest group or an aggregation pass.
 fn any_of(
     conn: &impl ConnectionTrait,
-    qualified: &str,
     column: impl ColumnTrait,
     ids: impl Iterator<Item = Uuid>,
 ) -> Expr {
     if conn.get_database_backend() == DbBackend::Postgres {
         let list = ids.map(|id| id.to_string()).collect::<Vec<_>>().join(",");
-        Expr::cust_with_values(
-            format!("{qualified} = ANY(string_to_array($1, ',')::uuid[])"),
-            [list],
+        Expr::cust_with_exprs(
+            "$1 = ANY(string_to_array($2, ',')::uuid[])",
+            [Expr::col(column.as_column_ref()), Expr::value(list)],
         )
     } else {
         column.is_in(ids)
@@ -402,12 +394,7 @@ pub(super) async fn recorded_windows<C: ConnectionTrait>(
             ingest_batch::Column::WindowEnd,
             ingest_batch::Column::DeviceUuids,
         ])
-        .filter(any_of(
-            conn,
-            "\"ingest_batches\".\"node_id\"",
-            ingest_batch::Column::NodeId,
-            nodes.iter().copied(),
-        ))
+        .filter(any_of(conn, ingest_batch::Column::NodeId, nodes.iter().copied()))
         .filter(ingest_batch::Column::WindowStart.lt(to))
         .filter(ingest_batch::Column::WindowEnd.gt(from))
         // Only aggregated batches: journaled ones are not yet counted.
@@ -446,7 +433,6 @@ pub(super) async fn energy_cursors<C: ConnectionTrait>(
     node_energy::Entity::find()
         .filter(any_of(
             conn,
-            "\"node_energy\".\"node_id\"",
             node_energy::Column::NodeId,
             nodes.iter().copied(),
         ))
