@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond cargo: the `localstripe` Stripe emulator
-# (PyPI), used by the payment tests. Idempotent.
+# (PyPI), used by the payment tests, which run it as `python3 -m localstripe` (pip's
+# console script is not on PATH in every Python set-up). Idempotent.
 set -euo pipefail
-if ! python3 -c "import localstripe" 2>/dev/null; then
+python=${PYTHON:-python3}
+if ! "$python" -c "import localstripe" 2>/dev/null; then
   echo "Installing localstripe."
-  python3 -m pip install --quiet --disable-pip-version-check localstripe
+  "$python" -m pip install --quiet --disable-pip-version-check localstripe
 fi
-command -v localstripe >/dev/null 2>&1 || {
-  echo "localstripe is installed but not on PATH" >&2
+"$python" -m localstripe --help >/dev/null || {
+  echo "localstripe is installed but \`$python -m localstripe\` does not run" >&2
   exit 1
 }
+echo "localstripe: ready ($python -m localstripe)."

@@ -3,6 +3,7 @@
 
 mod support;
 
+use chrono::{Duration, Utc};
 use serde_json::json;
 use support::{Backend, TestApp, error_code};
 
@@ -14,8 +15,15 @@ async fn versions_are_numbered_published_and_assigned(backend: Backend) {
         return;
     };
     let sku = app.create_h100_sku().await;
+    // A version that starts in the future whatever day the test runs: a year from today,
+    // at midnight.
+    let starts = (Utc::now() + Duration::days(365))
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .expect("midnight")
+        .and_utc();
     let input = |price: &str| {
-        json!({"plan": "standard", "currency": "USD", "effectiveFrom": "2026-12-01T00:00:00Z",
+        json!({"plan": "standard", "currency": "USD", "effectiveFrom": starts.to_rfc3339(),
             "rates": [
                 {"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": price, "spotUnitPrice": "0.90"},
                 {"sku": sku, "metric": "ACTIVE", "tiersMode": "GRADUATED", "tiers": [
@@ -59,8 +67,9 @@ async fn versions_are_numbered_published_and_assigned(backend: Backend) {
         )
         .await;
     assert_eq!(
-        r["data"]["assignPlan"]["effectiveFrom"], "2026-12-01T00:00:00+00:00",
-        "{r}"
+        r["data"]["assignPlan"]["effectiveFrom"],
+        starts.to_rfc3339(),
+        "a version starting later is assigned from its own start: {r}"
     );
     let r = app
         .gql(

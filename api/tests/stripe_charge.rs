@@ -27,16 +27,34 @@ impl Drop for LocalStripe {
     }
 }
 
+/// Whether `python3` can import localstripe. The emulator runs as `python3 -m localstripe`:
+/// pip installs the module where `python3` finds it, but its console script reaches `PATH`
+/// only in some Python set-ups (not under pyenv's shims, for one).
+fn localstripe_module_present() -> std::io::Result<()> {
+    let status = Command::new("python3")
+        .args(["-c", "import localstripe"])
+        .stderr(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("python3 cannot import localstripe"))
+    }
+}
+
 async fn localstripe() -> Option<LocalStripe> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
-    let child = Command::new("localstripe")
-        .args(["--port", &port.to_string(), "--from-scratch"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
+    let child = localstripe_module_present().and_then(|()| {
+        Command::new("python3")
+            .args(["-m", "localstripe", "--from-scratch", "--port"])
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+    });
     let child = match child {
         Ok(child) => child,
         Err(e) => {
