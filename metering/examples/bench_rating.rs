@@ -127,7 +127,7 @@ fn main() {
                 allocation,
                 sku,
                 spot,
-                gpus: Decimal::ONE,
+                units: Decimal::ONE,
                 allocated_seconds: Decimal::from(60),
                 sla_credit_seconds: Decimal::ZERO,
                 active_seconds: active,
@@ -146,6 +146,7 @@ fn main() {
                 SkuInfo {
                     name: format!("sku-{i}"),
                     list_price_per_hour: Decimal::new(250, 2),
+                    unit: "GPU".to_owned(),
                 },
             )
         })
@@ -191,7 +192,7 @@ fn main() {
                 allocation: *allocation,
                 sku: *sku,
                 spot: *spot,
-                gpus: Decimal::ONE,
+                units: Decimal::ONE,
                 allocated_seconds: Decimal::from(60),
                 sla_credit_seconds: Decimal::ZERO,
                 active_seconds: a.parse().unwrap_or_default(),

@@ -3,12 +3,17 @@
 //! buckets (a bucket belongs to the range if its minute starts in it); allocated and
 //! SLA-credit seconds come from allocation lifetimes in the database, per whole second,
 //! with the time a GPU spent failed moved from allocated to SLA credit.
+//!
+//! Units (docs/invoicing.md, "Units"): allocated and SLA-credit seconds are *unit-seconds
+//! of the SKU* — one whole GPU, one MIG slice, one fraction or one node held for a second
+//! is one — what the catalog's list price is per hour of. A node's failed time counts the
+//! share of its GPUs that failed. Active seconds (SM-active GPU-seconds), memory
+//! (GiB-seconds) and energy (kWh) stay physical quantities.
 
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{allocation, allocation_gpu, sku, usage_minute};
-use neocloud_schema::mig::{COMPUTE_SLICES_PER_GPU, MigProfile};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
@@ -28,10 +33,12 @@ pub enum GroupBy {
 pub struct UsageRow {
     /// One part per `groupBy` entry, in order.
     pub key: Vec<String>,
+    /// Unit-seconds of the SKU held, without failed time.
     pub allocated_seconds: Decimal,
     pub active_seconds: Decimal,
     pub memory_gib_seconds: Decimal,
     pub energy_kwh: Decimal,
+    /// Unit-seconds held on failed hardware.
     pub sla_credit_seconds: Decimal,
 }
 
@@ -86,16 +93,14 @@ fn seconds_per_day(a: DateTime<Utc>, b: DateTime<Utc>) -> Vec<(NaiveDate, i64)> 
     out
 }
 
-/// How much of one GPU an allocation holds: 1 for whole GPUs, compute/7 for MIG, the
-/// fraction for shared GPUs.
-fn gpu_share(a: &allocation::Model) -> Decimal {
-    match (&a.mig_profile, a.milli_gpu) {
-        (Some(name), _) => {
-            let slices = MigProfile::compute_slices_in_name(name).unwrap_or(0);
-            (Decimal::from(slices) / Decimal::from(COMPUTE_SLICES_PER_GPU)).round_dp(9)
-        }
-        (None, Some(milli)) => Decimal::new(i64::from(milli), 3),
-        (None, None) => Decimal::ONE,
+/// How many units of its SKU an allocation holds: one per GPU for whole GPUs (a MIG
+/// slice and a fraction hold one GPU row each, and are one unit), one for a whole node
+/// whatever its GPUs.
+pub fn units_held(a: &allocation::Model, gpus_held: usize) -> Decimal {
+    if a.whole_node {
+        Decimal::ONE
+    } else {
+        Decimal::from(gpus_held)
     }
 }
 
@@ -183,42 +188,54 @@ pub async fn usage<C: ConnectionTrait>(
         let Some((lo, hi)) = overlap((a.started_at, end_of(a)), (from, to)) else {
             continue;
         };
-        let share = gpu_share(a);
+        let held: Vec<Uuid> = holdings
+            .iter()
+            .filter(|h| h.allocation_id == a.id)
+            .map(|h| h.gpu_id)
+            .collect();
+        if held.is_empty() {
+            continue;
+        }
+        let units = units_held(a, held.len());
+        let gpus = Decimal::from(held.len());
+        let failed_spans: Vec<(DateTime<Utc>, DateTime<Utc>)> = failed
+            .iter()
+            .filter(|f| held.contains(&f.gpu_id))
+            .filter_map(|f| overlap((f.started_at, f.ended_at.unwrap_or(now)), (lo, hi)))
+            .collect();
         let label = label_key(
             &serde_json::from_value::<BTreeMap<String, String>>(a.labels.clone())
                 .unwrap_or_default(),
         );
         let name = sku_name(Some(a.sku_id));
-        for h in holdings.iter().filter(|h| h.allocation_id == a.id) {
-            let failed_spans: Vec<(DateTime<Utc>, DateTime<Utc>)> = failed
+        for (day, secs) in seconds_per_day(lo, hi) {
+            let day_start = day.and_hms_opt(0, 0, 0).map_or(lo, |d| d.and_utc());
+            let day_span = (day_start.max(lo), (day_start + TimeDelta::days(1)).min(hi));
+            // GPU-seconds held and failed this day, summed over the allocation's GPUs, then
+            // turned into unit-seconds once (exact unless a node's GPU count does not
+            // divide them; then 28 significant digits).
+            let failed_gpu_secs: i64 = failed_spans
                 .iter()
-                .filter(|f| f.gpu_id == h.gpu_id)
-                .filter_map(|f| overlap((f.started_at, f.ended_at.unwrap_or(now)), (lo, hi)))
-                .collect();
-            for (day, secs) in seconds_per_day(lo, hi) {
-                let day_start = day.and_hms_opt(0, 0, 0).map_or(lo, |d| d.and_utc());
-                let day_span = (day_start.max(lo), (day_start + TimeDelta::days(1)).min(hi));
-                let failed_secs: i64 = failed_spans
-                    .iter()
-                    .filter_map(|f| overlap(*f, day_span))
-                    .map(|(x, y)| (y - x).num_seconds())
-                    .sum();
-                let key = key_of(
-                    group_by,
-                    &Parts {
-                        sku: &name,
-                        allocation: a.id,
-                        label: &label,
-                        day,
-                    },
-                );
-                let row = rows.entry(key.clone()).or_insert_with(|| UsageRow {
-                    key,
-                    ..UsageRow::default()
-                });
-                row.allocated_seconds += Decimal::from(secs - failed_secs) * share;
-                row.sla_credit_seconds += Decimal::from(failed_secs) * share;
-            }
+                .filter_map(|f| overlap(*f, day_span))
+                .map(|(x, y)| (y - x).num_seconds())
+                .sum();
+            let held_gpu_secs = Decimal::from(secs) * gpus;
+            let failed_gpu_secs = Decimal::from(failed_gpu_secs);
+            let key = key_of(
+                group_by,
+                &Parts {
+                    sku: &name,
+                    allocation: a.id,
+                    label: &label,
+                    day,
+                },
+            );
+            let row = rows.entry(key.clone()).or_insert_with(|| UsageRow {
+                key,
+                ..UsageRow::default()
+            });
+            row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
+            row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }
     }
     Ok(rows.into_values().collect())

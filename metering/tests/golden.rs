@@ -31,6 +31,9 @@ struct ExpectedLine {
     unit_price: Decimal,
     amount: String,
     description_contains: Option<String>,
+    /// The line's unit (`node-hour`, `MIG slice 1g.10gb-hour`), where the scenario is
+    /// about units.
+    unit: Option<String>,
 }
 
 #[test]
@@ -55,8 +58,8 @@ fn every_golden_invoice_rates_as_computed_by_hand() {
             .iter()
             .map(|l| {
                 format!(
-                    "{} {} × {} = {} ({})",
-                    l.kind, l.quantity, l.unit_price, l.amount, l.description
+                    "{} {} {} × {} = {} ({})",
+                    l.kind, l.quantity, l.unit, l.unit_price, l.amount, l.description
                 )
             })
             .collect();
@@ -73,16 +76,19 @@ fn every_golden_invoice_rates_as_computed_by_hand() {
                 .description_contains
                 .as_deref()
                 .is_none_or(|d| line.description.contains(d));
+            let unit_ok = want.unit.as_deref().is_none_or(|u| line.unit == u);
             if line.kind.as_str() != want.kind
+                || !unit_ok
                 || line.quantity != want.quantity
                 || line.unit_price != want.unit_price
                 || line.amount.to_string() != want.amount
                 || !description_ok
             {
                 problems.push(format!(
-                    "line {i}: expected {} {} × {} = {} ({:?})",
+                    "line {i}: expected {} {} {:?} × {} = {} ({:?})",
                     want.kind,
                     want.quantity,
+                    want.unit,
                     want.unit_price,
                     want.amount,
                     want.description_contains

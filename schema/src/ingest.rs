@@ -1,4 +1,4 @@
-//! The ingest wire format v1 (contract, ARCHITECTURE.md): one batch covers one window of
+//! The ingest wire format v1 (contract, docs/architecture.md): one batch covers one window of
 //! one agent. Agents build these; the metering pipeline validates them with
 //! [`Batch::validate`] before anything is stored.
 
@@ -288,7 +288,7 @@ impl Batch {
 mod tests {
     use super::*;
 
-    /// The example batch of ARCHITECTURE.md, with the elided uuids filled in.
+    /// The example batch of the wire contract (docs/architecture.md), with the elided uuids filled in.
     const EXAMPLE: &str = r#"{
       "version": 1,
       "agent_id": "node-7f3a",

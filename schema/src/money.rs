@@ -1,6 +1,6 @@
 //! Money: an exact decimal amount in an ISO 4217 currency. Never a float.
 //!
-//! Rounding rule (ARCHITECTURE.md): a charge is kept exact; an invoice line is rounded
+//! Rounding rule (docs/architecture.md, billing): a charge is kept exact; an invoice line is rounded
 //! half-even (banker's rounding) to the currency's minor unit; an invoice total is the
 //! sum of its rounded lines.
 

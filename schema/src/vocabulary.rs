@@ -172,7 +172,7 @@ string_enum!(
 );
 
 string_enum!(
-    /// A billed metric (ARCHITECTURE.md, billing semantics).
+    /// A billed metric (docs/architecture.md, billing semantics).
     Metric {
         Allocated = "allocated",
         Active = "active",

@@ -3,28 +3,36 @@
 
 pub(crate) mod store;
 
+use std::collections::HashMap;
+
+use chrono::Utc;
+use neocloud_metering::invoicing::prices::{self, UnitPrice};
 use neocloud_schema::entity::sku;
 use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::{Currency, parse_plain_decimal};
 use neocloud_schema::vocabulary::SkuForm;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
+use uuid::Uuid;
 
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::ordering::Ordering;
 
-/// A catalog entry with its current availability.
+/// A catalog entry with its current availability and what one unit-hour costs the caller.
 #[derive(Debug, Clone)]
 pub struct CatalogEntry {
     pub sku: sku::Model,
     pub available: u32,
+    pub price: UnitPrice,
 }
 
 /// `catalog { skus }`: every active SKU, with how many could be ordered now (the
-/// scheduler's count from its free-capacity aggregates).
+/// scheduler's count from its free-capacity aggregates) and the caller's price per
+/// unit-hour (its tenant's plan in force; operators see list prices).
 pub async fn list(
     db: &DatabaseConnection,
     ordering: &Ordering,
@@ -33,11 +41,30 @@ pub async fn list(
     actor.require_user()?;
     let skus = store::active(db).await?;
     let available = ordering.available(db, &skus).await?;
+    let mut prices = unit_prices(db, actor.tenant_scope_or_all(), &skus).await?;
     Ok(skus
         .into_iter()
         .zip(available)
-        .map(|(sku, available)| CatalogEntry { sku, available })
+        .filter_map(|(sku, available)| {
+            let price = prices.remove(&sku.id)?;
+            Some(CatalogEntry {
+                sku,
+                available,
+                price,
+            })
+        })
         .collect())
+}
+
+/// The unit prices of `skus` now for `tenant`, or the list prices without one.
+pub async fn unit_prices<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Option<TenantId>,
+    skus: &[sku::Model],
+) -> ApiResult<HashMap<Uuid, UnitPrice>> {
+    // A tenant id that matches no assignment rates at list prices.
+    let tenant = tenant.map_or_else(Uuid::nil, Uuid::from);
+    Ok(prices::unit_prices(conn, tenant, Utc::now(), skus).await?)
 }
 
 /// A new SKU, as an operator describes it.

@@ -4,6 +4,7 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 
 use super::scalars::{GqlSkuForm, to_id};
 use crate::catalog::{self, CatalogEntry, NewSku};
+use crate::error::ApiError;
 
 pub struct Sku(CatalogEntry);
 
@@ -44,9 +45,33 @@ impl Sku {
         &self.0.sku.region
     }
 
+    /// What one unit is — what `count` counts in `placeOrder` and every price here is per
+    /// hour of: `GPU`, `MIG slice 3g.40gb`, `250 milli-GPU`, `node`.
+    async fn unit(&self) -> String {
+        self.0.sku.unit()
+    }
+
     /// List price per unit-hour, as an exact decimal string.
     async fn list_price_per_hour(&self) -> &str {
         &self.0.sku.list_price_per_hour
+    }
+
+    /// What one unit-hour on demand costs the caller: its plan's ALLOCATED rate for this
+    /// SKU (the first tier's price for a tiered rate), or the list price.
+    async fn price_per_hour(&self) -> String {
+        self.0.price.on_demand.normalize().to_string()
+    }
+
+    /// What one unit-hour on spot costs the caller (the on-demand price where the plan
+    /// has no spot price).
+    async fn spot_price_per_hour(&self) -> String {
+        self.0.price.spot.normalize().to_string()
+    }
+
+    /// Where the caller's prices come from: its plan version (`standard v2`) or
+    /// `list price`.
+    async fn price_source(&self) -> &str {
+        &self.0.price.source
     }
 
     async fn currency(&self) -> &str {
@@ -112,8 +137,9 @@ impl CatalogMutation {
         ctx: &Context<'_>,
         input: CreateSkuInput,
     ) -> Result<CreateSkuPayload> {
+        let db = super::db(ctx)?;
         let sku = catalog::create_sku(
-            super::db(ctx)?,
+            db,
             super::principal(ctx)?,
             NewSku {
                 name: input.name,
@@ -127,8 +153,18 @@ impl CatalogMutation {
             },
         )
         .await?;
+        let price = catalog::unit_prices(db, None, std::slice::from_ref(&sku))
+            .await?
+            .remove(&sku.id)
+            .ok_or_else(|| ApiError::Internal {
+                message: "the new SKU has no price".into(),
+            })?;
         Ok(CreateSkuPayload {
-            sku: Sku(CatalogEntry { sku, available: 0 }),
+            sku: Sku(CatalogEntry {
+                sku,
+                available: 0,
+                price,
+            }),
         })
     }
 }

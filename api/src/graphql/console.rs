@@ -6,7 +6,7 @@ use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{audit_log, quota};
 use neocloud_schema::ids::{NodeId, TenantId};
-use neocloud_schema::vocabulary::{NodeState, TenantStatus};
+use neocloud_schema::vocabulary::{NodeState, QuotaScope, TenantStatus};
 
 use super::nodes::Node;
 use super::scalars::{GqlGpuHealth, GqlNodeState, connection, parse_id, to_id};
@@ -36,8 +36,12 @@ pub struct Quota {
     pub scope: GqlQuotaScope,
     /// The model code, SKU id or region; empty for ALLOCATIONS.
     pub value: String,
-    /// GPUs (GPU-equivalents), or allocations for ALLOCATIONS.
+    /// The limit, in `unit`.
     pub max: i64,
+    /// What `max` counts: `GPU-equivalent` (a whole GPU 1, a MIG slice its compute share,
+    /// a fraction its milli-GPUs, a node its GPUs: hardware, not SKU units), or
+    /// `allocation` for ALLOCATIONS.
+    pub unit: String,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -49,6 +53,12 @@ impl From<quota::Model> for Quota {
             scope: q.scope.into(),
             value: q.scope_value,
             max: q.max_value,
+            unit: if q.scope == QuotaScope::Allocations {
+                "allocation"
+            } else {
+                "GPU-equivalent"
+            }
+            .to_owned(),
             updated_at: q.updated_at,
         }
     }

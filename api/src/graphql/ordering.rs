@@ -258,6 +258,22 @@ impl Order {
     async fn allocations(&self) -> Vec<Allocation> {
         self.0.allocations.iter().cloned().map(Allocation).collect()
     }
+
+    /// What the order's units cost an hour as they are billed now: `count` × the price of
+    /// one unit-hour of its SKU on its class (the tenant's plan rate, its spot price for
+    /// spot, or the list price), as an exact decimal in the SKU's currency.
+    async fn price_per_hour(&self, ctx: &Context<'_>) -> Result<String> {
+        let db = super::db(ctx)?;
+        let order = &self.0.order;
+        let sku = crate::catalog::store::find(db, order.sku_id)
+            .await
+            .map_err(ApiError::from)?
+            .ok_or_else(|| ApiError::not_found("SKU"))?;
+        let price =
+            ordering::hourly_price(db, order.tenant_id.into(), &sku, order.class, order.count)
+                .await?;
+        Ok(price.to_string())
+    }
 }
 
 #[derive(SimpleObject)]

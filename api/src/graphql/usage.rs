@@ -33,13 +33,15 @@ pub struct UsageRow {
     /// The group's key parts joined by `|`, in `groupBy` order.
     pub key: String,
     pub keys: Vec<String>,
-    /// GPU-seconds allocated (× GPU share for MIG and fractions), minus failed-GPU time.
+    /// Unit-seconds of the SKU allocated (one GPU, MIG slice, fraction or node held for a
+    /// second is one), minus time on failed hardware: what ALLOCATED bills.
     pub allocated_seconds: String,
     /// SM-active GPU-seconds.
     pub active_seconds: String,
     pub memory_gib_seconds: String,
     pub energy_kwh: String,
-    /// GPU-seconds on a failed GPU, credited instead of billed.
+    /// Unit-seconds on failed hardware (a node: the share of its GPUs that failed),
+    /// credited instead of billed.
     pub sla_credit_seconds: String,
     /// Filled once rating is in place.
     pub cost: Option<String>,

@@ -27,7 +27,7 @@ use neocloud_schema::vocabulary::{
     AllocationClass, AllocationStatus, OrderStatus, SkuForm, TopologyLevel,
 };
 use rust_decimal::Decimal;
-use sea_orm::{DatabaseConnection, DatabaseTransaction};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -38,6 +38,7 @@ use self::fleet_cache::{
 };
 use crate::audit;
 use crate::auth::Principal;
+use crate::catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::fleet;
 use crate::http::metrics::PlacementMetrics;
@@ -148,6 +149,7 @@ impl Ordering {
     ) -> ApiResult<OrderView> {
         let tenant = actor.tenant()?;
         validate(&input)?;
+        check_price(db, tenant, &input).await?;
         let request_hash = request_hash(&input);
         let idempotency_key = input
             .idempotency_key
@@ -383,20 +385,55 @@ fn request_hash(input: &PlaceOrder) -> String {
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
-/// Refuses an order whose hourly list price is above the buyer's limit.
-fn check_price(sku: &sku::Model, input: &PlaceOrder) -> ApiResult<()> {
+/// What `count` units of `sku` cost `tenant` an hour in `class`, as they will be billed:
+/// the tenant's plan rate for the SKU (its spot price on spot), or the list price.
+pub async fn hourly_price<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    sku: &sku::Model,
+    class: AllocationClass,
+    count: i32,
+) -> ApiResult<Decimal> {
+    let price = catalog::unit_prices(conn, Some(tenant), std::slice::from_ref(sku))
+        .await?
+        .remove(&sku.id)
+        .ok_or_else(|| ApiError::not_found("SKU"))?;
+    let unit = if class == AllocationClass::Spot {
+        price.spot
+    } else {
+        price.on_demand
+    };
+    Ok((unit * Decimal::from(count)).normalize())
+}
+
+/// Refuses an order whose hourly price, as it will be billed, is above the buyer's limit.
+async fn check_price<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    input: &PlaceOrder,
+) -> ApiResult<()> {
     let Some(max) = &input.max_price_per_hour else {
         return Ok(());
     };
     let max = parse_plain_decimal(max).map_err(|e| ApiError::invalid("maxPricePerHour", e))?;
-    let unit: Decimal = parse_plain_decimal(&sku.list_price_per_hour).unwrap_or_default();
-    let price = unit * Decimal::from(input.count);
+    // An unknown SKU is refused by placement, with the same answer as without a limit.
+    let Some(sku) = catalog::store::find(conn, input.sku).await? else {
+        return Ok(());
+    };
+    let price = hourly_price(conn, tenant, &sku, input.class, input.count).await?;
     if price > max {
         return Err(ApiError::invalid(
             "maxPricePerHour",
             format!(
-                "the order costs {price} {} per hour at list price, above {max}",
-                sku.currency
+                "the order costs {price} {} per hour ({} × {} at {}), above {max}",
+                sku.currency,
+                input.count,
+                sku.unit(),
+                if input.class == AllocationClass::Spot {
+                    "the spot price"
+                } else {
+                    "the on-demand price"
+                },
             ),
         ));
     }

@@ -32,8 +32,8 @@ use uuid::Uuid;
 use super::fleet_cache::{FleetCache, allocation_key, class_of, tenant_key};
 use super::quota::Usage;
 use super::{
-    AllocationView, OrderView, Ordering, PlaceOrder, alternatives, check_price, no_capacity,
-    plan_part, split_per_node, store, units, with_models,
+    AllocationView, OrderView, Ordering, PlaceOrder, alternatives, no_capacity, plan_part,
+    split_per_node, store, units, with_models,
 };
 use crate::audit;
 use crate::auth::Principal;
@@ -267,9 +267,6 @@ impl Batch<'_> {
         let Some(sku) = self.skus.get(&input.sku).filter(|s| s.active).cloned() else {
             return Ok(Err(ApiError::invalid("sku", "no such SKU in the catalog")));
         };
-        if let Err(err) = check_price(&sku, input) {
-            return Ok(Err(err));
-        }
         let sku = &sku;
         if let Some(existing) = self.known.get(&(tenant, p.idempotency_key.clone())) {
             if existing.request_hash != p.request_hash {

@@ -131,7 +131,7 @@ impl Usage {
                     if used + asked > limit * 1000 {
                         return Err(ApiError::QuotaExceeded {
                             message: format!(
-                                "the {} quota for {} is {limit} GPUs; {} in use, {} asked",
+                                "the {} quota for {} is {limit} GPU-equivalents (a MIG slice counts its compute share, a fraction its milli-GPUs, a node its GPUs); {} in use, {} asked",
                                 scope,
                                 q.scope_value,
                                 display_gpus(used),

@@ -1,4 +1,4 @@
-//! Plans and their versions (contract: ARCHITECTURE.md, "Plans and rates"). A version is
+//! Plans and their versions (contract: docs/architecture.md, billing). A version is
 //! never edited: a new one is created with an effective date, and a tenant moves to a
 //! version only by an explicit assignment, from the later of now and the version's
 //! effective date. Rates are validated by the rating engine's own rules.

@@ -1,4 +1,4 @@
-//! Ingest v1 (contract, ARCHITECTURE.md). A batch is validated against its node, then —
+//! Ingest v1 (contract, docs/architecture.md). A batch is validated against its node, then —
 //! in one transaction — its id is recorded (a unique constraint, kept for ever), its
 //! health events applied, and the batch journaled; the commit is the acknowledgement. A
 //! batch id seen before is answered `duplicate` and changes nothing; a failed transaction

@@ -9,7 +9,7 @@ use neocloud_schema::entity::{
     allocation, allocation_gpu, invoice, plan, plan_rate, plan_version, sku, tenant, tenant_plan,
 };
 use neocloud_schema::money::Currency;
-use neocloud_schema::vocabulary::AllocationClass;
+use neocloud_schema::vocabulary::{AllocationClass, Metric};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use uuid::Uuid;
@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::{InvoicingError, month_fraction, store};
 use crate::rating::PriceModel;
 use crate::rating::period::{
-    AllocationUsage, Commitment, GrantBalance, LateUsage, PeriodInput, PlanTerms, Rate, Segment,
-    SkuInfo, rate_period,
+    ALLOCATED_UNIT_RULE, AllocationUsage, Commitment, DEFAULT_UNIT, GrantBalance, LateUsage, Line,
+    PeriodInput, PlanTerms, Rate, Segment, SkuInfo, rate_period,
 };
 use crate::usage::{self, GroupBy};
 
@@ -154,6 +154,20 @@ async fn segments<C: ConnectionTrait>(
     Ok(out)
 }
 
+/// The plan version in force over `[from, to)` at its start (the list prices when none).
+pub(super) async fn plan_in_force<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<PlanTerms, DbErr> {
+    Ok(segments(conn, tenant, from, to)
+        .await?
+        .into_iter()
+        .next()
+        .map_or_else(list_prices, |(_, _, plan)| plan))
+}
+
 /// Per-allocation usage of the tenant in `[from, to)`.
 async fn allocation_usage<C: ConnectionTrait>(
     conn: &C,
@@ -178,7 +192,7 @@ async fn allocation_usage<C: ConnectionTrait>(
         .into_iter()
         .map(|a| (a.id, a))
         .collect();
-    let mut gpus_held: HashMap<Uuid, i64> = HashMap::new();
+    let mut gpus_held: HashMap<Uuid, usize> = HashMap::new();
     for h in allocation_gpu::Entity::find()
         .filter(allocation_gpu::Column::AllocationId.is_in(ids))
         .all(conn)
@@ -191,14 +205,13 @@ async fn allocation_usage<C: ConnectionTrait>(
         .filter_map(|row| {
             let id: Uuid = row.key.first()?.parse().ok()?;
             let a = allocations.get(&id)?;
-            let share = Decimal::from(a.milli_per_gpu()) / Decimal::from(1000);
-            let gpus = share * Decimal::from(gpus_held.get(&id).copied().unwrap_or(0));
+            let units = usage::units_held(a, gpus_held.get(&id).copied().unwrap_or(0));
             let ended_here = a.ended_at.filter(|e| *e > from && *e <= to);
             Some(AllocationUsage {
                 allocation: id,
                 sku: a.sku_id,
                 spot: a.class == AllocationClass::Spot,
-                gpus,
+                units,
                 allocated_seconds: row.allocated_seconds,
                 sla_credit_seconds: row.sla_credit_seconds,
                 active_seconds: row.active_seconds,
@@ -237,8 +250,9 @@ pub(super) async fn period_input<C: ConnectionTrait>(
             (
                 s.id,
                 SkuInfo {
-                    name: s.name,
+                    unit: s.unit(),
                     list_price_per_hour: dec(&s.list_price_per_hour),
+                    name: s.name,
                 },
             )
         })
@@ -317,11 +331,24 @@ async fn late_usage<C: ConnectionTrait>(
     let mut out = Vec::new();
     let since = now - TimeDelta::days(LATE_WINDOW_DAYS);
     for closed in store::finalized_since(conn, tenant, since).await? {
-        let billed = store::billed_lines(conn, tenant, closed.id).await?;
+        let mut billed = store::billed_lines(conn, tenant, closed.id).await?;
         // Held to the period's end, as when it was closed (it may end a second after that).
         let held = now.max(closed.period_end);
         let input = Box::pin(period_input(conn, &closed, closed.period_end, held, false)).await?;
-        let rerated = rate_period(&input)?.lines;
+        let mut rerated = rate_period(&input)?.lines;
+        if !billed_in_sku_units(&closed) {
+            // Rated when ALLOCATED counted GPU shares: the held time of anything but whole
+            // GPUs would differ by the change of rule, not by late usage. Only the rest is
+            // compared; the operator corrects the rest (docs/invoicing.md, "Units").
+            let same_under_both = |l: &Line| {
+                !matches!(l.metric, Some(Metric::Allocated | Metric::SlaCredit))
+                    || l.sku
+                        .and_then(|s| input.skus.get(&s))
+                        .is_some_and(|i| i.unit == DEFAULT_UNIT)
+            };
+            billed.retain(same_under_both);
+            rerated.retain(same_under_both);
+        }
         out.push(LateUsage {
             invoice: closed.id,
             number: closed.number.clone().unwrap_or_default(),
@@ -330,4 +357,15 @@ async fn late_usage<C: ConnectionTrait>(
         });
     }
     Ok(out)
+}
+
+/// Whether `closed` was rated with ALLOCATED in unit-hours of the SKU (see
+/// `ALLOCATED_UNIT_RULE`).
+fn billed_in_sku_units(closed: &invoice::Model) -> bool {
+    closed
+        .rating
+        .as_ref()
+        .and_then(|r| r.get("allocated_unit"))
+        .and_then(serde_json::Value::as_str)
+        == Some(ALLOCATED_UNIT_RULE)
 }

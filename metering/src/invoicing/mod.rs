@@ -9,6 +9,7 @@
 //! writes the result. Callers pass `now`, so tests and the benchmark control the clock.
 
 mod input;
+pub mod prices;
 pub mod store;
 
 use chrono::{DateTime, Datelike, DurationRound, NaiveDate, TimeDelta, Utc};

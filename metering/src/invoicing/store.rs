@@ -184,6 +184,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
         .collect::<Vec<_>>()
         .join(", then ");
     let rating = serde_json::json!({
+        "allocated_unit": crate::rating::period::ALLOCATED_UNIT_RULE,
         "input": input,
         "output": rated,
         "rounding": format!(

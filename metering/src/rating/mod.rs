@@ -1,6 +1,6 @@
 //! Rating (pure): a quantity of one SKU × metric in a billing period, priced by a rate of
 //! a plan version, into an exact charge with its trace — which tiers, how much in each,
-//! at what unit price. Vocabulary follows Stripe's prices (ARCHITECTURE.md, "Plans and
+//! at what unit price. Vocabulary follows Stripe's prices (docs/architecture.md, "Plans and
 //! rates"): per-unit, graduated, volume and package.
 //!
 //! Exactness: quantities and prices are `Decimal`; a charge keeps full precision (28

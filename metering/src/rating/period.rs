@@ -4,7 +4,7 @@
 //! the late usage of earlier, already closed periods. The output is the invoice: lines
 //! with their trace, and the credit each grant gives.
 //!
-//! Rules (ARCHITECTURE.md, "Billing semantics" and "Plans and rates"; docs/invoicing.md):
+//! Rules (docs/architecture.md, billing; docs/invoicing.md, including "Units"):
 //! - Quantities are summed in seconds and converted to hours once, so rating a period
 //!   minute by minute and rating it at once give the same lines.
 //! - One line per (segment, SKU, metric, price, tier); a tier's flat fee is a line of its
@@ -73,12 +73,15 @@ pub struct AllocationUsage {
     pub sku: Uuid,
     #[serde(default)]
     pub spot: bool,
-    /// GPUs held, in GPU equivalents (2 for two GPUs, 3/7 for a 3g MIG slice, 0.5 for half).
-    pub gpus: Decimal,
-    /// GPU-seconds held in the segment, without failed-GPU time.
+    /// Units of the SKU held: GPUs for whole GPUs, 1 for a MIG slice, a fraction or a node.
+    /// (Rating inputs stored before units were per SKU name this `gpus`, in GPU shares.)
+    #[serde(alias = "gpus")]
+    pub units: Decimal,
+    /// Unit-seconds held in the segment, without time on failed hardware.
     #[serde(default)]
     pub allocated_seconds: Decimal,
-    /// GPU-seconds held on a failed GPU in the segment.
+    /// Unit-seconds held on failed hardware in the segment (a node: its failed GPUs'
+    /// share).
     #[serde(default)]
     pub sla_credit_seconds: Decimal,
     #[serde(default)]
@@ -99,7 +102,7 @@ pub struct MinuteUsage {
     pub allocation: Uuid,
     pub sku: Uuid,
     pub spot: bool,
-    pub gpus: Decimal,
+    pub units: Decimal,
     pub allocated_seconds: Decimal,
     pub sla_credit_seconds: Decimal,
     pub active_seconds: Decimal,
@@ -120,7 +123,7 @@ pub fn fold_minutes<'a>(
                 allocation: m.allocation,
                 sku: m.sku,
                 spot: m.spot,
-                gpus: m.gpus,
+                units: m.units,
                 ..AllocationUsage::default()
             });
         u.allocated_seconds += m.allocated_seconds;
@@ -132,11 +135,27 @@ pub fn fold_minutes<'a>(
     by_allocation.into_values().collect()
 }
 
-/// A SKU as the invoice names it, with its list price per GPU-hour.
+/// A SKU as the invoice names it, with its unit and list price per unit-hour.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkuInfo {
     pub name: String,
     pub list_price_per_hour: Decimal,
+    /// What one unit is (`GPU`, `MIG slice 3g.40gb`, `250 milli-GPU`, `node`).
+    #[serde(default = "default_unit")]
+    pub unit: String,
+}
+
+/// What an ALLOCATED quantity counts, recorded with every finalized invoice's rating.
+/// Invoices finalized without it billed GPU shares (a node per GPU, a MIG slice at its
+/// compute share, a fraction at its milli-GPUs); they are not re-rated for late usage,
+/// since the difference would be the change of rule, not late usage (docs/invoicing.md).
+pub const ALLOCATED_UNIT_RULE: &str = "unit-hours of the SKU";
+
+/// The unit of a SKU not named otherwise (rating inputs stored before units were named).
+pub const DEFAULT_UNIT: &str = "GPU";
+
+fn default_unit() -> String {
+    DEFAULT_UNIT.to_owned()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,22 +264,24 @@ pub fn round(amount: Decimal, digits: u32) -> Decimal {
     rounded
 }
 
-/// The rate's unit and how many seconds (or kWh) make one.
-fn unit_of(metric: Metric) -> &'static str {
+/// The unit a line of `metric` counts, for a SKU whose unit is `sku_unit`: unit-hours of
+/// the SKU for ALLOCATED and SLA_CREDIT, physical quantities for the sampled metrics.
+fn unit_of(metric: Metric, sku_unit: &str) -> String {
     match metric {
-        Metric::Allocated | Metric::Active | Metric::SlaCredit => "GPU-hour",
-        Metric::Memory => "GiB-hour",
-        Metric::Energy => "kWh",
+        Metric::Allocated | Metric::SlaCredit => format!("{sku_unit}-hour"),
+        Metric::Active => "SM-active GPU-hour".to_owned(),
+        Metric::Memory => "GiB-hour".to_owned(),
+        Metric::Energy => "kWh".to_owned(),
     }
 }
 
-fn metric_text(metric: Metric) -> &'static str {
+fn metric_text(metric: Metric, sku_unit: &str) -> String {
     match metric {
-        Metric::Allocated => "GPU-hours allocated",
-        Metric::Active => "GPU-hours active",
-        Metric::Memory => "GiB-hours of GPU memory",
-        Metric::Energy => "energy",
-        Metric::SlaCredit => "SLA credit, GPU-hours on failed GPUs",
+        Metric::Allocated => format!("{sku_unit}-hours allocated"),
+        Metric::Active => "SM-active GPU-hours".to_owned(),
+        Metric::Memory => "GiB-hours of GPU memory".to_owned(),
+        Metric::Energy => "energy, kWh".to_owned(),
+        Metric::SlaCredit => format!("SLA credit, {sku_unit}-hours on failed hardware"),
     }
 }
 
@@ -277,7 +298,7 @@ fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
     let minimum = Decimal::from(segment.plan.minimum_billable_seconds.max(0));
     for u in &segment.usage {
         let top_up = u.lifetime_seconds_if_ended.map_or(Decimal::ZERO, |life| {
-            (minimum - Decimal::from(life)).max(Decimal::ZERO) * u.gpus
+            (minimum - Decimal::from(life)).max(Decimal::ZERO) * u.units
         });
         for (metric, value, extra) in [
             (Metric::Allocated, u.allocated_seconds, top_up),
@@ -400,8 +421,14 @@ impl LineBuilder<'_> {
                 _ => continue,
             };
             let quantity = to_unit(metric, raw.amount);
-            let unit = unit_of(metric);
-            let mut what = format!("{name} · {}", metric_text(metric));
+            let sku_unit = self
+                .input
+                .skus
+                .get(&sku)
+                .map_or(DEFAULT_UNIT, |i| i.unit.as_str());
+            let unit = unit_of(metric, sku_unit);
+            let unit = unit.as_str();
+            let mut what = format!("{name} · {}", metric_text(metric, sku_unit));
             if spot && priced_as == "spot" {
                 what.push_str(" · spot");
             }
@@ -431,7 +458,12 @@ impl LineBuilder<'_> {
                 "priced_as": priced_as,
                 "spot": spot,
                 "raw": raw.amount.normalize().to_string(),
-                "raw_unit": if metric == Metric::Energy { "kWh" } else { "seconds" },
+                "raw_unit": match metric {
+                    Metric::Allocated | Metric::SlaCredit => "unit-seconds",
+                    Metric::Active => "SM-active GPU-seconds",
+                    Metric::Memory => "GiB-seconds",
+                    Metric::Energy => "kWh",
+                },
                 "allocations": raw.allocations,
                 "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
                 "model": model,
@@ -477,7 +509,7 @@ impl LineBuilder<'_> {
                         LineKind::FlatFee,
                         format!(
                             "{name} · {} · tier {} flat fee{suffix}",
-                            metric_text(metric),
+                            metric_text(metric, sku_unit),
                             part.tier + 1
                         ),
                         Some(sku),

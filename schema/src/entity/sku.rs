@@ -27,3 +27,17 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// What one unit of this SKU is — what its list price is per hour of, an order's
+    /// `count` counts and an ALLOCATED invoice line bills: `GPU`, `MIG slice 3g.40gb`,
+    /// `250 milli-GPU`, `node`.
+    pub fn unit(&self) -> String {
+        match self.form {
+            SkuForm::WholeGpu => "GPU".to_owned(),
+            SkuForm::Mig => format!("MIG slice {}", self.mig_profile.as_deref().unwrap_or("?")),
+            SkuForm::Fractional => format!("{} milli-GPU", self.milli_gpu.unwrap_or(0)),
+            SkuForm::WholeNode => "node".to_owned(),
+        }
+    }
+}

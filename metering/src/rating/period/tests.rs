@@ -22,6 +22,7 @@ fn skus() -> BTreeMap<Uuid, SkuInfo> {
                 SkuInfo {
                     name: format!("sku-{n}"),
                     list_price_per_hour: Decimal::new(250, 2),
+                    unit: "GPU".to_owned(),
                 },
             )
         })
@@ -84,7 +85,7 @@ fn arb_minutes() -> impl Strategy<Value = Vec<MinuteUsage>> {
                 allocation: Uuid::from_u128(100 + alloc),
                 sku: sku(1 + alloc % 3),
                 spot: alloc == 4,
-                gpus: Decimal::ONE,
+                units: Decimal::ONE,
                 allocated_seconds: Decimal::from(60 - failed),
                 sla_credit_seconds: Decimal::from(failed),
                 active_seconds: Decimal::new(active, 3),
@@ -236,7 +237,7 @@ fn a_minimum_is_topped_up_once_when_the_allocation_ends() {
     let usage = |life: Option<i64>| AllocationUsage {
         allocation: Uuid::from_u128(7),
         sku: sku(1),
-        gpus: Decimal::from(2),
+        units: Decimal::from(2),
         allocated_seconds: Decimal::from(20),
         lifetime_seconds_if_ended: life,
         ..AllocationUsage::default()

@@ -1,0 +1,94 @@
+//! What one unit-hour of a SKU costs a tenant at an instant: what the catalog shows it,
+//! what `placeOrder` quotes and checks `maxPricePerHour` against, and what an ALLOCATED
+//! line bills — the plan version in force's ALLOCATED rate for the SKU, or the SKU's list
+//! price where the plan has none.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_schema::entity::sku;
+use neocloud_schema::vocabulary::Metric;
+use rust_decimal::Decimal;
+use sea_orm::{ConnectionTrait, DbErr};
+use uuid::Uuid;
+
+use super::input::plan_in_force;
+use crate::rating::PriceModel;
+use crate::rating::period::PlanTerms;
+
+/// The hourly price of one unit, on demand and on spot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitPrice {
+    pub on_demand: Decimal,
+    /// The rate's spot price; the on-demand price where it has none.
+    pub spot: Decimal,
+    /// The plan version that sets it (`standard v2`), or `list price`.
+    pub source: String,
+    /// Tiered or packaged rates: the price of the first unit ("from").
+    pub from: bool,
+}
+
+/// The price of the first unit of a rate: a per-unit price, the first tier's, or a
+/// package's price per unit.
+fn first_unit_price(model: &PriceModel) -> (Decimal, bool) {
+    match model {
+        PriceModel::PerUnit { unit_price } => (*unit_price, false),
+        PriceModel::Graduated { tiers } | PriceModel::Volume { tiers } => (
+            tiers.first().map_or(Decimal::ZERO, |t| t.unit_price),
+            tiers.len() > 1,
+        ),
+        PriceModel::Package { size, price } => (
+            price
+                .checked_div(*size)
+                .unwrap_or(Decimal::ZERO)
+                .normalize(),
+            true,
+        ),
+    }
+}
+
+fn price_of(plan: &PlanTerms, sku: &sku::Model, list_price: Decimal) -> UnitPrice {
+    let rate = plan
+        .rates
+        .iter()
+        .find(|r| r.sku == sku.id && r.metric == Metric::Allocated);
+    match rate {
+        Some(rate) => {
+            let (on_demand, from) = first_unit_price(&rate.model);
+            UnitPrice {
+                on_demand,
+                spot: rate.spot_unit_price.unwrap_or(on_demand),
+                source: plan.label.clone(),
+                from,
+            }
+        }
+        None => UnitPrice {
+            on_demand: list_price,
+            spot: list_price,
+            source: "list price".to_owned(),
+            from: false,
+        },
+    }
+}
+
+/// The unit prices of `skus` for `tenant` at `at`, by SKU id. A SKU whose stored list
+/// price does not parse is an error, never a price of zero.
+pub async fn unit_prices<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    at: DateTime<Utc>,
+    skus: &[sku::Model],
+) -> Result<HashMap<Uuid, UnitPrice>, DbErr> {
+    let plan = plan_in_force(conn, tenant, at, at + TimeDelta::seconds(1)).await?;
+    skus.iter()
+        .map(|sku| {
+            let list: Decimal = sku.list_price_per_hour.parse().map_err(|_| {
+                DbErr::Custom(format!(
+                    "SKU {} has a list price that is not a decimal: {:?}",
+                    sku.name, sku.list_price_per_hour
+                ))
+            })?;
+            Ok((sku.id, price_of(&plan, sku, list)))
+        })
+        .collect()
+}
