@@ -169,28 +169,6 @@ async fn fleet(app: &TestApp) -> Vec<String> {
     ids
 }
 
-/// Creates a plan version of `rates` and assigns it to `tenant`.
-async fn assign_plan(app: &TestApp, tenant: &str, n: usize, case: &Case, rates: Vec<Value>) {
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
-            json!({"i": {"plan": format!("p{n}"), "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
-                "minimumBillableSeconds": case.minimum_seconds, "rates": rates}}),
-        )
-        .await;
-    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
-    assert!(version.is_string(), "{r}");
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
-            json!({"t": tenant, "v": version}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
-}
-
 /// Runs one case through the server; returns its closed invoice's (usage lines, total).
 async fn run_case(
     app: &TestApp,
@@ -207,7 +185,12 @@ async fn run_case(
         .collect();
     // A plan needs a rate: without any, the tenant stays on list prices.
     if !rates.is_empty() {
-        assign_plan(app, &tenant, n, case, rates).await;
+        let version = app
+            .create_plan_version(json!({"plan": format!("p{n}"), "currency": "USD",
+                "effectiveFrom": "2026-01-01T00:00:00Z",
+                "minimumBillableSeconds": case.minimum_seconds, "rates": rates}))
+            .await;
+        app.assign_plan(&tenant, &version).await;
     }
 
     // Place and release every order; keep (order id, seconds held).

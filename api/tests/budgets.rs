@@ -97,23 +97,13 @@ fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
 async fn setup(app: &TestApp) -> (String, String, String) {
     app.register_node("hgx-0", "H100", 8, "").await;
     let sku = app.create_h100_sku().await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
-            json!({"i": {"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
-                "minimumBillableSeconds": 0,
-                "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "3600"}]}}),
-        )
+    let version = app
+        .create_plan_version(json!({"plan": "per-second", "currency": "USD",
+            "effectiveFrom": "2026-01-01T00:00:00Z", "minimumBillableSeconds": 0,
+            "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "3600"}]}))
         .await;
-    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
     let (tenant, key) = app.create_tenant("acme").await;
-    app.gql(
-        Some(&app.operator_key),
-        "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
-        json!({"t": tenant, "v": version}),
-    )
-    .await;
+    app.assign_plan(&tenant, &version).await;
     (tenant, key, sku)
 }
 

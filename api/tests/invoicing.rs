@@ -45,17 +45,7 @@ async fn setup(app: &TestApp) -> Setup {
             {"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "3600"},
             {"sku": sku, "metric": "ACTIVE", "tiersMode": "GRADUATED", "tiers": [
                 {"upTo": "0.0005", "unitPrice": "7200", "flatFee": "0.25"}, {"upTo": null, "unitPrice": "3600"}]}]});
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
-            json!({"i": plan}),
-        )
-        .await;
-    let version = r["data"]["createPlanVersion"]["planVersion"]["id"]
-        .as_str()
-        .expect("plan version")
-        .to_owned();
+    let version = app.create_plan_version(plan).await;
     tenant_on_plan(app, "acme", &version, &sku, token).await
 }
 
@@ -68,14 +58,7 @@ async fn tenant_on_plan(
     token: String,
 ) -> Setup {
     let (tenant, key) = app.create_tenant(name).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
-            json!({"t": tenant, "v": version}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    app.assign_plan(&tenant, version).await;
     let r = app
         .gql(
             Some(&key),

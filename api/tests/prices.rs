@@ -27,25 +27,14 @@ async fn setup(app: &TestApp) -> (String, String, String) {
         .as_str()
         .expect("SKU")
         .to_owned();
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
-            json!({"i": {"plan": "spot-friendly", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
-                "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT",
-                    "unitPrice": "2.10", "spotUnitPrice": "0.996"}]}}),
-        )
+    let version = app
+        .create_plan_version(json!({"plan": "spot-friendly", "currency": "USD",
+            "effectiveFrom": "2026-01-01T00:00:00Z",
+            "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT",
+                "unitPrice": "2.10", "spotUnitPrice": "0.996"}]}))
         .await;
-    let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
     let (tenant, key) = app.create_tenant("acme").await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
-            json!({"t": tenant, "v": version}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    app.assign_plan(&tenant, &version).await;
     (key, sku, node_sku)
 }
 

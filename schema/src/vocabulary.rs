@@ -119,6 +119,10 @@ string_enum!(
     }
 );
 
+/// The unit of a whole-GPU SKU (the other forms' units name their profile, fraction or
+/// node: `sku::Model::unit`).
+pub const GPU_UNIT: &str = "GPU";
+
 string_enum!(
     /// What a catalog entry sells.
     SkuForm {

@@ -62,9 +62,7 @@ pub async fn unit_prices<C: ConnectionTrait>(
     tenant: Option<TenantId>,
     skus: &[sku::Model],
 ) -> ApiResult<HashMap<Uuid, UnitPrice>> {
-    // A tenant id that matches no assignment rates at list prices.
-    let tenant = tenant.map_or_else(Uuid::nil, Uuid::from);
-    Ok(prices::unit_prices(conn, tenant, Utc::now(), skus).await?)
+    Ok(prices::unit_prices(conn, tenant.map(Uuid::from), Utc::now(), skus).await?)
 }
 
 /// A new SKU, as an operator describes it.

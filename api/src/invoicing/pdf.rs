@@ -37,7 +37,7 @@ pub struct PdfInvoice {
 pub struct PdfLine {
     pub description: String, // wrapped to three lines, then truncated with "..."
     pub quantity: String,
-    pub unit: String, // "GPU-hour", "GiB-hour", "kWh", ""
+    pub unit: String, // "GPU-hour", "MIG slice 3g.40gb-hour", "kWh", ""; wrapped
     pub unit_price: String,
     pub amount: String, // may be negative, e.g. "-12.50"
 }
@@ -364,16 +364,26 @@ impl Layout<'_> {
 
     fn row(&mut self, line: &PdfLine) {
         let desc = wrap(&encode(&line.description), DESC_W, BODY, MAX_DESC_LINES);
-        let height = desc.len() as f32 * ROW_LEADING + 5.0;
+        // A unit names its SKU's unit (`MIG slice 3g.40gb-hour`): wrapped like the
+        // description rather than cut.
+        let (unit_at, unit_w) = COLUMNS[2];
+        let unit = wrap(&encode(&line.unit), unit_w, BODY, MAX_DESC_LINES);
+        let height = desc.len().max(unit.len()) as f32 * ROW_LEADING + 5.0;
         if self.y - height < BOTTOM {
             self.new_page(true);
         }
         let base = self.y - 11.0;
-        for (i, text) in desc.iter().enumerate() {
-            self.raw_text(At::Left(LEFT), base - i as f32 * ROW_LEADING, BODY, text);
+        for (at, texts) in [(At::Left(LEFT), &desc), (unit_at, &unit)] {
+            for (i, text) in texts.iter().enumerate() {
+                self.raw_text(at, base - i as f32 * ROW_LEADING, BODY, text);
+            }
         }
-        let cells = [&line.quantity, &line.unit, &line.unit_price, &line.amount];
-        for ((at, max_w), cell) in COLUMNS.into_iter().skip(1).zip(cells) {
+        let cells = [
+            (COLUMNS[1], &line.quantity),
+            (COLUMNS[3], &line.unit_price),
+            (COLUMNS[4], &line.amount),
+        ];
+        for ((at, max_w), cell) in cells {
             self.text(at, base, BODY, cell, max_w);
         }
         self.y -= height;

@@ -227,6 +227,33 @@ impl TestApp {
         assert!(r["data"]["placeOrder"].is_object(), "{r}");
     }
 
+    /// Creates a plan version from a `PlanVersionInput` (operator); returns its id.
+    pub async fn create_plan_version(&self, input: Value) -> String {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation($i: PlanVersionInput!) { createPlanVersion(input: $i) { planVersion { id } } }",
+                json!({"i": input}),
+            )
+            .await;
+        r["data"]["createPlanVersion"]["planVersion"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("createPlanVersion failed: {r}"))
+            .to_owned()
+    }
+
+    /// Assigns plan version `version` to `tenant` (operator).
+    pub async fn assign_plan(&self, tenant: &str, version: &str) {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
+                json!({"t": tenant, "v": version}),
+            )
+            .await;
+        assert!(r["errors"].is_null(), "assignPlan failed: {r}");
+    }
+
     /// Closes the tenant's billing period (operator); returns the finalized invoice with
     /// the `fields` asked for.
     pub async fn close_period(&self, tenant: &str, fields: &str) -> Value {

@@ -81,7 +81,8 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
     }
 }
 
-fn list_prices() -> PlanTerms {
+/// The terms of a tenant without a plan: every SKU at its list price.
+pub(super) fn list_prices() -> PlanTerms {
     PlanTerms {
         label: "list prices".to_owned(),
         version_id: None,
@@ -340,14 +341,8 @@ async fn late_usage<C: ConnectionTrait>(
             // Rated when ALLOCATED counted GPU shares: the held time of anything but whole
             // GPUs would differ by the change of rule, not by late usage. Only the rest is
             // compared; the operator corrects the rest (docs/invoicing.md, "Units").
-            let same_under_both = |l: &Line| {
-                !matches!(l.metric, Some(Metric::Allocated | Metric::SlaCredit))
-                    || l.sku
-                        .and_then(|s| input.skus.get(&s))
-                        .is_some_and(|i| i.unit == DEFAULT_UNIT)
-            };
-            billed.retain(same_under_both);
-            rerated.retain(same_under_both);
+            billed.retain(|l| same_under_both_rules(l, &input.skus));
+            rerated.retain(|l| same_under_both_rules(l, &input.skus));
         }
         out.push(LateUsage {
             invoice: closed.id,
@@ -359,6 +354,16 @@ async fn late_usage<C: ConnectionTrait>(
     Ok(out)
 }
 
+/// Whether a line bills the same under GPU shares and under SKU units: any sampled metric,
+/// and held time of whole GPUs.
+fn same_under_both_rules(line: &Line, skus: &BTreeMap<Uuid, SkuInfo>) -> bool {
+    !matches!(line.metric, Some(Metric::Allocated | Metric::SlaCredit))
+        || line
+            .sku
+            .and_then(|s| skus.get(&s))
+            .is_some_and(|i| i.unit == DEFAULT_UNIT)
+}
+
 /// Whether `closed` was rated with ALLOCATED in unit-hours of the SKU (see
 /// `ALLOCATED_UNIT_RULE`).
 fn billed_in_sku_units(closed: &invoice::Model) -> bool {
@@ -368,4 +373,79 @@ fn billed_in_sku_units(closed: &invoice::Model) -> bool {
         .and_then(|r| r.get("allocated_unit"))
         .and_then(serde_json::Value::as_str)
         == Some(ALLOCATED_UNIT_RULE)
+}
+
+#[cfg(test)]
+mod tests {
+    use neocloud_schema::vocabulary::LineKind;
+    use serde_json::json;
+
+    use super::*;
+
+    fn line(sku: Uuid, metric: Metric) -> Line {
+        Line {
+            kind: LineKind::Usage,
+            description: String::new(),
+            sku: Some(sku),
+            sku_name: None,
+            metric: Some(metric),
+            tier: None,
+            quantity: Decimal::ONE,
+            unit: String::new(),
+            unit_price: Decimal::ONE,
+            amount_exact: Decimal::ONE,
+            amount: Decimal::ONE,
+            adjusts_invoice: None,
+            trace: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn only_whole_gpu_time_and_sampled_metrics_compare_across_the_change_of_rule() {
+        let (gpu, slice) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let sku = |unit: &str| SkuInfo {
+            name: unit.to_owned(),
+            list_price_per_hour: Decimal::ONE,
+            unit: unit.to_owned(),
+        };
+        let skus = BTreeMap::from([(gpu, sku("GPU")), (slice, sku("MIG slice 3g.40gb"))]);
+        let kept = |sku, metric| same_under_both_rules(&line(sku, metric), &skus);
+        assert!(kept(gpu, Metric::Allocated));
+        assert!(kept(gpu, Metric::SlaCredit));
+        assert!(kept(slice, Metric::Active));
+        assert!(kept(slice, Metric::Energy));
+        assert!(!kept(slice, Metric::Allocated));
+        assert!(!kept(slice, Metric::SlaCredit));
+    }
+
+    #[test]
+    fn an_invoice_is_known_as_billed_in_sku_units_by_its_rating() {
+        let invoice = |rating: Option<serde_json::Value>| invoice::Model {
+            id: Uuid::nil(),
+            tenant_id: Uuid::nil(),
+            status: neocloud_schema::vocabulary::InvoiceStatus::Open,
+            number: None,
+            currency: "USD".into(),
+            period_start: DateTime::UNIX_EPOCH,
+            period_end: DateTime::UNIX_EPOCH,
+            subtotal: "0".into(),
+            credits: "0".into(),
+            total: "0".into(),
+            plan: String::new(),
+            rating,
+            finalized_at: None,
+            paid_at: None,
+            voided_at: None,
+            void_reason: None,
+            created_at: DateTime::UNIX_EPOCH,
+            payment_state: neocloud_schema::vocabulary::PaymentState::Pending,
+            payment_failures: 0,
+            payment_url: None,
+        };
+        assert!(billed_in_sku_units(&invoice(Some(
+            json!({"allocated_unit": ALLOCATED_UNIT_RULE, "input": {}})
+        ))));
+        assert!(!billed_in_sku_units(&invoice(Some(json!({"input": {}})))));
+        assert!(!billed_in_sku_units(&invoice(None)));
+    }
 }

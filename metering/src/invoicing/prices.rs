@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
-use super::input::plan_in_force;
+use super::input::{list_prices, plan_in_force};
 use crate::rating::PriceModel;
 use crate::rating::period::PlanTerms;
 
@@ -24,26 +24,20 @@ pub struct UnitPrice {
     pub spot: Decimal,
     /// The plan version that sets it (`standard v2`), or `list price`.
     pub source: String,
-    /// Tiered or packaged rates: the price of the first unit ("from").
-    pub from: bool,
 }
 
 /// The price of the first unit of a rate: a per-unit price, the first tier's, or a
 /// package's price per unit.
-fn first_unit_price(model: &PriceModel) -> (Decimal, bool) {
+fn first_unit_price(model: &PriceModel) -> Decimal {
     match model {
-        PriceModel::PerUnit { unit_price } => (*unit_price, false),
-        PriceModel::Graduated { tiers } | PriceModel::Volume { tiers } => (
-            tiers.first().map_or(Decimal::ZERO, |t| t.unit_price),
-            tiers.len() > 1,
-        ),
-        PriceModel::Package { size, price } => (
-            price
-                .checked_div(*size)
-                .unwrap_or(Decimal::ZERO)
-                .normalize(),
-            true,
-        ),
+        PriceModel::PerUnit { unit_price } => *unit_price,
+        PriceModel::Graduated { tiers } | PriceModel::Volume { tiers } => {
+            tiers.first().map_or(Decimal::ZERO, |t| t.unit_price)
+        }
+        PriceModel::Package { size, price } => price
+            .checked_div(*size)
+            .unwrap_or(Decimal::ZERO)
+            .normalize(),
     }
 }
 
@@ -54,32 +48,33 @@ fn price_of(plan: &PlanTerms, sku: &sku::Model, list_price: Decimal) -> UnitPric
         .find(|r| r.sku == sku.id && r.metric == Metric::Allocated);
     match rate {
         Some(rate) => {
-            let (on_demand, from) = first_unit_price(&rate.model);
+            let on_demand = first_unit_price(&rate.model);
             UnitPrice {
                 on_demand,
                 spot: rate.spot_unit_price.unwrap_or(on_demand),
                 source: plan.label.clone(),
-                from,
             }
         }
         None => UnitPrice {
             on_demand: list_price,
             spot: list_price,
             source: "list price".to_owned(),
-            from: false,
         },
     }
 }
 
-/// The unit prices of `skus` for `tenant` at `at`, by SKU id. A SKU whose stored list
-/// price does not parse is an error, never a price of zero.
+/// The unit prices of `skus` for `tenant` at `at` (the list prices without a tenant), by
+/// SKU id. A SKU whose stored list price does not parse is an error, never a price of zero.
 pub async fn unit_prices<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: Option<Uuid>,
     at: DateTime<Utc>,
     skus: &[sku::Model],
 ) -> Result<HashMap<Uuid, UnitPrice>, DbErr> {
-    let plan = plan_in_force(conn, tenant, at, at + TimeDelta::seconds(1)).await?;
+    let plan = match tenant {
+        Some(tenant) => plan_in_force(conn, tenant, at, at + TimeDelta::seconds(1)).await?,
+        None => list_prices(),
+    };
     skus.iter()
         .map(|sku| {
             let list: Decimal = sku.list_price_per_hour.parse().map_err(|_| {

@@ -151,8 +151,9 @@ pub struct SkuInfo {
 /// since the difference would be the change of rule, not late usage (docs/invoicing.md).
 pub const ALLOCATED_UNIT_RULE: &str = "unit-hours of the SKU";
 
-/// The unit of a SKU not named otherwise (rating inputs stored before units were named).
-pub const DEFAULT_UNIT: &str = "GPU";
+/// The unit of a SKU not named otherwise (rating inputs stored before units were named):
+/// a whole GPU, the one form both rules bill alike.
+pub const DEFAULT_UNIT: &str = neocloud_schema::vocabulary::GPU_UNIT;
 
 fn default_unit() -> String {
     DEFAULT_UNIT.to_owned()

@@ -1,7 +1,7 @@
 //! The catalog: what can be ordered (whole GPU, MIG profile, fraction, whole node), per
 //! model and region, with its list price.
 
-pub use crate::vocabulary::SkuForm;
+pub use crate::vocabulary::{GPU_UNIT, SkuForm};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -34,7 +34,7 @@ impl Model {
     /// `250 milli-GPU`, `node`.
     pub fn unit(&self) -> String {
         match self.form {
-            SkuForm::WholeGpu => "GPU".to_owned(),
+            SkuForm::WholeGpu => GPU_UNIT.to_owned(),
             SkuForm::Mig => format!("MIG slice {}", self.mig_profile.as_deref().unwrap_or("?")),
             SkuForm::Fractional => format!("{} milli-GPU", self.milli_gpu.unwrap_or(0)),
             SkuForm::WholeNode => "node".to_owned(),
