@@ -45,6 +45,7 @@ fn probe_prints_one_valid_batch_from_the_simulator() {
             now: chrono::Utc::now(),
             max_devices: 14,
             max_fb_bytes: 80 * 1024 * 1024 * 1024,
+            max_power_w: 700,
         })
         .expect("valid");
     assert_eq!(batch.devices.len(), 14);
@@ -219,7 +220,7 @@ async fn run_with_a_server_simulates_the_nodes_devices_and_bills_its_allocations
             .collect(),
     };
     let allocation = AllocationId(uuid::Uuid::from_u128(77));
-    let server = support::IngestServer::start((2, 48 << 30), Some(inventory)).await;
+    let server = support::IngestServer::start((2, 48 << 30, 350), Some(inventory)).await;
     server.with(|s| {
         s.assignments = Some(Assignments {
             hostname: "eu-l40s-01".into(),

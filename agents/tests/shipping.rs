@@ -267,7 +267,7 @@ async fn the_demos_simulated_agent_bills_exactly_the_nodes_allocations() {
     };
     let id = |n: u128| AllocationId(uuid::Uuid::from_u128(n));
     let (whole, mig_3g, mig_1g, later) = (id(1), id(2), id(3), id(4));
-    let server = IngestServer::start((32, 80 << 30), Some(inventory)).await;
+    let server = IngestServer::start((32, 80 << 30, 700), Some(inventory)).await;
     server.with(|s| {
         s.assignments = Some(Assignments {
             hostname: "gpu-node-07".into(),

@@ -126,11 +126,12 @@ fn assert_matches_truth(batches: &[Batch], sim: &SimSource) {
 }
 
 fn ctx(profile: &SimProfile) -> ValidationContext {
-    let (max_devices, max_fb_bytes) = profile.limits();
+    let (max_devices, max_fb_bytes, max_power_w) = profile.limits();
     ValidationContext {
         now: at(100_000),
         max_devices,
         max_fb_bytes,
+        max_power_w,
     }
 }
 

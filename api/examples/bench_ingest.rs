@@ -307,6 +307,7 @@ async fn main() {
         now: Utc::now(),
         max_devices: 8,
         max_fb_bytes: 80 << 30,
+        max_power_w: 700,
     };
     let t = Instant::now();
     for body in &bodies {

@@ -24,6 +24,14 @@ pub const MAX_LABELS_PER_PROCESS: usize = 16;
 pub const MAX_LABEL_BYTES: usize = 128;
 /// Longest accepted text field (ids, uuids, profile names).
 pub const MAX_ID_BYTES: usize = 128;
+/// A window may start at most this long before the batch arrives: an agent's spool holds
+/// days, not years, and older usage would reopen long-closed invoices.
+pub const MAX_WINDOW_AGE_DAYS: i64 = 35;
+/// How far outside its batch's window an event's time may lie: an agent stamps an event
+/// when it reads it, which may be a moment after the window's last sample.
+pub const MAX_EVENT_SKEW_SECONDS: i64 = 60;
+/// The largest sequence number and energy counter storage can hold exactly.
+pub const MAX_COUNTER: u64 = i64::MAX as u64;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +139,8 @@ pub struct ValidationContext {
     pub max_devices: usize,
     /// Framebuffer of the largest GPU on the node, in bytes.
     pub max_fb_bytes: u64,
+    /// Board power limit of the node's most powerful GPU, in watts.
+    pub max_power_w: u32,
 }
 
 /// Why a batch was rejected; `field` is a JSON path such as `devices[2].sm_util_pct`.
@@ -167,7 +177,28 @@ fn check_text(field: impl FnOnce() -> String, value: &str) -> Result<(), Invalid
             format!("must be 1 to {MAX_ID_BYTES} bytes long"),
         ));
     }
-    Ok(())
+    check_printable(field, value)
+}
+
+/// Text that reaches storage holds no control characters (NUL breaks PostgreSQL's text).
+fn check_printable(field: impl FnOnce() -> String, value: &str) -> Result<(), InvalidBatch> {
+    match value.chars().find(|c| c.is_control()) {
+        Some(c) => Err(invalid(
+            field(),
+            format!("contains the control character U+{:04X}", u32::from(c)),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn check_counter(field: &str, value: Option<u64>) -> Result<(), InvalidBatch> {
+    match value {
+        Some(v) if v > MAX_COUNTER => Err(invalid(
+            field,
+            format!("{v} is above the largest counter, {MAX_COUNTER}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl Batch {
@@ -186,6 +217,7 @@ impl Batch {
         if self.seq == 0 {
             return Err(invalid("seq", "sequence numbers start at 1"));
         }
+        check_counter("seq", Some(self.seq))?;
         if self.window.end <= self.window.start {
             return Err(invalid("window.end", "must be after window.start"));
         }
@@ -196,6 +228,12 @@ impl Batch {
             return Err(invalid(
                 "window.end",
                 "ends more than 5 minutes in the future",
+            ));
+        }
+        if self.window.start < ctx.now - Duration::days(MAX_WINDOW_AGE_DAYS) {
+            return Err(invalid(
+                "window.start",
+                format!("starts more than {MAX_WINDOW_AGE_DAYS} days ago"),
             ));
         }
         let max_devices = ctx.max_devices.min(MAX_DEVICES_PER_BATCH);
@@ -215,6 +253,12 @@ impl Batch {
             if !seen.insert(device.uuid.as_str()) {
                 return Err(invalid(at("uuid"), "appears twice in one batch"));
             }
+            if let Some(parent) = &device.parent_uuid {
+                check_text(|| at("parent_uuid"), parent)?;
+            }
+            if let Some(profile) = &device.mig_profile {
+                check_text(|| at("mig_profile"), profile)?;
+            }
             let is_mig = device.uuid.starts_with("MIG-");
             if is_mig != device.parent_uuid.is_some() || is_mig != device.mig_profile.is_some() {
                 return Err(invalid(
@@ -223,6 +267,19 @@ impl Batch {
                 ));
             }
             check_pct(|| at("sm_util_pct"), device.sm_util_pct)?;
+            check_counter(&at("energy_mj"), device.energy_mj)?;
+            // A mean over the window: transients pass the board limit, never twice it.
+            if let Some(mw) = device.power_mw
+                && mw > u64::from(ctx.max_power_w) * 2000
+            {
+                return Err(invalid(
+                    at("power_mw"),
+                    format!(
+                        "{mw} mW is more than twice the GPU's {} W limit",
+                        ctx.max_power_w
+                    ),
+                ));
+            }
             if let Some(fb) = device.fb_used_bytes
                 && fb > ctx.max_fb_bytes
             {
@@ -243,6 +300,14 @@ impl Batch {
                 return Err(invalid(
                     at("events"),
                     format!("at most {MAX_EVENTS_PER_DEVICE} events per device"),
+                ));
+            }
+            let skew = Duration::seconds(MAX_EVENT_SKEW_SECONDS);
+            let span = self.window.start - skew..=self.window.end + skew;
+            if let Some(j) = device.events.iter().position(|e| !span.contains(&e.at)) {
+                return Err(invalid(
+                    format!("devices[{i}].events[{j}].at"),
+                    "an event must lie inside its batch's window",
                 ));
             }
             if device.processes.len() > MAX_PROCESSES_PER_DEVICE {
@@ -269,12 +334,15 @@ impl Batch {
                     ));
                 }
                 if p.labels.iter().any(|(k, v)| {
-                    k.is_empty() || k.len() > MAX_LABEL_BYTES || v.len() > MAX_LABEL_BYTES
+                    k.is_empty()
+                        || k.len() > MAX_LABEL_BYTES
+                        || v.len() > MAX_LABEL_BYTES
+                        || k.chars().chain(v.chars()).any(char::is_control)
                 }) {
                     return Err(invalid(
                         pat("labels"),
                         format!(
-                            "label keys must be 1 to {MAX_LABEL_BYTES} bytes, values at most {MAX_LABEL_BYTES}"
+                            "label keys must be 1 to {MAX_LABEL_BYTES} bytes, values at most {MAX_LABEL_BYTES}, neither with control characters"
                         ),
                     ));
                 }
@@ -320,6 +388,7 @@ mod tests {
             now: "2026-11-29T14:00:10Z".parse().expect("time"),
             max_devices: 8,
             max_fb_bytes: 80 * 1024 * 1024 * 1024,
+            max_power_w: 700,
         }
     }
 
@@ -395,6 +464,72 @@ mod tests {
             "devices[0].parent_uuid"
         );
         assert_eq!(rejected_field(|b| b.seq = 0), "seq");
+    }
+
+    #[test]
+    fn values_no_hardware_or_storage_can_hold_are_rejected() {
+        assert_eq!(rejected_field(|b| b.seq = MAX_COUNTER + 1), "seq");
+        assert_eq!(
+            rejected_field(|b| b.devices[0].energy_mj = Some(u64::MAX)),
+            "devices[0].energy_mj"
+        );
+        assert_eq!(
+            rejected_field(|b| b.devices[0].power_mw = Some(1_400_001)),
+            "devices[0].power_mw"
+        );
+        assert_eq!(
+            rejected_field(|b| {
+                b.window.start = "0001-01-01T00:00:00Z".parse().expect("time");
+                b.window.end = b.window.start + Duration::seconds(10);
+            }),
+            "window.start"
+        );
+        assert_eq!(
+            rejected_field(|b| {
+                b.window.start = ctx().now - Duration::days(MAX_WINDOW_AGE_DAYS + 1);
+                b.window.end = b.window.start + Duration::seconds(10);
+            }),
+            "window.start"
+        );
+        for year in ["2001-01-01T00:00:00Z", "9999-01-01T00:00:00Z"] {
+            assert_eq!(
+                rejected_field(|b| b.devices[0].events[0].at = year.parse().expect("time")),
+                "devices[0].events[0].at"
+            );
+        }
+    }
+
+    #[test]
+    fn control_characters_are_rejected_wherever_text_reaches_storage() {
+        assert_eq!(
+            rejected_field(|b| {
+                b.devices[0].processes[0]
+                    .labels
+                    .insert("team".into(), "a\u{0}b".into());
+            }),
+            "devices[0].processes[0].labels"
+        );
+        assert_eq!(
+            rejected_field(|b| {
+                b.devices[0].processes[0]
+                    .labels
+                    .insert("t\u{7}".into(), "a".into());
+            }),
+            "devices[0].processes[0].labels"
+        );
+        assert_eq!(rejected_field(|b| b.agent_id.push('\n')), "agent_id");
+        assert_eq!(
+            rejected_field(|b| b.devices[0].uuid.push('\u{0}')),
+            "devices[0].uuid"
+        );
+        assert_eq!(
+            rejected_field(|b| {
+                b.devices[0].uuid = "MIG-1".into();
+                b.devices[0].parent_uuid = Some("GPU-\u{1b}".into());
+                b.devices[0].mig_profile = Some("1g.10gb".into());
+            }),
+            "devices[0].parent_uuid"
+        );
     }
 
     #[test]

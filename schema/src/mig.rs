@@ -145,6 +145,25 @@ impl MigProfile {
     }
 }
 
+/// Whether instances of all of `profiles` can exist on one GPU at once: each at a valid
+/// start, no two sharing a slot, within the GPU's compute slices.
+pub fn fit_together(profiles: &[MigProfile]) -> bool {
+    fn place(rest: &[MigProfile], used: SlotMask) -> bool {
+        let Some((first, rest)) = rest.split_first() else {
+            return true;
+        };
+        used.free_starts(*first)
+            .any(|start| place(rest, used.union(first.mask_at(start))))
+    }
+    let slices: u32 = profiles.iter().map(|p| u32::from(p.compute_slices())).sum();
+    if profiles.len() > usize::from(SLOTS_PER_GPU) || slices > u32::from(COMPUTE_SLICES_PER_GPU) {
+        return false;
+    }
+    let mut widest_first = profiles.to_vec();
+    widest_first.sort_by_key(|p| std::cmp::Reverse(p.slots()));
+    place(&widest_first, SlotMask::EMPTY)
+}
+
 /// Which of a GPU's 8 memory slots are taken.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -218,6 +237,22 @@ pub enum MigError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn instances_fit_together_only_as_the_geometry_allows() {
+        use MigProfile::*;
+        assert!(fit_together(&[]));
+        assert!(fit_together(&[ThreeG, TwoG, OneG]));
+        assert!(fit_together(&[ThreeG, ThreeG]));
+        assert!(fit_together(&[OneG; 7]));
+        assert!(fit_together(&[FourG, TwoG, OneG]));
+        assert!(!fit_together(&[OneG; 8]));
+        assert!(!fit_together(&[ThreeG; 3]));
+        assert!(!fit_together(&[SevenG, OneG]));
+        assert!(!fit_together(&[FourG, FourG]));
+        // A 4g and a 3g take every slot and all 7 compute slices.
+        assert!(!fit_together(&[FourG, ThreeG, OneG]));
+    }
 
     #[test]
     fn profile_names_follow_nvidia_for_each_card_size() {

@@ -211,7 +211,8 @@ impl SimProfile {
 
     /// Devices (GPUs plus MIG instances) and the largest framebuffer: what the server's
     /// validation context would hold for this host.
-    pub fn limits(&self) -> (usize, u64) {
+    /// (devices, largest framebuffer in bytes, highest board power limit in watts).
+    pub fn limits(&self) -> (usize, u64, u32) {
         let devices = self
             .gpus
             .iter()
@@ -223,7 +224,13 @@ impl SimProfile {
             .map(|g| g.model.memory_mib() * 1024 * 1024)
             .max()
             .unwrap_or(0);
-        (devices, fb)
+        let power = self
+            .gpus
+            .iter()
+            .map(|g| g.model.spec().max_power_w)
+            .max()
+            .unwrap_or(0);
+        (devices, fb, power)
     }
 
     fn check(&self) -> Result<(), SourceError> {

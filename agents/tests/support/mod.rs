@@ -57,7 +57,7 @@ pub struct IngestServer {
     pub addr: SocketAddr,
     pub state: Arc<Mutex<State>>,
     pub inventory: Option<Inventory>,
-    pub limits: (usize, u64),
+    pub limits: (usize, u64, u32),
 }
 
 impl IngestServer {
@@ -65,7 +65,7 @@ impl IngestServer {
         format!("http://{}", self.addr)
     }
 
-    pub async fn start(limits: (usize, u64), inventory: Option<Inventory>) -> Self {
+    pub async fn start(limits: (usize, u64, u32), inventory: Option<Inventory>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let server = IngestServer {
             addr: listener.local_addr().expect("addr"),
@@ -259,6 +259,7 @@ impl IngestServer {
             now: Utc::now(),
             max_devices: self.limits.0,
             max_fb_bytes: self.limits.1,
+            max_power_w: self.limits.2,
         };
         if let Err(e) = batch.validate(&ctx) {
             s.log.push((batch.boot_id, batch.seq, 400));

@@ -6,6 +6,9 @@ use chrono::{DateTime, Utc};
 use neocloud_metering::{ingest, usage};
 
 use super::scalars::{tenant_arg, to_id};
+use sea_orm::TransactionTrait;
+
+use crate::audit;
 use crate::error::ApiError;
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -62,11 +65,43 @@ pub struct AgentStream {
     pub gaps: i64,
     pub lag_seconds: i64,
     pub last_received_at: DateTime<Utc>,
+    /// Device-seconds this stream reported that another batch had already counted (a
+    /// second agent on the node, a resent window): counted once, shown here.
+    pub overlap_seconds: i64,
 }
+
+/// A journaled batch that could not be aggregated, moved aside so the rest goes on.
+#[derive(SimpleObject)]
+pub struct QuarantinedBatch {
+    pub batch_id: ID,
+    pub node_id: ID,
+    pub reason: String,
+    pub quarantined_at: DateTime<Utc>,
+}
+
+/// A reported value ingest clamped or did not count.
+#[derive(SimpleObject)]
+pub struct IngestAnomaly {
+    pub batch_id: ID,
+    pub node_id: ID,
+    /// `energy_clamped` (more energy than the GPU's power limit allows) or
+    /// `mig_instance_unattributed` (a second MIG instance claiming one allocation).
+    pub kind: String,
+    pub device: String,
+    pub detail: String,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// How many quarantined batches and anomalies `ingestHealth` lists, newest first.
+const INGEST_HEALTH_LIST: u64 = 100;
 
 #[derive(SimpleObject)]
 pub struct IngestHealth {
     pub agents: Vec<AgentStream>,
+    /// The newest quarantined batches (at most 100).
+    pub quarantined: Vec<QuarantinedBatch>,
+    /// The newest anomalies (at most 100).
+    pub anomalies: Vec<IngestAnomaly>,
     /// Batches acknowledged and not yet in usage buckets (the ingest journal's backlog):
     /// near zero while aggregation keeps up; every usage read aggregates it first.
     pub pending_batches: i64,
@@ -139,8 +174,34 @@ impl UsageQuery {
             .await
             .map_err(internal)?;
         let pending = ingest::journal_backlog(db).await.map_err(internal)?;
+        let quarantined = ingest::quarantined(db, INGEST_HEALTH_LIST)
+            .await
+            .map_err(internal)?;
+        let anomalies = ingest::anomalies(db, INGEST_HEALTH_LIST)
+            .await
+            .map_err(internal)?;
         Ok(IngestHealth {
             pending_batches: i64::try_from(pending).unwrap_or(i64::MAX),
+            quarantined: quarantined
+                .into_iter()
+                .map(|q| QuarantinedBatch {
+                    batch_id: to_id(q.batch_id),
+                    node_id: to_id(q.node_id),
+                    reason: q.reason,
+                    quarantined_at: q.quarantined_at,
+                })
+                .collect(),
+            anomalies: anomalies
+                .into_iter()
+                .map(|a| IngestAnomaly {
+                    batch_id: to_id(a.batch_id),
+                    node_id: to_id(a.node_id),
+                    kind: a.kind,
+                    device: a.device,
+                    detail: a.detail,
+                    recorded_at: a.recorded_at,
+                })
+                .collect(),
             agents: streams
                 .into_iter()
                 .map(|s| AgentStream {
@@ -150,8 +211,47 @@ impl UsageQuery {
                     gaps: s.gaps,
                     lag_seconds: s.lag_seconds,
                     last_received_at: s.last_received_at,
+                    overlap_seconds: s.overlap_seconds,
                 })
                 .collect(),
         })
+    }
+}
+
+#[derive(Default)]
+pub struct IngestMutation;
+
+#[Object]
+impl IngestMutation {
+    /// Puts a quarantined batch back in the ingest journal, once what stopped its
+    /// aggregation is fixed (operator; audited). False when no such batch is quarantined.
+    async fn requeue_quarantined_batch(&self, ctx: &Context<'_>, batch_id: ID) -> Result<bool> {
+        let internal = |e: neocloud_metering::MeteringError| ApiError::Internal {
+            message: e.to_string(),
+        };
+        let principal = super::principal(ctx)?;
+        principal.require_operator()?;
+        let id: uuid::Uuid = super::scalars::parse_id("batchId", &batch_id)?;
+        let db = super::db(ctx)?;
+        let txn = db.begin().await.map_err(ApiError::from)?;
+        let requeued = ingest::requeue(&txn, id).await.map_err(internal)?;
+        if requeued {
+            audit::record(
+                &txn,
+                principal,
+                audit::Entry {
+                    tenant_id: None,
+                    action: "ingest_batch.requeue",
+                    object_type: "ingest_batch",
+                    object_id: id.to_string(),
+                    before: Some(serde_json::json!({"state": "quarantined"})),
+                    after: Some(serde_json::json!({"state": "pending"})),
+                },
+            )
+            .await
+            .map_err(ApiError::from)?;
+        }
+        txn.commit().await.map_err(ApiError::from)?;
+        Ok(requeued)
     }
 }

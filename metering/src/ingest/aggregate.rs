@@ -5,13 +5,16 @@
 //! (an advisory lock on PostgreSQL, the write lock on SQLite); a node's batches are
 //! taken in the order they were acknowledged.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use neocloud_schema::ingest::Batch;
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ingest::{Batch, DeviceSample};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
+use super::fold::Candidate;
 use super::store::{GpuFacts, NodeFacts};
 use super::{fold, journal, store};
 use crate::coverage::{self, RecordedWindow, window_masks};
@@ -24,15 +27,71 @@ pub const PASS: u64 = 1000;
 struct Effects {
     counted_seconds: i64,
     overlap_seconds: i64,
+    anomalies: Vec<Anomaly>,
+}
+
+/// A value ingest clamped or did not count (`ingest_anomalies`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Anomaly {
+    pub batch_id: Uuid,
+    pub node_id: Uuid,
+    pub kind: &'static str,
+    pub device: String,
+    pub detail: String,
+}
+
+/// One journaled batch of a pass, with its node.
+struct Item<'a> {
+    id: Uuid,
+    node: &'a NodeFacts,
+    batch: &'a Batch,
 }
 
 /// Aggregates up to `limit` of the oldest journaled batches (only those with an id up to
-/// `upto`, when given); returns how many it aggregated.
+/// `upto`, when given); returns how many it took off the journal. A pass the database
+/// refuses is retried batch by batch: a batch that fails alone is quarantined with the
+/// reason, so one row can never stop aggregation.
 pub async fn aggregate(
     db: &DatabaseConnection,
     limit: u64,
     upto: Option<Uuid>,
 ) -> Result<usize, DbErr> {
+    match pass(db, limit, upto).await {
+        Ok(done) => Ok(done),
+        Err(error) if limit > 1 => {
+            tracing::warn!(%error, "An aggregation pass failed; aggregating its batches one by one.");
+            one_by_one(db, limit, upto).await
+        }
+        Err(_) => one_by_one(db, 1, upto).await,
+    }
+}
+
+/// Aggregates the oldest batches one transaction each, quarantining a batch whose own
+/// transaction fails.
+async fn one_by_one(
+    db: &DatabaseConnection,
+    limit: u64,
+    upto: Option<Uuid>,
+) -> Result<usize, DbErr> {
+    let mut done = 0;
+    for _ in 0..limit {
+        match pass(db, 1, upto).await {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(error) => {
+                let reason = format!("aggregation failed: {error}");
+                if !store::quarantine_oldest(db, upto, &reason).await? {
+                    break;
+                }
+                done += 1;
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// One pass in one transaction: reads, folds, writes and deletes the journal rows.
+async fn pass(db: &DatabaseConnection, limit: u64, upto: Option<Uuid>) -> Result<usize, DbErr> {
     let started = std::time::Instant::now();
     let txn = db.begin().await?;
     store::lock_aggregation(&txn).await?;
@@ -41,17 +100,12 @@ pub async fn aggregate(
     for row in &rows {
         match journal::decode(&row.payload) {
             Ok(batch) => batches.push((row.batch_id, row.node_id, batch)),
-            // Left in the journal (never dropped) for a build that reads its format.
-            Err(error) => tracing::error!(
-                batch_id = %row.batch_id,
-                %error,
-                "A journaled batch cannot be read; it stays in the journal."
-            ),
+            // Kept aside, never dropped, for a build that reads its format.
+            Err(error) => {
+                let reason = format!("the journaled batch cannot be read: {error}");
+                store::quarantine(&txn, row, &reason).await?;
+            }
         }
-    }
-    if batches.is_empty() {
-        txn.commit().await?;
-        return Ok(0);
     }
     let node_ids: Vec<Uuid> = batches
         .iter()
@@ -60,14 +114,14 @@ pub async fn aggregate(
         .into_iter()
         .collect();
     let nodes = store::nodes_with_gpus(&txn, &node_ids).await?;
-    let mut ids = Vec::with_capacity(batches.len());
-    let mut items: Vec<(&NodeFacts, &Batch)> = Vec::with_capacity(batches.len());
+    let mut items: Vec<Item> = Vec::with_capacity(batches.len());
     for (id, node, batch) in &batches {
         match nodes.get(node) {
-            Some(node) => {
-                ids.push(*id);
-                items.push((node, batch));
-            }
+            Some(node) => items.push(Item {
+                id: *id,
+                node,
+                batch,
+            }),
             None => tracing::warn!(
                 batch_id = %id,
                 "The node of a journaled batch is gone; its usage is not counted."
@@ -75,40 +129,29 @@ pub async fn aggregate(
         }
     }
     let effects = fold_batches(&txn, &nodes, &items).await?;
-    let overlaps: Vec<(Uuid, &Batch, i64)> = ids
+    let overlaps: Vec<(Uuid, i64)> = items
         .iter()
-        .zip(&items)
         .zip(&effects)
         .filter(|(_, e)| e.overlap_seconds > 0)
-        .map(|((id, (_, batch)), e)| (*id, *batch, e.overlap_seconds))
+        .map(|(item, e)| (item.id, e.overlap_seconds))
         .collect();
-    store::record_overlaps(
-        &txn,
-        &overlaps
-            .iter()
-            .map(|(id, _, s)| (*id, *s))
-            .collect::<Vec<_>>(),
-    )
-    .await?;
+    store::record_overlaps(&txn, &overlaps).await?;
+    let anomalies: Vec<&Anomaly> = effects.iter().flat_map(|e| &e.anomalies).collect();
+    store::record_anomalies(&txn, &anomalies).await?;
     let done: Vec<Uuid> = batches.iter().map(|(id, _, _)| *id).collect();
     store::delete_pending(&txn, &done).await?;
     txn.commit().await?;
-    for (_, batch, overlap_seconds) in overlaps {
-        tracing::warn!(
-            agent_id = %batch.agent_id,
-            boot_id = %batch.boot_id,
-            seq = batch.seq,
-            overlap_seconds,
-            "Batch overlaps time already counted for its devices; the overlap was ignored."
-        );
+    for anomaly in anomalies {
+        tracing::warn!(batch_id = %anomaly.batch_id, device = %anomaly.device, kind = anomaly.kind, detail = %anomaly.detail, "Ingest did not count a value as reported.");
     }
     tracing::debug!(
         batches = done.len(),
         ms = started.elapsed().as_secs_f64() * 1000.0,
         counted_seconds = effects.iter().map(|e| e.counted_seconds).sum::<i64>(),
+        overlapping_batches = overlaps.len(),
         "Journaled batches aggregated."
     );
-    Ok(done.len())
+    Ok(rows.len())
 }
 
 /// Aggregates every batch acknowledged before the call (those journaled since may be
@@ -128,14 +171,14 @@ pub async fn settle(db: &DatabaseConnection) -> Result<(), DbErr> {
 async fn fold_batches<C: ConnectionTrait>(
     txn: &C,
     nodes: &HashMap<Uuid, NodeFacts>,
-    items: &[(&NodeFacts, &Batch)],
+    items: &[Item<'_>],
 ) -> Result<Vec<Effects>, DbErr> {
-    let Some(from) = items.iter().map(|(_, b)| b.window.start).min() else {
+    let Some(from) = items.iter().map(|i| i.batch.window.start).min() else {
         return Ok(Vec::new());
     };
     let to = items
         .iter()
-        .map(|(_, b)| b.window.end)
+        .map(|i| i.batch.window.end)
         .max()
         .unwrap_or(from);
     let node_ids: Vec<Uuid> = nodes.keys().copied().collect();
@@ -148,10 +191,13 @@ async fn fold_batches<C: ConnectionTrait>(
     let mut cursors_changed = BTreeSet::new();
     let mut buckets = store::Buckets::new();
     let mut all_effects = Vec::with_capacity(items.len());
-    for (node, batch) in items {
+    for item in items {
+        let (node, batch) = (item.node, item.batch);
         let mut effects = Effects::default();
         let masks = window_masks(batch.window.start, batch.window.end);
         let earlier = recorded.entry(node.id).or_default();
+        // MIG instances credited in this batch, by (allocation, GPU): one each.
+        let mut claimed: HashMap<(Uuid, &str), &str> = HashMap::new();
         for device in &batch.devices {
             let mut fresh = BTreeMap::new();
             for (minute, mask) in &masks {
@@ -162,34 +208,33 @@ async fn fold_batches<C: ConnectionTrait>(
                     fresh.insert(*minute, new);
                 }
             }
-            effects.counted_seconds += fresh
-                .values()
-                .map(|m| i64::from(m.count_ones()))
-                .sum::<i64>();
+            let fresh_seconds: i64 = fresh.values().map(|m| i64::from(m.count_ones())).sum();
+            effects.counted_seconds += fresh_seconds;
             let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-            let energy_kwh = match (
-                device.parent_uuid.is_none() && !fresh.is_empty(),
-                device.energy_mj,
-            ) {
-                (true, Some(mj)) => {
-                    let node_cursors = cursors.entry(node.id).or_default();
-                    let (kwh, cursor) =
-                        store::energy_delta(node_cursors.get(&device.uuid), mj, batch.window.end);
-                    if let Some(cursor) = cursor {
-                        node_cursors.insert(device.uuid.clone(), cursor);
-                        cursors_changed.insert(node.id);
-                    }
-                    kwh
+            let gpu = gpu_by_uuid.get(physical).copied();
+            let mut energy_kwh = Decimal::ZERO;
+            if let (None, Some(mj), true) =
+                (&device.parent_uuid, device.energy_mj, fresh_seconds > 0)
+            {
+                let node_cursors = cursors.entry(node.id).or_default();
+                let (kwh, cursor) =
+                    store::energy_delta(node_cursors.get(&device.uuid), mj, batch.window.end);
+                if let Some(cursor) = cursor {
+                    node_cursors.insert(device.uuid.clone(), cursor);
+                    cursors_changed.insert(node.id);
                 }
-                _ => Decimal::ZERO,
-            };
-            let device_candidates = gpu_by_uuid
-                .get(physical)
+                energy_kwh = bounded_energy(item, device, gpu, kwh, fresh_seconds, &mut effects);
+            }
+            let all = gpu
                 .and_then(|g| candidates.get(&g.id))
                 .map_or(&[][..], Vec::as_slice);
+            let device_candidates = unclaimed(item, device, physical, all, &claimed, &mut effects);
             // An allocation's bucket sums all its devices; seconds nobody holds stay per
             // device, for utilization reports.
-            for inc in fold::fold(device, &fresh, device_candidates, energy_kwh) {
+            for inc in fold::fold(device, &fresh, &device_candidates, energy_kwh) {
+                if device.parent_uuid.is_some() && !inc.allocation.is_nil() {
+                    claimed.insert((inc.allocation, physical), device.uuid.as_str());
+                }
                 let device = if inc.allocation.is_nil() {
                     device.uuid.clone()
                 } else {
@@ -211,4 +256,73 @@ async fn fold_batches<C: ConnectionTrait>(
     store::save_energy(txn, &energy_rows).await?;
     store::add_increments(txn, &buckets).await?;
     Ok(all_effects)
+}
+
+/// A GPU draws at most its board power limit: energy beyond the limit over the seconds
+/// counted is impossible (a reset counter, a second agent's counter, a lie) and is clamped
+/// to it, and flagged.
+fn bounded_energy(
+    item: &Item<'_>,
+    device: &DeviceSample,
+    gpu: Option<&GpuFacts>,
+    kwh: Decimal,
+    seconds: i64,
+    effects: &mut Effects,
+) -> Decimal {
+    let Some(watts) = gpu
+        .and_then(|g| g.model.parse::<GpuModel>().ok())
+        .map(|m| m.spec().max_power_w)
+    else {
+        return kwh;
+    };
+    // W × s / 3.6e6 = kWh.
+    let limit = Decimal::from(u64::from(watts) * seconds.unsigned_abs()) / Decimal::from(3_600_000);
+    if kwh <= limit {
+        return kwh;
+    }
+    effects.anomalies.push(Anomaly {
+        batch_id: item.id,
+        node_id: item.node.id,
+        kind: "energy_clamped",
+        device: device.uuid.clone(),
+        detail: format!(
+            "{} kWh reported for {seconds} s; a {watts} W GPU draws at most {} kWh",
+            kwh.normalize(),
+            limit.round_dp(6).normalize()
+        ),
+    });
+    limit
+}
+
+/// The device's candidates without allocations another MIG instance of the same GPU was
+/// already credited to in this batch: an allocation holds one instance per GPU.
+fn unclaimed<'c>(
+    item: &Item<'_>,
+    device: &DeviceSample,
+    physical: &str,
+    candidates: &'c [Candidate],
+    claimed: &HashMap<(Uuid, &str), &str>,
+    effects: &mut Effects,
+) -> Cow<'c, [Candidate]> {
+    if let Some(owner) = fold::mig_owner(device, candidates)
+        && let Some(first) = claimed.get(&(owner.allocation, physical))
+    {
+        effects.anomalies.push(Anomaly {
+            batch_id: item.id,
+            node_id: item.node.id,
+            kind: "mig_instance_unattributed",
+            device: device.uuid.clone(),
+            detail: format!(
+                "allocation {} holds one instance on {physical}, already counted from {first}",
+                owner.allocation
+            ),
+        });
+        let taken = owner.allocation;
+        return candidates
+            .iter()
+            .filter(|c| c.allocation != taken)
+            .cloned()
+            .collect();
+    }
+    Cow::Borrowed(candidates)
 }

@@ -203,6 +203,27 @@ fn process_increment(
     }
 }
 
+/// The allocation a MIG instance's seconds belong to: the one allocation of its profile on
+/// the GPU or, where several hold that profile, the one its processes name. `None` for a
+/// whole GPU or an instance nobody holds.
+pub fn mig_owner<'a>(device: &DeviceSample, candidates: &'a [Candidate]) -> Option<&'a Candidate> {
+    let profile = device.mig_profile.as_deref()?;
+    let same: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| matches!(&c.holding, Holding::Mig(p) if p == profile))
+        .collect();
+    if same.len() == 1 {
+        return same.first().copied();
+    }
+    // Several instances of the profile on this GPU: trust a process's allocation id, but
+    // only if it names one of them.
+    device
+        .processes
+        .iter()
+        .filter_map(|p| p.allocation_id)
+        .find_map(|id| same.iter().copied().find(|c| c.allocation == id.as_uuid()))
+}
+
 /// Folds one device's newly counted seconds (`fresh`, per minute) into increments.
 /// `energy_kwh` is the device's energy over the fresh seconds (whole GPUs only).
 pub fn fold(
@@ -217,26 +238,7 @@ pub fn fold(
     }
     let energy_per_second = energy_kwh / Decimal::from(total_seconds);
     let is_mig = device.uuid.starts_with("MIG-");
-    let mig_owner: Option<&Candidate> = if is_mig {
-        let profile = device.mig_profile.clone().unwrap_or_default();
-        let same: Vec<&Candidate> = candidates
-            .iter()
-            .filter(|c| c.holding == Holding::Mig(profile.clone()))
-            .collect();
-        if same.len() == 1 {
-            same.first().copied()
-        } else {
-            // Several instances of the profile on this GPU: trust a process's allocation id,
-            // but only if it names one of them.
-            device
-                .processes
-                .iter()
-                .filter_map(|p| p.allocation_id)
-                .find_map(|id| same.iter().copied().find(|c| c.allocation == id.as_uuid()))
-        }
-    } else {
-        None
-    };
+    let mig_owner = mig_owner(device, candidates);
     let whole: Vec<&Candidate> = candidates
         .iter()
         .filter(|c| c.holding == Holding::Whole)

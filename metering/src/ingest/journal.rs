@@ -22,7 +22,7 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-pub(super) fn encode(batch: &Batch) -> Result<Vec<u8>, String> {
+pub fn encode(batch: &Batch) -> Result<Vec<u8>, String> {
     let raw = postcard::to_stdvec(batch).map_err(|e| e.to_string())?;
     let compressed = COMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
         Some(compressor) => compressor.compress(&raw),
@@ -40,7 +40,7 @@ pub(super) fn encode(batch: &Batch) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-pub(super) fn decode(payload: &[u8]) -> Result<Batch, String> {
+pub fn decode(payload: &[u8]) -> Result<Batch, String> {
     match payload.split_first() {
         Some((&FORMAT_V1, compressed)) => {
             let size = Decompressor::upper_bound(compressed)

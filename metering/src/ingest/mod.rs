@@ -12,21 +12,24 @@
 
 mod aggregate;
 pub mod fold;
-mod journal;
+pub mod journal;
 mod store;
 pub mod writer;
 
 pub use aggregate::{aggregate, settle};
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
+use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ingest::{Batch, ValidationContext};
-use neocloud_schema::mig::{MigProfile, SLOTS_PER_GPU};
+use neocloud_schema::mig::{MigProfile, SLOTS_PER_GPU, fit_together};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use uuid::Uuid;
 
 use crate::error::MeteringError;
 use crate::health;
-use store::NodeFacts;
+use store::{GpuFacts, NodeFacts};
 
 /// The answer to a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +50,8 @@ pub fn parse(body: &[u8]) -> Result<Batch, MeteringError> {
     })
 }
 
-/// Checks the batch speaks for `node` and only about its devices.
+/// Checks the batch speaks for `node` and only about its devices, and that its MIG
+/// instances are ones the GPUs' geometry can hold.
 fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
     if batch.agent_id != node.hostname {
         return Err(MeteringError::Forbidden {
@@ -57,6 +61,7 @@ fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
             ),
         });
     }
+    let mut instances: HashMap<&str, Vec<MigProfile>> = HashMap::new();
     for (i, device) in batch.devices.iter().enumerate() {
         let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
         let Some(gpu) = node.gpus.iter().find(|g| g.uuid == physical) else {
@@ -67,23 +72,68 @@ fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
                 ),
             });
         };
-        if let Some(profile) = &device.mig_profile {
-            let model = gpu.model.parse().map_err(|_| {
-                MeteringError::invalid(
-                    format!("devices[{i}].mig_profile"),
-                    "the GPU's model is unknown",
-                )
-            })?;
-            if !node.mig_enabled {
-                return Err(MeteringError::invalid(
-                    format!("devices[{i}].mig_profile"),
-                    "the node's GPUs are not in MIG mode",
-                ));
-            }
-            MigProfile::parse(profile, model).map_err(|e| {
-                MeteringError::invalid(format!("devices[{i}].mig_profile"), e.to_string())
-            })?;
+        if let Some(name) = &device.mig_profile {
+            let profile = mig_profile(i, name, gpu, node.mig_enabled)?;
+            check_instance_memory(i, device, profile, gpu)?;
+            instances.entry(physical).or_default().push(profile);
         }
+    }
+    for (gpu, profiles) in instances {
+        if !fit_together(&profiles) {
+            return Err(MeteringError::invalid(
+                "devices",
+                format!(
+                    "{} MIG instances on {gpu} cannot exist together on one GPU",
+                    profiles.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The MIG profile a device of `gpu` names, if the GPU can have it now.
+fn mig_profile(
+    i: usize,
+    name: &str,
+    gpu: &GpuFacts,
+    mig_enabled: bool,
+) -> Result<MigProfile, MeteringError> {
+    let field = || format!("devices[{i}].mig_profile");
+    let model = gpu
+        .model
+        .parse()
+        .map_err(|_| MeteringError::invalid(field(), "the GPU's model is unknown"))?;
+    if !mig_enabled {
+        return Err(MeteringError::invalid(
+            field(),
+            "the node's GPUs are not in MIG mode",
+        ));
+    }
+    MigProfile::parse(name, model).map_err(|e| MeteringError::invalid(field(), e.to_string()))
+}
+
+/// A MIG instance uses at most its own slice of the framebuffer.
+fn check_instance_memory(
+    i: usize,
+    device: &neocloud_schema::ingest::DeviceSample,
+    profile: MigProfile,
+    gpu: &GpuFacts,
+) -> Result<(), MeteringError> {
+    let Ok(model) = gpu.model.parse() else {
+        return Ok(());
+    };
+    let limit = profile.memory_mib(model) << 20;
+    let used = std::iter::once(device.fb_used_bytes)
+        .chain(device.processes.iter().map(|p| p.fb_used_bytes))
+        .flatten()
+        .max()
+        .unwrap_or(0);
+    if used > limit {
+        return Err(MeteringError::invalid(
+            format!("devices[{i}].fb_used_bytes"),
+            format!("{used} bytes is more than the instance's {limit} bytes"),
+        ));
     }
     Ok(())
 }
@@ -257,6 +307,12 @@ fn check(batch: &Batch, node: &NodeFacts, now: DateTime<Utc>) -> Result<(), Mete
             .max()
             .unwrap_or(0)
             * (1 << 20),
+        max_power_w: gpus
+            .iter()
+            .filter_map(|g| g.model.parse::<GpuModel>().ok())
+            .map(|m| m.spec().max_power_w)
+            .max()
+            .unwrap_or(u32::MAX),
     };
     batch.validate(&ctx)?;
     authorize(batch, node)
@@ -273,6 +329,72 @@ pub struct StreamHealth {
     /// Seconds from the end of the newest window to `now`.
     pub lag_seconds: i64,
     pub last_received_at: DateTime<Utc>,
+    /// Device-seconds its batches reported that another batch had already counted (a
+    /// second agent on the node, a resent window): never counted twice.
+    pub overlap_seconds: i64,
+}
+
+/// A journaled batch moved aside because it could not be aggregated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantined {
+    pub batch_id: Uuid,
+    pub node_id: Uuid,
+    pub reason: String,
+    pub quarantined_at: DateTime<Utc>,
+}
+
+/// A reported value ingest clamped or did not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestAnomaly {
+    pub batch_id: Uuid,
+    pub node_id: Uuid,
+    /// `energy_clamped` or `mig_instance_unattributed`.
+    pub kind: String,
+    pub device: String,
+    pub detail: String,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// The newest `limit` quarantined batches.
+pub async fn quarantined(
+    db: &DatabaseConnection,
+    limit: u64,
+) -> Result<Vec<Quarantined>, MeteringError> {
+    Ok(store::quarantined(db, limit)
+        .await?
+        .into_iter()
+        .map(|(batch_id, node_id, reason, quarantined_at)| Quarantined {
+            batch_id,
+            node_id,
+            reason,
+            quarantined_at,
+        })
+        .collect())
+}
+
+/// The newest `limit` anomalies.
+pub async fn anomalies(
+    db: &DatabaseConnection,
+    limit: u64,
+) -> Result<Vec<IngestAnomaly>, MeteringError> {
+    Ok(store::anomalies(db, limit)
+        .await?
+        .into_iter()
+        .map(|a| IngestAnomaly {
+            batch_id: a.batch_id,
+            node_id: a.node_id,
+            kind: a.kind,
+            device: a.device,
+            detail: a.detail,
+            recorded_at: a.recorded_at,
+        })
+        .collect())
+}
+
+/// Puts a quarantined batch back in the journal (once its cause is fixed), in the caller's
+/// transaction; false when no such batch is quarantined.
+pub async fn requeue<C: ConnectionTrait>(conn: &C, batch_id: Uuid) -> Result<bool, MeteringError> {
+    Ok(store::requeue(conn, batch_id).await?)
 }
 
 /// Batches acknowledged and not yet aggregated: the journal's backlog (near zero while

@@ -5,19 +5,21 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, gpu, gpu_event, ingest_batch, ingest_pending, node, node_energy,
-    usage_minute,
+    allocation, allocation_gpu, gpu, gpu_event, ingest_anomaly, ingest_batch, ingest_pending,
+    ingest_quarantine, node, node_energy, usage_minute,
 };
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, LockType, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend,
+    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+    Statement, TransactionTrait,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::aggregate::Anomaly;
 use super::fold::{Candidate, Holding, Increment};
 use crate::coverage::{RecordedWindow, window_masks};
 
@@ -267,6 +269,124 @@ pub(super) async fn delete_pending<C: ConnectionTrait>(
         .exec(conn)
         .await
         .map(|_| ())
+}
+
+/// Moves a journal row aside with the reason (in the caller's transaction).
+pub(super) async fn quarantine<C: ConnectionTrait>(
+    conn: &C,
+    row: &ingest_pending::Model,
+    reason: &str,
+) -> Result<(), DbErr> {
+    tracing::error!(batch_id = %row.batch_id, reason, "A journaled batch was quarantined.");
+    ingest_quarantine::ActiveModel {
+        batch_id: Set(row.batch_id),
+        node_id: Set(row.node_id),
+        payload: Set(row.payload.clone()),
+        reason: Set(printable(reason)),
+        quarantined_at: Set(Utc::now()),
+    }
+    .insert(conn)
+    .await?;
+    delete_pending(conn, &[row.batch_id]).await
+}
+
+/// Quarantines the oldest journal row (up to `upto`); false when there is none.
+pub(super) async fn quarantine_oldest(
+    db: &DatabaseConnection,
+    upto: Option<Uuid>,
+    reason: &str,
+) -> Result<bool, DbErr> {
+    let txn = db.begin().await?;
+    lock_aggregation(&txn).await?;
+    let Some(row) = pending(&txn, 1, upto).await?.pop() else {
+        return Ok(false);
+    };
+    quarantine(&txn, &row, reason).await?;
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// A database's error text may quote the bad bytes it refused: keep it storable.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+pub(super) async fn record_anomalies<C: ConnectionTrait>(
+    conn: &C,
+    anomalies: &[&Anomaly],
+) -> Result<(), DbErr> {
+    let now = Utc::now();
+    for chunk in anomalies.chunks(CHUNK) {
+        let models = chunk.iter().map(|a| ingest_anomaly::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            batch_id: Set(a.batch_id),
+            node_id: Set(a.node_id),
+            kind: Set(a.kind.to_owned()),
+            device: Set(a.device.clone()),
+            detail: Set(a.detail.clone()),
+            recorded_at: Set(now),
+        });
+        ingest_anomaly::Entity::insert_many(models)
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The newest `limit` quarantined batches, newest first.
+pub(super) async fn quarantined<C: ConnectionTrait>(
+    conn: &C,
+    limit: u64,
+) -> Result<Vec<(Uuid, Uuid, String, DateTime<Utc>)>, DbErr> {
+    ingest_quarantine::Entity::find()
+        .select_only()
+        .columns([
+            ingest_quarantine::Column::BatchId,
+            ingest_quarantine::Column::NodeId,
+            ingest_quarantine::Column::Reason,
+            ingest_quarantine::Column::QuarantinedAt,
+        ])
+        .order_by_desc(ingest_quarantine::Column::QuarantinedAt)
+        .limit(limit)
+        .into_tuple()
+        .all(conn)
+        .await
+}
+
+/// The newest `limit` anomalies, newest first.
+pub(super) async fn anomalies<C: ConnectionTrait>(
+    conn: &C,
+    limit: u64,
+) -> Result<Vec<ingest_anomaly::Model>, DbErr> {
+    ingest_anomaly::Entity::find()
+        .order_by_desc(ingest_anomaly::Column::RecordedAt)
+        .order_by_desc(ingest_anomaly::Column::Id)
+        .limit(limit)
+        .all(conn)
+        .await
+}
+
+/// Puts a quarantined batch back in the journal; false when it is not quarantined.
+pub(super) async fn requeue<C: ConnectionTrait>(conn: &C, batch_id: Uuid) -> Result<bool, DbErr> {
+    let Some(row) = ingest_quarantine::Entity::find_by_id(batch_id)
+        .one(conn)
+        .await?
+    else {
+        return Ok(false);
+    };
+    ingest_pending::ActiveModel {
+        batch_id: Set(row.batch_id),
+        node_id: Set(row.node_id),
+        payload: Set(row.payload),
+    }
+    .insert(conn)
+    .await?;
+    ingest_quarantine::Entity::delete_by_id(batch_id)
+        .exec(conn)
+        .await?;
+    Ok(true)
 }
 
 /// Notes on each batch how many of its device-seconds overlapped time already counted.
@@ -730,8 +850,17 @@ fn bucket_row(
     }
 }
 
-/// (agent_id, boot_id, last seq, batches, newest window end, last received) of a stream.
-type StreamRow = (String, Uuid, i64, i64, DateTime<Utc>, DateTime<Utc>);
+/// (agent_id, boot_id, last seq, batches, newest window end, last received, overlapping
+/// device-seconds) of a stream.
+type StreamRow = (
+    String,
+    Uuid,
+    i64,
+    i64,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    Option<i64>,
+);
 
 /// Per `(agent_id, boot_id)`: last seq, how many below it are missing, lag — summed in the
 /// database, since batch ids are kept for ever.
@@ -747,6 +876,11 @@ pub(super) async fn streams<C: ConnectionTrait>(
         .column_as(ingest_batch::Column::Seq.count(), "batches")
         .column_as(ingest_batch::Column::WindowEnd.max(), "last_end")
         .column_as(ingest_batch::Column::ReceivedAt.max(), "last_received_at")
+        // SUM of a BIGINT is NUMERIC on PostgreSQL: read it back as BIGINT on both.
+        .column_as(
+            Expr::cust("CAST(SUM(overlap_seconds) AS BIGINT)"),
+            "overlap_seconds",
+        )
         .group_by(ingest_batch::Column::AgentId)
         .group_by(ingest_batch::Column::BootId)
         .into_tuple()
@@ -755,7 +889,7 @@ pub(super) async fn streams<C: ConnectionTrait>(
     let mut out: Vec<super::StreamHealth> = rows
         .into_iter()
         .map(
-            |(agent_id, boot_id, last_seq, batches, last_end, last_received_at)| {
+            |(agent_id, boot_id, last_seq, batches, last_end, last_received_at, overlap)| {
                 super::StreamHealth {
                     agent_id,
                     boot_id,
@@ -763,6 +897,7 @@ pub(super) async fn streams<C: ConnectionTrait>(
                     gaps: last_seq - batches,
                     lag_seconds: (now - last_end).num_seconds().max(0),
                     last_received_at,
+                    overlap_seconds: overlap.unwrap_or(0),
                 }
             },
         )
