@@ -46,6 +46,7 @@ error_codes! {
     InvalidState => "INVALID_STATE", CONFLICT;
     BudgetExceeded => "BUDGET_EXCEEDED", CONFLICT;
     PayloadTooLarge => "PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE;
+    UnsupportedEncoding => "UNSUPPORTED_ENCODING", UNSUPPORTED_MEDIA_TYPE;
     RateLimited => "RATE_LIMITED", TOO_MANY_REQUESTS;
     Unavailable => "UNAVAILABLE", SERVICE_UNAVAILABLE;
     Internal => "INTERNAL", INTERNAL_SERVER_ERROR;

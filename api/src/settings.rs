@@ -24,6 +24,7 @@ pub struct Settings {
     pub ordering: OrderingSettings,
     pub billing: BillingSettings,
     pub budgets: BudgetSettings,
+    pub exposure: ExposureSettings,
     /// Stripe's secret API key (`NEOCLOUD_STRIPE_SECRET_KEY`); without it invoices are
     /// collected outside neocloud (payment state `external`).
     #[serde(default)]
@@ -34,6 +35,17 @@ pub struct Settings {
     /// Stripe's API base URL (`NEOCLOUD_STRIPE_API_BASE`; a localstripe URL in tests).
     #[serde(default)]
     pub stripe_api_base: Option<String>,
+}
+
+/// What answers without an API key: a per-deployment choice.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct ExposureSettings {
+    /// GraphQL introspection without a key (`true`: schema explorers and client
+    /// generators work before sign-in; every other query needs a key either way).
+    pub introspection_without_key: bool,
+    /// `/metrics` without a key from any address (`false`: only from loopback, where a
+    /// node-local Prometheus or agent scrapes; others send an operator key).
+    pub metrics_without_key: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -146,6 +158,10 @@ charge_retry_seconds = "86400,172800,172800"
 
 [budgets]
 sweep_seconds = 30
+
+[exposure]
+introspection_without_key = true
+metrics_without_key = false
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -227,6 +243,10 @@ impl Settings {
                 charge_retry_seconds: "86400,172800,172800".into(),
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
+            exposure: ExposureSettings {
+                introspection_without_key: true,
+                metrics_without_key: false,
+            },
             stripe_secret_key: None,
             stripe_webhook_secret: None,
             stripe_api_base: None,

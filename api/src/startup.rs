@@ -34,6 +34,8 @@ pub struct AppState {
     pub ingest: neocloud_metering::ingest::writer::Writer,
     /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
     pub stripe_webhook_secret: Option<secrecy::SecretString>,
+    /// What answers without a key.
+    pub exposure: crate::settings::ExposureSettings,
 }
 
 pub struct Application {
@@ -102,6 +104,7 @@ impl Application {
                 INGEST_GROUP,
             ),
             stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
+            exposure: settings.exposure,
             ordering,
             rate_limiter: RateLimiter::new(
                 settings.limits.requests_per_second,
@@ -118,12 +121,14 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(body_limit))
                 .wrap(Compress::default())
+                .wrap(from_fn(observe::known_encoding))
                 .wrap(from_fn(observe::observe))
                 .route("/healthz", web::get().to(health::healthz))
                 .route("/readyz", web::get().to(health::readyz))
                 .route("/metrics", web::get().to(metrics::metrics))
                 .route("/graphql", web::post().to(graphql::graphql))
                 .route("/graphql", web::get().to(graphql::graphiql))
+                .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
                 .route("/v1/agents/inventory", web::get().to(agents::inventory))
                 .route("/v1/agents/assignments", web::get().to(agents::assignments))
                 .route("/v1/invoices/{id}/export", web::get().to(invoices::export))

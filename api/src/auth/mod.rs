@@ -18,6 +18,7 @@ use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
 use neocloud_schema::vocabulary::Role;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use serde_json::json;
+use uuid::Uuid;
 
 use crate::audit;
 use crate::error::{ApiError, ApiResult};
@@ -243,6 +244,62 @@ pub async fn revoke_key(
     txn.commit().await?;
     agent_tokens::forget_all();
     Ok(revoked)
+}
+
+/// `agentTokens` of a node (operator): every token it was given, newest last.
+pub async fn agent_tokens(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    node: NodeId,
+) -> ApiResult<Vec<api_key::Model>> {
+    actor.require_operator()?;
+    Ok(store::agent_tokens_of(db, node).await?)
+}
+
+/// `rotateAgentToken` (operator): a new token for the node's agent, and every token it
+/// held before revoked, in one transaction — the old token stops working the moment the
+/// new one exists. Audited; the secret is shown once.
+pub async fn rotate_agent_token(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    node: NodeId,
+    hostname: &str,
+) -> ApiResult<MintedKey> {
+    actor.require_operator()?;
+    let txn = crate::db::begin_write(db).await?;
+    let now = Utc::now();
+    let mut revoked = Vec::new();
+    for key in store::agent_tokens_of(&txn, node).await? {
+        if key.revoked_at.is_none() {
+            revoked.push(store::describe(&store::revoke(&txn, &key, now).await?));
+        }
+    }
+    let label = format!("agent of {hostname}");
+    let minted = mint(
+        &txn,
+        Role::Agent,
+        None,
+        Some(node),
+        &label,
+        Some(actor.key_id),
+    )
+    .await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "agent_token.rotate",
+            object_type: "node",
+            object_id: Uuid::from(node).to_string(),
+            before: Some(json!({"revoked": revoked})),
+            after: Some(store::describe(&minted.key)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    agent_tokens::forget_all();
+    Ok(minted)
 }
 
 /// `neocloud admin create-operator-key`: an operator key with no key behind it (the

@@ -267,6 +267,44 @@ pub(crate) async fn register_in(
     })
 }
 
+/// How `node` finds one node.
+#[derive(Debug, Clone)]
+pub enum NodeLookup {
+    Id(NodeId),
+    Hostname(String),
+}
+
+/// `node(id | hostname)` (operator): one node with its GPUs, or `NOT_FOUND`.
+pub async fn find_node(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    lookup: NodeLookup,
+) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
+    actor.require_operator()?;
+    let found = match &lookup {
+        NodeLookup::Id(id) => store::find(db, *id).await?,
+        NodeLookup::Hostname(hostname) => store::find_by_hostname(db, hostname).await?,
+    };
+    let node = found.ok_or_else(|| ApiError::not_found("node"))?;
+    let gpus = store::gpus_of(db, &[node.id]).await?;
+    Ok((node, gpus))
+}
+
+/// `rotateAgentToken` (operator): the node's new agent token; its old ones are revoked.
+pub async fn rotate_agent_token(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: NodeId,
+) -> ApiResult<RegisteredNode> {
+    let (node, gpus) = find_node(db, actor, NodeLookup::Id(id)).await?;
+    let agent_token = auth::rotate_agent_token(db, actor, id, &node.hostname).await?;
+    Ok(RegisteredNode {
+        node,
+        gpus,
+        agent_token,
+    })
+}
+
 /// `nodes` (operator): every node, oldest first.
 pub async fn list_nodes(
     db: &DatabaseConnection,

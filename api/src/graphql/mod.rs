@@ -3,6 +3,7 @@
 //! depth and complexity limits.
 
 mod api_keys;
+pub mod bounds;
 mod budgets;
 mod catalog;
 mod console;
@@ -56,6 +57,7 @@ pub struct Mutation(
     invoices::InvoiceMutation,
     budgets::BudgetMutation,
     payments::PaymentMutation,
+    usage::IngestMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

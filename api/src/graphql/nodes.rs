@@ -5,7 +5,8 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{gpu, node};
 
-use super::scalars::{GqlGpuHealth, GqlNodeState, connection, to_id};
+use super::scalars::{GqlGpuHealth, GqlNodeState, connection, parse_id, to_id};
+use crate::error::ApiError;
 use crate::fleet::{self, GpuInput, NodeRegistration};
 use crate::pagination::Page;
 
@@ -71,6 +72,24 @@ impl Node {
 
     async fn state(&self) -> GqlNodeState {
         self.node.state.into()
+    }
+
+    /// The agent tokens this node was given, oldest first, revoked ones included
+    /// (operator).
+    async fn agent_tokens(&self, ctx: &Context<'_>) -> Result<Vec<AgentToken>> {
+        let tokens =
+            crate::auth::agent_tokens(super::db(ctx)?, super::principal(ctx)?, self.node.id.into())
+                .await?;
+        Ok(tokens
+            .into_iter()
+            .map(|k| AgentToken {
+                id: to_id(k.id),
+                prefix: k.prefix,
+                created_at: k.created_at,
+                last_used_at: k.last_used_at,
+                revoked_at: k.revoked_at,
+            })
+            .collect())
     }
 
     async fn created_at(&self) -> DateTime<Utc> {
@@ -156,6 +175,23 @@ pub struct NodeQuery;
 
 #[Object]
 impl NodeQuery {
+    /// One node, by id or by hostname (operator). `NOT_FOUND` when there is none.
+    async fn node(
+        &self,
+        ctx: &Context<'_>,
+        id: Option<ID>,
+        hostname: Option<String>,
+    ) -> Result<Node> {
+        let lookup = match (id, hostname) {
+            (Some(id), None) => fleet::NodeLookup::Id(parse_id("id", &id)?),
+            (None, Some(hostname)) => fleet::NodeLookup::Hostname(hostname),
+            _ => return Err(ApiError::invalid("id", "give exactly one of id and hostname").into()),
+        };
+        let (node, gpus) =
+            fleet::find_node(super::db(ctx)?, super::principal(ctx)?, lookup).await?;
+        Ok(Node { node, gpus })
+    }
+
     /// Every registered node, oldest first (operator).
     #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
     async fn nodes(
@@ -216,4 +252,35 @@ impl NodeMutation {
             agent_token: registered.agent_token.secret,
         })
     }
+
+    /// Gives the node's agent a new token and revokes every token it held before, at once
+    /// (operator; audited). The new token is shown once: install it on the host.
+    async fn rotate_agent_token(
+        &self,
+        ctx: &Context<'_>,
+        node_id: ID,
+    ) -> Result<RegisterNodePayload> {
+        let id = parse_id("nodeId", &node_id)?;
+        let rotated =
+            fleet::rotate_agent_token(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        Ok(RegisterNodePayload {
+            node: Node {
+                node: rotated.node,
+                gpus: rotated.gpus,
+            },
+            agent_token: rotated.agent_token.secret,
+        })
+    }
+}
+
+/// One agent token of a node: never its secret.
+#[derive(SimpleObject)]
+pub struct AgentToken {
+    pub id: ID,
+    /// The token's public prefix (its first characters), to match it to a host.
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    /// Refreshed at most once a minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
 }

@@ -1,12 +1,14 @@
 //! Prometheus metrics. Labels keep bounded cardinality: route patterns, never raw paths,
 //! tenant ids or GPU UUIDs.
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
 };
 
+use super::bearer;
+use crate::error::{ApiError, rest_error};
 use crate::startup::AppState;
 
 #[derive(Clone)]
@@ -102,7 +104,21 @@ impl Metrics {
     }
 }
 
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+/// The metrics, to loopback (or anyone, where the deployment says so) and to operator
+/// keys.
+pub async fn metrics(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let local = req.peer_addr().is_some_and(|a| a.ip().is_loopback());
+    if !(local || state.exposure.metrics_without_key) {
+        let principal = match bearer(&req) {
+            Some(key) => crate::auth::authenticate(&state.db, key).await,
+            None => Err(ApiError::Unauthenticated {
+                message: "send an operator key: `Authorization: Bearer <API key>`".into(),
+            }),
+        };
+        if let Err(err) = principal.and_then(|p| p.require_operator()) {
+            return rest_error(err.code(), &err.message());
+        }
+    }
     let queued = i64::try_from(state.ordering.queued_orders()).unwrap_or(i64::MAX);
     state.metrics.placement.queue_depth.set(queued);
     let mut body = Vec::new();

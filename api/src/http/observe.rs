@@ -3,12 +3,13 @@
 
 use std::time::Instant;
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
 use tracing::Instrument;
 
+use crate::error::{Code, rest_error};
 use crate::startup::AppState;
 
 pub async fn observe(
@@ -47,4 +48,33 @@ pub async fn observe(
             .observe(started.elapsed().as_secs_f64());
     }
     response
+}
+
+/// Request bodies the server decodes: anything else is refused (415) rather than read
+/// as if it were not encoded.
+const KNOWN_ENCODINGS: [&str; 4] = ["identity", "gzip", "deflate", "zstd"];
+
+/// Refuses a request whose `Content-Encoding` the server cannot decode.
+pub async fn known_encoding(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let encoding = req
+        .headers()
+        .get(actix_web::http::header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase());
+    if let Some(encoding) = encoding
+        && !KNOWN_ENCODINGS.contains(&encoding.as_str())
+    {
+        let response = rest_error(
+            Code::UnsupportedEncoding,
+            &format!(
+                "Content-Encoding `{encoding}` is not supported; send identity, gzip, deflate or zstd"
+            ),
+        );
+        return Ok(req.into_response(response).map_into_right_body());
+    }
+    next.call(req)
+        .await
+        .map(ServiceResponse::map_into_left_body)
 }

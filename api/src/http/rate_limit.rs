@@ -38,10 +38,16 @@ impl RateLimiter {
 
     /// Takes one token for `key`; `false` when the key is over its limit.
     pub fn allow(&self, key: ApiKeyId) -> bool {
-        self.allow_at(key, Instant::now())
+        self.allow_n(key, 1)
     }
 
-    fn allow_at(&self, key: ApiKeyId, now: Instant) -> bool {
+    /// Takes `n` tokens for `key` at once (a request making `n` mutations); `false`, and
+    /// none taken, when the key has fewer left.
+    pub fn allow_n(&self, key: ApiKeyId, n: usize) -> bool {
+        self.allow_at(key, Instant::now(), n)
+    }
+
+    fn allow_at(&self, key: ApiKeyId, now: Instant, n: usize) -> bool {
         if self.rate_per_second <= 0.0 {
             return true;
         }
@@ -61,8 +67,9 @@ impl RateLimiter {
         let elapsed = now.duration_since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * self.rate_per_second).min(self.burst);
         bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        let cost = n as f64;
+        if bucket.tokens >= cost {
+            bucket.tokens -= cost;
             true
         } else {
             false
@@ -80,11 +87,11 @@ mod tests {
         let limiter = RateLimiter::new(10, 5);
         let key = ApiKeyId::new();
         let t0 = Instant::now();
-        assert!((0..5).all(|_| limiter.allow_at(key, t0)));
-        assert!(!limiter.allow_at(key, t0));
+        assert!((0..5).all(|_| limiter.allow_at(key, t0, 1)));
+        assert!(!limiter.allow_at(key, t0, 1));
         // 100 ms at 10/s refills one token.
-        assert!(limiter.allow_at(key, t0 + Duration::from_millis(100)));
-        assert!(!limiter.allow_at(key, t0 + Duration::from_millis(100)));
+        assert!(limiter.allow_at(key, t0 + Duration::from_millis(100), 1));
+        assert!(!limiter.allow_at(key, t0 + Duration::from_millis(100), 1));
     }
 
     #[test]
@@ -92,9 +99,19 @@ mod tests {
         let limiter = RateLimiter::new(1, 1);
         let t0 = Instant::now();
         let (a, b) = (ApiKeyId::new(), ApiKeyId::new());
-        assert!(limiter.allow_at(a, t0));
-        assert!(!limiter.allow_at(a, t0));
-        assert!(limiter.allow_at(b, t0));
+        assert!(limiter.allow_at(a, t0, 1));
+        assert!(!limiter.allow_at(a, t0, 1));
+        assert!(limiter.allow_at(b, t0, 1));
+    }
+
+    #[test]
+    fn a_request_of_many_mutations_takes_a_token_for_each() {
+        let limiter = RateLimiter::new(1, 10);
+        let key = ApiKeyId::new();
+        let t0 = Instant::now();
+        assert!(!limiter.allow_at(key, t0, 11));
+        assert!(limiter.allow_at(key, t0, 10));
+        assert!(!limiter.allow_at(key, t0, 1));
     }
 
     #[test]
@@ -102,6 +119,6 @@ mod tests {
         let limiter = RateLimiter::new(0, 1);
         let key = ApiKeyId::new();
         let t0 = Instant::now();
-        assert!((0..1000).all(|_| limiter.allow_at(key, t0)));
+        assert!((0..1000).all(|_| limiter.allow_at(key, t0, 1)));
     }
 }
