@@ -10,6 +10,9 @@ use neocloud_api::settings::{LogFormat, Overrides, Settings};
 use neocloud_api::startup::Application;
 use neocloud_api::{auth, db, demo, graphql, telemetry};
 
+/// How long a stopping demo waits for its simulated agents to close their windows.
+const AGENTS_STOP: std::time::Duration = std::time::Duration::from_secs(15);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "neocloud",
@@ -152,6 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .map_or(String::new(), |p| format!(" (in {})", p.display()))
             );
             let (stop_agents, agents_stopped) = tokio::sync::watch::channel(false);
+            let mut agents = Vec::new();
             if !no_agents {
                 let spool_root = std::env::current_dir()?.join("neocloud-demo-spool");
                 for (i, agent) in credentials.agents.iter().enumerate() {
@@ -163,11 +167,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     );
                     let node = agent.node.clone();
                     let shutdown = agents_stopped.clone();
-                    tokio::spawn(async move {
+                    agents.push(tokio::spawn(async move {
                         if let Err(err) = simulated.run(shutdown).await {
                             tracing::warn!(%node, error = %err, "Simulated agent stopped.");
                         }
-                    });
+                    }));
                 }
                 println!(
                     "  simulated agents: one per node, spooling under {}",
@@ -175,8 +179,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             app.run_until_stopped().await?;
-            // Agents close their open windows into their spools.
+            // Agents close their open windows into their spools; the process waits for
+            // them (a bounded time) rather than cancelling them mid-stop.
             let _ = stop_agents.send(true);
+            let all_stopped = async {
+                for agent in agents {
+                    let _ = agent.await;
+                }
+            };
+            if tokio::time::timeout(AGENTS_STOP, all_stopped)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "Simulated agents did not stop in time; their spools keep what they sampled."
+                );
+            }
             Ok(())
         }
         Command::Migrate { database } => {

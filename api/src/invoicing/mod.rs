@@ -217,15 +217,35 @@ pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> Api
     ingest::settle(db).await?;
     let now = Utc::now();
     let mut closed = 0;
+    // One tenant whose close fails (bad data, a conflict) is logged and retried on the
+    // next sweep; it never holds back the others.
     for (tenant, end) in billing::due_for_close(db, now, &billing_config.policy).await? {
-        let txn = crate::db::begin_write(db).await?;
-        let (invoice, _) =
-            billing::close_period(&txn, tenant, end, now, &billing_config.policy).await?;
-        txn.commit().await?;
-        tracing::info!(tenant = %tenant, number = ?invoice.number, total = %invoice.total, "Billing period closed.");
-        closed += 1;
+        match close_one(db, billing_config, tenant, end, now).await {
+            Ok(()) => closed += 1,
+            Err(err) => tracing::error!(
+                tenant = %tenant,
+                code = err.code().as_str(),
+                message = %err.message(),
+                "Closing a billing period failed; the other tenants go on."
+            ),
+        }
     }
     Ok(closed)
+}
+
+async fn close_one(
+    db: &DatabaseConnection,
+    billing_config: &Billing,
+    tenant: uuid::Uuid,
+    end: chrono::DateTime<Utc>,
+    now: chrono::DateTime<Utc>,
+) -> ApiResult<()> {
+    let txn = crate::db::begin_write(db).await?;
+    let (invoice, _) =
+        billing::close_period(&txn, tenant, end, now, &billing_config.policy).await?;
+    txn.commit().await?;
+    tracing::info!(tenant = %tenant, number = ?invoice.number, total = %invoice.total, "Billing period closed.");
+    Ok(())
 }
 
 /// `voidInvoice` (operator).
