@@ -717,6 +717,257 @@ async fn orders_placed_together_keep_their_own_answers(backend: Backend) {
     assert_eq!(available(&app, &a, "h100").await, 16 - 14);
 }
 
+async fn create_sku(app: &TestApp, input: Value) -> String {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: CreateSkuInput!) { createSku(input: $i) { sku { id } } }",
+            json!({"i": input}),
+        )
+        .await;
+    r["data"]["createSku"]["sku"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("createSku failed: {r}"))
+        .to_owned()
+}
+
+/// Registers a node of `gpus` H100s in `region`, its own NVLink domain.
+async fn register_in(app: &TestApp, host: &str, region: &str, gpus: usize, mig: bool) {
+    let gpu_list: Vec<Value> = (0..gpus)
+        .map(|i| json!({"uuid": format!("GPU-{host}-{i}"), "index": i}))
+        .collect();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($h: String!, $r: String!, $g: [GpuRegistrationInput!]!, $m: Boolean!) {
+               registerNode(input: {hostname: $h, region: $r, zone: \"a\", rack: \"r01\",
+                 nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g, migEnabled: $m}) { node { id } } }",
+            json!({"h": host, "r": region, "g": gpu_list, "m": mig}),
+        )
+        .await;
+    assert!(r["data"]["registerNode"].is_object(), "{r}");
+}
+
+async fn release_order(app: &TestApp, key: &str, id: &Value) {
+    let r = app
+        .gql(
+            Some(key),
+            "mutation($id: ID!) { releaseOrder(id: $id) { order { status } } }",
+            json!({"id": id}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["releaseOrder"]["order"]["status"], "RELEASED",
+        "{r}"
+    );
+}
+
+async fn a_whole_node_order_takes_a_plain_node_before_a_mig_node(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    app.register_node("mig-0", "H100", 8, ", migEnabled: true")
+        .await;
+    app.register_node("hgx-0", "H100", 8, "").await;
+    let node_sku = create_sku(
+        &app,
+        json!({"name": "h100-node", "gpuModel": "H100", "form": "WHOLE_NODE", "region": "eu-west", "listPricePerHour": "19.92", "currency": "USD"}),
+    )
+    .await;
+    create_sku(
+        &app,
+        json!({"name": "h100-3g", "gpuModel": "H100", "form": "MIG", "migProfile": "3g.40gb", "region": "eu-west", "listPricePerHour": "1.07", "currency": "USD"}),
+    )
+    .await;
+    let (_, key) = app.create_tenant("acme").await;
+    assert_eq!(available(&app, &key, "h100-3g").await, 16);
+    let r = place(&app, &key, json!({"sku": node_sku, "count": 1})).await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    assert_eq!(alloc["node"]["hostname"], "hgx-0", "{r}");
+    assert_eq!(
+        available(&app, &key, "h100-3g").await,
+        16,
+        "no MIG slice was lost"
+    );
+    // With the plain node taken, bare metal may take the MIG node.
+    let r = place(&app, &key, json!({"sku": node_sku, "count": 1})).await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    assert_eq!(alloc["node"]["hostname"], "mig-0", "{r}");
+}
+
+/// Places every alternative of a refusal as an order (the refused order with the
+/// alternative's SKU and count), releasing each before the next.
+async fn place_each_alternative(app: &TestApp, key: &str, refused: &Value, alternatives: &[Value]) {
+    for alt in alternatives {
+        let mut input = refused.clone();
+        input["sku"] = alt["sku"].clone();
+        input["count"] = alt["count"].clone();
+        let r = place(app, key, input).await;
+        let order = &r["data"]["placeOrder"]["order"];
+        assert_eq!(order["status"], "ACTIVE", "alternative {alt}: {r}");
+        release_order(app, key, &order["id"]).await;
+    }
+}
+
+async fn every_alternative_offered_places_as_an_order(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    for (host, region, gpus, mig) in [
+        ("hgx-0", "eu-west", 8, false),
+        ("hgx-1", "eu-west", 8, false),
+        ("mig-0", "eu-west", 8, true),
+        ("hgx-us-0", "us-east", 8, false),
+        ("hgx-us-1", "us-east", 8, false),
+        ("mig-us-0", "us-east", 4, true),
+    ] {
+        register_in(&app, host, region, gpus, mig).await;
+    }
+    let mut skus = HashMap::new();
+    for (name, form, profile, region) in [
+        ("h100", "WHOLE_GPU", None, "eu-west"),
+        ("h100-us", "WHOLE_GPU", None, "us-east"),
+        ("h100-7g", "MIG", Some("7g.80gb"), "eu-west"),
+        ("h100-7g-us", "MIG", Some("7g.80gb"), "us-east"),
+        ("h100-1g", "MIG", Some("1g.10gb"), "eu-west"),
+        ("h100-1g-us", "MIG", Some("1g.10gb"), "us-east"),
+    ] {
+        let mut input = json!({"name": name, "gpuModel": "H100", "form": form, "region": region, "listPricePerHour": "1.00", "currency": "USD"});
+        if let Some(profile) = profile {
+            input["migProfile"] = json!(profile);
+        }
+        skus.insert(name, create_sku(&app, input).await);
+    }
+    let (_, key) = app.create_tenant("acme").await;
+    // One GPU in use: the largest domain still free holds 8.
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 1})).await;
+    assert!(r["data"]["placeOrder"]["order"]["id"].is_string(), "{r}");
+
+    // No NVLink domain holds 16 GPUs, in any region.
+    let refused = json!({"sku": skus["h100"], "count": 16,
+        "topology": {"level": "NVLINK_DOMAIN", "required": true}});
+    let r = place(&app, &key, refused.clone()).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let message = r["errors"][0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("can never fit")
+            && message.contains("the largest NVLink domain of H100 in eu-west holds 8 GPUs"),
+        "{message}"
+    );
+    let alternatives = r["errors"][0]["extensions"]["alternatives"]
+        .as_array()
+        .expect("alternatives")
+        .clone();
+    let offered: HashSet<(String, u64)> = alternatives
+        .iter()
+        .map(|a| {
+            (
+                a["skuName"].as_str().expect("name").to_owned(),
+                a["count"].as_u64().expect("count"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        HashSet::from([("h100".to_owned(), 8), ("h100-us".to_owned(), 8)]),
+        "{alternatives:?}"
+    );
+    place_each_alternative(&app, &key, &refused, &alternatives).await;
+
+    // Nine full-GPU slices where eight MIG GPUs exist: the same profile, never a 1g.
+    let refused = json!({"sku": skus["h100-7g"], "count": 9});
+    let r = place(&app, &key, refused.clone()).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let message = r["errors"][0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("can never fit") && message.contains("at most 8"),
+        "{message}"
+    );
+    let alternatives = r["errors"][0]["extensions"]["alternatives"]
+        .as_array()
+        .expect("alternatives")
+        .clone();
+    let offered: HashSet<(String, u64)> = alternatives
+        .iter()
+        .map(|a| {
+            (
+                a["skuName"].as_str().expect("name").to_owned(),
+                a["count"].as_u64().expect("count"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        HashSet::from([("h100-7g".to_owned(), 8), ("h100-7g-us".to_owned(), 4)]),
+        "{alternatives:?}"
+    );
+    place_each_alternative(&app, &key, &refused, &alternatives).await;
+
+    // A shortfall that is only for now says so.
+    let r = place(&app, &key, json!({"sku": skus["h100"], "count": 16})).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let message = r["errors"][0]["message"].as_str().expect("message");
+    assert!(message.contains("not enough free capacity"), "{message}");
+}
+
+async fn a_preempting_order_shows_its_tenant_no_id_of_the_victims(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (b_tenant, b) = app.create_tenant("spotty").await;
+    let (_, a) = app.create_tenant("acme").await;
+    let r = place(
+        &app,
+        &b,
+        json!({"sku": skus["h100"], "count": 8, "class": "SPOT"}),
+    )
+    .await;
+    let b_order = r["data"]["placeOrder"]["order"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let b_alloc = r["data"]["placeOrder"]["order"]["allocations"][0]["id"]
+        .as_str()
+        .expect("allocation")
+        .to_owned();
+    let r = place(&app, &a, json!({"sku": skus["h100"], "count": 8})).await;
+    assert_eq!(r["data"]["placeOrder"]["order"]["status"], "ACTIVE", "{r}");
+
+    let log =
+        "{ auditLog(first: 100) { edges { node { tenantId action objectId before after } } } }";
+    let r = app.gql(Some(&a), log, json!({})).await;
+    let entries = r["data"]["auditLog"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    let place_entry = entries
+        .iter()
+        .find(|e| e["node"]["action"] == "order.place")
+        .unwrap_or_else(|| panic!("{r}"));
+    let after: Value =
+        serde_json::from_str(place_entry["node"]["after"].as_str().expect("after")).expect("json");
+    assert_eq!(after["preempted"], 1, "{after}");
+    let seen = r["data"].to_string();
+    for id in [&b_alloc, &b_order, &b_tenant] {
+        assert!(!seen.contains(id.as_str()), "tenant A sees {id}: {seen}");
+    }
+
+    // The operator sees which allocations were preempted, in an entry of no tenant.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(first: 10, filter: {action: \"order.preempt\"}) { edges { node { tenantId after } } } }",
+            json!({}),
+        )
+        .await;
+    let entry = &r["data"]["auditLog"]["edges"][0]["node"];
+    assert!(entry["tenantId"].is_null(), "{r}");
+    assert!(
+        entry["after"].as_str().expect("after").contains(&b_alloc),
+        "{r}"
+    );
+}
+
 on_both_databases!(
     eight_gpus_land_in_one_nvlink_domain_and_come_back_on_release,
     mig_slices_and_fractions_take_valid_distinct_places,
@@ -729,4 +980,7 @@ on_both_databases!(
     concurrent_orders_never_overrun_a_quota,
     concurrent_orders_never_sell_a_gpu_twice,
     orders_placed_together_keep_their_own_answers,
+    a_whole_node_order_takes_a_plain_node_before_a_mig_node,
+    every_alternative_offered_places_as_an_order,
+    a_preempting_order_shows_its_tenant_no_id_of_the_victims,
 );

@@ -2,11 +2,17 @@
 //! placed now, read from the fleet-wide aggregates in constant time per model (no node is
 //! visited). The count ignores CPU, memory, tenants and exclusivity, and rounds shared
 //! GPUs' free capacity down to 100 milli-GPUs: it answers "is this sellable, and about
-//! how many", while `Fleet::place` decides.
+//! how many", while `Fleet::place` decides. `Fleet::most_ever` answers "could this ever
+//! fit here" (an empty fleet), to tell a request that never fits from one that does not
+//! fit now.
+
+use std::collections::BTreeMap;
+
+use neocloud_schema::mig::SlotMask;
 
 use crate::aggregate::{SHARED_BUCKETS, WHOLE_BUCKETS, profile_index};
-use crate::fleet::Fleet;
-use crate::request::{Shape, TopologyLevel};
+use crate::fleet::{Fleet, Gpu, GpuMode, Level, Node};
+use crate::request::{MILLI_PER_GPU, Shape, Topology, TopologyLevel};
 
 impl Fleet {
     /// How many instances of `shape` the free capacity could hold now.
@@ -64,6 +70,103 @@ impl Fleet {
             } => models(set).map(|m| s.idle_nodes[m.index()]).sum::<u32>() / count.max(1),
             Shape::Cpu { .. } => 0,
         }
+    }
+}
+
+impl Fleet {
+    /// The most one request of `shape` could ever get from this fleet, were every node
+    /// active, every GPU healthy and nothing allocated: for whole GPUs and whole nodes the
+    /// largest `count` inside one scope of the shape's required topology (node, NVLink
+    /// domain, rack, or the whole fleet), for a MIG or fractional shape how many such
+    /// instances fit at once. A request above it can never be placed here, whatever is
+    /// released. Reads every node: for explaining a refusal, not for placing.
+    pub fn most_ever(&self, shape: &Shape) -> u32 {
+        match *shape {
+            Shape::WholeGpus {
+                models, topology, ..
+            } => self.most_per_scope(topology, |n| {
+                n.gpus
+                    .iter()
+                    .filter(|g| g.mode != GpuMode::Mig && models.contains(g.model))
+                    .count() as u32
+            }),
+            Shape::WholeNodes {
+                models, topology, ..
+            } => {
+                let most = self.most_per_scope(topology, |n| {
+                    u32::from(!n.gpus.is_empty() && n.gpus.iter().all(|g| models.contains(g.model)))
+                });
+                if topology.required && topology.level == TopologyLevel::Node {
+                    most.min(1)
+                } else {
+                    most
+                }
+            }
+            Shape::Mig {
+                profile, models, ..
+            } => self.sum_over_gpus(|g| {
+                if g.mode == GpuMode::Mig && models.contains(g.model) {
+                    u32::from(SlotMask::EMPTY.capacity_for(profile))
+                } else {
+                    0
+                }
+            }),
+            Shape::Fractional {
+                milli_gpu,
+                gpu_memory_mib,
+                models,
+                ..
+            } => self.sum_over_gpus(|g| {
+                if g.mode != GpuMode::Shared || !models.contains(g.model) || milli_gpu == 0 {
+                    return 0;
+                }
+                let by_memory = g
+                    .memory_mib
+                    .checked_div(gpu_memory_mib)
+                    .map_or(u32::MAX, |k| u32::try_from(k).unwrap_or(u32::MAX));
+                (MILLI_PER_GPU / milli_gpu).min(by_memory)
+            }),
+            Shape::Cpu { .. } => 0,
+        }
+    }
+
+    /// The largest sum of `per_node` over the nodes of one scope of `topology`.
+    fn most_per_scope(&self, topology: Topology, per_node: impl Fn(&Node) -> u32) -> u32 {
+        let level = match (topology.required, topology.level) {
+            (true, TopologyLevel::Node) => None,
+            (true, TopologyLevel::NvlinkDomain) => Some(Level::Domain),
+            (true, TopologyLevel::Rack) => Some(Level::Rack),
+            _ => Some(Level::Root),
+        };
+        let mut per_scope: BTreeMap<u32, u32> = BTreeMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let units = per_node(n);
+            let scope = match level {
+                None => i as u32,
+                Some(level) => self.ancestor_at(n.domain, level),
+            };
+            *per_scope.entry(scope).or_default() += units;
+        }
+        per_scope.into_values().max().unwrap_or(0)
+    }
+
+    /// The vertex at `level` above (or at) vertex `v`.
+    fn ancestor_at(&self, mut v: u32, level: Level) -> u32 {
+        while self.vertices[v as usize].level > level {
+            match self.vertices[v as usize].parent {
+                Some(parent) => v = parent,
+                None => break,
+            }
+        }
+        v
+    }
+
+    fn sum_over_gpus(&self, per_gpu: impl Fn(&Gpu) -> u32) -> u32 {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.gpus)
+            .map(per_gpu)
+            .fold(0u32, u32::saturating_add)
     }
 }
 

@@ -251,6 +251,12 @@ impl Node {
         self.allocs.is_empty() && self.gpus.iter().all(Gpu::is_idle)
     }
 
+    /// Every GPU is sold whole only (none in MIG or shared mode): taking the node whole
+    /// destroys no MIG slice or fraction.
+    pub fn is_plain(&self) -> bool {
+        self.gpus.iter().all(|g| g.mode == GpuMode::Whole)
+    }
+
     fn summarize(&self) -> Summary {
         let mut s = Summary::default();
         if self.state != NodeState::Active {
@@ -421,6 +427,10 @@ pub struct Fleet {
     /// Degraded GPUs in the fleet: the second, degraded-allowed search pass runs only
     /// when there are some.
     pub(crate) degraded_gpus: usize,
+    /// Whether the fleet has both plain (whole-mode) GPUs and GPUs in MIG or shared mode:
+    /// only then do whole GPUs and whole nodes search the plain ones first (modes never
+    /// change once a fleet is built).
+    pub(crate) mixed_modes: bool,
 }
 
 impl Fleet {
@@ -444,6 +454,7 @@ impl Fleet {
             node_frag: Vec::new(),
             tuning: Tuning::default(),
             degraded_gpus: 0,
+            mixed_modes: false,
         };
         let mut index: BTreeMap<(Level, u32, String), u32> = BTreeMap::new();
         for spec in specs {
@@ -531,6 +542,9 @@ impl Fleet {
             .flat_map(|n| &n.gpus)
             .filter(|g| g.health == Health::Degraded)
             .count();
+        let mut gpus = fleet.nodes.iter().flat_map(|n| &n.gpus);
+        fleet.mixed_modes = gpus.clone().any(|g| g.mode == GpuMode::Whole)
+            && gpus.any(|g| g.mode != GpuMode::Whole);
         Ok(fleet)
     }
 

@@ -8,7 +8,9 @@
 //! smallest domain that holds them (NVLink domain, then rack, zone, region, fleet) and
 //! fill it from its fullest-fitting sub-blocks, keeping large free blocks whole.
 //! Degraded GPUs are used only when nothing healthy fits; failed GPUs and nodes that are
-//! not active never. Preemption lives in `preemption`.
+//! not active never. Whole GPUs and whole nodes take plain capacity (whole-mode GPUs,
+//! nodes with only those) before GPUs in MIG or shared mode, whose slices and fractions a
+//! whole taking would destroy (see `Fleet::passes`). Preemption lives in `preemption`.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -106,6 +108,28 @@ enum Unit {
 pub(crate) struct Ctx<'a> {
     pub req: &'a Request,
     pub allow_degraded: bool,
+    /// Take only plain GPUs and nodes for whole GPUs and whole nodes, leaving GPUs in
+    /// MIG or shared mode to the slices and fractions they are for.
+    pub plain_only: bool,
+}
+
+impl Ctx<'_> {
+    /// Whether a whole-GPU request may take `g` in this pass.
+    pub(crate) fn takes_whole(&self, g: &crate::fleet::Gpu, models: ModelSet) -> bool {
+        g.whole_free()
+            && g.usable(self.allow_degraded)
+            && models.contains(g.model)
+            && (!self.plain_only || g.mode == GpuMode::Whole)
+    }
+
+    /// Whether a whole-node request may take `n` (known to be open) in this pass.
+    pub(crate) fn takes_node(&self, n: &Node, models: ModelSet) -> bool {
+        n.is_idle()
+            && (!self.plain_only || n.is_plain())
+            && n.gpus
+                .iter()
+                .all(|g| g.usable(self.allow_degraded) && models.contains(g.model))
+    }
 }
 
 impl Fleet {
@@ -128,29 +152,36 @@ impl Fleet {
         Err(NoFit::NoCapacity)
     }
 
-    /// Healthy GPUs first; degraded ones only when nothing healthy fits.
+    /// Runs the passes of `passes` in turn; the first that fits wins.
     pub(crate) fn search(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
-        let healthy = self.search_pass(
-            &Ctx {
-                req,
-                allow_degraded: false,
-            },
-            policy,
-        );
-        if healthy.is_some() || !self.has_degraded() {
-            return healthy;
-        }
-        self.search_pass(
-            &Ctx {
-                req,
-                allow_degraded: true,
-            },
-            policy,
-        )
+        self.passes(req)
+            .find_map(|ctx| self.search_pass(&ctx, policy))
     }
 
-    fn has_degraded(&self) -> bool {
-        self.degraded_gpus > 0
+    /// The search passes, most preferred first: healthy GPUs before degraded ones (only
+    /// when some are degraded); within each, whole GPUs and whole nodes take plain GPUs
+    /// and nodes before GPUs in MIG or shared mode (only when the fleet has both), since
+    /// a whole GPU or node taken there destroys the MIG slices or fractions it could sell.
+    pub(crate) fn passes<'a>(&self, req: &'a Request) -> impl Iterator<Item = Ctx<'a>> + use<'a> {
+        let degraded = self.degraded_gpus > 0;
+        let spare = self.mixed_modes
+            && matches!(
+                req.shape,
+                Shape::WholeGpus { .. } | Shape::WholeNodes { .. }
+            );
+        [false, true]
+            .into_iter()
+            .filter(move |&d| !d || degraded)
+            .flat_map(move |allow_degraded| {
+                [true, false]
+                    .into_iter()
+                    .filter(move |&p| !p || spare)
+                    .map(move |plain_only| Ctx {
+                        req,
+                        allow_degraded,
+                        plain_only,
+                    })
+            })
     }
 
     fn search_pass(&self, ctx: &Ctx<'_>, policy: &mut Policy) -> Option<Placement> {
@@ -548,13 +579,7 @@ impl Fleet {
                 cpu_milli_per_gpu,
                 memory_mib_per_gpu,
             } => {
-                let mut cap = n
-                    .gpus
-                    .iter()
-                    .filter(|g| {
-                        g.whole_free() && g.usable(ctx.allow_degraded) && models.contains(g.model)
-                    })
-                    .count() as u32;
+                let mut cap = n.gpus.iter().filter(|g| ctx.takes_whole(g, models)).count() as u32;
                 if let Some(by_cpu) = n.free_cpu_milli.checked_div(cpu_milli_per_gpu) {
                     cap = cap.min(by_cpu);
                 }
@@ -563,13 +588,7 @@ impl Fleet {
                 }
                 cap
             }
-            Unit::Nodes { models } => {
-                let ok = n.is_idle()
-                    && n.gpus
-                        .iter()
-                        .all(|g| g.usable(ctx.allow_degraded) && models.contains(g.model));
-                u32::from(ok)
-            }
+            Unit::Nodes { models } => u32::from(ctx.takes_node(n, models)),
         }
     }
 
@@ -605,10 +624,7 @@ impl Fleet {
                 memory_mib_per_gpu,
             } => {
                 let mut idx: Vec<usize> = (0..n.gpus.len())
-                    .filter(|&i| {
-                        let g = &n.gpus[i];
-                        g.whole_free() && g.usable(ctx.allow_degraded) && models.contains(g.model)
-                    })
+                    .filter(|&i| ctx.takes_whole(&n.gpus[i], models))
                     .collect();
                 idx.sort_by_key(|&i| {
                     let g = &n.gpus[i];

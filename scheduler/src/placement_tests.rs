@@ -393,3 +393,99 @@ fn a_fraction_goes_to_the_gpu_it_fills_best_even_when_it_is_not_the_first() {
     let p = fleet.place(&Request::new(TenantKey(2), frac)).unwrap();
     assert_eq!(p.nodes[0].gpus[0].gpu, 1);
 }
+
+fn whole_nodes(count: u32) -> Shape {
+    Shape::WholeNodes {
+        count,
+        models: ModelSet::ANY,
+        topology: Topology::ANY,
+    }
+}
+
+#[test]
+fn a_whole_node_order_takes_a_plain_node_before_a_mig_or_shared_one() {
+    let mut fleet = Fleet::new(vec![
+        node("mig", "k", "mig", "H100", 8, GpuMode::Mig),
+        node("shared", "k", "shared", "H100", 8, GpuMode::Shared),
+        node("plain", "k", "plain", "H100", 8, GpuMode::Whole),
+    ])
+    .unwrap();
+    let p = commit(&mut fleet, 1, &Request::new(TenantKey(1), whole_nodes(1)));
+    assert_eq!(p.nodes[0].node, NodeId(2), "the plain node");
+    // Only when no plain node is free does bare metal take a MIG or shared node.
+    let p = fleet
+        .place(&Request::new(TenantKey(1), whole_nodes(1)))
+        .unwrap();
+    assert_ne!(p.nodes[0].node, NodeId(2));
+    fleet.release(AllocationKey(1)).unwrap();
+    // A gang of nodes takes the plain ones too.
+    let mut fleet = Fleet::new(vec![
+        node("mig-a", "k", "mig-a", "H100", 8, GpuMode::Mig),
+        node("mig-b", "k", "mig-b", "H100", 8, GpuMode::Mig),
+        node("plain-a", "k", "plain-a", "H100", 8, GpuMode::Whole),
+        node("plain-b", "k", "plain-b", "H100", 8, GpuMode::Whole),
+    ])
+    .unwrap();
+    let p = commit(&mut fleet, 1, &Request::new(TenantKey(1), whole_nodes(2)));
+    let mut taken: Vec<NodeId> = p.nodes.iter().map(|np| np.node).collect();
+    taken.sort();
+    assert_eq!(taken, vec![NodeId(2), NodeId(3)]);
+    let three_g = Shape::Mig {
+        profile: MigProfile::ThreeG,
+        models: ModelSet::ANY,
+        cpu_milli: 0,
+        memory_mib: 0,
+    };
+    assert_eq!(fleet.available(&three_g), 32, "no MIG capacity was lost");
+}
+
+#[test]
+fn a_whole_gpu_takes_a_plain_gpu_before_an_idle_shared_one() {
+    let mut fleet = Fleet::new(vec![
+        node("shared", "k", "shared", "H100", 2, GpuMode::Shared),
+        node("plain", "k", "plain", "H100", 2, GpuMode::Whole),
+    ])
+    .unwrap();
+    let p = commit(
+        &mut fleet,
+        1,
+        &Request::new(TenantKey(1), gpus(2, Topology::ANY)),
+    );
+    assert_eq!(p.nodes[0].node, NodeId(1));
+    // With every plain GPU taken, a shared GPU is sold whole.
+    let p = commit(&mut fleet, 2, &Request::new(TenantKey(1), one_gpu()));
+    assert_eq!(p.nodes[0].node, NodeId(0));
+    // A gang spread over nodes also takes the plain GPUs first.
+    let mut fleet = Fleet::new(vec![
+        node("shared", "k", "shared", "H100", 2, GpuMode::Shared),
+        node("plain-a", "k", "plain-a", "H100", 2, GpuMode::Whole),
+        node("plain-b", "k", "plain-b", "H100", 2, GpuMode::Whole),
+    ])
+    .unwrap();
+    let p = commit(
+        &mut fleet,
+        1,
+        &Request::new(TenantKey(1), gpus(4, Topology::ANY)),
+    );
+    assert!(p.nodes.iter().all(|np| np.node != NodeId(0)), "{p:?}");
+}
+
+#[test]
+fn the_most_ever_placeable_follows_the_required_topology() {
+    let fleet = hgx_fleet(2, 2);
+    let level = |l| gpus(16, Topology::required(l));
+    assert_eq!(fleet.most_ever(&level(TopologyLevel::Node)), 8);
+    assert_eq!(fleet.most_ever(&level(TopologyLevel::NvlinkDomain)), 8);
+    assert_eq!(fleet.most_ever(&level(TopologyLevel::Rack)), 16);
+    assert_eq!(fleet.most_ever(&gpus(16, Topology::ANY)), 32);
+    assert_eq!(fleet.most_ever(&whole_nodes(2)), 4);
+    let mig = Fleet::new(vec![node("m", "k", "m", "H100", 2, GpuMode::Mig)]).unwrap();
+    let seven_g = Shape::Mig {
+        profile: MigProfile::SevenG,
+        models: ModelSet::ANY,
+        cpu_milli: 0,
+        memory_mib: 0,
+    };
+    assert_eq!(mig.most_ever(&seven_g), 2);
+    assert_eq!(mig.most_ever(&one_gpu()), 0);
+}

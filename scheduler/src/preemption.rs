@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use crate::fleet::{Fleet, NodeState};
 use crate::ids::{AllocationKey, NodeId};
-use crate::placement::{Ctx, Placement};
+use crate::placement::Placement;
 use crate::policy::Policy;
 use crate::request::{Class, Request, Shape};
 
@@ -118,11 +118,7 @@ impl Fleet {
     fn preempt_on_one_node(&self, req: &Request) -> Option<Placement> {
         let probe = self.unused_key();
         let mut options = Vec::new();
-        for allow_degraded in [false, true] {
-            let ctx = Ctx {
-                req,
-                allow_degraded,
-            };
+        for ctx in self.passes(req) {
             for (i, n) in self.nodes.iter().enumerate() {
                 if n.state != NodeState::Active
                     || !n.allocs.iter().any(|a| a.class == Class::Spot)

@@ -5,6 +5,7 @@
 //! replica or several. Orders waiting for that row are placed together, in one
 //! transaction, by the placement loop (see `placement`).
 
+mod alternatives;
 pub mod fleet_cache;
 mod placement;
 pub mod quota;
@@ -16,11 +17,12 @@ use std::time::Duration;
 
 use chrono::Utc;
 use neocloud_scheduler::{
-    GpuShare, Placement, Request, Shape, Topology, TopologyLevel as SchedLevel,
+    Exclusivity, Fleet, GpuShare, NoFit, Placement, Request, Shape, Topology,
+    TopologyLevel as SchedLevel,
 };
 use neocloud_schema::entity::{allocation, gpu, node, order, sku};
 use neocloud_schema::gpu::GpuModel;
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{AllocationId, TenantId};
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::parse_plain_decimal;
 use neocloud_schema::vocabulary::{
@@ -34,7 +36,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
 
 use self::fleet_cache::{
-    FleetCache, RegionFleet, allocation_key, exclusive_name, fraction_memory_mib,
+    FleetCache, RegionFleet, allocation_key, class_of, exclusive_name, fraction_memory_mib,
+    tenant_key,
 };
 use crate::audit;
 use crate::auth::Principal;
@@ -672,68 +675,91 @@ fn plan_part(
     ))
 }
 
-fn no_capacity(sku: &sku::Model, count: i32, alternatives: Vec<serde_json::Value>) -> ApiError {
-    ApiError::InsufficientCapacity {
-        message: format!(
-            "not enough free capacity for {count} × {} in {} now",
-            sku.name, sku.region
-        ),
-        alternatives,
-    }
-}
-
-/// Orders that would fit now: the same kind in another region or of another model, or
-/// fewer units. `cache` is the fleet as the failed order found it; `skus` the active catalog.
-fn alternatives(
-    cache: &FleetCache,
-    skus: &[sku::Model],
-    sku: &sku::Model,
+/// A scheduler request for one unit (`shape`) of `input`, by `tenant`, in `fleet` (the
+/// region's fleet, which names the SKU's model).
+fn request_for(
+    tenant: TenantId,
     input: &PlaceOrder,
-) -> Vec<serde_json::Value> {
-    let region = sku.region.as_str();
-    let mut out = Vec::new();
-    for other in skus.iter().filter(|s| s.form == sku.form && s.id != sku.id) {
-        let same_kind = other.mig_profile.is_some() == sku.mig_profile.is_some();
-        let relevant = (other.gpu_model == sku.gpu_model && other.region != region)
-            || (other.region == region && other.gpu_model != sku.gpu_model);
-        if !same_kind || !relevant {
-            continue;
-        }
-        if let Some(n) = fits(cache, other, input.count as u32) {
-            out.push(json!({"sku": other.id, "skuName": other.name, "region": other.region,
-                "gpuModel": other.gpu_model, "count": n, "reason": if other.region != region { "other region" } else { "other model" }}));
-        }
+    fleet: &Fleet,
+    sku: &sku::Model,
+    shape: Shape,
+) -> Request {
+    Request {
+        tenant: tenant_key(tenant.into()),
+        class: class_of(input.class),
+        exclusive: input.exclusive.then_some(match input.topology_level {
+            TopologyLevel::NvlinkDomain => Exclusivity::NvlinkDomain,
+            _ => Exclusivity::Node,
+        }),
+        shape: with_models(shape, fleet.model_set([sku.gpu_model.as_str()])),
     }
-    if input.count > 1
-        && let Some(n) = (1..input.count as u32)
-            .rev()
-            .find(|n| fits(cache, sku, *n).is_some())
-    {
-        out.push(
-            json!({"sku": sku.id, "skuName": sku.name, "region": sku.region,
-            "gpuModel": sku.gpu_model, "count": n, "reason": "fewer units"}),
-        );
-    }
-    out.truncate(8);
-    out
 }
 
-fn fits(cache: &FleetCache, sku: &sku::Model, count: u32) -> Option<u32> {
-    let region = cache.regions.get(&sku.region)?;
-    let shapes = units_for(sku, count, SchedLevel::Any, false).ok()?;
-    let mut probe = region.fleet.clone();
-    for (i, shape) in shapes.into_iter().enumerate() {
-        let models = probe.model_set([sku.gpu_model.as_str()]);
-        let req = Request::new(neocloud_scheduler::TenantKey(0), with_models(shape, models));
-        let placement = probe.place(&req).ok()?;
-        probe
-            .commit(
-                neocloud_scheduler::AllocationKey(u128::MAX - i as u128),
-                &placement,
-            )
-            .ok()?;
+/// Why an order's units could not all be placed.
+enum Refusal {
+    NoCapacity,
+    Invalid(String),
+}
+
+/// An order's units placed and committed in a fleet: one allocation per node, with the
+/// spot allocations they preempt.
+struct Planned {
+    parts: Vec<(Uuid, Placement)>,
+    victims: Vec<Uuid>,
+}
+
+/// Places and commits `requests` (an order's units) on `fleet` in turn, all or nothing:
+/// a refused order leaves the fleet as it found it. This is how an order is placed, and
+/// how an alternative is tried before it is offered. The outer error is a state that
+/// cannot be undone in memory.
+fn place_units(fleet: &mut Fleet, requests: Vec<Request>) -> ApiResult<Result<Planned, Refusal>> {
+    // An order that may commit more than one part keeps a copy to go back to (a single
+    // part commits all or nothing by itself).
+    let mut before: Option<Fleet> = (requests.len() > 1).then(|| fleet.clone());
+    let mut planned = Planned {
+        parts: Vec::new(),
+        victims: Vec::new(),
+    };
+    let refusal = 'units: {
+        for request in &requests {
+            let placement = match fleet.place(request) {
+                Ok(placement) => placement,
+                Err(NoFit::Invalid(err)) => break 'units Refusal::Invalid(err.to_string()),
+                Err(NoFit::NoCapacity) => break 'units Refusal::NoCapacity,
+            };
+            if before.is_none() && placement.nodes.len() > 1 {
+                before = Some(fleet.clone());
+            }
+            for (i, mut part) in split_per_node(&placement).into_iter().enumerate() {
+                let id = AllocationId::new().as_uuid();
+                if i > 0 {
+                    part.victims.clear();
+                }
+                match fleet.commit(allocation_key(id), &part) {
+                    Ok(preempted) => {
+                        let keys = preempted.iter().map(|a| Uuid::from_u128(a.key.0));
+                        planned.victims.extend(keys);
+                        planned.parts.push((id, part));
+                    }
+                    Err(err) => {
+                        tracing::error!(error = %err, "A fresh placement did not commit.");
+                        break 'units Refusal::NoCapacity;
+                    }
+                }
+            }
+        }
+        return Ok(Ok(planned));
+    };
+    match before {
+        Some(before) => *fleet = before,
+        None if planned.parts.is_empty() => {}
+        None => {
+            return Err(ApiError::Internal {
+                message: "a refused order left placements behind".into(),
+            });
+        }
     }
-    Some(count)
+    Ok(Err(refusal))
 }
 
 /// An order with its allocations, nodes and GPUs.

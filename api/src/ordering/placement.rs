@@ -20,20 +20,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use neocloud_scheduler::{Exclusivity, Fleet, NoFit, Placement, Request, Shape};
 use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
-use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
-use neocloud_schema::vocabulary::{OrderStatus, TenantStatus, TopologyLevel};
+use neocloud_schema::ids::{OrderId, TenantId};
+use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::vocabulary::{OrderStatus, TenantStatus};
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
 use serde_json::json;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
 
-use super::fleet_cache::{FleetCache, allocation_key, class_of, tenant_key};
+use super::alternatives::{Alternative, Asked};
+use super::fleet_cache::FleetCache;
 use super::quota::Usage;
 use super::{
-    AllocationView, OrderView, Ordering, PlaceOrder, alternatives, no_capacity, plan_part,
-    split_per_node, store, units, with_models,
+    AllocationView, OrderView, Ordering, PlaceOrder, Planned, Refusal, hourly_price, place_units,
+    plan_part, request_for, store, units,
 };
 use crate::audit;
 use crate::auth::Principal;
@@ -237,12 +238,6 @@ struct Batch<'a> {
     writes: Writes,
 }
 
-/// How an order failed to place.
-enum Refusal {
-    NoCapacity,
-    Invalid(String),
-}
-
 impl Batch<'_> {
     /// Places one order against the state the batch's earlier orders left. The outer error
     /// fails the whole batch (a database error, or a state that cannot be undone in memory).
@@ -286,82 +281,26 @@ impl Batch<'_> {
             Err(err) => return Ok(Err(err)),
         };
         let Some(region) = self.cache.regions.get_mut(&sku.region) else {
-            return Ok(Err(no_capacity(sku, input.count, Vec::new())));
+            return Ok(Err(self.refuse(tenant, sku, input).await?));
         };
-        let models = region.fleet.model_set([sku.gpu_model.as_str()]);
-        let request_for = |shape: Shape| Request {
-            tenant: tenant_key(tenant.into()),
-            class: class_of(input.class),
-            exclusive: input.exclusive.then_some(match input.topology_level {
-                TopologyLevel::NvlinkDomain => Exclusivity::NvlinkDomain,
-                _ => Exclusivity::Node,
-            }),
-            shape: with_models(shape, models),
-        };
-
-        // Place every unit in memory; all or nothing. A refused order must leave the fleet
-        // as it found it: one that may commit more than one part keeps a copy to go back to
-        // (a single part commits all or nothing by itself).
+        let requests = shape_units
+            .into_iter()
+            .map(|shape| request_for(tenant, input, &region.fleet, sku, shape))
+            .collect();
         let now = Utc::now().trunc_subsecs(6);
-        let mut before: Option<Fleet> = (shape_units.len() > 1).then(|| region.fleet.clone());
-        let mut planned: Vec<(Uuid, Placement)> = Vec::new();
-        let mut victims: Vec<Uuid> = Vec::new();
-        let mut refused = None;
-        'units: for shape in shape_units {
-            match region.fleet.place(&request_for(shape)) {
-                Ok(placement) => {
-                    if before.is_none() && placement.nodes.len() > 1 {
-                        before = Some(region.fleet.clone());
-                    }
-                    for (i, mut part) in split_per_node(&placement).into_iter().enumerate() {
-                        let id = AllocationId::new().as_uuid();
-                        if i > 0 {
-                            part.victims.clear();
-                        }
-                        match region.fleet.commit(allocation_key(id), &part) {
-                            Ok(preempted) => {
-                                victims.extend(preempted.iter().map(|a| Uuid::from_u128(a.key.0)));
-                                planned.push((id, part));
-                            }
-                            Err(err) => {
-                                tracing::error!(error = %err, "A fresh placement did not commit.");
-                                refused = Some(Refusal::NoCapacity);
-                                break 'units;
-                            }
-                        }
-                    }
-                }
-                Err(NoFit::Invalid(err)) => {
-                    refused = Some(Refusal::Invalid(err.to_string()));
-                    break;
-                }
-                Err(NoFit::NoCapacity) => {
-                    refused = Some(Refusal::NoCapacity);
-                    break;
-                }
-            }
-        }
-        if let Some(refused) = refused {
-            match before {
-                Some(before) => region.fleet = before,
-                None if planned.is_empty() => {}
-                None => {
-                    return Err(ApiError::Internal {
-                        message: "a refused order left placements behind".into(),
-                    });
-                }
-            }
-            return Ok(Err(match refused {
-                Refusal::Invalid(message) => ApiError::invalid("sku", message),
-                Refusal::NoCapacity => {
-                    if self.catalog.is_none() {
-                        self.catalog = Some(crate::catalog::store::active(self.txn).await?);
-                    }
-                    let skus = self.catalog.as_deref().unwrap_or_default();
-                    no_capacity(sku, input.count, alternatives(self.cache, skus, sku, input))
-                }
-            }));
-        }
+        // Every unit placed in memory, all or nothing.
+        let (planned, victims) = match place_units(&mut region.fleet, requests)? {
+            Ok(Planned { parts, victims }) => (parts, victims),
+            Err(Refusal::Invalid(message)) => return Ok(Err(ApiError::invalid("sku", message))),
+            Err(Refusal::NoCapacity) => return Ok(Err(self.refuse(tenant, sku, input).await?)),
+        };
+        let region = self
+            .cache
+            .regions
+            .get(&sku.region)
+            .ok_or_else(|| ApiError::Internal {
+                message: "the region's fleet went away".into(),
+            })?;
 
         let starts_at = if victims.is_empty() {
             now
@@ -413,11 +352,15 @@ impl Batch<'_> {
                     "count": input.count,
                     "class": input.class,
                     "allocations": planned.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-                    "preempted": victims,
+                    // Only how many: the victims are other tenants' allocations.
+                    "preempted": victims.len(),
                 })),
             },
         ));
         if !victims.is_empty() {
+            self.writes
+                .audit
+                .push(preemption_entry(&order, &victims, starts_at));
             self.writes.preempting.push((tenant, victims, starts_at));
         }
         self.writes.orders.push(order.clone());
@@ -427,6 +370,72 @@ impl Batch<'_> {
             allocations: views,
         })))
     }
+}
+
+impl Batch<'_> {
+    /// `INSUFFICIENT_CAPACITY` for an order, with the alternatives that would be placed
+    /// now, within the tenant's quota and the order's price limit.
+    async fn refuse(
+        &mut self,
+        tenant: TenantId,
+        sku: &sku::Model,
+        input: &PlaceOrder,
+    ) -> ApiResult<ApiError> {
+        if self.catalog.is_none() {
+            self.catalog = Some(crate::catalog::store::active(self.txn).await?);
+        }
+        let skus = self.catalog.as_deref().unwrap_or_default();
+        let asked = Asked { tenant, sku, input };
+        let cache: &FleetCache = self.cache;
+        let mut offered = Vec::new();
+        for alt in asked.alternatives(cache, skus, self.usage.get(&tenant)) {
+            if within_price(self.txn, tenant, input, &alt).await? {
+                offered.push(alt.to_json());
+            }
+        }
+        Ok(asked.refusal(cache, offered))
+    }
+}
+
+/// Whether an alternative costs at most the order's `maxPricePerHour`, if it has one.
+async fn within_price(
+    txn: &DatabaseTransaction,
+    tenant: TenantId,
+    input: &PlaceOrder,
+    alt: &Alternative<'_>,
+) -> ApiResult<bool> {
+    let Some(max) = &input.max_price_per_hour else {
+        return Ok(true);
+    };
+    let Ok(max) = parse_plain_decimal(max) else {
+        return Ok(false);
+    };
+    let count = i32::try_from(alt.count).unwrap_or(i32::MAX);
+    Ok(hourly_price(txn, tenant, alt.sku, input.class, count).await? <= max)
+}
+
+/// The operator's record of a preemption: which spot allocations an order displaced.
+/// It belongs to no tenant, so neither the preempting tenant nor the victims' see it.
+fn preemption_entry(
+    order: &order::Model,
+    victims: &[Uuid],
+    ends_at: DateTime<Utc>,
+) -> audit_log::ActiveModel {
+    audit::row(
+        None,
+        audit::Entry {
+            tenant_id: None,
+            action: "order.preempt",
+            object_type: "order",
+            object_id: order.id.to_string(),
+            before: None,
+            after: Some(json!({
+                "tenant": order.tenant_id,
+                "preempted": victims,
+                "ends_at": ends_at,
+            })),
+        },
+    )
 }
 
 /// What a batch writes, in the order it is written.
