@@ -17,6 +17,7 @@ pub mod graphql;
 pub mod http;
 pub mod invoicing;
 pub mod ordering;
+pub mod outbound;
 pub mod pagination;
 pub mod payments;
 pub mod plans;

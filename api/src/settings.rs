@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use secrecy::{ExposeSecret, SecretString};
+
+use crate::outbound::AllowList;
 use serde::Deserialize;
 
 /// Everything the server needs to start.
@@ -35,6 +37,11 @@ pub struct Settings {
     /// Stripe's API base URL (`NEOCLOUD_STRIPE_API_BASE`; a localstripe URL in tests).
     #[serde(default)]
     pub stripe_api_base: Option<String>,
+    /// Host names and IP addresses that tenant webhooks may reach even though they are not
+    /// public addresses (loopback, private, link-local…), comma-separated
+    /// (`NEOCLOUD_WEBHOOK_ALLOW_HOSTS`); empty: public addresses only.
+    #[serde(default)]
+    pub webhook_allow_hosts: String,
 }
 
 /// What answers without an API key: a per-deployment choice.
@@ -250,6 +257,7 @@ impl Settings {
             stripe_secret_key: None,
             stripe_webhook_secret: None,
             stripe_api_base: None,
+            webhook_allow_hosts: String::new(),
         }
     }
 
@@ -263,8 +271,17 @@ impl Settings {
         })
     }
 
+    /// `webhook_allow_hosts` parsed (validated at start-up).
+    pub fn webhook_allow_list(&self) -> Result<AllowList, SettingsError> {
+        AllowList::parse(&self.webhook_allow_hosts).map_err(|message| SettingsError::Invalid {
+            setting: "webhook_allow_hosts (NEOCLOUD_WEBHOOK_ALLOW_HOSTS)",
+            message,
+        })
+    }
+
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
+        self.webhook_allow_list()?;
         if let Some(base) = &self.stripe_api_base {
             let ok = reqwest::Url::parse(base)
                 .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
@@ -408,6 +425,29 @@ mod tests {
         std::fs::write(&path, "listen = \"127.0.0.1:9999\"\n").expect("write");
         let settings = Settings::load(Some(&path), &Overrides::default()).expect("loads");
         assert_eq!(settings.listen, "127.0.0.1:9999");
+    }
+
+    #[test]
+    fn a_bad_webhook_allow_list_names_the_setting() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("neocloud.toml");
+        std::fs::write(
+            &path,
+            "webhook_allow_hosts = \"hooks.internal, 10.0.0.0/8\"\n",
+        )
+        .expect("write");
+        let err = Settings::load(Some(&path), &Overrides::default()).expect_err("rejected");
+        assert!(
+            err.to_string().contains("NEOCLOUD_WEBHOOK_ALLOW_HOSTS"),
+            "{err}"
+        );
+        std::fs::write(
+            &path,
+            "webhook_allow_hosts = \"hooks.internal, 10.0.0.5\"\n",
+        )
+        .expect("write");
+        let settings = Settings::load(Some(&path), &Overrides::default()).expect("loads");
+        assert!(settings.webhook_allow_list().is_ok());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::http::rate_limit::RateLimiter;
 use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe, stripe};
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
+use crate::outbound::WebhookClient;
 use crate::settings::Settings;
 use neocloud_metering::payments::gateway::Gateway;
 use secrecy::ExposeSecret;
@@ -84,9 +85,11 @@ impl Application {
             );
         }
         spawn_period_closer(db.clone(), billing.clone());
+        let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
         spawn_budget_sweep(
             db.clone(),
             ordering.clone(),
+            webhooks.clone(),
             Duration::from_secs(settings.budgets.sweep_seconds),
         );
         let state = web::Data::new(AppState {
@@ -95,6 +98,7 @@ impl Application {
                 ordering.clone(),
                 billing.clone(),
                 gateway,
+                webhooks,
                 &settings.limits,
             ),
             billing,
@@ -190,13 +194,17 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
 }
 
 /// Compares every budget with its tenant's spend and delivers budget webhooks.
-fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Duration) {
+fn spawn_budget_sweep(
+    db: DatabaseConnection,
+    ordering: Arc<Ordering>,
+    webhooks: Arc<WebhookClient>,
+    every: Duration,
+) {
     tokio::spawn(async move {
-        let client = reqwest::Client::new();
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
-            if let Err(err) = crate::budgets::sweep(&db, &ordering, &client).await {
+            if let Err(err) = crate::budgets::sweep(&db, &ordering, &webhooks).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Budget sweep failed.");
             }
         }

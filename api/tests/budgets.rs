@@ -1,10 +1,13 @@
-//! Budgets through the API: thresholds raise one signed webhook each per period, a hard
-//! cap refuses new orders within seconds of the limit and lets them through again when
-//! the limit is raised, `stopAllocations` ends running work when no credit is left, and
-//! another tenant can neither read nor set the budget.
+//! Budgets through the API: thresholds raise one signed webhook each per period and
+//! limit, a hard cap refuses new orders within seconds of the limit and lets them through
+//! again when the limit is raised (and alerts again at the new limit), `stopAllocations`
+//! ends running work when no credit is left, another tenant can neither read nor set the
+//! budget, and webhooks reach only public addresses or the operator's allow-list, without
+//! following redirects.
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -291,7 +294,225 @@ async fn at_the_limit_without_credit_running_allocations_get_notice(backend: Bac
     assert!(r["data"]["allocation"]["preemptAt"].is_string(), "{r}");
 }
 
+/// A listener that counts the connections it accepts and answers each with `answer`.
+async fn counting_listener(answer: String) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 8192];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (addr, count)
+}
+
+const EVENTS: &str =
+    "{ budget { blockedSince events { kind thresholdPct monthlyLimit webhookStatus } } }";
+
+/// Polls the budget (blocked state and events) until `done` holds (at most ~20 s).
+async fn wait_for_events(
+    app: &TestApp,
+    key: &str,
+    done: impl Fn(&Value, &[Value]) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..80 {
+        last = app.gql(Some(key), EVENTS, json!({})).await;
+        let budget = &last["data"]["budget"];
+        if budget["events"].as_array().is_some_and(|e| done(budget, e)) {
+            return budget.clone();
+        }
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    panic!("the events never got there: {last}");
+}
+
+/// Without the operator's allow-list: budget webhooks may reach public addresses only.
+async fn spawn_without_allow_list(backend: Backend) -> Option<TestApp> {
+    TestApp::spawn_with(backend, |s| {
+        s.budgets.sweep_seconds = 1;
+        s.webhook_allow_hosts = String::new();
+    })
+    .await
+}
+
+async fn a_webhook_url_on_a_private_address_is_refused_when_set(backend: Backend) {
+    let Some(app) = spawn_without_allow_list(backend).await else {
+        return;
+    };
+    let (_, key, _) = setup(&app).await;
+    let (addr, reached) = counting_listener(String::new()).await;
+    let port = addr.port();
+    for url in [
+        format!("http://127.0.0.1:{port}/hook"),
+        format!("http://10.1.2.3:{port}/hook"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        format!("http://[::1]:{port}/hook"),
+        format!("http://[::ffff:127.0.0.1]:{port}/hook"),
+        "http://[fd00:ec2::254]/".to_owned(),
+        "https://user:secret@hooks.example.com/".to_owned(),
+        "gopher://hooks.example.com/".to_owned(),
+        format!("https://hooks.example.com/{}", "a".repeat(2048)),
+    ] {
+        let r = app
+            .gql(
+                Some(&key),
+                SET,
+                json!({"i": {"monthlyLimit": "5", "webhookUrl": url}}),
+            )
+            .await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{url}: {r}");
+        assert_eq!(
+            r["errors"][0]["extensions"]["field"], "webhookUrl",
+            "{url}: {r}"
+        );
+    }
+    let r = app.gql(Some(&key), GET, json!({})).await;
+    assert!(
+        r["data"]["budget"].is_null(),
+        "a refused URL was stored: {r}"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 0);
+}
+
+async fn a_webhook_to_a_name_resolving_to_loopback_is_refused_when_sent(backend: Backend) {
+    let Some(app) = spawn_without_allow_list(backend).await else {
+        return;
+    };
+    let (_, key, sku) = setup(&app).await;
+    let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    let (addr, reached) = counting_listener(ok.to_owned()).await;
+    let url = format!("http://localhost:{}/hook", addr.port());
+    let r = app
+        .gql(
+            Some(&key),
+            SET,
+            json!({"i": {"monthlyLimit": "1.00", "alertThresholds": [1], "webhookUrl": url}}),
+        )
+        .await;
+    assert!(r["data"]["setBudget"].is_object(), "{r}");
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    wait_for_events(&app, &key, |_, e| {
+        !e.is_empty() && e.iter().all(|e| e["webhookStatus"] == "FAILED")
+    })
+    .await;
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "a webhook reached a loopback listener"
+    );
+}
+
+async fn a_webhook_redirect_is_not_followed(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let (_, key, sku) = setup(&app).await;
+    let (target, stolen) = counting_listener(String::new()).await;
+    let redirect = format!(
+        "HTTP/1.1 302 Found\r\nlocation: http://{target}/internal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let (addr, reached) = counting_listener(redirect).await;
+    let r = app
+        .gql(
+            Some(&key),
+            SET,
+            json!({"i": {"monthlyLimit": "1.00", "alertThresholds": [1], "webhookUrl": format!("http://{addr}/hook")}}),
+        )
+        .await;
+    assert!(r["data"]["setBudget"].is_object(), "{r}");
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    wait_for_events(&app, &key, |_, e| {
+        !e.is_empty() && e.iter().all(|e| e["webhookStatus"] == "FAILED")
+    })
+    .await;
+    assert!(
+        reached.load(Ordering::SeqCst) >= 1,
+        "the receiver was never asked"
+    );
+    assert_eq!(
+        stolen.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+}
+
+async fn raising_the_limit_judges_alerts_against_the_new_limit(backend: Backend) {
+    let Some(app) = spawn(backend).await else {
+        return;
+    };
+    let (_, key, sku) = setup(&app).await;
+    let (url, received) = receiver().await;
+    let budget = |limit: &str| json!({"i": {"monthlyLimit": limit, "alertThresholds": [50, 100], "webhookUrl": url, "hardCap": true}});
+    let r = app.gql(Some(&key), SET, budget("3.00")).await;
+    assert!(r["data"]["setBudget"].is_object(), "{r}");
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    wait_for_events(&app, &key, |b, e| {
+        e.len() == 2 && !b["blockedSince"].is_null()
+    })
+    .await;
+
+    // The spend (about 3.00, 1.00 a second) is below the new limit: the cap lifts at once.
+    let r = app.gql(Some(&key), SET, budget("8.00")).await;
+    assert!(
+        r["data"]["setBudget"]["budget"]["blockedSince"].is_null(),
+        "{r}"
+    );
+    let r = place(&app, &key, &sku).await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+
+    // Passing the new limit alerts again (both thresholds of the new limit) and blocks.
+    let at_new = wait_for_events(&app, &key, |b, e| {
+        !b["blockedSince"].is_null()
+            && e.iter()
+                .filter(|e| e["monthlyLimit"] == "8.00" && e["webhookStatus"] == "DELIVERED")
+                .count()
+                == 2
+    })
+    .await;
+    let new: Vec<i64> = at_new["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["monthlyLimit"] == "8.00")
+        .filter_map(|e| e["thresholdPct"].as_i64())
+        .collect();
+    assert_eq!(new, vec![50, 100], "{at_new}");
+    let r = place(&app, &key, &sku).await;
+    assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
+    let limits: Vec<Value> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, body)| {
+            serde_json::from_slice::<Value>(body).expect("json")["monthly_limit"].clone()
+        })
+        .collect();
+    assert_eq!(
+        limits.iter().filter(|l| **l == json!("8.00")).count(),
+        2,
+        "{limits:?}"
+    );
+}
+
 on_both_databases!(
     a_hard_cap_stops_new_orders_and_alerts_once_per_threshold,
     at_the_limit_without_credit_running_allocations_get_notice,
+    a_webhook_url_on_a_private_address_is_refused_when_set,
+    a_webhook_to_a_name_resolving_to_loopback_is_refused_when_sent,
+    a_webhook_redirect_is_not_followed,
+    raising_the_limit_judges_alerts_against_the_new_limit,
 );

@@ -20,6 +20,7 @@ mod m20261129_000009_top_ups;
 mod m20261129_000010_coverage_from_batches;
 mod m20261129_000011_node_energy;
 mod m20261129_000012_ingest_journal;
+mod m20261129_000013_budget_limit_versions;
 mod m20261201_000014_ingest_quarantine;
 
 pub struct Migrator;
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000010_coverage_from_batches::Migration),
             Box::new(m20261129_000011_node_energy::Migration),
             Box::new(m20261129_000012_ingest_journal::Migration),
+            Box::new(m20261129_000013_budget_limit_versions::Migration),
             Box::new(m20261201_000014_ingest_quarantine::Migration),
         ]
     }

@@ -4,17 +4,20 @@
 //! `budgets.sweep_seconds` (default 30, so a crossed limit acts within 60 s) and right
 //! after every `setBudget`:
 //!
-//! - each alert threshold (percent of the limit) crossed in a period is recorded once, as
-//!   a tenant-visible event, and POSTed to the tenant's webhook URL if it has one, signed
-//!   `Neocloud-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`;
+//! - each alert threshold (percent of the limit) crossed in a period is recorded once per
+//!   limit, as a tenant-visible event, and POSTed to the tenant's webhook URL if it has
+//!   one, signed `Neocloud-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret,
+//!   "<t>.<body>")>`. Changing the limit starts a new limit version: the new limit's
+//!   thresholds are judged afresh, whatever was sent for the old one;
 //! - with a hard cap, new orders are refused (`BUDGET_EXCEEDED`) while the spend is at or
-//!   over the limit;
+//!   over the limit in force (re-judged at once when the limit changes);
 //! - with `stopAllocations` too, once the limit is reached and no prepaid credit is left
 //!   to pay for the period, running allocations get the preemption notice window and end.
+//!
+//! Webhooks go out only through [`crate::outbound::WebhookClient`] (public addresses, no
+//! redirects, bounded time and answer); the URL is checked when it is set as well.
 
 pub(crate) mod store;
-
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
@@ -33,6 +36,7 @@ use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::ordering::Ordering;
+use crate::outbound::{self, OutboundError, WebhookClient};
 use crate::tenancy;
 
 pub const MAX_THRESHOLDS: usize = 10;
@@ -66,18 +70,10 @@ fn new_secret() -> String {
     format!("whsec_{}", hex::encode(bytes))
 }
 
-fn validate_url(url: &str) -> ApiResult<()> {
-    let ok = (url.starts_with("https://") || url.starts_with("http://"))
-        && url.len() <= 2048
-        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            "webhookUrl",
-            "an http(s) URL of at most 2048 characters",
-        ))
-    }
+fn validate_url(url: &str, webhooks: &WebhookClient) -> ApiResult<()> {
+    outbound::check_url(url, webhooks.allow_list())
+        .map(|_| ())
+        .map_err(|why| ApiError::invalid("webhookUrl", why))
 }
 
 /// `setBudget` (tenant admin for its tenant, operator for any).
@@ -85,6 +81,7 @@ pub async fn set(
     db: &DatabaseConnection,
     actor: &Principal,
     ordering: &Ordering,
+    webhooks: &WebhookClient,
     input: BudgetInput,
 ) -> ApiResult<BudgetView> {
     let tenant = actor.acting_tenant(input.tenant)?;
@@ -106,7 +103,7 @@ pub async fn set(
         ));
     }
     if let Some(url) = &input.webhook_url {
-        validate_url(url)?;
+        validate_url(url, webhooks)?;
     }
     let txn = crate::db::begin_write(db).await?;
     let owner = tenancy::store::find(&txn, tenant)
@@ -122,12 +119,17 @@ pub async fn set(
             ),
         ));
     }
-    let before = store::find(&txn, tenant.into()).await?;
+    // Locked, so two changes of the limit cannot take the same limit version.
+    let before = store::find_for_update(&txn, tenant.into()).await?;
     let secret = match (&before, input.rotate_webhook_secret) {
         (Some(b), false) => b.webhook_secret.clone(),
         _ => new_secret(),
     };
     let shown = (before.is_none() || input.rotate_webhook_secret).then(|| secret.clone());
+    let limit_version = match &before {
+        Some(b) if b.monthly_limit.parse::<Decimal>().ok() == Some(limit) => b.limit_version,
+        _ => store::next_limit_version(&txn, tenant.into(), before.as_ref()).await?,
+    };
     let saved = store::upsert(
         &txn,
         budget::Model {
@@ -141,6 +143,7 @@ pub async fn set(
             stop_allocations: input.stop_allocations,
             blocked_since: before.as_ref().and_then(|b| b.blocked_since),
             updated_at: Utc::now(),
+            limit_version,
         },
         before.is_some(),
     )
@@ -159,7 +162,9 @@ pub async fn set(
     )
     .await?;
     txn.commit().await?;
-    let mut view = evaluate(db, ordering, saved, Utc::now()).await?;
+    let mut view = evaluate(db, ordering, saved.tenant_id, Utc::now())
+        .await?
+        .ok_or_else(|| ApiError::not_found("budget"))?;
     view.new_webhook_secret = shown;
     Ok(view)
 }
@@ -235,45 +240,33 @@ pub fn order_refusal(budget: &budget::Model) -> Option<ApiError> {
     })
 }
 
-/// Compares one budget with the period's spend and acts: records crossed thresholds,
-/// sets or clears the hard cap, stops allocations if asked to.
+/// Compares a tenant's budget with the period's spend and acts: records crossed
+/// thresholds, sets or clears the hard cap, stops allocations if asked to. The budget is
+/// read again in the transaction that writes the decisions, so they follow the limit in
+/// force then. `None` when the tenant has no budget (any more).
 async fn evaluate(
     db: &DatabaseConnection,
     ordering: &Ordering,
-    found: budget::Model,
+    tenant: uuid::Uuid,
     now: DateTime<Utc>,
-) -> ApiResult<BudgetView> {
-    let tenant = found.tenant_id;
+) -> ApiResult<Option<BudgetView>> {
     ingest::settle(db).await?;
     // Rate first, outside the write transaction: only the decisions are written.
     let draft = invoicing::rate_open(db, tenant, now).await?;
     let txn = crate::db::begin_write(db).await?;
+    let Some(found) = store::find_for_update(&txn, tenant).await? else {
+        return Ok(None);
+    };
     let spend = draft.rated.spend();
     let limit: Decimal = found.monthly_limit.parse().unwrap_or_default();
     let period = draft.invoice.period_start;
-    let thresholds: Vec<i32> =
-        serde_json::from_value(found.alert_thresholds.clone()).unwrap_or_default();
-    let webhook = if found.webhook_url.is_some() {
-        "pending"
-    } else {
-        "none"
+    let judged = Judged {
+        budget: &found,
+        spend,
+        period,
+        now,
     };
-    for threshold in thresholds {
-        if spend * Decimal::ONE_HUNDRED >= limit * Decimal::from(threshold) {
-            store::record_event(
-                &txn,
-                tenant,
-                period,
-                "threshold_crossed",
-                threshold,
-                spend,
-                &found.monthly_limit,
-                webhook,
-                now,
-            )
-            .await?;
-        }
-    }
+    record_crossings(&txn, &judged, limit).await?;
     let over = spend >= limit;
     let blocked = found.hard_cap && over;
     if blocked != found.blocked_since.is_some() {
@@ -281,57 +274,114 @@ async fn evaluate(
     }
     // Credits left to pay for the period: the draft's total is what they do not cover.
     if found.hard_cap && found.stop_allocations && over && draft.rated.total > Decimal::ZERO {
-        let live = crate::ordering::store::live_allocations_of(&txn, TenantId(tenant)).await?;
-        let running: Vec<uuid::Uuid> = live
-            .iter()
-            .filter(|(a, _)| a.status == AllocationStatus::Active)
-            .map(|(a, _)| a.id)
-            .collect();
-        if !running.is_empty() {
-            let notice = chrono::TimeDelta::from_std(ordering.notice).unwrap_or_default();
-            crate::ordering::store::mark_preempting(&txn, &running, now + notice).await?;
-            store::record_event(
-                &txn,
-                tenant,
-                period,
-                "allocations_stopped",
-                100,
-                spend,
-                &found.monthly_limit,
-                webhook,
-                now,
-            )
-            .await?;
-            tracing::warn!(tenant = %tenant, allocations = running.len(), "Budget reached with no credit left: allocations stopped.");
-        }
+        stop_allocations(&txn, ordering, &judged).await?;
     }
     txn.commit().await?;
     let events = store::events(db, tenant, period).await?;
     let budget = store::find(db, tenant).await?.unwrap_or(found);
-    Ok(BudgetView {
+    Ok(Some(BudgetView {
         budget,
         spend,
         period_start: period,
         period_end: draft.invoice.period_end,
         events,
         new_webhook_secret: None,
-    })
+    }))
+}
+
+/// A budget and the spend it was judged against.
+struct Judged<'a> {
+    budget: &'a budget::Model,
+    spend: Decimal,
+    period: DateTime<Utc>,
+    now: DateTime<Utc>,
+}
+
+impl Judged<'_> {
+    /// Records an event of this budget's limit version (once per kind and threshold).
+    async fn record<C: sea_orm::ConnectionTrait>(
+        &self,
+        conn: &C,
+        kind: &str,
+        threshold: i32,
+    ) -> ApiResult<()> {
+        let webhook = if self.budget.webhook_url.is_some() {
+            "pending"
+        } else {
+            "none"
+        };
+        store::record_event(
+            conn,
+            store::NewEvent {
+                tenant: self.budget.tenant_id,
+                period_start: self.period,
+                kind,
+                threshold,
+                spend: self.spend,
+                limit: &self.budget.monthly_limit,
+                limit_version: self.budget.limit_version,
+                webhook_status: webhook,
+                now: self.now,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// Records each threshold of the limit in force that the spend has reached.
+async fn record_crossings<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    judged: &Judged<'_>,
+    limit: Decimal,
+) -> ApiResult<()> {
+    let thresholds: Vec<i32> =
+        serde_json::from_value(judged.budget.alert_thresholds.clone()).unwrap_or_default();
+    for threshold in thresholds {
+        if judged.spend * Decimal::ONE_HUNDRED >= limit * Decimal::from(threshold) {
+            judged.record(conn, "threshold_crossed", threshold).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Gives the tenant's running allocations the preemption notice window, and says so.
+async fn stop_allocations<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    ordering: &Ordering,
+    judged: &Judged<'_>,
+) -> ApiResult<()> {
+    let tenant = judged.budget.tenant_id;
+    let live = crate::ordering::store::live_allocations_of(conn, TenantId(tenant)).await?;
+    let running: Vec<uuid::Uuid> = live
+        .iter()
+        .filter(|(a, _)| a.status == AllocationStatus::Active)
+        .map(|(a, _)| a.id)
+        .collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    let notice = chrono::TimeDelta::from_std(ordering.notice).unwrap_or_default();
+    crate::ordering::store::mark_preempting(conn, &running, judged.now + notice).await?;
+    judged.record(conn, "allocations_stopped", 100).await?;
+    tracing::warn!(tenant = %tenant, allocations = running.len(), "Budget reached with no credit left: allocations stopped.");
+    Ok(())
 }
 
 /// Evaluates every budget, then delivers pending webhooks. Returns how many budgets.
 pub async fn sweep(
     db: &DatabaseConnection,
     ordering: &Ordering,
-    client: &reqwest::Client,
+    webhooks: &WebhookClient,
 ) -> ApiResult<usize> {
     let budgets = store::all(db).await?;
     let now = Utc::now();
     for found in &budgets {
-        if let Err(err) = evaluate(db, ordering, found.clone(), now).await {
+        if let Err(err) = evaluate(db, ordering, found.tenant_id, now).await {
             tracing::warn!(tenant = %found.tenant_id, code = err.code().as_str(), message = %err.message(), "Budget evaluation failed.");
         }
     }
-    deliver_pending(db, client).await?;
+    deliver_pending(db, webhooks).await?;
     Ok(budgets.len())
 }
 
@@ -347,33 +397,12 @@ pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
     )
 }
 
-async fn deliver_pending(db: &DatabaseConnection, client: &reqwest::Client) -> ApiResult<()> {
+async fn deliver_pending(db: &DatabaseConnection, webhooks: &WebhookClient) -> ApiResult<()> {
     for (event, found) in store::pending_deliveries(db, WEBHOOK_ATTEMPTS).await? {
         let Some(url) = &found.webhook_url else {
             continue;
         };
-        let body = serde_json::to_vec(&json!({
-            "id": event.id,
-            "type": format!("budget.{}", event.kind),
-            "tenant_id": event.tenant_id,
-            "period_start": event.period_start,
-            "threshold_pct": event.threshold,
-            "spend": event.spend,
-            "monthly_limit": event.monthly_limit,
-            "currency": found.currency,
-            "created_at": event.created_at,
-        }))
-        .unwrap_or_default();
-        let sig = signature(&found.webhook_secret, Utc::now().timestamp(), &body);
-        let delivered = client
-            .post(url)
-            .timeout(Duration::from_secs(5))
-            .header("content-type", "application/json")
-            .header("Neocloud-Signature", sig)
-            .body(body)
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success());
+        let delivered = deliver(webhooks, url, &event, &found).await;
         let attempts = event.webhook_attempts + 1;
         let status = match (delivered, attempts >= WEBHOOK_ATTEMPTS) {
             (true, _) => "delivered",
@@ -383,4 +412,40 @@ async fn deliver_pending(db: &DatabaseConnection, client: &reqwest::Client) -> A
         store::set_delivery(db, event.id, status, attempts).await?;
     }
     Ok(())
+}
+
+/// POSTs one event, signed; true when the receiver answered 2xx.
+async fn deliver(
+    webhooks: &WebhookClient,
+    url: &str,
+    event: &budget_event::Model,
+    found: &budget::Model,
+) -> bool {
+    let body = serde_json::to_vec(&json!({
+        "id": event.id,
+        "type": format!("budget.{}", event.kind),
+        "tenant_id": event.tenant_id,
+        "period_start": event.period_start,
+        "threshold_pct": event.threshold,
+        "spend": event.spend,
+        "monthly_limit": event.monthly_limit,
+        "currency": found.currency,
+        "created_at": event.created_at,
+    }))
+    .unwrap_or_default();
+    let sig = signature(&found.webhook_secret, Utc::now().timestamp(), &body);
+    match webhooks
+        .post_json(url, &[("Neocloud-Signature", sig)], body)
+        .await
+    {
+        Ok(status) => (200..300).contains(&status),
+        Err(OutboundError::Refused(why)) => {
+            tracing::warn!(tenant = %found.tenant_id, event = %event.id, reason = %why, "Budget webhook refused: not a public address.");
+            false
+        }
+        Err(OutboundError::Failed(why)) => {
+            tracing::info!(tenant = %found.tenant_id, event = %event.id, reason = %why, "Budget webhook delivery failed.");
+            false
+        }
+    }
 }

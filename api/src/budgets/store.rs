@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryOrder, Set,
+    QueryFilter, QueryOrder, QuerySelect, Set,
 };
 use uuid::Uuid;
 
@@ -16,6 +16,35 @@ pub(crate) async fn find<C: ConnectionTrait>(
     tenant: Uuid,
 ) -> Result<Option<budget::Model>, DbErr> {
     budget::Entity::find_by_id(tenant).one(conn).await
+}
+
+/// The tenant's budget, locked until the transaction ends where the engine has row locks
+/// (PostgreSQL; SQLite's write transaction already holds the database).
+pub(crate) async fn find_for_update<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+) -> Result<Option<budget::Model>, DbErr> {
+    budget::Entity::find_by_id(tenant)
+        .lock_exclusive()
+        .one(conn)
+        .await
+}
+
+/// A limit version the tenant has not used: above the budget's and every event's, so a
+/// budget removed and set again starts afresh too.
+pub(crate) async fn next_limit_version<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    before: Option<&budget::Model>,
+) -> Result<i32, DbErr> {
+    let latest_event = budget_event::Entity::find()
+        .filter(budget_event::Column::TenantId.eq(tenant))
+        .order_by_desc(budget_event::Column::LimitVersion)
+        .one(conn)
+        .await?
+        .map_or(0, |e| e.limit_version);
+    let current = before.map_or(0, |b| b.limit_version);
+    Ok(latest_event.max(current) + 1)
 }
 
 /// The budgets of `tenants` (those that have one), in one read.
@@ -51,6 +80,7 @@ pub(crate) async fn upsert<C: ConnectionTrait>(
             budget::Column::StopAllocations,
             budget::Column::BlockedSince,
             budget::Column::UpdatedAt,
+            budget::Column::LimitVersion,
         ] {
             active.reset(column);
         }
@@ -80,30 +110,36 @@ pub(crate) async fn set_blocked<C: ConnectionTrait>(
         .map(|_| ())
 }
 
-/// Records an event once per tenant, period, kind and threshold.
-#[allow(clippy::too_many_arguments)]
+/// An event to record.
+pub(crate) struct NewEvent<'a> {
+    pub tenant: Uuid,
+    pub period_start: DateTime<Utc>,
+    pub kind: &'a str,
+    pub threshold: i32,
+    pub spend: Decimal,
+    pub limit: &'a str,
+    pub limit_version: i32,
+    pub webhook_status: &'a str,
+    pub now: DateTime<Utc>,
+}
+
+/// Records an event once per tenant, period, kind, threshold and limit version.
 pub(crate) async fn record_event<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
-    period_start: DateTime<Utc>,
-    kind: &str,
-    threshold: i32,
-    spend: Decimal,
-    limit: &str,
-    webhook_status: &str,
-    now: DateTime<Utc>,
+    event: NewEvent<'_>,
 ) -> Result<(), DbErr> {
     budget_event::Entity::insert(budget_event::ActiveModel {
         id: Set(Uuid::now_v7()),
-        tenant_id: Set(tenant),
-        period_start: Set(period_start),
-        kind: Set(kind.to_owned()),
-        threshold: Set(threshold),
-        spend: Set(spend.to_string()),
-        monthly_limit: Set(limit.to_owned()),
-        created_at: Set(now),
-        webhook_status: Set(webhook_status.to_owned()),
+        tenant_id: Set(event.tenant),
+        period_start: Set(event.period_start),
+        kind: Set(event.kind.to_owned()),
+        threshold: Set(event.threshold),
+        spend: Set(event.spend.to_string()),
+        monthly_limit: Set(event.limit.to_owned()),
+        created_at: Set(event.now),
+        webhook_status: Set(event.webhook_status.to_owned()),
         webhook_attempts: Set(0),
+        limit_version: Set(event.limit_version),
     })
     .on_conflict(
         OnConflict::columns([
@@ -111,6 +147,7 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
             budget_event::Column::PeriodStart,
             budget_event::Column::Kind,
             budget_event::Column::Threshold,
+            budget_event::Column::LimitVersion,
         ])
         .do_nothing()
         .to_owned(),

@@ -13,10 +13,14 @@ pub struct BudgetInput {
     pub tenant_id: Option<ID>,
     /// Per billing period, in the tenant's currency (decimal string).
     pub monthly_limit: String,
-    /// Percentages of the limit that raise an alert once per period.
+    /// Percentages of the limit that raise an alert once per period and limit: changing
+    /// the limit judges them afresh against the new one.
     #[graphql(default_with = "vec![50, 80, 100]")]
     pub alert_thresholds: Vec<i32>,
-    /// Alerts are POSTed here, signed with the budget's webhook secret.
+    /// Alerts are POSTed here, signed with the budget's webhook secret: an http(s) URL of
+    /// at most 2048 bytes without user name or password, reaching a public address
+    /// (loopback, private, link-local and metadata addresses are refused, also after the
+    /// host name is resolved; redirects are not followed).
     pub webhook_url: Option<String>,
     /// Refuse new orders while the spend is at or over the limit.
     #[graphql(default)]
@@ -37,6 +41,7 @@ pub struct BudgetEvent {
     pub kind: String,
     pub threshold_pct: i32,
     pub spend: String,
+    /// The limit in force when the event was recorded, which it was judged against.
     pub monthly_limit: String,
     pub at: DateTime<Utc>,
     /// `NONE`, `PENDING`, `DELIVERED` or `FAILED`.
@@ -60,7 +65,7 @@ pub struct Budget {
     pub period_end: DateTime<Utc>,
     /// Set while the hard cap refuses new orders.
     pub blocked_since: Option<DateTime<Utc>>,
-    /// This period's alerts.
+    /// This period's alerts, of the limit in force and of earlier limits.
     pub events: Vec<BudgetEvent>,
 }
 
@@ -129,6 +134,7 @@ impl BudgetMutation {
             super::db(ctx)?,
             super::principal(ctx)?,
             super::ordering_service(ctx)?,
+            super::webhook_client(ctx)?,
             NewBudget {
                 tenant: tenant_arg(input.tenant_id)?,
                 monthly_limit: input.monthly_limit,

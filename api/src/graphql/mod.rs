@@ -26,6 +26,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
+use crate::outbound::WebhookClient;
 use crate::settings::Limits;
 use neocloud_metering::payments::gateway::Gateway;
 
@@ -75,6 +76,7 @@ pub fn build_schema(
     ordering: Arc<Ordering>,
     billing: Arc<Billing>,
     gateway: Option<Arc<Gateway>>,
+    webhooks: Arc<WebhookClient>,
     limits: &Limits,
 ) -> NeoSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
@@ -82,6 +84,7 @@ pub fn build_schema(
         .data(ordering)
         .data(billing)
         .data(gateway)
+        .data(webhooks)
         .data(PageLimit(limits.page_size_max))
         .limit_depth(limits.graphql_depth)
         .limit_complexity(limits.graphql_complexity)
@@ -112,6 +115,13 @@ pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
             message: "send `Authorization: Bearer <API key>`".into(),
         }),
     }
+}
+
+pub(crate) fn webhook_client<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<WebhookClient>> {
+    ctx.data::<Arc<WebhookClient>>()
+        .map_err(|_| ApiError::Internal {
+            message: "schema built without the webhook client".into(),
+        })
 }
 
 pub(crate) fn ordering_service<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Ordering>> {

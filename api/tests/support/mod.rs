@@ -130,6 +130,8 @@ impl TestApp {
             }
         };
         let mut settings = Settings::for_tests(&url);
+        // Test webhook receivers listen on loopback, which production refuses.
+        settings.webhook_allow_hosts = "127.0.0.1".into();
         adjust(&mut settings);
         let app = Application::build(settings).await.expect("the app builds");
         let db = app.db().clone();

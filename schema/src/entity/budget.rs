@@ -1,5 +1,6 @@
 //! A tenant's monthly spend limit: alert thresholds (percent of the limit), where alerts
 //! go, and what happens at the limit. `blocked_since` is set while a hard cap holds.
+//! `limit_version` moves whenever the limit changes, so the limit's alerts start afresh.
 
 use sea_orm::entity::prelude::*;
 
@@ -22,6 +23,8 @@ pub struct Model {
     pub stop_allocations: bool,
     pub blocked_since: Option<DateTimeUtc>,
     pub updated_at: DateTimeUtc,
+    /// Moves whenever the limit changes; alerts are judged once per limit version.
+    pub limit_version: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,5 +1,5 @@
-//! A budget threshold crossed in one billing period (once per threshold and period), or
-//! allocations stopped at the limit; with how its webhook delivery went.
+//! A budget threshold crossed in one billing period (once per threshold, period and limit
+//! version), or allocations stopped at the limit; with how its webhook delivery went.
 
 use sea_orm::entity::prelude::*;
 
@@ -20,6 +20,8 @@ pub struct Model {
     /// `none` (no webhook), `pending`, `delivered` or `failed`.
     pub webhook_status: String,
     pub webhook_attempts: i32,
+    /// The budget's `limit_version` the spend was judged against.
+    pub limit_version: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
