@@ -20,6 +20,7 @@ mod m20261129_000009_top_ups;
 mod m20261129_000010_coverage_from_batches;
 mod m20261129_000011_node_energy;
 mod m20261129_000012_ingest_journal;
+mod m20261129_000013_credit_coverage;
 
 pub struct Migrator;
 
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000010_coverage_from_batches::Migration),
             Box::new(m20261129_000011_node_energy::Migration),
             Box::new(m20261129_000012_ingest_journal::Migration),
+            Box::new(m20261129_000013_credit_coverage::Migration),
         ]
     }
 }

@@ -266,6 +266,8 @@ pub struct GrantInput {
     pub amount: String,
     pub effective_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The start of the charges it pays; `None`: the whole open billing period.
+    pub covers_from: Option<DateTime<Utc>>,
     pub reason: String,
 }
 
@@ -306,6 +308,7 @@ pub async fn grant(
             amount,
             effective_at: input.effective_at.unwrap_or(now),
             expires_at: input.expires_at,
+            covers_from: input.covers_from,
             reason: input.reason.trim().to_owned(),
         },
         now,
@@ -320,7 +323,7 @@ pub async fn grant(
             object_type: "credit_grant",
             object_id: created.id.to_string(),
             before: None,
-            after: Some(json!({"amount": created.amount, "kind": created.kind, "expires_at": created.expires_at})),
+            after: Some(json!({"amount": created.amount, "kind": created.kind, "expires_at": created.expires_at, "covers_from": created.covers_from})),
         },
     )
     .await?;

@@ -280,14 +280,17 @@ pub(super) async fn period_input<C: ConnectionTrait>(
     }
     input.late = late_usage(conn, tenant.id, now).await?;
     for (grant, remaining) in store::grants_with_remaining(conn, tenant.id).await? {
+        // Grants older than recorded coverage pay the charges from their effective time.
+        let covers_from = grant.covers_from.unwrap_or(grant.effective_at);
         if remaining <= Decimal::ZERO
             || grant.effective_at >= until
+            || covers_from >= until
             || grant.expires_at.is_some_and(|e| e <= invoice.period_start)
             || grant.currency != input.currency
         {
             continue;
         }
-        let window_start = grant.effective_at.max(invoice.period_start);
+        let window_start = covers_from.max(invoice.period_start);
         let window_end = grant.expires_at.map_or(until, |e| e.min(until));
         let accrued_cap = if window_start > invoice.period_start || window_end < until {
             let mut part = invoice.clone();

@@ -363,6 +363,7 @@ pub(super) async fn insert_grant<C: ConnectionTrait>(
         expires_at: Set(grant.expires_at),
         reason: Set(grant.reason),
         created_at: Set(now),
+        covers_from: Set(grant.covers_from),
     }
     .insert(conn)
     .await
