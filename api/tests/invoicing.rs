@@ -685,7 +685,175 @@ async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backe
     assert_eq!(dec(&invoice["total"]), subtotal - Decimal::new(350, 2));
 }
 
+/// Ends the allocation of `s` (its charges stop growing).
+async fn release(app: &TestApp, s: &Setup) {
+    let r = app
+        .gql(
+            Some(&s.key),
+            "mutation($id: ID!) { releaseAllocation(id: $id) { id } }",
+            json!({"id": s.allocation}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+/// `invoices` as the key sees them: (id, status, total) oldest first.
+async fn listed(app: &TestApp, key: &str, tenant: Option<&str>) -> Vec<(Value, Value, Value)> {
+    let r = app
+        .gql(
+            Some(key),
+            "query($t: ID) { invoices(tenantId: $t) { nodes { id status total finalized } } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    r["data"]["invoices"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|i| (i["id"].clone(), i["status"].clone(), i["total"].clone()))
+        .collect()
+}
+
+async fn the_invoice_list_shows_the_open_draft_at_its_current_total(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    wait_until(s.started + Duration::seconds(2)).await;
+    release(&app, &s).await;
+
+    // Listed before anything read the draft, at what it costs now.
+    let before = listed(&app, &s.key, None).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0].1, "DRAFT");
+    assert!(dec(&before[0].2) >= Decimal::from(2), "{before:?}");
+    let draft = upcoming(&app, &s.key).await;
+    assert_eq!(before[0].0, draft["id"]);
+    assert_eq!(before[0].2, draft["total"], "{draft}");
+    assert_eq!(
+        listed(&app, &app.operator_key, Some(&s.tenant)).await,
+        before
+    );
+
+    // Finalized invoices keep their billed totals; the next draft is listed too.
+    let first = close(&app, &s.tenant).await;
+    let after = listed(&app, &s.key, None).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(
+        (&after[0].0, &after[0].1, &after[0].2),
+        (&first["id"], &json!("OPEN"), &first["total"])
+    );
+    assert_eq!(after[1].1, "DRAFT");
+    assert_eq!(after[1].2, upcoming(&app, &s.key).await["total"]);
+
+    // Another tenant lists only its own.
+    let (_, other) = app.create_tenant("globex").await;
+    let theirs = listed(&app, &other, None).await;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert!(after.iter().all(|mine| mine.0 != theirs[0].0));
+    let r = app
+        .gql(
+            Some(&other),
+            "query($t: ID) { invoices(tenantId: $t) { nodes { id } } }",
+            json!({"t": s.tenant}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+}
+
+async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    // Charged from the start of the period; nothing is charged after the grants.
+    wait_until(s.started + Duration::seconds(4)).await;
+    release(&app, &s).await;
+    let grant =
+        "mutation($i: GrantCreditsInput!) { grantCredits(input: $i) { id remaining coversFrom } }";
+    let draft = upcoming(&app, &s.key).await;
+
+    // Coverage cannot start before the open period: refused, and nothing is granted.
+    let before = iso(draft["periodStart"]
+        .as_str()
+        .expect("start")
+        .parse::<DateTime<Utc>>()
+        .expect("time")
+        - Duration::days(1));
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "1.00", "coversFrom": before}}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("coversFrom"),
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($t: ID) { creditGrants(tenantId: $t) { id } }",
+            json!({"t": s.tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["creditGrants"], json!([]), "{r}");
+
+    // The default covers the whole open period.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "3.50", "reason": "goodwill"}}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["grantCredits"]["coversFrom"], draft["periodStart"],
+        "{r}"
+    );
+    // A grant covering from now on pays nothing of what was charged before.
+    let now = (Utc::now() + Duration::seconds(1))
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PREPAID", "amount": "2.00", "coversFrom": iso(now)}}),
+        )
+        .await;
+    let covers: Option<DateTime<Utc>> = r["data"]["grantCredits"]["coversFrom"]
+        .as_str()
+        .and_then(|t| t.parse().ok());
+    assert_eq!(covers, Some(now), "{r}");
+
+    let invoice = close(&app, &s.tenant).await;
+    assert_exact(&invoice);
+    let credits: Vec<&Value> = invoice["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == "CREDIT")
+        .collect();
+    let subtotal = dec(&invoice["subtotal"]);
+    assert!(subtotal >= Decimal::from(4), "{invoice}");
+    assert_eq!(credits.len(), 1, "{invoice}");
+    assert_eq!(
+        dec(&credits[0]["amount"]),
+        -Decimal::new(350, 2).min(subtotal),
+        "{invoice}"
+    );
+    assert_eq!(dec(&invoice["total"]), subtotal - Decimal::new(350, 2));
+}
+
 on_both_databases!(
+    the_invoice_list_shows_the_open_draft_at_its_current_total,
+    a_credit_granted_mid_period_pays_the_whole_open_period_by_default,
     a_credit_granted_mid_period_pays_the_whole_open_period_by_default,
     reordered_and_repeated_batches_bill_the_same,
     a_closed_period_becomes_a_numbered_immutable_invoice,

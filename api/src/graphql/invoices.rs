@@ -175,8 +175,8 @@ impl Invoice {
     }
 }
 
-/// An invoice in a list (amounts as stored; open a draft with `invoice` or
-/// `upcomingInvoice` to rate it).
+/// An invoice in a list: a finalized invoice's amounts as billed; the open period's
+/// draft rated as of the request (as `upcomingInvoice` rates it).
 #[derive(SimpleObject)]
 #[graphql(complex)]
 pub struct InvoiceSummary {
@@ -274,7 +274,8 @@ pub struct InvoiceQuery;
 
 #[Object]
 impl InvoiceQuery {
-    /// The tenant's invoices, oldest first, the open period's draft included.
+    /// The tenant's invoices, oldest first; the open period's draft is always among them,
+    /// with its total as of now.
     #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
     async fn invoices(
         &self,

@@ -139,10 +139,14 @@ pub async fn upcoming(
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
+    Ok(draft_view(rated_draft(db, tenant).await?))
+}
+
+/// The tenant's open period, rated as of now with all usage received so far.
+async fn rated_draft(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<billing::Draft> {
     ingest::settle(db).await?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
-    let draft = billing::rate_open(db, tenant.into(), Utc::now()).await?;
-    Ok(draft_view(draft))
+    Ok(billing::rate_open(db, tenant.into(), Utc::now()).await?)
 }
 
 /// `invoice(id)`: one of the caller's invoices (any, for operators).
@@ -166,7 +170,9 @@ pub async fn get(
     finalized_view(db, found).await
 }
 
-/// `invoices(first, after)`: the tenant's invoices, oldest first, draft included.
+/// `invoices(first, after)`: the tenant's invoices, oldest first. The open period's draft
+/// is always there (opened if need be) with its total rated now, as `upcomingInvoice`
+/// rates it; finalized invoices show their stored amounts.
 pub async fn list(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -174,8 +180,19 @@ pub async fn list(
     page: Page,
 ) -> ApiResult<PageOf<invoice::Model>> {
     let tenant = actor.acting_tenant(asked)?;
+    tenancy::store::find(db, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let open = billing::store::open_draft(db, tenant.into()).await?;
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
-    Ok(page.fetch(db, select, invoice::Column::Id).await?)
+    let mut found = page.fetch(db, select, invoice::Column::Id).await?;
+    if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
+        let draft = rated_draft(db, tenant).await?;
+        listed.subtotal = draft.rated.subtotal.to_string();
+        listed.credits = draft.rated.credits.to_string();
+        listed.total = draft.rated.total.to_string();
+    }
+    Ok(found)
 }
 
 /// `closeBillingPeriod` (operator): ends the tenant's open period now and finalizes it.
