@@ -4,6 +4,7 @@
 //! live in `neocloud_metering::invoicing` and `rating::period`.
 
 pub mod export;
+mod focus;
 pub mod pdf;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -114,10 +115,17 @@ async fn finalized_view(
     db: &DatabaseConnection,
     invoice: invoice::Model,
 ) -> ApiResult<InvoiceView> {
+    let legacy_tiers = counts_tiers_from_zero(&invoice);
     let lines = billing::store::lines(db, invoice.tenant_id, invoice.id)
         .await?
         .iter()
         .map(billing::store::line_of)
+        .map(|mut line| {
+            if legacy_tiers {
+                number_trace_tier_from_one(&mut line);
+            }
+            line
+        })
         .collect();
     Ok(InvoiceView {
         subtotal: dec(&invoice.subtotal),
@@ -127,6 +135,21 @@ async fn finalized_view(
         invoice,
         lines,
     })
+}
+
+/// Whether a finalized invoice's stored traces count tiers from 0 (finalized before tiers
+/// were numbered from 1 everywhere). Its stored rating stays as it was.
+fn counts_tiers_from_zero(invoice: &invoice::Model) -> bool {
+    invoice.rating.as_ref().is_some_and(|r| {
+        r.get("tier_numbering").and_then(serde_json::Value::as_str)
+            != Some(neocloud_metering::rating::period::TIER_NUMBERING_RULE)
+    })
+}
+
+fn number_trace_tier_from_one(line: &mut Line) {
+    if let Some(tier) = line.trace.get("tier").and_then(serde_json::Value::as_u64) {
+        line.trace["tier"] = json!(tier + 1);
+    }
 }
 
 /// `upcomingInvoice`: the open period's draft, rated as of now.
