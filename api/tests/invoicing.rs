@@ -272,7 +272,8 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
     let (code, csv) = export(&app, &s.key, id, "csv").await;
     assert_eq!(code, 200);
     let csv = String::from_utf8(csv).expect("utf-8");
-    assert_eq!(csv.lines().count(), lines.len() + 1, "{csv}");
+    // A header, the lines, and the TOTAL row.
+    assert_eq!(csv.lines().count(), lines.len() + 2, "{csv}");
     assert!(csv.starts_with("invoice,status,period_start"), "{csv}");
     let (code, body) = export(&app, &s.key, id, "json").await;
     assert_eq!(code, 200);
@@ -583,7 +584,358 @@ async fn reordered_and_repeated_batches_bill_the_same(backend: Backend) {
     assert_eq!(lines_a, active_lines(&app, &b.key).await);
 }
 
+/// Ends the allocation of `s` (its charges stop growing).
+async fn release(app: &TestApp, s: &Setup) {
+    let r = app
+        .gql(
+            Some(&s.key),
+            "mutation($id: ID!) { releaseAllocation(id: $id) { id } }",
+            json!({"id": s.allocation}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+/// `invoices` as the key sees them: (id, status, total) oldest first.
+async fn listed(app: &TestApp, key: &str, tenant: Option<&str>) -> Vec<(Value, Value, Value)> {
+    let r = app
+        .gql(
+            Some(key),
+            "query($t: ID) { invoices(tenantId: $t) { nodes { id status total finalized } } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    r["data"]["invoices"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|i| (i["id"].clone(), i["status"].clone(), i["total"].clone()))
+        .collect()
+}
+
+async fn the_invoice_list_shows_the_open_draft_at_its_current_total(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    wait_until(s.started + Duration::seconds(2)).await;
+    release(&app, &s).await;
+
+    // Listed before anything read the draft, at what it costs now.
+    let before = listed(&app, &s.key, None).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0].1, "DRAFT");
+    assert!(dec(&before[0].2) >= Decimal::from(2), "{before:?}");
+    let draft = upcoming(&app, &s.key).await;
+    assert_eq!(before[0].0, draft["id"]);
+    assert_eq!(before[0].2, draft["total"], "{draft}");
+    assert_eq!(
+        listed(&app, &app.operator_key, Some(&s.tenant)).await,
+        before
+    );
+
+    // Finalized invoices keep their billed totals; the next draft is listed too.
+    let first = close(&app, &s.tenant).await;
+    let after = listed(&app, &s.key, None).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(
+        (&after[0].0, &after[0].1, &after[0].2),
+        (&first["id"], &json!("OPEN"), &first["total"])
+    );
+    assert_eq!(after[1].1, "DRAFT");
+    assert_eq!(after[1].2, upcoming(&app, &s.key).await["total"]);
+
+    // Another tenant lists only its own.
+    let (_, other) = app.create_tenant("globex").await;
+    let theirs = listed(&app, &other, None).await;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert!(after.iter().all(|mine| mine.0 != theirs[0].0));
+    let r = app
+        .gql(
+            Some(&other),
+            "query($t: ID) { invoices(tenantId: $t) { nodes { id } } }",
+            json!({"t": s.tenant}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+}
+
+/// A closed invoice with a tier-1 ACTIVE line and its flat fee: (setup, invoice).
+async fn closed_with_tiers(app: &TestApp) -> (Setup, Value) {
+    let s = setup(app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    ingest(app, &s, &boot, 1, 0).await;
+    wait_until(s.started + Duration::seconds(4)).await;
+    let invoice = close(app, &s.tenant).await;
+    (s, invoice)
+}
+
+async fn the_json_export_numbers_tiers_from_one_as_graphql_and_csv_do(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (s, invoice) = closed_with_tiers(&app).await;
+    let id = invoice["id"].as_str().expect("id");
+    let tiered: Vec<&Value> = invoice["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["metric"] == "ACTIVE")
+        .collect();
+    assert_eq!(tiered.len(), 2, "{invoice}");
+    assert!(tiered.iter().all(|l| l["tier"] == 1), "{invoice}");
+
+    let (_, body) = export(&app, &s.key, id, "json").await;
+    let exported: Value = serde_json::from_slice(&body).expect("json");
+    let active: Vec<&Value> = exported["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["metric"] == "active")
+        .collect();
+    assert_eq!(active.len(), 2, "{exported}");
+    for line in &active {
+        assert_eq!(line["tier"], 1, "{line}");
+        assert_eq!(line["trace"]["tier"], 1, "{line}");
+    }
+    let stored: Vec<&Value> = exported["rating"]["output"]["lines"]
+        .as_array()
+        .expect("rated lines")
+        .iter()
+        .filter(|l| l["metric"] == "active")
+        .collect();
+    assert_eq!(stored.len(), 2, "{exported}");
+    assert!(stored.iter().all(|l| l["tier"] == 1), "{exported}");
+
+    let (_, csv) = export(&app, &s.key, id, "csv").await;
+    let csv = String::from_utf8(csv).expect("utf-8");
+    let tiers: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.contains(",active,"))
+        .map(|l| l.split(',').nth(10).expect("tier cell"))
+        .collect();
+    assert_eq!(tiers, ["1", "1"], "{csv}");
+}
+
+async fn the_csv_export_ends_with_the_invoice_total(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: GrantCreditsInput!) { grantCredits(input: $i) { id } }",
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "1.00"}}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    wait_until(s.started + Duration::seconds(3)).await;
+    let invoice = close(&app, &s.tenant).await;
+    let (_, csv) = export(&app, &s.key, invoice["id"].as_str().expect("id"), "csv").await;
+    let csv = String::from_utf8(csv).expect("utf-8");
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let n = rows.len();
+    assert_eq!(
+        n,
+        invoice["lines"].as_array().expect("lines").len() + 4,
+        "{csv}"
+    );
+    let closing: Vec<(&str, &str)> = rows[n - 3..].iter().map(|r| (r[6], r[14])).collect();
+    let credits = format!("-{}", invoice["credits"].as_str().expect("credits"));
+    assert_eq!(
+        closing,
+        [
+            ("SUBTOTAL", invoice["subtotal"].as_str().expect("subtotal")),
+            ("CREDITS", credits.as_str()),
+            ("TOTAL", invoice["total"].as_str().expect("total")),
+        ],
+        "{csv}"
+    );
+    assert_eq!(rows[n - 1][0], invoice["number"].as_str().expect("number"));
+}
+
+/// The FOCUS rows of an export, as column → cell maps.
+fn focus_rows(body: &[u8]) -> Vec<std::collections::HashMap<String, String>> {
+    let text = String::from_utf8(body.to_vec()).expect("utf-8");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .zip(l.split(','))
+                .map(|(h, c)| ((*h).to_owned(), c.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+async fn focus_lists_the_catalog_price_and_the_charges_own_period(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    app.register_node("hgx-0", "H100", 8, "").await;
+    let sku = app.create_h100_sku().await;
+    let version = app
+        .create_plan_version(json!({"plan": "spot", "currency": "USD",
+            "effectiveFrom": "2026-01-01T00:00:00Z", "minimumBillableSeconds": 0,
+            "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT",
+                "unitPrice": "3600", "spotUnitPrice": "1800"}]}))
+        .await;
+    let (tenant, key) = app.create_tenant("acme").await;
+    app.assign_plan(&tenant, &version).await;
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1, class: SPOT}) { order { allocations { id startedAt } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    let allocation = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    let started: DateTime<Utc> = allocation["startedAt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .parse()
+        .expect("time");
+    wait_until(started + Duration::seconds(2)).await;
+    let invoice = close(&app, &tenant).await;
+    let (code, body) = export(&app, &key, invoice["id"].as_str().expect("id"), "focus").await;
+    assert_eq!(code, 200);
+    let rows = focus_rows(&body);
+    assert_eq!(rows.len(), 1, "{}", String::from_utf8_lossy(&body));
+    let row = &rows[0];
+    let line = &invoice["lines"][0];
+    // Billed at the spot price; listed at the catalog's on-demand 2.49 per GPU-hour.
+    let quantity = dec(&line["quantity"]);
+    assert_eq!(dec(&json!(row["PricingQuantity"])), quantity);
+    assert_eq!(row["ListUnitPrice"], "2.49");
+    assert_eq!(
+        dec(&json!(row["ListCost"])),
+        Decimal::new(249, 2) * quantity
+    );
+    assert_eq!(row["ContractedUnitPrice"], "1800");
+    assert_eq!(row["BilledCost"], line["amount"].as_str().expect("amount"));
+    assert_eq!(row["EffectiveCost"], row["BilledCost"]);
+    assert_eq!(row["PricingCategory"], "Dynamic");
+    assert_eq!(row["ChargeCategory"], "Usage");
+    assert_eq!(row["ConsumedQuantity"], row["PricingQuantity"]);
+    assert_eq!(row["ResourceId"], allocation["id"].as_str().expect("id"));
+    assert_eq!(row["ResourceType"], "Allocation");
+    assert_eq!(row["RegionId"], "eu-west");
+    assert_eq!(row["SkuId"], sku);
+    assert_eq!(
+        row["InvoiceId"],
+        invoice["number"].as_str().expect("number")
+    );
+    // The charge runs from when the allocation started, not from the period's start.
+    let second = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    assert_eq!(row["ChargePeriodStart"], second(started));
+    let period_start: DateTime<Utc> = invoice["periodStart"]
+        .as_str()
+        .expect("start")
+        .parse()
+        .expect("time");
+    assert_eq!(row["BillingPeriodStart"], second(period_start));
+    assert!(row["ChargePeriodEnd"].ends_with('Z'), "{row:?}");
+}
+
+async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    // Charged from the start of the period; nothing is charged after the grants.
+    wait_until(s.started + Duration::seconds(4)).await;
+    release(&app, &s).await;
+    let grant =
+        "mutation($i: GrantCreditsInput!) { grantCredits(input: $i) { id remaining coversFrom } }";
+    let draft = upcoming(&app, &s.key).await;
+
+    // Coverage cannot start before the open period: refused, and nothing is granted.
+    let before = iso(draft["periodStart"]
+        .as_str()
+        .expect("start")
+        .parse::<DateTime<Utc>>()
+        .expect("time")
+        - Duration::days(1));
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "1.00", "coversFrom": before}}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("coversFrom"),
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($t: ID) { creditGrants(tenantId: $t) { id } }",
+            json!({"t": s.tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["creditGrants"], json!([]), "{r}");
+
+    // The default covers the whole open period.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PROMOTIONAL", "amount": "3.50", "reason": "goodwill"}}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["grantCredits"]["coversFrom"], draft["periodStart"],
+        "{r}"
+    );
+    // A grant covering from now on pays nothing of what was charged before.
+    let now = (Utc::now() + Duration::seconds(1))
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            grant,
+            json!({"i": {"tenantId": s.tenant, "kind": "PREPAID", "amount": "2.00", "coversFrom": iso(now)}}),
+        )
+        .await;
+    let covers: Option<DateTime<Utc>> = r["data"]["grantCredits"]["coversFrom"]
+        .as_str()
+        .and_then(|t| t.parse().ok());
+    assert_eq!(covers, Some(now), "{r}");
+
+    let invoice = close(&app, &s.tenant).await;
+    assert_exact(&invoice);
+    let credits: Vec<&Value> = invoice["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == "CREDIT")
+        .collect();
+    let subtotal = dec(&invoice["subtotal"]);
+    assert!(subtotal >= Decimal::from(4), "{invoice}");
+    assert_eq!(credits.len(), 1, "{invoice}");
+    assert_eq!(
+        dec(&credits[0]["amount"]),
+        -Decimal::new(350, 2).min(subtotal),
+        "{invoice}"
+    );
+    assert_eq!(dec(&invoice["total"]), subtotal - Decimal::new(350, 2));
+}
+
 on_both_databases!(
+    the_invoice_list_shows_the_open_draft_at_its_current_total,
+    the_json_export_numbers_tiers_from_one_as_graphql_and_csv_do,
+    the_csv_export_ends_with_the_invoice_total,
+    focus_lists_the_catalog_price_and_the_charges_own_period,
+    a_credit_granted_mid_period_pays_the_whole_open_period_by_default,
     reordered_and_repeated_batches_bill_the_same,
     a_closed_period_becomes_a_numbered_immutable_invoice,
     late_usage_is_an_adjustment_on_the_next_invoice_once,

@@ -147,6 +147,7 @@ fn main() {
                     name: format!("sku-{i}"),
                     list_price_per_hour: Decimal::new(250, 2),
                     unit: "GPU".to_owned(),
+                    region: "eu-west".to_owned(),
                 },
             )
         })

@@ -22,6 +22,7 @@ mod m20261129_000011_node_energy;
 mod m20261129_000012_ingest_journal;
 mod m20261129_000013_budget_limit_versions;
 mod m20261201_000014_ingest_quarantine;
+mod m20261201_000015_credit_coverage;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000012_ingest_journal::Migration),
             Box::new(m20261129_000013_budget_limit_versions::Migration),
             Box::new(m20261201_000014_ingest_quarantine::Migration),
+            Box::new(m20261201_000015_credit_coverage::Migration),
         ]
     }
 }

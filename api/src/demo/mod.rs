@@ -347,6 +347,7 @@ async fn ensure_tenant(
                     amount: Decimal::from(amount),
                     effective_at: from,
                     expires_at: expires,
+                    covers_from: Some(from),
                     reason: reason.to_owned(),
                 },
                 now,

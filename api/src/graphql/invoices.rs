@@ -175,8 +175,8 @@ impl Invoice {
     }
 }
 
-/// An invoice in a list (amounts as stored; open a draft with `invoice` or
-/// `upcomingInvoice` to rate it).
+/// An invoice in a list: a finalized invoice's amounts as billed; the open period's
+/// draft rated as of the request (as `upcomingInvoice` rates it).
 #[derive(SimpleObject)]
 #[graphql(complex)]
 pub struct InvoiceSummary {
@@ -225,6 +225,9 @@ pub struct CreditGrant {
     pub remaining: String,
     pub effective_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The start of the charges it pays (charges before it, in the period it pays, are
+    /// not covered).
+    pub covers_from: DateTime<Utc>,
     pub reason: String,
 }
 
@@ -244,6 +247,7 @@ fn grant_of((g, remaining): (credit_grant::Model, rust_decimal::Decimal)) -> Cre
         currency: g.currency,
         effective_at: g.effective_at,
         expires_at: g.expires_at,
+        covers_from: g.covers_from.unwrap_or(g.effective_at),
         reason: g.reason,
     }
 }
@@ -254,9 +258,13 @@ pub struct GrantCreditsInput {
     pub kind: GqlCreditKind,
     /// In the tenant's currency, at most its minor unit's digits.
     pub amount: String,
-    /// Default: now.
+    /// When it can be used. Default: now.
     pub effective_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The start of the charges it pays. Default: the start of the open billing period,
+    /// so it pays that whole period's charges, those before the grant included. Not
+    /// before the open period (closed invoices are final).
+    pub covers_from: Option<DateTime<Utc>>,
     #[graphql(default)]
     pub reason: String,
 }
@@ -266,7 +274,8 @@ pub struct InvoiceQuery;
 
 #[Object]
 impl InvoiceQuery {
-    /// The tenant's invoices, oldest first, the open period's draft included.
+    /// The tenant's invoices, oldest first; the open period's draft is always among them,
+    /// with its total as of now.
     #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
     async fn invoices(
         &self,
@@ -361,6 +370,7 @@ impl InvoiceMutation {
                 amount: input.amount,
                 effective_at: input.effective_at,
                 expires_at: input.expires_at,
+                covers_from: input.covers_from,
                 reason: input.reason,
             },
         )

@@ -3,7 +3,6 @@
 //! FinOps Open Cost and Usage Specification column layout, one row per line).
 
 use neocloud_metering::rating::period::Line;
-use neocloud_schema::vocabulary::LineKind;
 use serde_json::json;
 
 use super::InvoiceView;
@@ -164,7 +163,34 @@ fn csv(view: &InvoiceView) -> String {
             .collect();
         row(&mut out, &cells);
     }
+    totals(&mut out, view, &number);
     out
+}
+
+/// The closing rows, marked in the `kind` column with the amount in `amount`: SUBTOTAL
+/// and CREDITS (negative: what credits took off) when credits paid part of it, then
+/// TOTAL. Subtotal plus credits is the total.
+fn totals(out: &mut String, view: &InvoiceView, number: &str) {
+    let invoice = &view.invoice;
+    let mut totals = Vec::new();
+    if !view.credits.is_zero() {
+        totals.push(("SUBTOTAL", view.subtotal));
+        totals.push(("CREDITS", -view.credits));
+    }
+    totals.push(("TOTAL", view.total));
+    for (kind, amount) in totals {
+        // The invoice's columns, the kind, and the amount; nothing per line.
+        let mut cells = vec![String::new(); 22];
+        cells[0] = number.to_owned();
+        cells[1] = invoice.status.to_string();
+        cells[2] = invoice.period_start.to_rfc3339();
+        cells[3] = invoice.period_end.to_rfc3339();
+        cells[4] = invoice.currency.clone();
+        cells[6] = kind.to_owned();
+        cells[14] = amount.to_string();
+        let cells: Vec<(&str, bool)> = cells.iter().map(|c| (c.as_str(), false)).collect();
+        row(out, &cells);
+    }
 }
 
 fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
@@ -188,107 +214,21 @@ fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
         "total": view.total.to_string(),
         "lines": view.lines,
         "rounding": "each line: quantity × unit_price, rounded half-even to the currency's minor unit; total = sum of the rounded lines; subtotal = the lines before credits",
+        "tier_numbering": "lines[].tier and lines[].trace.tier count from 1, as GraphQL and the CSV do",
         "rating": view.rating,
     });
     serde_json::to_vec_pretty(&body).unwrap_or_default()
 }
 
-/// FOCUS 1.x columns (the subset that applies to a GPU cloud's invoice lines).
+/// FOCUS 1.2 columns, one row per line (`focus.rs`).
 fn focus(view: &InvoiceView, operator: &str, tenant: &str) -> String {
     let mut out = String::new();
-    row(
-        &mut out,
-        &[
-            "BillingAccountId",
-            "BillingAccountName",
-            "BillingCurrency",
-            "BillingPeriodStart",
-            "BillingPeriodEnd",
-            "ChargePeriodStart",
-            "ChargePeriodEnd",
-            "ChargeCategory",
-            "ChargeClass",
-            "ChargeDescription",
-            "ChargeFrequency",
-            "BilledCost",
-            "EffectiveCost",
-            "ListCost",
-            "ContractedCost",
-            "ConsumedQuantity",
-            "ConsumedUnit",
-            "PricingQuantity",
-            "PricingUnit",
-            "ContractedUnitPrice",
-            "ListUnitPrice",
-            "InvoiceId",
-            "InvoiceIssuerName",
-            "ProviderName",
-            "PublisherName",
-            "ServiceCategory",
-            "ServiceName",
-            "SkuId",
-            "SkuPriceId",
-            "x_Metric",
-            "x_Tier",
-        ]
-        .map(|h| (h, false)),
-    );
-    let invoice = &view.invoice;
-    for line in &view.lines {
-        let category = match line.kind {
-            LineKind::Usage | LineKind::FlatFee => "Usage",
-            LineKind::Credit | LineKind::SlaCredit | LineKind::CommitmentDiscount => "Credit",
-            LineKind::CommitmentTrueUp => "Purchase",
-            LineKind::Adjustment => "Adjustment",
-        };
-        let class = if line.kind == LineKind::Adjustment {
-            "Correction"
-        } else {
-            ""
-        };
-        let frequency = if matches!(line.kind, LineKind::Usage | LineKind::Adjustment) {
-            "Usage-Based"
-        } else {
-            "One-Time"
-        };
-        let cells = [
-            invoice.tenant_id.to_string(),
-            tenant.to_owned(),
-            invoice.currency.clone(),
-            invoice.period_start.to_rfc3339(),
-            invoice.period_end.to_rfc3339(),
-            invoice.period_start.to_rfc3339(),
-            invoice.period_end.to_rfc3339(),
-            category.to_owned(),
-            class.to_owned(),
-            line.description.clone(),
-            frequency.to_owned(),
-            line.amount.to_string(),
-            line.amount.to_string(),
-            line.amount_exact.to_string(),
-            line.amount_exact.to_string(),
-            line.quantity.to_string(),
-            line.unit.clone(),
-            line.quantity.to_string(),
-            line.unit.clone(),
-            line.unit_price.to_string(),
-            line.unit_price.to_string(),
-            invoice.number.clone().unwrap_or_default(),
-            operator.to_owned(),
-            operator.to_owned(),
-            operator.to_owned(),
-            "AI and Machine Learning".to_owned(),
-            "GPU compute".to_owned(),
-            line.sku_name.clone().unwrap_or_default(),
-            opt(line.sku),
-            opt(line.metric),
-            opt(line.tier.map(|t| t + 1)),
-        ];
-        let text_columns = [1, 9, 27];
+    row(&mut out, &super::focus::COLUMNS.map(|h| (h, false)));
+    for cells in super::focus::rows(view, operator, tenant) {
         let cells: Vec<(&str, bool)> = cells
             .iter()
             .enumerate()
-            .map(|(j, c)| (c.as_str(), text_columns.contains(&j)))
+            .map(|(j, c)| (c.as_str(), super::focus::TEXT_COLUMNS.contains(&j)))
             .collect();
         row(&mut out, &cells);
     }

@@ -4,6 +4,7 @@
 //! live in `neocloud_metering::invoicing` and `rating::period`.
 
 pub mod export;
+mod focus;
 pub mod pdf;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -114,10 +115,17 @@ async fn finalized_view(
     db: &DatabaseConnection,
     invoice: invoice::Model,
 ) -> ApiResult<InvoiceView> {
+    let legacy_tiers = counts_tiers_from_zero(&invoice);
     let lines = billing::store::lines(db, invoice.tenant_id, invoice.id)
         .await?
         .iter()
         .map(billing::store::line_of)
+        .map(|mut line| {
+            if legacy_tiers {
+                number_trace_tier_from_one(&mut line);
+            }
+            line
+        })
         .collect();
     Ok(InvoiceView {
         subtotal: dec(&invoice.subtotal),
@@ -127,6 +135,21 @@ async fn finalized_view(
         invoice,
         lines,
     })
+}
+
+/// Whether a finalized invoice's stored traces count tiers from 0 (finalized before tiers
+/// were numbered from 1 everywhere). Its stored rating stays as it was.
+fn counts_tiers_from_zero(invoice: &invoice::Model) -> bool {
+    invoice.rating.as_ref().is_some_and(|r| {
+        r.get("tier_numbering").and_then(serde_json::Value::as_str)
+            != Some(neocloud_metering::rating::period::TIER_NUMBERING_RULE)
+    })
+}
+
+fn number_trace_tier_from_one(line: &mut Line) {
+    if let Some(tier) = line.trace.get("tier").and_then(serde_json::Value::as_u64) {
+        line.trace["tier"] = json!(tier + 1);
+    }
 }
 
 /// `upcomingInvoice`: the open period's draft, rated as of now.
@@ -139,10 +162,14 @@ pub async fn upcoming(
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
+    Ok(draft_view(rated_draft(db, tenant).await?))
+}
+
+/// The tenant's open period, rated as of now with all usage received so far.
+async fn rated_draft(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<billing::Draft> {
     ingest::settle(db).await?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
-    let draft = billing::rate_open(db, tenant.into(), Utc::now()).await?;
-    Ok(draft_view(draft))
+    Ok(billing::rate_open(db, tenant.into(), Utc::now()).await?)
 }
 
 /// `invoice(id)`: one of the caller's invoices (any, for operators).
@@ -166,7 +193,9 @@ pub async fn get(
     finalized_view(db, found).await
 }
 
-/// `invoices(first, after)`: the tenant's invoices, oldest first, draft included.
+/// `invoices(first, after)`: the tenant's invoices, oldest first. The open period's draft
+/// is always there (opened if need be) with its total rated now, as `upcomingInvoice`
+/// rates it; finalized invoices show their stored amounts.
 pub async fn list(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -174,8 +203,19 @@ pub async fn list(
     page: Page,
 ) -> ApiResult<PageOf<invoice::Model>> {
     let tenant = actor.acting_tenant(asked)?;
+    tenancy::store::find(db, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let open = billing::store::open_draft(db, tenant.into()).await?;
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
-    Ok(page.fetch(db, select, invoice::Column::Id).await?)
+    let mut found = page.fetch(db, select, invoice::Column::Id).await?;
+    if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
+        let draft = rated_draft(db, tenant).await?;
+        listed.subtotal = draft.rated.subtotal.to_string();
+        listed.credits = draft.rated.credits.to_string();
+        listed.total = draft.rated.total.to_string();
+    }
+    Ok(found)
 }
 
 /// `closeBillingPeriod` (operator): ends the tenant's open period now and finalizes it.
@@ -286,6 +326,8 @@ pub struct GrantInput {
     pub amount: String,
     pub effective_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The start of the charges it pays; `None`: the whole open billing period.
+    pub covers_from: Option<DateTime<Utc>>,
     pub reason: String,
 }
 
@@ -326,6 +368,7 @@ pub async fn grant(
             amount,
             effective_at: input.effective_at.unwrap_or(now),
             expires_at: input.expires_at,
+            covers_from: input.covers_from,
             reason: input.reason.trim().to_owned(),
         },
         now,
@@ -340,7 +383,7 @@ pub async fn grant(
             object_type: "credit_grant",
             object_id: created.id.to_string(),
             before: None,
-            after: Some(json!({"amount": created.amount, "kind": created.kind, "expires_at": created.expires_at})),
+            after: Some(json!({"amount": created.amount, "kind": created.kind, "expires_at": created.expires_at, "covers_from": created.covers_from})),
         },
     )
     .await?;

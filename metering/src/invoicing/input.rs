@@ -208,6 +208,8 @@ async fn allocation_usage<C: ConnectionTrait>(
             let a = allocations.get(&id)?;
             let units = usage::units_held(a, gpus_held.get(&id).copied().unwrap_or(0));
             let ended_here = a.ended_at.filter(|e| *e > from && *e <= to);
+            let held_from = a.started_at.max(from);
+            let held_to = a.ended_at.map_or(to, |e| e.min(to));
             Some(AllocationUsage {
                 allocation: id,
                 sku: a.sku_id,
@@ -219,6 +221,7 @@ async fn allocation_usage<C: ConnectionTrait>(
                 memory_gib_seconds: row.memory_gib_seconds,
                 energy_kwh: row.energy_kwh,
                 lifetime_seconds_if_ended: ended_here.map(|e| (e - a.started_at).num_seconds()),
+                held: (held_from < held_to).then_some((held_from, held_to)),
             })
         })
         .collect())
@@ -254,6 +257,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
                     unit: s.unit(),
                     list_price_per_hour: dec(&s.list_price_per_hour),
                     name: s.name,
+                    region: s.region,
                 },
             )
         })
@@ -280,14 +284,17 @@ pub(super) async fn period_input<C: ConnectionTrait>(
     }
     input.late = late_usage(conn, tenant.id, now).await?;
     for (grant, remaining) in store::grants_with_remaining(conn, tenant.id).await? {
+        // Grants older than recorded coverage pay the charges from their effective time.
+        let covers_from = grant.covers_from.unwrap_or(grant.effective_at);
         if remaining <= Decimal::ZERO
             || grant.effective_at >= until
+            || covers_from >= until
             || grant.expires_at.is_some_and(|e| e <= invoice.period_start)
             || grant.currency != input.currency
         {
             continue;
         }
-        let window_start = grant.effective_at.max(invoice.period_start);
+        let window_start = covers_from.max(invoice.period_start);
         let window_end = grant.expires_at.map_or(until, |e| e.min(until));
         let accrued_cap = if window_start > invoice.period_start || window_end < until {
             let mut part = invoice.clone();
@@ -407,6 +414,7 @@ mod tests {
             name: unit.to_owned(),
             list_price_per_hour: Decimal::ONE,
             unit: unit.to_owned(),
+            region: String::new(),
         };
         let skus = BTreeMap::from([(gpu, sku("GPU")), (slice, sku("MIG slice 3g.40gb"))]);
         let kept = |sku, metric| same_under_both_rules(&line(sku, metric), &skus);

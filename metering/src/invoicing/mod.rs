@@ -250,9 +250,15 @@ pub struct NewGrant {
     pub amount: Decimal,
     pub effective_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The start of the charges the grant may pay. `None`: the whole billing period open
+    /// when it is granted (charges before the grant included).
+    pub covers_from: Option<DateTime<Utc>>,
     pub reason: String,
 }
 
+/// Records a credit grant. What it covers is fixed here: `covers_from`, or the start of
+/// the tenant's open period; a start before the open period is refused (closed invoices
+/// are final, so it could never pay those charges).
 pub async fn grant_credits<C: ConnectionTrait>(
     conn: &C,
     grant: NewGrant,
@@ -270,6 +276,27 @@ pub async fn grant_credits<C: ConnectionTrait>(
             message: "must be after effectiveAt".into(),
         });
     }
+    let open = store::open_draft(conn, grant.tenant).await?;
+    let covers_from = grant.covers_from.unwrap_or(open.period_start);
+    if covers_from < open.period_start {
+        return Err(InvoicingError::Invalid {
+            field: "coversFrom",
+            message: format!(
+                "must not be before the open billing period, which started {}",
+                open.period_start.to_rfc3339()
+            ),
+        });
+    }
+    if grant.expires_at.is_some_and(|e| e <= covers_from) {
+        return Err(InvoicingError::Invalid {
+            field: "expiresAt",
+            message: "must be after coversFrom".into(),
+        });
+    }
+    let grant = NewGrant {
+        covers_from: Some(covers_from),
+        ..grant
+    };
     Ok(store::insert_grant(conn, CreditGrantId::new().into(), grant, now).await?)
 }
 

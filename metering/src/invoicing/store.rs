@@ -185,6 +185,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
         .join(", then ");
     let rating = serde_json::json!({
         "allocated_unit": crate::rating::period::ALLOCATED_UNIT_RULE,
+        "tier_numbering": crate::rating::period::TIER_NUMBERING_RULE,
         "input": input,
         "output": rated,
         "rounding": format!(
@@ -363,6 +364,7 @@ pub(super) async fn insert_grant<C: ConnectionTrait>(
         expires_at: Set(grant.expires_at),
         reason: Set(grant.reason),
         created_at: Set(now),
+        covers_from: Set(grant.covers_from),
     }
     .insert(conn)
     .await

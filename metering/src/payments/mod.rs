@@ -218,6 +218,8 @@ async fn top_up_paid<C: ConnectionTrait>(
             amount,
             effective_at: now,
             expires_at: None,
+            // Prepaid money pays what is charged from its payment on, as it always has.
+            covers_from: Some(now),
             reason: format!("Top-up {id} paid through Stripe"),
         },
         now,

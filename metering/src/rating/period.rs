@@ -21,7 +21,7 @@
 //! - Late usage of a closed period: one adjustment line per line whose quantity changed,
 //!   at that line's unit price.
 //! - Credits apply to what is owed after all of the above, oldest expiry first, each at most
-//!   what is left of it and at most the charges accrued while it was valid.
+//!   what is left of it and at most the charges accrued within its coverage.
 //! - The total is the sum of the rounded lines; `subtotal` is the sum of the lines before
 //!   credits, `credits` what the credits took off.
 
@@ -94,6 +94,9 @@ pub struct AllocationUsage {
     /// minimum billable duration is topped up there, once, when it is final).
     #[serde(default)]
     pub lifetime_seconds_if_ended: Option<i64>,
+    /// The part of the segment it was held, `[from, to)` (what its charges are for).
+    #[serde(default)]
+    pub held: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// One allocation's usage in one minute bucket.
@@ -143,6 +146,9 @@ pub struct SkuInfo {
     /// What one unit is (`GPU`, `MIG slice 3g.40gb`, `250 milli-GPU`, `node`).
     #[serde(default = "default_unit")]
     pub unit: String,
+    /// Where it runs (`eu-west`); empty in ratings stored before regions were recorded.
+    #[serde(default)]
+    pub region: String,
 }
 
 /// What an ALLOCATED quantity counts, recorded with every finalized invoice's rating.
@@ -175,8 +181,9 @@ pub struct GrantBalance {
     pub available: Decimal,
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
-    /// Charges accrued in this period while the grant was valid (when it expires or
-    /// starts within the period); `None`: valid all period.
+    /// Charges accrued in this period within the grant's coverage (from its
+    /// `covers_from` to its expiry, when that window is narrower than the period);
+    /// `None`: it covers the whole period.
     #[serde(default)]
     pub accrued_cap: Option<Decimal>,
 }
@@ -219,6 +226,9 @@ pub struct Line {
     pub sku: Option<Uuid>,
     pub sku_name: Option<String>,
     pub metric: Option<Metric>,
+    /// The tier of a tiered rate: counted from 0 here, written out from 1 (as GraphQL,
+    /// the CSV and the description number it).
+    #[serde(default, with = "tier_from_one")]
     pub tier: Option<usize>,
     pub quantity: Decimal,
     pub unit: String,
@@ -234,6 +244,30 @@ pub struct Line {
     #[serde(default)]
     pub trace: serde_json::Value,
 }
+
+/// A line's tier as it is written out: the first tier is 1.
+mod tier_from_one {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(tier: &Option<usize>, out: S) -> Result<S::Ok, S::Error> {
+        match tier {
+            Some(t) => out.serialize_some(&(t + 1)),
+            None => out.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<Option<usize>, D::Error> {
+        Option::<usize>::deserialize(input)?
+            .map(|n| {
+                n.checked_sub(1)
+                    .ok_or_else(|| serde::de::Error::custom("tiers are numbered from 1"))
+            })
+            .transpose()
+    }
+}
+
+/// How a stored rating numbers tiers; ratings without it counted from 0.
+pub const TIER_NUMBERING_RULE: &str = "tiers numbered from 1";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RatedInvoice {
@@ -292,6 +326,41 @@ struct Raw {
     amount: Decimal,
     allocations: usize,
     top_up_seconds: Decimal,
+    /// The allocations that used something of it, and the span they were held.
+    used_by: Vec<Uuid>,
+    held: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl Raw {
+    fn add_user(&mut self, u: &AllocationUsage) {
+        self.used_by.push(u.allocation);
+        self.held = match (self.held, u.held) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (known, None) | (None, known) => known,
+        };
+    }
+
+    fn merge(&mut self, other: Raw) {
+        self.amount += other.amount;
+        self.allocations += other.allocations;
+        self.top_up_seconds += other.top_up_seconds;
+        self.used_by.extend(other.used_by);
+        self.held = match (self.held, other.held) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (known, None) | (None, known) => known,
+        };
+    }
+
+    /// What the trace says the charge is for: the allocation, when it is one, and the
+    /// span the allocations were held.
+    fn trace_into(&self, trace: &mut serde_json::Value) {
+        if let [one] = self.used_by.as_slice() {
+            trace["allocation"] = json!(one);
+        }
+        if let Some(held) = self.held {
+            trace["held"] = json!([held.0, held.1]);
+        }
+    }
 }
 
 fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
@@ -312,6 +381,9 @@ fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
             entry.amount += value + extra;
             entry.top_up_seconds += extra;
             entry.allocations += 1;
+            if !(value + extra).is_zero() {
+                entry.add_user(u);
+            }
         }
     }
     raw
@@ -391,10 +463,10 @@ impl LineBuilder<'_> {
             .collect();
         for key in merged {
             if let Some(spot) = quantities.remove(&key) {
-                let on_demand = quantities.entry((key.0, key.1, false)).or_default();
-                on_demand.amount += spot.amount;
-                on_demand.allocations += spot.allocations;
-                on_demand.top_up_seconds += spot.top_up_seconds;
+                quantities
+                    .entry((key.0, key.1, false))
+                    .or_default()
+                    .merge(spot);
             }
         }
         for ((sku, metric, spot), raw) in quantities {
@@ -451,7 +523,7 @@ impl LineBuilder<'_> {
                 model,
                 PriceModel::Graduated { .. } | PriceModel::Volume { .. }
             );
-            let base_trace = json!({
+            let mut base_trace = json!({
                 "plan": plan.label,
                 "plan_version": plan.version_id,
                 "segment": [segment.from, segment.to],
@@ -469,7 +541,9 @@ impl LineBuilder<'_> {
                 "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
                 "model": model,
                 "period_quantity": quantity.normalize().to_string(),
+                "unit": unit,
             });
+            raw.trace_into(&mut base_trace);
             for part in &charge.parts {
                 let tier_text = if tiered {
                     format!(" · tier {}", part.tier + 1)
@@ -477,10 +551,11 @@ impl LineBuilder<'_> {
                     String::new()
                 };
                 let mut trace = base_trace.clone();
-                trace["tier"] = json!(part.tier);
+                trace["tier"] = json!(part.tier + 1);
                 if let PriceModel::Package { size, price } = &model {
                     let packages = (quantity / size).ceil();
                     trace["packages"] = json!(packages.to_string());
+                    trace["package_size"] = json!(size.normalize().to_string());
                     self.push(
                         kind,
                         format!("{what} · packages of {}{suffix}", size.normalize()),

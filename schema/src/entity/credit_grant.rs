@@ -1,5 +1,6 @@
 //! Credit granted to a tenant (prepaid or promotional), usable from `effective_at` until
-//! `expires_at`. Never changed: what is left is the amount minus its applications on
+//! `expires_at`, on the charges from `covers_from` (none: from `effective_at`, as grants
+//! made before coverage was recorded). Never changed: what is left is the amount minus its applications on
 //! invoices that were not voided.
 
 pub use crate::vocabulary::CreditKind;
@@ -18,6 +19,8 @@ pub struct Model {
     pub expires_at: Option<DateTimeUtc>,
     pub reason: String,
     pub created_at: DateTimeUtc,
+    /// The start of the charges the grant pays; null on grants older than this column.
+    pub covers_from: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
