@@ -145,20 +145,21 @@ async fn a_batch_counts_once_however_often_it_arrives(backend: Backend) {
 
 /// A GPU's cumulative energy counter becomes kWh between readings: the first reading
 /// only sets the cursor, a counter that went backwards was reset and counts from zero, and
-/// a reading older than the cursor adds nothing.
+/// a reading older than the cursor adds nothing. (Each step stays within what an H100 can
+/// draw in its 10 s window: 3.6 MJ·10⁻³ = 0.001 kWh is 360 W for 10 s.)
 async fn energy_counters_become_kwh_between_readings(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
     let s = setup(&app).await;
     let boot = uuid::Uuid::new_v4().to_string();
-    const KWH: u64 = 3_600_000_000;
+    const WH: u64 = 3_600_000;
     for (seq, offset, mj) in [
-        (1, 0, 5 * KWH),
-        (2, 10, 6 * KWH),
-        (3, 20, KWH / 2),
-        (5, 40, KWH),
-        (4, 30, 9 * KWH),
+        (1, 0, 5_000 * WH),
+        (2, 10, 5_001 * WH),
+        (3, 20, WH),
+        (5, 40, 2 * WH),
+        (4, 30, 9_000 * WH),
     ] {
         let mut b = batch(&s, &boot, seq, offset, 50.0);
         b["devices"][0]["energy_mj"] = json!(mj);
@@ -169,8 +170,8 @@ async fn energy_counters_become_kwh_between_readings(backend: Backend) {
         .await
         .parse()
         .expect("decimal");
-    // 5 → 6 kWh: 1; reset to 0.5: 0.5; 0.5 → 1: 0.5; the late seq 4 is older: 0.
-    assert_eq!(energy, rust_decimal::Decimal::new(2, 0));
+    // 5000 → 5001 Wh: 1; reset to 1 Wh: 1; 1 → 2 Wh: 1; the late seq 4 is older: 0.
+    assert_eq!(energy, rust_decimal::Decimal::new(3, 3));
 }
 
 async fn reordered_and_repeated_batches_give_identical_usage(backend: Backend) {

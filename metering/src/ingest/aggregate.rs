@@ -56,46 +56,60 @@ pub async fn aggregate(
     limit: u64,
     upto: Option<Uuid>,
 ) -> Result<usize, DbErr> {
-    match pass(db, limit, upto).await {
+    match pass(db, Take::Oldest { limit, upto }).await {
         Ok(done) => Ok(done),
-        Err(error) if limit > 1 => {
+        Err(error) => {
             tracing::warn!(%error, "An aggregation pass failed; aggregating its batches one by one.");
             one_by_one(db, limit, upto).await
         }
-        Err(_) => one_by_one(db, 1, upto).await,
     }
 }
 
 /// Aggregates the oldest batches one transaction each, quarantining a batch whose own
-/// transaction fails.
+/// transaction fails. Each is named by id: a concurrent pass may have taken it meanwhile,
+/// and what is quarantined is only ever the batch that failed.
 async fn one_by_one(
     db: &DatabaseConnection,
     limit: u64,
     upto: Option<Uuid>,
 ) -> Result<usize, DbErr> {
     let mut done = 0;
-    for _ in 0..limit {
-        match pass(db, 1, upto).await {
-            Ok(0) => break,
+    for id in store::pending_ids(db, limit, upto).await? {
+        // Tried twice: a passing fault (a lost connection) is not a reason to set it aside.
+        let first = pass(db, Take::One(id)).await;
+        let outcome = match first {
+            Err(_) => pass(db, Take::One(id)).await,
+            ok => ok,
+        };
+        match outcome {
             Ok(n) => done += n,
             Err(error) => {
                 let reason = format!("aggregation failed: {error}");
-                if !store::quarantine_oldest(db, upto, &reason).await? {
-                    break;
-                }
-                done += 1;
+                done += usize::from(store::quarantine_pending(db, id, &reason).await?);
             }
         }
     }
     Ok(done)
 }
 
+/// Which journal rows a pass takes.
+#[derive(Debug, Clone, Copy)]
+enum Take {
+    /// The oldest `limit` (with an id up to `upto`, when given).
+    Oldest { limit: u64, upto: Option<Uuid> },
+    /// This one, if it is still in the journal.
+    One(Uuid),
+}
+
 /// One pass in one transaction: reads, folds, writes and deletes the journal rows.
-async fn pass(db: &DatabaseConnection, limit: u64, upto: Option<Uuid>) -> Result<usize, DbErr> {
+async fn pass(db: &DatabaseConnection, take: Take) -> Result<usize, DbErr> {
     let started = std::time::Instant::now();
     let txn = db.begin().await?;
     store::lock_aggregation(&txn).await?;
-    let rows = store::pending(&txn, limit, upto).await?;
+    let rows = match take {
+        Take::Oldest { limit, upto } => store::pending(&txn, limit, upto).await?,
+        Take::One(id) => store::pending_one(&txn, id).await?.into_iter().collect(),
+    };
     let mut batches = Vec::with_capacity(rows.len());
     for row in &rows {
         match journal::decode(&row.payload) {

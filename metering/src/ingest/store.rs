@@ -290,20 +290,48 @@ pub(super) async fn quarantine<C: ConnectionTrait>(
     delete_pending(conn, &[row.batch_id]).await
 }
 
-/// Quarantines the oldest journal row (up to `upto`); false when there is none.
-pub(super) async fn quarantine_oldest(
+/// Quarantines journal row `id` if it is still in the journal; false when it is not.
+pub(super) async fn quarantine_pending(
     db: &DatabaseConnection,
-    upto: Option<Uuid>,
+    id: Uuid,
     reason: &str,
 ) -> Result<bool, DbErr> {
     let txn = db.begin().await?;
     lock_aggregation(&txn).await?;
-    let Some(row) = pending(&txn, 1, upto).await?.pop() else {
+    let Some(row) = pending_one(&txn, id).await? else {
         return Ok(false);
     };
     quarantine(&txn, &row, reason).await?;
     txn.commit().await?;
     Ok(true)
+}
+
+/// Journal row `id`, if it is still in the journal.
+pub(super) async fn pending_one<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+) -> Result<Option<ingest_pending::Model>, DbErr> {
+    ingest_pending::Entity::find_by_id(id).one(conn).await
+}
+
+/// The ids of the oldest journal rows (up to `upto`), oldest first.
+pub(super) async fn pending_ids<C: ConnectionTrait>(
+    conn: &C,
+    limit: u64,
+    upto: Option<Uuid>,
+) -> Result<Vec<Uuid>, DbErr> {
+    let mut query = ingest_pending::Entity::find()
+        .select_only()
+        .column(ingest_pending::Column::BatchId);
+    if let Some(upto) = upto {
+        query = query.filter(ingest_pending::Column::BatchId.lte(upto));
+    }
+    query
+        .order_by_asc(ingest_pending::Column::BatchId)
+        .limit(limit)
+        .into_tuple()
+        .all(conn)
+        .await
 }
 
 /// A database's error text may quote the bad bytes it refused: keep it storable.
