@@ -65,6 +65,22 @@ pub fn row(actor: Option<&Principal>, entry: Entry) -> audit_log::ActiveModel {
     }
 }
 
+/// The newest entry of `action` about `tenant`, if any.
+pub async fn latest<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    action: &str,
+) -> Result<Option<audit_log::Model>, DbErr> {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    audit_log::Entity::find()
+        .filter(audit_log::Column::TenantId.eq(Uuid::from(tenant)))
+        .filter(audit_log::Column::Action.eq(action))
+        .order_by_desc(audit_log::Column::At)
+        .order_by_desc(audit_log::Column::Id)
+        .one(conn)
+        .await
+}
+
 /// What `auditLog` may be narrowed to.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

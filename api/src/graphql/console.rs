@@ -42,12 +42,15 @@ pub struct Quota {
     /// a fraction its milli-GPUs, a node its GPUs: hardware, not SKU units), or
     /// `allocation` for ALLOCATIONS.
     pub unit: String,
+    /// What the tenant holds against this quota now, in `unit` (an exact decimal).
+    pub used: String,
     pub updated_at: DateTime<Utc>,
 }
 
-impl From<quota::Model> for Quota {
-    fn from(q: quota::Model) -> Self {
+impl Quota {
+    fn new(q: quota::Model, used: String) -> Self {
         Quota {
+            used,
             id: to_id(q.id),
             tenant_id: to_id(q.tenant_id),
             scope: q.scope.into(),
@@ -194,7 +197,10 @@ impl ConsoleQuery {
     async fn quotas(&self, ctx: &Context<'_>, tenant_id: Option<ID>) -> Result<Vec<Quota>> {
         let tenant: Option<TenantId> = tenant_id.map(|id| parse_id("tenantId", &id)).transpose()?;
         let rows = quotas::list_quotas(super::db(ctx)?, super::principal(ctx)?, tenant).await?;
-        Ok(rows.into_iter().map(Quota::from).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(q, used)| Quota::new(q, used))
+            .collect())
     }
 
     /// Who did what, oldest first (operators: everything; tenant admins: their tenant).
@@ -275,17 +281,26 @@ impl ConsoleMutation {
     /// Creates, changes or (with a negative max) removes a tenant's quota (operator).
     async fn set_quota(&self, ctx: &Context<'_>, input: SetQuotaInput) -> Result<SetQuotaPayload> {
         let tenant: TenantId = parse_id("tenantId", &input.tenant_id)?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
         let quota = quotas::set_quota(
-            super::db(ctx)?,
-            super::principal(ctx)?,
+            db,
+            principal,
             tenant,
             input.scope.into(),
             &input.value,
             input.max,
         )
         .await?;
+        let Some(quota) = quota else {
+            return Ok(SetQuotaPayload { quota: None });
+        };
+        let used = quotas::list_quotas(db, principal, Some(tenant))
+            .await?
+            .into_iter()
+            .find(|(q, _)| q.id == quota.id)
+            .map_or_else(|| "0".to_owned(), |(_, used)| used);
         Ok(SetQuotaPayload {
-            quota: quota.map(Quota::from),
+            quota: Some(Quota::new(quota, used)),
         })
     }
 

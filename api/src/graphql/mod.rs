@@ -7,6 +7,7 @@ pub mod bounds;
 mod budgets;
 mod catalog;
 mod console;
+mod cost;
 mod invoices;
 mod nodes;
 mod ordering;
@@ -87,7 +88,7 @@ pub fn build_schema(
         .data(webhooks)
         .data(PageLimit(limits.page_size_max))
         .limit_depth(limits.graphql_depth)
-        .limit_complexity(limits.graphql_complexity)
+        .extension(cost::CostLimit(limits.graphql_complexity))
         .limit_recursive_depth(32)
         .limit_directives(16)
         .finish()

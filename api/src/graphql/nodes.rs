@@ -92,11 +92,25 @@ impl Node {
             .collect())
     }
 
+    /// The allocations running on this node now, oldest first: what a drain waits for
+    /// (operator).
+    async fn allocations(&self, ctx: &Context<'_>) -> Result<Vec<super::ordering::Allocation>> {
+        let live =
+            crate::ordering::live_on_node(super::db(ctx)?, super::principal(ctx)?, self.node.id)
+                .await?;
+        Ok(live
+            .into_iter()
+            .map(super::ordering::Allocation::from)
+            .collect())
+    }
+
     async fn created_at(&self) -> DateTime<Utc> {
         self.node.created_at
     }
 
-    #[graphql(complexity = "crate::fleet::MAX_GPUS_PER_NODE * child_complexity")]
+    /// The node's GPUs. They are read with the node (at most 16, no query of their own),
+    /// so their fields cost once, not once per GPU: a full page of nodes with their GPUs
+    /// fits the cost limit.
     async fn gpus(&self) -> Vec<Gpu> {
         self.gpus.iter().cloned().map(Gpu).collect()
     }

@@ -30,6 +30,7 @@ pub enum GqlTopologyLevel {
 )]
 pub enum GqlClass {
     OnDemand,
+    /// Placed and billed as ON_DEMAND until reservations exist (docs/ordering.md).
     Reserved,
     Spot,
 }
@@ -116,6 +117,12 @@ pub struct SkuRef {
 }
 
 pub struct Allocation(AllocationView);
+
+impl From<AllocationView> for Allocation {
+    fn from(view: AllocationView) -> Self {
+        Allocation(view)
+    }
+}
 
 #[Object]
 impl Allocation {

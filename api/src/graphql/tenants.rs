@@ -30,6 +30,12 @@ impl Tenant {
         self.0.status.into()
     }
 
+    /// Why the tenant is suspended (the operator's reason, or unpaid invoices); null while
+    /// it is active.
+    async fn suspension_reason(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        Ok(crate::tenancy::suspension_reason(super::db(ctx)?, &self.0).await?)
+    }
+
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }

@@ -46,7 +46,12 @@ pub struct UsageRow {
     /// Unit-seconds on failed hardware (a node: the share of its GPUs that failed),
     /// credited instead of billed.
     pub sla_credit_seconds: String,
-    /// Filled once rating is in place.
+    /// Always null: usage rows are quantities; what they cost is on the invoice
+    /// (`upcomingInvoice`, whose lines are rated per plan tier and minimum and so cannot
+    /// be split per row exactly).
+    #[graphql(
+        deprecation = "usage rows carry quantities; read charges from upcomingInvoice lines"
+    )]
     pub cost: Option<String>,
 }
 

@@ -854,6 +854,17 @@ pub async fn get_allocation(
         .ok_or_else(|| ApiError::not_found("allocation"))
 }
 
+/// The live allocations on a node (operator): what a drain would wait for.
+pub async fn live_on_node(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    node: Uuid,
+) -> ApiResult<Vec<AllocationView>> {
+    actor.require_operator()?;
+    let rows = store::live_on_node(db, node).await?;
+    view_allocations(db, rows).await
+}
+
 pub async fn get_order(
     db: &DatabaseConnection,
     actor: &Principal,

@@ -246,9 +246,11 @@ impl Batch<'_> {
         match self.tenants.get(&tenant) {
             None => return Ok(Err(ApiError::not_found("tenant"))),
             Some(row) if row.status == TenantStatus::Suspended => {
-                return Ok(Err(ApiError::forbidden(
-                    "the tenant is suspended and cannot place new orders",
-                )));
+                let reason = crate::tenancy::suspension_reason(self.txn, row).await?;
+                return Ok(Err(ApiError::forbidden(format!(
+                    "the tenant is suspended and cannot place new orders: {}",
+                    reason.unwrap_or_default()
+                ))));
             }
             Some(_) => {}
         }

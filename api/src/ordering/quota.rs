@@ -106,6 +106,19 @@ impl Usage {
         self.allocations += placed.len() as u64;
     }
 
+    /// What is held against `quota`, in its unit.
+    fn used(&self, quota: &quota::Model) -> String {
+        match quota.scope {
+            QuotaScope::Allocations => self.allocations.to_string(),
+            scope => display_gpus(
+                self.milli
+                    .get(&(scope, quota.scope_value.clone()))
+                    .copied()
+                    .unwrap_or(0),
+            ),
+        }
+    }
+
     /// Fails with `QUOTA_EXCEEDED` if `count` more units of `sku` would pass any quota.
     pub fn check(&self, sku: &sku::Model, count: i32) -> ApiResult<()> {
         let gpus_per_node = 8;
@@ -264,15 +277,24 @@ pub async fn set_quota(
     Ok(result)
 }
 
-/// A tenant's quotas (its own, or any tenant's for operators).
+/// A tenant's quotas (its own, or any tenant's for operators), each with what the tenant
+/// uses of it now, in the quota's unit.
 pub async fn list_quotas(
     db: &sea_orm::DatabaseConnection,
     actor: &crate::auth::Principal,
     tenant: Option<TenantId>,
-) -> ApiResult<Vec<quota::Model>> {
+) -> ApiResult<Vec<(quota::Model, String)>> {
     let tenant = actor.acting_tenant(tenant)?;
-    Ok(quota::Entity::find()
-        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
-        .all(db)
-        .await?)
+    let mut usage = Usage::load_many(db, &[tenant])
+        .await?
+        .remove(&tenant)
+        .unwrap_or_default();
+    let quotas = std::mem::take(&mut usage.quotas);
+    Ok(quotas
+        .into_iter()
+        .map(|q| {
+            let used = usage.used(&q);
+            (q, used)
+        })
+        .collect())
 }

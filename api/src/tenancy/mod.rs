@@ -135,6 +135,24 @@ pub async fn own_tenant(
     }
 }
 
+/// Why a suspended tenant is suspended: the reason its newest suspension recorded (the
+/// operator's, or dunning's). `None` for an active tenant.
+pub async fn suspension_reason<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+) -> ApiResult<Option<String>> {
+    if tenant.status != neocloud_schema::vocabulary::TenantStatus::Suspended {
+        return Ok(None);
+    }
+    let entry = audit::latest(conn, TenantId::from(tenant.id), "tenant.suspend").await?;
+    let reason = entry
+        .and_then(|e| e.after)
+        .and_then(|after| after.get("reason")?.as_str().map(str::to_owned))
+        .filter(|r| !r.trim().is_empty())
+        .unwrap_or_else(|| "no reason was given; contact the operator".to_owned());
+    Ok(Some(reason))
+}
+
 /// `suspendTenant` / `resumeTenant` (operator): a suspended tenant places no new orders;
 /// what runs keeps running.
 pub async fn set_status(
