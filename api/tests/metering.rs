@@ -400,6 +400,18 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         .find(|g| g["uuid"] == s.gpu.as_str())
         .expect("gpu");
     assert_eq!(failed["health"], "FAILED", "{r}");
+    // The customer sees it on its own allocation.
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($id: ID!) { allocation(id: $id) { gpus { uuid health healthChangedAt } } }",
+            json!({"id": s.allocation}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["allocation"]["gpus"][0]["health"], "FAILED",
+        "{r}"
+    );
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let r = app
         .gql(

@@ -108,6 +108,9 @@ pub struct AllocatedGpu {
     pub uuid: String,
     pub index: i32,
     pub model: String,
+    /// The GPU's health now: time on a FAILED GPU is credited, not billed.
+    pub health: super::scalars::GqlGpuHealth,
+    pub health_changed_at: DateTime<Utc>,
 }
 
 #[derive(SimpleObject)]
@@ -196,6 +199,8 @@ impl Allocation {
                 uuid: g.uuid.clone(),
                 index: g.index,
                 model: g.model.clone(),
+                health: g.health.into(),
+                health_changed_at: g.health_changed_at,
             })
             .collect()
     }
