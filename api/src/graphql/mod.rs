@@ -7,7 +7,7 @@ pub mod bounds;
 mod budgets;
 mod catalog;
 mod console;
-mod cost;
+pub mod cost;
 mod invoices;
 mod nodes;
 mod ordering;
@@ -87,8 +87,10 @@ pub fn build_schema(
         .data(gateway)
         .data(webhooks)
         .data(PageLimit(limits.page_size_max))
-        .limit_depth(limits.graphql_depth)
-        .extension(cost::CostLimit(limits.graphql_complexity))
+        .extension(cost::CostLimits {
+            complexity: limits.graphql_complexity,
+            depth: limits.graphql_depth,
+        })
         .limit_recursive_depth(32)
         .limit_directives(16)
         .finish()

@@ -10,6 +10,7 @@ use actix_web::http::StatusCode;
 use super::bearer;
 use crate::auth;
 use crate::error::{ApiError, Code};
+use crate::graphql::cost::IntrospectionOnly;
 use crate::graphql::{Caller, bounds};
 use crate::startup::AppState;
 
@@ -116,7 +117,12 @@ async fn admit(
             }
         }
     }
-    Ok(request.data(caller))
+    let request = request.data(caller);
+    Ok(if shape.introspection_only {
+        request.data(IntrospectionOnly)
+    } else {
+        request
+    })
 }
 
 fn unauthenticated() -> ApiError {

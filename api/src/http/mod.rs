@@ -13,10 +13,12 @@ pub mod stripe;
 
 use actix_web::HttpRequest;
 
-/// The bearer token of a request, if any.
+/// The bearer token of a request, if any (`Bearer ` with nothing after it, as GraphiQL's
+/// header template sends before a key is pasted, is no token).
 pub fn bearer(req: &HttpRequest) -> Option<&str> {
     let value = req.headers().get(actix_web::http::header::AUTHORIZATION)?;
     let value = value.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
