@@ -34,13 +34,7 @@ async fn health_readiness_and_metrics_answer(backend: Backend) {
         body.contains("neocloud_graphql_errors_total{code=\"UNAUTHENTICATED\"}"),
         "{body}"
     );
-    let res = app
-        .client
-        .get(format!("{}/graphql", app.url))
-        .send()
-        .await
-        .expect("get");
-    assert!(res.text().await.expect("html").contains("graphiql"));
+    graphiql_needs_nothing_from_elsewhere(&app).await;
     let res = app
         .client
         .get(format!("{}/nope", app.url))
@@ -90,6 +84,49 @@ async fn malformed_requests_get_coded_errors_and_the_server_lives_on(backend: Ba
 
     let r = app.gql(Some(&key), "{ viewer { role } }", json!({})).await;
     assert_eq!(r["data"]["viewer"]["role"], "OPERATOR", "still serving");
+}
+
+/// GraphiQL loaded React and GraphiQL from a CDN and was blank where there is no internet:
+/// every script and style the page names comes from this server, with its content type.
+async fn graphiql_needs_nothing_from_elsewhere(app: &TestApp) {
+    let page = app
+        .client
+        .get(format!("{}/graphql", app.url))
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("html");
+    let assets: Vec<&str> = page
+        .split(['"', '\''])
+        .filter(|part| part.ends_with(".js") || part.ends_with(".css"))
+        .collect();
+    assert!(assets.len() >= 4, "{page}");
+    for asset in assets {
+        assert!(
+            asset.starts_with("/graphiql/"),
+            "{asset} is not served here"
+        );
+        let res = app
+            .client
+            .get(format!("{}{asset}", app.url))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(res.status(), 200, "{asset}");
+        let kind = res.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .to_owned();
+        let expected = if asset.ends_with(".css") {
+            "text/css"
+        } else {
+            "text/javascript"
+        };
+        assert!(kind.starts_with(expected), "{asset}: {kind}");
+        assert!(!res.bytes().await.expect("body").is_empty(), "{asset}");
+    }
 }
 
 async fn deep_and_expensive_queries_are_refused(backend: Backend) {
