@@ -21,6 +21,9 @@ use crate::coverage::{self, RecordedWindow, window_masks};
 
 /// Journal rows one pass takes at most.
 pub const PASS: u64 = 1000;
+/// Batches one-by-one aggregation quarantines in a row before it takes the failures for
+/// the database's and stops.
+const MAX_QUARANTINED_IN_A_ROW: usize = 3;
 
 /// What aggregating one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,6 +77,7 @@ async fn one_by_one(
     upto: Option<Uuid>,
 ) -> Result<usize, DbErr> {
     let mut done = 0;
+    let mut failed_in_a_row = 0;
     for id in store::pending_ids(db, limit, upto).await? {
         // Tried twice: a passing fault (a lost connection) is not a reason to set it aside.
         let first = pass(db, Take::One(id)).await;
@@ -82,10 +86,17 @@ async fn one_by_one(
             ok => ok,
         };
         match outcome {
-            Ok(n) => done += n,
+            Ok(n) => {
+                done += n;
+                failed_in_a_row = 0;
+            }
+            // Batch after batch failing is the database, not the batches: stop setting
+            // them aside and let the next pass try again.
+            Err(error) if failed_in_a_row == MAX_QUARANTINED_IN_A_ROW => return Err(error),
             Err(error) => {
                 let reason = format!("aggregation failed: {error}");
                 done += usize::from(store::quarantine_pending(db, id, &reason).await?);
+                failed_in_a_row += 1;
             }
         }
     }
