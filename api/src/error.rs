@@ -113,6 +113,20 @@ impl From<sea_orm::DbErr> for ApiError {
     }
 }
 
+impl From<neocloud_metering::MeteringError> for ApiError {
+    fn from(err: neocloud_metering::MeteringError) -> Self {
+        use neocloud_metering::MeteringError;
+        match err {
+            MeteringError::Invalid(invalid) => ApiError::InvalidInput {
+                field: invalid.field,
+                message: invalid.message,
+            },
+            MeteringError::Forbidden { message } => ApiError::Forbidden { message },
+            MeteringError::Database(source) => ApiError::Database { source },
+        }
+    }
+}
+
 impl ApiError {
     pub fn code(&self) -> Code {
         match self {

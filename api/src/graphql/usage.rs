@@ -172,19 +172,16 @@ impl UsageQuery {
     async fn ingest_health(&self, ctx: &Context<'_>) -> Result<IngestHealth> {
         super::principal(ctx)?.require_operator()?;
         let db = super::db(ctx)?;
-        let internal = |e: neocloud_metering::MeteringError| ApiError::Internal {
-            message: e.to_string(),
-        };
         let streams = ingest::stream_health(db, Utc::now())
             .await
-            .map_err(internal)?;
-        let pending = ingest::journal_backlog(db).await.map_err(internal)?;
+            .map_err(ApiError::from)?;
+        let pending = ingest::journal_backlog(db).await.map_err(ApiError::from)?;
         let quarantined = ingest::quarantined(db, INGEST_HEALTH_LIST)
             .await
-            .map_err(internal)?;
+            .map_err(ApiError::from)?;
         let anomalies = ingest::anomalies(db, INGEST_HEALTH_LIST)
             .await
-            .map_err(internal)?;
+            .map_err(ApiError::from)?;
         Ok(IngestHealth {
             pending_batches: i64::try_from(pending).unwrap_or(i64::MAX),
             quarantined: quarantined
@@ -231,15 +228,12 @@ impl IngestMutation {
     /// Puts a quarantined batch back in the ingest journal, once what stopped its
     /// aggregation is fixed (operator; audited). False when no such batch is quarantined.
     async fn requeue_quarantined_batch(&self, ctx: &Context<'_>, batch_id: ID) -> Result<bool> {
-        let internal = |e: neocloud_metering::MeteringError| ApiError::Internal {
-            message: e.to_string(),
-        };
         let principal = super::principal(ctx)?;
         principal.require_operator()?;
         let id: uuid::Uuid = super::scalars::parse_id("batchId", &batch_id)?;
         let db = super::db(ctx)?;
         let txn = db.begin().await.map_err(ApiError::from)?;
-        let requeued = ingest::requeue(&txn, id).await.map_err(internal)?;
+        let requeued = ingest::requeue(&txn, id).await.map_err(ApiError::from)?;
         if requeued {
             audit::record(
                 &txn,

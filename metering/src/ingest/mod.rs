@@ -73,8 +73,8 @@ fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
             });
         };
         if let Some(name) = &device.mig_profile {
-            let profile = mig_profile(i, name, gpu, node.mig_enabled)?;
-            check_instance_memory(i, device, profile, gpu)?;
+            let (profile, model) = mig_profile(i, name, gpu, node.mig_enabled)?;
+            check_instance_memory(i, device, profile.memory_mib(model) << 20)?;
             instances.entry(physical).or_default().push(profile);
         }
     }
@@ -92,13 +92,14 @@ fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
     Ok(())
 }
 
-/// The MIG profile a device of `gpu` names, if the GPU can have it now.
+/// The MIG profile a device of `gpu` names (with the GPU's model), if the GPU can have it
+/// now.
 fn mig_profile(
     i: usize,
     name: &str,
     gpu: &GpuFacts,
     mig_enabled: bool,
-) -> Result<MigProfile, MeteringError> {
+) -> Result<(MigProfile, GpuModel), MeteringError> {
     let field = || format!("devices[{i}].mig_profile");
     let model = gpu
         .model
@@ -110,20 +111,17 @@ fn mig_profile(
             "the node's GPUs are not in MIG mode",
         ));
     }
-    MigProfile::parse(name, model).map_err(|e| MeteringError::invalid(field(), e.to_string()))
+    MigProfile::parse(name, model)
+        .map(|profile| (profile, model))
+        .map_err(|e| MeteringError::invalid(field(), e.to_string()))
 }
 
-/// A MIG instance uses at most its own slice of the framebuffer.
+/// A MIG instance uses at most its own slice of the framebuffer (`limit` bytes).
 fn check_instance_memory(
     i: usize,
     device: &neocloud_schema::ingest::DeviceSample,
-    profile: MigProfile,
-    gpu: &GpuFacts,
+    limit: u64,
 ) -> Result<(), MeteringError> {
-    let Ok(model) = gpu.model.parse() else {
-        return Ok(());
-    };
-    let limit = profile.memory_mib(model) << 20;
     let used = std::iter::once(device.fb_used_bytes)
         .chain(device.processes.iter().map(|p| p.fb_used_bytes))
         .flatten()
