@@ -328,6 +328,68 @@ async fn made_up_mig_instances_are_refused_or_not_counted(backend: Backend) {
     );
 }
 
+/// Processes sharing one GPU that report more than 100% together: one GPU is never more
+/// than fully busy, so their shares are scaled down to 100% together and flagged — a
+/// quarter of a GPU never shows more active than held seconds.
+async fn a_shared_gpu_is_never_more_than_fully_busy(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let n = node(
+        &app,
+        "shared-lies",
+        ", sharedGpus: true",
+        json!({"name": "h100-250m", "gpuModel": "H100", "form": "FRACTIONAL", "milliGpu": 250, "region": "eu-west", "listPricePerHour": "0.70", "currency": "USD"}),
+    )
+    .await;
+    let process = |pid: u32| {
+        json!({"pid": pid, "allocation_id": n.allocation, "sm_util_pct": 80.0,
+            "fb_used_bytes": 1u64 << 30})
+    };
+    let start = at(&n, 0);
+    let body = json!({"version": 1, "agent_id": n.host, "boot_id": uuid::Uuid::new_v4(),
+        "seq": 1, "window": {"start": iso(start), "end": iso(start + Duration::seconds(10))},
+        "devices": [{"uuid": n.gpu, "sm_util_pct": 100.0, "fb_used_bytes": 2u64 << 30,
+            "events": [{"kind": "xid", "code": 13, "at": iso(start)},
+                {"kind": "xid", "code": 94, "at": iso(start + Duration::seconds(1))}],
+            "processes": [process(1), process(2)]}]});
+    accepted(&app, &n, &body).await;
+    // A shared GPU's history shows its holders only what changed the GPU's health: the
+    // XID 13 of some process on it is not theirs to read.
+    let r = app
+        .gql(
+            Some(&n.tenant_key),
+            "query($id: ID!) { allocation(id: $id) { gpus { events { code effect } healthHistory { health } } } }",
+            json!({"id": n.allocation}),
+        )
+        .await;
+    let gpu = &r["data"]["allocation"]["gpus"][0];
+    assert_eq!(
+        gpu["events"],
+        json!([{"code": 94, "effect": "DEGRADED"}]),
+        "{r}"
+    );
+    assert_eq!(gpu["healthHistory"], json!([{"health": "DEGRADED"}]), "{r}");
+    // 160% scaled to 100%: 10 s of one fully busy GPU, not 16.
+    assert_eq!(usage(&app, &n, "activeSeconds").await, Decimal::from(10));
+    let health = ingest_health(&app).await;
+    let flagged: Vec<&Value> = health["anomalies"]
+        .as_array()
+        .expect("anomalies")
+        .iter()
+        .filter(|a| a["kind"] == "process_util_clamped")
+        .collect();
+    assert_eq!(flagged.len(), 1, "{health}");
+    assert_eq!(flagged[0]["device"], json!(n.gpu));
+    assert!(
+        flagged[0]["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("160%"),
+        "{health}"
+    );
+}
+
 /// A journal row that cannot be aggregated — one this build cannot read, or (on
 /// PostgreSQL) a label with a NUL journaled before the edge refused it — is quarantined
 /// with its reason; every other batch is aggregated and every reader answers.
@@ -425,5 +487,6 @@ on_both_databases!(
     two_agents_on_one_node_count_its_energy_once,
     impossible_agent_values_are_rejected_and_store_nothing,
     made_up_mig_instances_are_refused_or_not_counted,
+    a_shared_gpu_is_never_more_than_fully_busy,
     an_unaggregatable_journal_row_is_quarantined_and_the_rest_goes_on,
 );

@@ -382,7 +382,10 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
     };
     let s = setup(&app).await;
     let mut b = batch(&s, &uuid::Uuid::new_v4().to_string(), 1, 0, 50.0);
-    b["devices"][0]["events"] = json!([{"kind": "xid", "code": 79, "at": iso(s.started)}]);
+    b["devices"][0]["events"] = json!([
+        {"kind": "xid", "code": 13, "at": iso(s.started + Duration::seconds(1))},
+        {"kind": "xid", "code": 79, "at": iso(s.started + Duration::seconds(1))},
+    ]);
     let (code, r) = send(&app, &s, &b).await;
     assert_eq!(code, 200, "{r}");
     let r = app
@@ -400,19 +403,60 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         .find(|g| g["uuid"] == s.gpu.as_str())
         .expect("gpu");
     assert_eq!(failed["health"], "FAILED", "{r}");
-    // The customer sees it on its own allocation.
+    // The operator's audit log says the system failed it, and why.
     let r = app
         .gql(
-            Some(&s.tenant_key),
-            "query($id: ID!) { allocation(id: $id) { gpus { uuid health healthChangedAt } } }",
-            json!({"id": s.allocation}),
+            Some(&app.operator_key),
+            "{ auditLog(filter: {objectType: \"gpu\"}) { nodes { actorRole actorKeyId action objectId before after } } }",
+            json!({}),
         )
         .await;
-    assert_eq!(
-        r["data"]["allocation"]["gpus"][0]["health"], "FAILED",
+    let entries = r["data"]["auditLog"]["nodes"].as_array().expect("audit");
+    assert_eq!(entries.len(), 1, "{r}");
+    assert_eq!(entries[0]["actorRole"], "system", "{r}");
+    assert_eq!(entries[0]["actorKeyId"], Value::Null, "{r}");
+    assert_eq!(entries[0]["action"], "gpu.health_event", "{r}");
+    assert_eq!(entries[0]["objectId"], s.gpu.as_str(), "{r}");
+    assert!(
+        entries[0]["after"]
+            .as_str()
+            .expect("after")
+            .contains("xid 79"),
         "{r}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The customer sees it on its own allocation: health now, the events, the history.
+    let history = "query($id: ID!) { allocation(id: $id) { gpus { uuid health healthChangedAt
+        events { at kind code effect } healthHistory { health from to cause } } } }";
+    let r = app
+        .gql(Some(&s.tenant_key), history, json!({"id": s.allocation}))
+        .await;
+    let gpu = &r["data"]["allocation"]["gpus"][0];
+    assert_eq!(gpu["health"], "FAILED", "{r}");
+    let events: Vec<(i64, Value)> = gpu["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| (e["code"].as_i64().expect("code"), e["effect"].clone()))
+        .collect();
+    assert_eq!(
+        events,
+        vec![(79, json!("FAILED")), (13, Value::Null)],
+        "newest first (of one instant, the later reported), an application XID changing nothing: {r}"
+    );
+    assert_eq!(gpu["events"][0]["kind"], "xid", "{r}");
+    let spans = gpu["healthHistory"].as_array().expect("history");
+    assert_eq!(spans.len(), 1, "{r}");
+    assert_eq!(spans[0]["health"], "FAILED", "{r}");
+    assert_eq!(spans[0]["cause"], "xid 79", "{r}");
+    assert_eq!(spans[0]["to"], Value::Null, "still failed while held: {r}");
+    // Nobody else sees the allocation, its GPUs or their history.
+    let (_, other) = app.create_tenant("someone-else").await;
+    let r = app
+        .gql(Some(&other), history, json!({"id": s.allocation}))
+        .await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    // Failed a second in: at most that second is billed, the rest credited.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let r = app
         .gql(
             Some(&s.tenant_key),
@@ -421,7 +465,10 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         )
         .await;
     let row = &r["data"]["usage"]["rows"][0];
-    assert_eq!(row["allocatedSeconds"], "0", "{r}");
+    assert!(
+        matches!(row["allocatedSeconds"].as_str(), Some("0" | "1")),
+        "{r}"
+    );
     assert_ne!(row["slaCreditSeconds"], "0", "{r}");
     // Released, the failed GPU still takes nothing new.
     let r = app
@@ -432,6 +479,15 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         )
         .await;
     assert_eq!(r["data"]["releaseAllocation"]["status"], "RELEASED", "{r}");
+    // Once released, the history stops where the allocation did.
+    let r = app
+        .gql(Some(&s.tenant_key), history, json!({"id": s.allocation}))
+        .await;
+    assert_ne!(
+        r["data"]["allocation"]["gpus"][0]["healthHistory"][0]["to"],
+        Value::Null,
+        "{r}"
+    );
     let r = app
         .gql(
             Some(&s.tenant_key),

@@ -3,11 +3,12 @@
 //! data or the device mark it failed, and failed time becomes SLA credit.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{fleet_epoch, gpu, gpu_health_interval};
+use neocloud_schema::entity::{audit_log, fleet_epoch, gpu, gpu_event, gpu_health_interval};
 use neocloud_schema::ingest::HealthEventKind;
 use neocloud_schema::vocabulary::GpuHealth;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
 };
 use uuid::Uuid;
 
@@ -30,6 +31,111 @@ pub fn device_wide(kind: HealthEventKind, code: u32) -> bool {
         || (kind == HealthEventKind::Xid && matches!(code, 48 | 79 | 95 | 119 | 120))
 }
 
+/// How an event's kind is stored in `gpu_events.kind`.
+pub fn stored_kind(kind: HealthEventKind) -> &'static str {
+    match kind {
+        HealthEventKind::Xid => "xid",
+        HealthEventKind::EccSingleBit => "eccsinglebit",
+        HealthEventKind::EccDoubleBit => "eccdoublebit",
+    }
+}
+
+fn kind_of(stored: &str) -> Option<HealthEventKind> {
+    [
+        HealthEventKind::Xid,
+        HealthEventKind::EccSingleBit,
+        HealthEventKind::EccDoubleBit,
+    ]
+    .into_iter()
+    .find(|k| stored_kind(*k) == stored)
+}
+
+/// Most events one GPU's history lists (the newest).
+pub const HISTORY_EVENTS: u64 = 100;
+
+/// One XID/ECC event in a GPU's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    pub at: DateTime<Utc>,
+    pub kind: HealthEventKind,
+    pub code: u32,
+    /// What it did to the GPU's health (`None`: nothing).
+    pub effect: Option<GpuHealth>,
+}
+
+/// One stretch of a GPU's health other than ok, clipped to the window asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSpan {
+    pub health: GpuHealth,
+    pub from: DateTime<Utc>,
+    /// `None`: still so at the end of the window.
+    pub to: Option<DateTime<Utc>>,
+    pub cause: String,
+}
+
+/// What happened to a GPU in `[from, to)` (`to`: `None` for still held): its events,
+/// newest first (of one instant, the later reported first), and its stretches of degraded or failed health. `shared`: the GPU was
+/// shared (a MIG slice or a fraction), so only the events that changed the GPU's health
+/// are listed — an application error of a neighbour's process stays the neighbour's.
+pub async fn history<C: ConnectionTrait>(
+    conn: &C,
+    gpu: &gpu::Model,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+    shared: bool,
+) -> Result<(Vec<EventRecord>, Vec<HealthSpan>), DbErr> {
+    let mut events = gpu_event::Entity::find()
+        .filter(gpu_event::Column::GpuUuid.eq(gpu.uuid.as_str()))
+        .filter(gpu_event::Column::At.gte(from));
+    let mut spans =
+        gpu_health_interval::Entity::find().filter(gpu_health_interval::Column::GpuId.eq(gpu.id));
+    if let Some(to) = to {
+        events = events.filter(gpu_event::Column::At.lt(to));
+        spans = spans.filter(gpu_health_interval::Column::StartedAt.lt(to));
+    }
+    let events = events
+        .order_by_desc(gpu_event::Column::At)
+        .order_by_desc(gpu_event::Column::Id)
+        .limit(HISTORY_EVENTS * if shared { 10 } else { 1 })
+        .all(conn)
+        .await?
+        .into_iter()
+        .filter_map(|e| {
+            let kind = kind_of(&e.kind)?;
+            let code = u32::try_from(e.code).ok()?;
+            let reached = e.device_uuid == gpu.uuid || device_wide(kind, code);
+            let effect = effect(kind, code).filter(|_| reached);
+            (!shared || effect.is_some()).then_some(EventRecord {
+                at: e.at,
+                kind,
+                code,
+                effect,
+            })
+        })
+        .take(usize::try_from(HISTORY_EVENTS).unwrap_or(usize::MAX))
+        .collect();
+    let spans = spans
+        .order_by_asc(gpu_health_interval::Column::StartedAt)
+        .all(conn)
+        .await?
+        .into_iter()
+        .filter(|i| i.ended_at.is_none_or(|end| end > from))
+        .filter_map(|i| {
+            let end = match (i.ended_at, to) {
+                (Some(e), Some(t)) => Some(e.min(t)),
+                (e, t) => e.or(t),
+            };
+            Some(HealthSpan {
+                health: i.health.parse().ok()?,
+                from: i.started_at.max(from),
+                to: end,
+                cause: i.cause,
+            })
+        })
+        .collect();
+    Ok((events, spans))
+}
+
 fn rank(health: GpuHealth) -> u8 {
     match health {
         GpuHealth::Ok => 0,
@@ -39,7 +145,9 @@ fn rank(health: GpuHealth) -> u8 {
 }
 
 /// Moves a GPU to `health` at `at` if that is worse than where it is, recording the
-/// interval. Returns whether anything changed (a fleet change: the epoch is bumped).
+/// interval and an audit entry by the system (the operator's console shows who changed
+/// what: here, an event the GPU's agent reported). Returns whether anything changed (a
+/// fleet change: the epoch is bumped).
 pub async fn worsen<C: ConnectionTrait>(
     conn: &C,
     gpu: &gpu::Model,
@@ -51,6 +159,20 @@ pub async fn worsen<C: ConnectionTrait>(
         return Ok(false);
     }
     transition(conn, gpu, health, at, cause).await?;
+    audit_log::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        at: Set(at),
+        actor_key_id: Set(None),
+        actor_role: Set("system".to_owned()),
+        tenant_id: Set(None),
+        action: Set("gpu.health_event".to_owned()),
+        object_type: Set("gpu".to_owned()),
+        object_id: Set(gpu.uuid.clone()),
+        before: Set(Some(serde_json::json!({"health": gpu.health}))),
+        after: Set(Some(serde_json::json!({"health": health, "cause": cause}))),
+    }
+    .insert(conn)
+    .await?;
     Ok(true)
 }
 

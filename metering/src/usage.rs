@@ -8,12 +8,20 @@
 //! of the SKU* — one whole GPU, one MIG slice, one fraction or one node held for a second
 //! is one — what the catalog's list price is per hour of. A node's failed time counts the
 //! share of its GPUs that failed. Active seconds (SM-active GPU-seconds), memory
-//! (GiB-seconds) and energy (kWh) stay physical quantities.
+//! (GiB-seconds) and energy (kWh) stay physical quantities: an allocation's active
+//! seconds are at most its allocated plus SLA-credit seconds times the GPUs one unit
+//! spans (a node's GPU count, else one; ingest scales a shared GPU's processes down to
+//! 100% together).
+//!
+//! Grouping (docs/metering.md, "Usage"): every quantity of an allocation goes under the
+//! same key — its SKU, its id, its order's labels (`LABEL`; the labels agents report per
+//! process stay in the buckets, not in this key) and the UTC day — so the rows of any
+//! `groupBy` add up to the ungrouped totals.
 
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use neocloud_schema::entity::{allocation, allocation_gpu, sku, usage_minute};
+use neocloud_schema::entity::{allocation, allocation_gpu, gpu_health_interval, sku, usage_minute};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
@@ -42,17 +50,9 @@ pub struct UsageRow {
     pub sla_credit_seconds: Decimal,
 }
 
-/// (SKU, allocation, label, minute, active seconds, memory GiB-seconds, energy kWh) of a
-/// minute bucket, as stored.
-type BucketRow = (
-    Option<Uuid>,
-    Uuid,
-    String,
-    DateTime<Utc>,
-    String,
-    String,
-    String,
-);
+/// (SKU, allocation, minute, active seconds, memory GiB-seconds, energy kWh) of a minute
+/// bucket, as stored.
+type BucketRow = (Option<Uuid>, Uuid, DateTime<Utc>, String, String, String);
 
 /// Most days one query may span (a year and a bit).
 pub const MAX_RANGE_DAYS: i64 = 400;
@@ -104,16 +104,109 @@ pub fn units_held(a: &allocation::Model, gpus_held: usize) -> Decimal {
     }
 }
 
-fn overlap(
-    a: (DateTime<Utc>, DateTime<Utc>),
-    b: (DateTime<Utc>, DateTime<Utc>),
-) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+type Span = (DateTime<Utc>, DateTime<Utc>);
+
+fn overlap(a: Span, b: Span) -> Option<Span> {
     let lo = a.0.max(b.0);
     let hi = a.1.min(b.1);
     (lo < hi).then_some((lo, hi))
 }
 
-/// Usage of `tenant` in `[from, to)`.
+/// A stored decimal that does not parse is a corrupt row: an error, never zero.
+fn stored(text: &str) -> Result<Decimal, DbErr> {
+    text.parse()
+        .map_err(|_| DbErr::Custom(format!("usage bucket holds {text:?}, not a decimal")))
+}
+
+/// What a tenant's allocations overlapping `[from, to)` held, and what failed under them.
+struct Holdings {
+    allocations: Vec<allocation::Model>,
+    gpus: Vec<allocation_gpu::Model>,
+    failed: Vec<gpu_health_interval::Model>,
+}
+
+async fn holdings<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Holdings, DbErr> {
+    let allocations: Vec<allocation::Model> = allocation::Entity::find()
+        .filter(allocation::Column::TenantId.eq(tenant))
+        .filter(allocation::Column::StartedAt.lt(to))
+        .all(conn)
+        .await?
+        .into_iter()
+        .filter(|a| a.ended_at.is_none_or(|e| e > from))
+        .collect();
+    let gpus = allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(allocations.iter().map(|a| a.id)))
+        .all(conn)
+        .await?;
+    let gpu_ids: Vec<Uuid> = gpus.iter().map(|h| h.gpu_id).collect();
+    let failed = health::failed_intervals(conn, &gpu_ids, from, to).await?;
+    Ok(Holdings {
+        allocations,
+        gpus,
+        failed,
+    })
+}
+
+/// The label key of each allocation's order labels (`label_key` of `placeOrder`'s labels):
+/// what `LABEL` groups every quantity by.
+async fn order_labels<C: ConnectionTrait>(
+    conn: &C,
+    held: &[allocation::Model],
+    buckets: &[BucketRow],
+) -> Result<HashMap<Uuid, String>, DbErr> {
+    let key = |a: &allocation::Model| {
+        let labels = serde_json::from_value::<BTreeMap<String, String>>(a.labels.clone())
+            .unwrap_or_default();
+        (a.id, label_key(&labels))
+    };
+    let mut labels: HashMap<Uuid, String> = held.iter().map(key).collect();
+    // A bucket of the range's last minute may belong to an allocation that started after
+    // `to` within that minute.
+    let missing: Vec<Uuid> = buckets
+        .iter()
+        .map(|b| b.1)
+        .filter(|id| !labels.contains_key(id))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !missing.is_empty() {
+        let more = allocation::Entity::find()
+            .filter(allocation::Column::Id.is_in(missing))
+            .all(conn)
+            .await?;
+        labels.extend(more.iter().map(key));
+    }
+    Ok(labels)
+}
+
+fn row_for(rows: &mut BTreeMap<Vec<String>, UsageRow>, key: Vec<String>) -> &mut UsageRow {
+    rows.entry(key.clone()).or_insert_with(|| UsageRow {
+        key,
+        ..UsageRow::default()
+    })
+}
+
+/// The union of `spans`, as disjoint spans in time order.
+fn merged(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.sort_unstable();
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
+    for (lo, hi) in spans {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// Usage of `tenant` in `[from, to)`. Every quantity of an allocation is grouped by the
+/// same parts (its SKU, its id, its order's labels, the UTC day of the second), so the
+/// rows of any grouping add up to the ungrouped totals.
 pub async fn usage<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
@@ -137,7 +230,6 @@ pub async fn usage<C: ConnectionTrait>(
         .columns([
             usage_minute::Column::SkuId,
             usage_minute::Column::AllocationId,
-            usage_minute::Column::Label,
             usage_minute::Column::MinuteStart,
             usage_minute::Column::ActiveSeconds,
             usage_minute::Column::MemoryGibSeconds,
@@ -149,65 +241,58 @@ pub async fn usage<C: ConnectionTrait>(
         .into_tuple()
         .all(conn)
         .await?;
-    for (sku_id, allocation_id, label, minute_start, active, memory, energy) in buckets {
+    let held = holdings(conn, tenant, from, to).await?;
+    let labels = order_labels(conn, &held.allocations, &buckets).await?;
+    let label_of = |id: &Uuid| labels.get(id).map_or("", String::as_str);
+    for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
         let name = sku_name(sku_id);
-        let key = key_of(
-            group_by,
-            &Parts {
-                sku: &name,
-                allocation: allocation_id,
-                label: &label,
-                day: minute_start.date_naive(),
-            },
-        );
-        let row = rows.entry(key.clone()).or_insert_with(|| UsageRow {
-            key,
-            ..UsageRow::default()
-        });
-        row.active_seconds += active.parse::<Decimal>().unwrap_or_default();
-        row.memory_gib_seconds += memory.parse::<Decimal>().unwrap_or_default();
-        row.energy_kwh += energy.parse::<Decimal>().unwrap_or_default();
+        let parts = Parts {
+            sku: &name,
+            allocation: allocation_id,
+            label: label_of(&allocation_id),
+            day: minute_start.date_naive(),
+        };
+        let row = row_for(&mut rows, key_of(group_by, &parts));
+        row.active_seconds += stored(&active)?;
+        row.memory_gib_seconds += stored(&memory)?;
+        row.energy_kwh += stored(&energy)?;
     }
 
-    let end_of = |a: &allocation::Model| a.ended_at.unwrap_or(now).min(to);
-    let allocations: Vec<allocation::Model> = allocation::Entity::find()
-        .filter(allocation::Column::TenantId.eq(tenant))
-        .filter(allocation::Column::StartedAt.lt(to))
-        .all(conn)
-        .await?
-        .into_iter()
-        .filter(|a| a.ended_at.is_none_or(|e| e > from))
-        .collect();
-    let holdings = allocation_gpu::Entity::find()
-        .filter(allocation_gpu::Column::AllocationId.is_in(allocations.iter().map(|a| a.id)))
-        .all(conn)
-        .await?;
-    let gpu_ids: Vec<Uuid> = holdings.iter().map(|h| h.gpu_id).collect();
-    let failed = health::failed_intervals(conn, &gpu_ids, from, to).await?;
-    for a in &allocations {
-        let Some((lo, hi)) = overlap((a.started_at, end_of(a)), (from, to)) else {
+    for a in &held.allocations {
+        let Some((lo, hi)) = overlap(
+            (a.started_at, a.ended_at.unwrap_or(now).min(to)),
+            (from, to),
+        ) else {
             continue;
         };
-        let held: Vec<Uuid> = holdings
+        let gpus: Vec<Uuid> = held
+            .gpus
             .iter()
             .filter(|h| h.allocation_id == a.id)
             .map(|h| h.gpu_id)
             .collect();
-        if held.is_empty() {
+        if gpus.is_empty() {
             continue;
         }
-        let units = units_held(a, held.len());
-        let gpus = Decimal::from(held.len());
-        let failed_spans: Vec<(DateTime<Utc>, DateTime<Utc>)> = failed
+        // Per GPU, its failed stretches merged: a late event can open a stretch inside one
+        // an operator already closed, and a second counted would credit time twice.
+        let failed_spans: Vec<Span> = gpus
             .iter()
-            .filter(|f| held.contains(&f.gpu_id))
-            .filter_map(|f| overlap((f.started_at, f.ended_at.unwrap_or(now)), (lo, hi)))
+            .flat_map(|gpu| {
+                merged(
+                    held.failed
+                        .iter()
+                        .filter(|f| f.gpu_id == *gpu)
+                        .filter_map(|f| {
+                            overlap((f.started_at, f.ended_at.unwrap_or(now)), (lo, hi))
+                        })
+                        .collect(),
+                )
+            })
             .collect();
-        let label = label_key(
-            &serde_json::from_value::<BTreeMap<String, String>>(a.labels.clone())
-                .unwrap_or_default(),
-        );
         let name = sku_name(Some(a.sku_id));
+        let units = units_held(a, gpus.len());
+        let gpus = Decimal::from(gpus.len());
         for (day, secs) in seconds_per_day(lo, hi) {
             let day_start = day.and_hms_opt(0, 0, 0).map_or(lo, |d| d.and_utc());
             let day_span = (day_start.max(lo), (day_start + TimeDelta::days(1)).min(hi));
@@ -221,19 +306,13 @@ pub async fn usage<C: ConnectionTrait>(
                 .sum();
             let held_gpu_secs = Decimal::from(secs) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
-            let key = key_of(
-                group_by,
-                &Parts {
-                    sku: &name,
-                    allocation: a.id,
-                    label: &label,
-                    day,
-                },
-            );
-            let row = rows.entry(key.clone()).or_insert_with(|| UsageRow {
-                key,
-                ..UsageRow::default()
-            });
+            let parts = Parts {
+                sku: &name,
+                allocation: a.id,
+                label: label_of(&a.id),
+                day,
+            };
+            let row = row_for(&mut rows, key_of(group_by, &parts));
             row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
             row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }
@@ -247,6 +326,22 @@ mod tests {
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().expect("time")
+    }
+
+    #[test]
+    fn overlapping_failures_count_once() {
+        let spans = merged(vec![
+            (t("2026-11-30T10:00:00Z"), t("2026-11-30T12:00:00Z")),
+            (t("2026-11-30T09:00:00Z"), t("2026-11-30T10:30:00Z")),
+            (t("2026-11-30T13:00:00Z"), t("2026-11-30T14:00:00Z")),
+        ]);
+        assert_eq!(
+            spans,
+            vec![
+                (t("2026-11-30T09:00:00Z"), t("2026-11-30T12:00:00Z")),
+                (t("2026-11-30T13:00:00Z"), t("2026-11-30T14:00:00Z")),
+            ]
+        );
     }
 
     #[test]

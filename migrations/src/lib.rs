@@ -23,6 +23,7 @@ mod m20261129_000012_ingest_journal;
 mod m20261129_000013_budget_limit_versions;
 mod m20261201_000014_ingest_quarantine;
 mod m20261201_000015_credit_coverage;
+mod m20261202_000016_gpu_event_gpu;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000013_budget_limit_versions::Migration),
             Box::new(m20261201_000014_ingest_quarantine::Migration),
             Box::new(m20261201_000015_credit_coverage::Migration),
+            Box::new(m20261202_000016_gpu_event_gpu::Migration),
         ]
     }
 }

@@ -2,9 +2,10 @@
 //! `allocations`, `allocation`.
 
 use async_graphql::connection::Connection;
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
+use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::sku;
+use neocloud_metering::health;
+use neocloud_schema::entity::{gpu, sku};
 
 use super::scalars::{connection, parse_id, to_id};
 use crate::error::ApiError;
@@ -104,6 +105,7 @@ pub struct AllocationNode {
 }
 
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct AllocatedGpu {
     pub uuid: String,
     pub index: i32,
@@ -111,6 +113,93 @@ pub struct AllocatedGpu {
     /// The GPU's health now: time on a FAILED GPU is credited, not billed.
     pub health: super::scalars::GqlGpuHealth,
     pub health_changed_at: DateTime<Utc>,
+    #[graphql(skip)]
+    gpu: gpu::Model,
+    /// The allocation's lifetime: the history shows only what happened while it held
+    /// the GPU.
+    #[graphql(skip)]
+    held: (DateTime<Utc>, Option<DateTime<Utc>>),
+    /// A MIG slice or a fraction: the GPU is shared with others.
+    #[graphql(skip)]
+    shared: bool,
+}
+
+/// An XID or ECC event of a GPU, as its agent reported it.
+#[derive(SimpleObject)]
+pub struct GpuEvent {
+    pub at: DateTime<Utc>,
+    /// `xid`, `ecc_single_bit` or `ecc_double_bit`.
+    pub kind: String,
+    /// The XID number (shared/reference/xid.md), or the ECC counter's code.
+    pub code: i64,
+    /// What it did to the GPU's health; null for nothing.
+    pub effect: Option<super::scalars::GqlGpuHealth>,
+}
+
+/// A stretch of time the GPU was DEGRADED or FAILED.
+#[derive(SimpleObject)]
+pub struct GpuHealthSpan {
+    pub health: super::scalars::GqlGpuHealth,
+    pub from: DateTime<Utc>,
+    /// Null: still so (or the allocation still holds the GPU).
+    pub to: Option<DateTime<Utc>>,
+    /// The event that caused it (`xid 79`) or the operator's reason.
+    pub cause: String,
+}
+
+#[ComplexObject]
+impl AllocatedGpu {
+    /// XID and ECC events of the GPU while this allocation held it, newest first (at most
+    /// 100). On a shared GPU (a MIG slice, a fraction) only the events that changed the
+    /// GPU's health: a neighbour's application errors are the neighbour's.
+    async fn events(&self, ctx: &Context<'_>) -> Result<Vec<GpuEvent>> {
+        Ok(self
+            .history(ctx)
+            .await?
+            .0
+            .into_iter()
+            .map(|e| GpuEvent {
+                at: e.at,
+                kind: serde_json::to_value(e.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                code: i64::from(e.code),
+                effect: e.effect.map(Into::into),
+            })
+            .collect())
+    }
+
+    /// When the GPU was DEGRADED or FAILED while this allocation held it, oldest first,
+    /// clipped to the allocation's lifetime. FAILED time is SLA credit, not usage.
+    async fn health_history(&self, ctx: &Context<'_>) -> Result<Vec<GpuHealthSpan>> {
+        Ok(self
+            .history(ctx)
+            .await?
+            .1
+            .into_iter()
+            .map(|s| GpuHealthSpan {
+                health: s.health.into(),
+                from: s.from,
+                to: s.to,
+                cause: s.cause,
+            })
+            .collect())
+    }
+}
+
+impl AllocatedGpu {
+    async fn history(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<(Vec<health::EventRecord>, Vec<health::HealthSpan>)> {
+        let (from, to) = self.held;
+        Ok(
+            health::history(super::db(ctx)?, &self.gpu, from, to, self.shared)
+                .await
+                .map_err(ApiError::from)?,
+        )
+    }
 }
 
 #[derive(SimpleObject)]
@@ -192,6 +281,8 @@ impl Allocation {
     }
 
     async fn gpus(&self) -> Vec<AllocatedGpu> {
+        let a = &self.0.allocation;
+        let shared = a.mig_profile.is_some() || a.milli_gpu.is_some();
         self.0
             .gpus
             .iter()
@@ -201,6 +292,9 @@ impl Allocation {
                 model: g.model.clone(),
                 health: g.health.into(),
                 health_changed_at: g.health_changed_at,
+                gpu: g.clone(),
+                held: (a.started_at, a.ended_at),
+                shared,
             })
             .collect()
     }

@@ -90,7 +90,8 @@ pub struct IngestAnomaly {
     pub batch_id: ID,
     pub node_id: ID,
     /// `energy_clamped` (more energy than the GPU's power limit allows) or
-    /// `mig_instance_unattributed` (a second MIG instance claiming one allocation).
+    /// `mig_instance_unattributed` (a second MIG instance claiming one allocation) or
+    /// `process_util_clamped` (a GPU's processes reporting more than 100% together).
     pub kind: String,
     pub device: String,
     pub detail: String,

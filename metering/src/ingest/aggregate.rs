@@ -253,6 +253,7 @@ async fn fold_batches<C: ConnectionTrait>(
             let all = gpu
                 .and_then(|g| candidates.get(&g.id))
                 .map_or(&[][..], Vec::as_slice);
+            flag_busy_processes(item, device, &mut effects);
             let device_candidates = unclaimed(item, device, physical, all, &claimed, &mut effects);
             // An allocation's bucket sums all its devices; seconds nobody holds stay per
             // device, for utilization reports.
@@ -317,6 +318,23 @@ fn bounded_energy(
         ),
     });
     limit
+}
+
+/// Flags a GPU whose processes report more than 100% SM utilization together (fold
+/// scales them down to 100%).
+fn flag_busy_processes(item: &Item<'_>, device: &DeviceSample, effects: &mut Effects) {
+    if let Some(scale) = fold::process_util_scale(device) {
+        effects.anomalies.push(Anomaly {
+            batch_id: item.id,
+            node_id: item.node.id,
+            kind: "process_util_clamped",
+            device: device.uuid.clone(),
+            detail: format!(
+                "processes report {}% SM utilization together; scaled to 100%",
+                (Decimal::ONE_HUNDRED / scale).round_dp(2).normalize()
+            ),
+        });
+    }
 }
 
 /// The device's candidates without allocations another MIG instance of the same GPU was

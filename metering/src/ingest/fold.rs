@@ -62,6 +62,14 @@ fn pct(value: Option<f64>) -> Decimal {
         .map_or(Decimal::ZERO, |d| d.round_dp(6))
 }
 
+/// The factor that brings a GPU's processes' SM utilization down to 100% together: one
+/// GPU cannot be more than fully busy, so a sum above it (sampling noise, a lie) is
+/// scaled, never billed. `None` when they fit.
+pub fn process_util_scale(device: &DeviceSample) -> Option<Decimal> {
+    let sum: Decimal = device.processes.iter().map(|p| pct(p.sm_util_pct)).sum();
+    (sum > Decimal::ONE_HUNDRED).then(|| Decimal::ONE_HUNDRED / sum)
+}
+
 fn gib_seconds(bytes: Option<u64>, seconds: i64) -> Decimal {
     let bytes = Decimal::from(bytes.unwrap_or(0));
     (bytes * Decimal::from(seconds) / Decimal::from(GIB)).round_dp(9)
@@ -184,19 +192,24 @@ fn device_increments(
         .collect()
 }
 
+/// A shared GPU's process: its share of the GPU (`scale`d, rounded down so the shares of
+/// one GPU never pass 100%) over `seconds`.
 fn process_increment(
     p: &ProcessSample,
     minute: DateTime<Utc>,
     owner: Option<&Candidate>,
     seconds: i64,
+    scale: Decimal,
 ) -> Increment {
+    let util = (pct(p.sm_util_pct) * scale)
+        .round_dp_with_strategy(6, rust_decimal::RoundingStrategy::ToZero);
     Increment {
         minute,
         allocation: owner.map_or(Uuid::nil(), |c| c.allocation),
         tenant: owner.map(|c| c.tenant),
         sku: owner.map(|c| c.sku),
         label: label_key(&p.labels),
-        active_seconds: pct(p.sm_util_pct) / Decimal::ONE_HUNDRED * Decimal::from(seconds),
+        active_seconds: util / Decimal::ONE_HUNDRED * Decimal::from(seconds),
         memory_gib_seconds: gib_seconds(p.fb_used_bytes, seconds),
         energy_kwh: Decimal::ZERO,
         seconds,
@@ -276,6 +289,7 @@ pub fn fold(
         }
         if !is_mig && !fractions.is_empty() {
             // A shared GPU: each process to its own allocation, if it holds this GPU then.
+            let scale = process_util_scale(device).unwrap_or(Decimal::ONE);
             for p in &device.processes {
                 let owner = p.allocation_id.and_then(|id| {
                     fractions
@@ -293,7 +307,7 @@ pub fn fold(
                 });
                 let s = i64::from(owned.count_ones());
                 if s > 0 {
-                    out.push(process_increment(p, minute, owner, s));
+                    out.push(process_increment(p, minute, owner, s, scale));
                 }
             }
         } else {

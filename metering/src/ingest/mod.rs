@@ -271,7 +271,7 @@ async fn apply_events<C: ConnectionTrait>(
     for device in &batch.devices {
         let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
         for event in &device.events {
-            store::record_event(txn, node, &device.uuid, event, now).await?;
+            store::record_event(txn, node, (&device.uuid, physical), event, now).await?;
             let Some(effect) = health::effect(event.kind, event.code) else {
                 continue;
             };
@@ -346,7 +346,7 @@ pub struct Quarantined {
 pub struct IngestAnomaly {
     pub batch_id: Uuid,
     pub node_id: Uuid,
-    /// `energy_clamped` or `mig_instance_unattributed`.
+    /// `energy_clamped`, `mig_instance_unattributed` or `process_util_clamped`.
     pub kind: String,
     pub device: String,
     pub detail: String,

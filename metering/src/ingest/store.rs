@@ -19,6 +19,8 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::health;
+
 use super::aggregate::Anomaly;
 use super::fold::{Candidate, Holding, Increment};
 use crate::coverage::{RecordedWindow, window_masks};
@@ -648,7 +650,7 @@ pub(super) async fn save_energy<C: ConnectionTrait>(
 pub(super) async fn record_event<C: ConnectionTrait>(
     conn: &C,
     node: Uuid,
-    device: &str,
+    (device, gpu): (&str, &str),
     event: &HealthEvent,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -656,7 +658,8 @@ pub(super) async fn record_event<C: ConnectionTrait>(
         id: Set(Uuid::now_v7()),
         node_id: Set(node),
         device_uuid: Set(device.to_owned()),
-        kind: Set(format!("{:?}", event.kind).to_lowercase()),
+        gpu_uuid: Set(Some(gpu.to_owned())),
+        kind: Set(health::stored_kind(event.kind).to_owned()),
         code: Set(event.code.min(i32::MAX as u32) as i32),
         at: Set(event.at),
         received_at: Set(now),

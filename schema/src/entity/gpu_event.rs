@@ -9,6 +9,9 @@ pub struct Model {
     pub id: Uuid,
     pub node_id: Uuid,
     pub device_uuid: String,
+    /// The physical GPU (a MIG instance's parent); none on events stored before it was kept
+    /// from MIG instances.
+    pub gpu_uuid: Option<String>,
     pub kind: String,
     pub code: i32,
     pub at: DateTimeUtc,
