@@ -1,5 +1,6 @@
 //! The role matrix: every mutation tried with every role. A role either may run it (the
 //! answer is anything but FORBIDDEN) or is refused with FORBIDDEN before anything changes.
+//! The billing (finance) role reads everything a member reads and runs no mutation.
 
 mod support;
 
@@ -11,6 +12,7 @@ enum Who {
     Operator,
     Admin,
     Member,
+    Billing,
     Agent,
 }
 
@@ -37,6 +39,17 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
     let r = app
         .gql(
             Some(&admin),
+            "mutation { createApiKey(role: TENANT_BILLING) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    let billing = r["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let r = app
+        .gql(
+            Some(&admin),
             "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id allocations { id } } } }",
             json!({"s": sku}),
         )
@@ -48,6 +61,7 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         Who::Operator => app.operator_key.clone(),
         Who::Admin => admin.clone(),
         Who::Member => member.clone(),
+        Who::Billing => billing.clone(),
         Who::Agent => agent.clone(),
     };
     use Who::*;
@@ -104,6 +118,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             &[Operator, Admin, Member],
         ),
         (
+            "mutation { createApiKey(role: TENANT_BILLING) { apiKey } }",
+            json!({}),
+            &[Operator, Admin],
+        ),
+        (
             "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
             json!({"s": sku}),
             &[Admin, Member],
@@ -145,7 +164,7 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         ),
     ];
     for (mutation, vars, allowed) in &cases {
-        for who in [Operator, Admin, Member, Agent] {
+        for who in [Operator, Admin, Member, Billing, Agent] {
             let r = app.gql(Some(&key_of(who)), mutation, vars.clone()).await;
             let code = error_code(&r);
             if allowed.contains(&who) {
@@ -160,6 +179,64 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             }
         }
     }
+    billing_reads_and_changes_nothing(&app, &billing).await;
+}
+
+/// Finance's key reads orders, usage, invoices and budgets; a refused mutation (even
+/// inside a document that also reads) runs nothing.
+async fn billing_reads_and_changes_nothing(app: &TestApp, billing: &str) {
+    let reads = "query($f: DateTime!, $t: DateTime!) {
+        viewer { role }
+        orders(first: 10) { nodes { id allocations { id gpus { uuid events { code } } } } }
+        allocations(first: 10) { nodes { id } }
+        usage(from: $f, to: $t, groupBy: [SKU]) { rows { key allocatedSeconds } }
+        invoices(first: 10) { nodes { id total } }
+        upcomingInvoice { total lines { description } }
+        budget { monthlyLimit }
+    }";
+    let now = chrono::Utc::now();
+    let window =
+        json!({"f": (now - chrono::Duration::days(1)).to_rfc3339(), "t": now.to_rfc3339()});
+    let r = app.gql(Some(billing), reads, window).await;
+    assert!(r["errors"].is_null(), "{r}");
+    assert_eq!(r["data"]["viewer"]["role"], "TENANT_BILLING", "{r}");
+    let orders = r["data"]["orders"]["nodes"]
+        .as_array()
+        .expect("orders")
+        .len();
+    assert!(orders > 0, "billing sees the tenant's orders: {r}");
+    let r = app
+        .gql(
+            Some(billing),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
+            json!({"s": "anything"}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(
+            Some(billing),
+            "{ orders(first: 100) { nodes { id } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["orders"]["nodes"]
+            .as_array()
+            .expect("orders")
+            .len(),
+        orders,
+        "a refused mutation places nothing: {r}"
+    );
+    // Another tenant's data stays out of reach.
+    let r = app
+        .gql(
+            Some(billing),
+            "query($t: ID!) { upcomingInvoice(tenantId: $t) { total } }",
+            json!({"t": "0192f000-0000-7000-8000-000000000000"}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
 }
 
 on_both_databases!(role_matrix_holds_for_every_mutation);

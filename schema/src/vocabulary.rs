@@ -66,6 +66,8 @@ string_enum!(
         Operator = "operator",
         TenantAdmin = "tenant_admin",
         TenantMember = "tenant_member",
+        /// Finance: reads its tenant's orders, usage, invoices and budgets; changes nothing.
+        TenantBilling = "tenant_billing",
         Agent = "agent",
     }
 );
@@ -73,7 +75,15 @@ string_enum!(
 impl Role {
     /// Whether keys of this role act inside one tenant.
     pub fn is_tenant_role(self) -> bool {
-        matches!(self, Role::TenantAdmin | Role::TenantMember)
+        matches!(
+            self,
+            Role::TenantAdmin | Role::TenantMember | Role::TenantBilling
+        )
+    }
+
+    /// Whether keys of this role may only read (no mutation runs for them).
+    pub fn read_only(self) -> bool {
+        self == Role::TenantBilling
     }
 
     /// Whether a key of role `self` may mint or revoke a key of role `other`: never a key
@@ -82,7 +92,9 @@ impl Role {
         match (self, other) {
             (_, Role::Agent) => false,
             (Role::Operator, _) => true,
-            (Role::TenantAdmin, Role::TenantAdmin | Role::TenantMember) => true,
+            (Role::TenantAdmin, Role::TenantAdmin | Role::TenantMember | Role::TenantBilling) => {
+                true
+            }
             (Role::TenantMember, Role::TenantMember) => true,
             _ => false,
         }

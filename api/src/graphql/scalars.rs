@@ -14,6 +14,8 @@ pub enum GqlRole {
     Operator,
     TenantAdmin,
     TenantMember,
+    /// Reads its tenant's orders, usage, invoices and budgets; every mutation is refused.
+    TenantBilling,
     Agent,
 }
 

@@ -104,6 +104,11 @@ async fn admit(
     match &caller.0 {
         None if shape.introspection_only => {}
         None => return Err(Refusal::of(&unauthenticated())),
+        Some(principal) if principal.role.read_only() && shape.mutations > 0 => {
+            return Err(Refusal::of(&ApiError::forbidden(
+                "a billing key can only read: ask a tenant admin or member to change things",
+            )));
+        }
         Some(principal) => {
             // Each mutation of an aliased batch is a request of its own.
             if !state
