@@ -100,6 +100,27 @@ impl Demo {
         }
     }
 
+    /// Stops the demo as a service manager would (SIGTERM) and waits up to 30 s for it to
+    /// exit; returns how it exited.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "SIGTERM not delivered");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "demo still running 30 s after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn gql(&self, key: &str, query: &str) -> Value {
         self.gql_vars(key, query, json!({})).await
     }

@@ -1,6 +1,7 @@
 //! The first journey: `neocloud demo` as a separate process, on SQLite and on PostgreSQL.
 //! Wait for `/readyz`, read the written credentials, list the catalog, create an API key
-//! and use it; restart on the same database; and a bad setting stops the binary with a
+//! and use it; stop it with SIGTERM (a clean exit, its simulated agents stopped without a
+//! warning) and restart on the same database; and a bad setting stops the binary with a
 //! message that names it.
 
 use std::path::PathBuf;
@@ -48,6 +49,20 @@ async fn journey(database_url: &str) {
     assert_eq!(r["data"]["viewer"]["tenant"]["name"], tenants[0]["name"]);
     order_and_release(&demo, tenant_key, tenants[1]["key"].as_str().expect("key")).await;
     let first_tenant_id = tenants[0]["id"].clone();
+    let mut demo = demo;
+    let status = demo.terminate().await;
+    let log = std::fs::read_to_string(dir.path().join("demo.log")).unwrap_or_default();
+    assert!(status.success(), "SIGTERM: {status}\n{log}");
+    for noise in [
+        "stopped unexpectedly",
+        "Simulated agent stopped",
+        "did not stop in time",
+    ] {
+        assert!(
+            !log.contains(noise),
+            "a clean stop logs no {noise:?}:\n{log}"
+        );
+    }
     drop(demo);
 
     // A second start on the same database seeds nothing twice and issues working keys.
