@@ -149,6 +149,63 @@ async fn close(app: &TestApp, tenant: &str) -> Value {
     invoice
 }
 
+/// Lifts the triggers that keep finalized invoices and their lines from changing (to
+/// write an invoice as an older server did); returns what `restore_freeze` puts back.
+async fn lift_freeze(db: &sea_orm::DatabaseConnection) -> Vec<String> {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    if db.get_database_backend() == DbBackend::Postgres {
+        for table in ["invoices", "invoice_lines"] {
+            db.execute_unprepared(&format!("ALTER TABLE {table} DISABLE TRIGGER USER"))
+                .await
+                .expect("disable");
+        }
+        return Vec::new();
+    }
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' \
+             AND tbl_name IN ('invoices', 'invoice_lines')",
+        ))
+        .await
+        .expect("triggers");
+    let mut saved = Vec::new();
+    for row in rows {
+        let name: String = row.try_get("", "name").expect("name");
+        saved.push(row.try_get::<String>("", "sql").expect("sql"));
+        db.execute_unprepared(&format!("DROP TRIGGER {name}"))
+            .await
+            .expect("drop");
+    }
+    assert!(!saved.is_empty(), "the freeze triggers exist");
+    saved
+}
+
+async fn restore_freeze(db: &sea_orm::DatabaseConnection, saved: Vec<String>) {
+    use sea_orm::{ConnectionTrait, DbBackend};
+    if db.get_database_backend() == DbBackend::Postgres {
+        for table in ["invoices", "invoice_lines"] {
+            db.execute_unprepared(&format!("ALTER TABLE {table} ENABLE TRIGGER USER"))
+                .await
+                .expect("enable");
+        }
+    }
+    for sql in saved {
+        db.execute_unprepared(&sql).await.expect("recreate");
+    }
+}
+
+async fn invoice_by_id(app: &TestApp, key: &str, id: &Value) -> Value {
+    let r = app
+        .gql(
+            Some(key),
+            &format!("query($id: ID!) {{ invoice(id: $id) {{ {INVOICE} }} }}"),
+            json!({"id": id}),
+        )
+        .await;
+    r["data"]["invoice"].clone()
+}
+
 async fn upcoming(app: &TestApp, key: &str) -> Value {
     let r = app
         .gql(
@@ -441,6 +498,125 @@ async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) 
             .iter()
             .any(|l| l["kind"] == "ADJUSTMENT"),
         "{after}"
+    );
+}
+
+/// An invoice finalized before ALLOCATED counted SKU units billed a node once per GPU. It
+/// stays as it was billed, and late usage of its period is compared only where the two
+/// rules agree: the sampled metrics come as adjustments, the node's held time does not.
+async fn an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    app.register_node("hgx-1", "H100", 8, "").await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createSku(input: {name: \"h100-node\", gpuModel: \"H100\", form: WHOLE_NODE, region: \"eu-west\", listPricePerHour: \"19.92\", currency: \"USD\"}) { sku { id } } }",
+            json!({}),
+        )
+        .await;
+    let node_sku = r["data"]["createSku"]["sku"]["id"].clone();
+    let r = app
+        .gql(
+            Some(&s.key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
+            json!({"s": node_sku}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let boot = uuid::Uuid::new_v4().to_string();
+    ingest(&app, &s, &boot, 1, 0).await;
+    wait_until(s.started + Duration::seconds(6)).await;
+    let first = close(&app, &s.tenant).await;
+    let first_id: uuid::Uuid = first["id"].as_str().expect("id").parse().expect("uuid");
+
+    // Make it an invoice of the old rule, as an older server wrote it: the node billed
+    // per GPU...
+    let node_line = invoice_line::Entity::find()
+        .filter(invoice_line::Column::InvoiceId.eq(first_id))
+        .filter(
+            invoice_line::Column::SkuId.eq(node_sku
+                .as_str()
+                .expect("id")
+                .parse::<uuid::Uuid>()
+                .expect("uuid")),
+        )
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the node's line");
+    let times_eight =
+        |v: &str| (v.parse::<Decimal>().expect("decimal") * Decimal::from(8)).to_string();
+    let frozen = lift_freeze(&app.db).await;
+    invoice_line::Entity::update_many()
+        .col_expr(
+            invoice_line::Column::Quantity,
+            Expr::value(times_eight(&node_line.quantity)),
+        )
+        .col_expr(
+            invoice_line::Column::AmountExact,
+            Expr::value(times_eight(&node_line.amount_exact)),
+        )
+        .col_expr(
+            invoice_line::Column::Amount,
+            Expr::value(times_eight(&node_line.amount)),
+        )
+        .filter(invoice_line::Column::Id.eq(node_line.id))
+        .exec(&app.db)
+        .await
+        .expect("old line");
+    restore_freeze(&app.db, frozen).await;
+    // (which, marked as rated in SKU units, would read as billed 8 times too much)...
+    let draft = upcoming(&app, &s.key).await;
+    assert!(
+        draft["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .any(|l| l["kind"] == "ADJUSTMENT" && l["metric"] == "ALLOCATED"),
+        "{draft}"
+    );
+    // ...and without the rule's marker.
+    let stored = invoice::Entity::find_by_id(first_id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("invoice");
+    let mut rating = stored.rating.clone().expect("rating");
+    rating
+        .as_object_mut()
+        .expect("object")
+        .remove("allocated_unit");
+    let frozen = lift_freeze(&app.db).await;
+    invoice::Entity::update_many()
+        .col_expr(invoice::Column::Rating, Expr::value(Some(rating)))
+        .filter(invoice::Column::Id.eq(first_id))
+        .exec(&app.db)
+        .await
+        .expect("old rating");
+    restore_freeze(&app.db, frozen).await;
+    let as_billed = invoice_by_id(&app, &s.key, &first["id"]).await;
+
+    // Samples from before the close arrive after it: only they are adjusted.
+    ingest(&app, &s, &boot, 2, 2).await;
+    let draft = upcoming(&app, &s.key).await;
+    let adjustments: Vec<&Value> = draft["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == "ADJUSTMENT")
+        .collect();
+    assert!(!adjustments.is_empty(), "{draft}");
+    assert!(
+        adjustments.iter().all(|l| l["metric"] == "ACTIVE"),
+        "the node's held time differs by the rule, not by late usage: {draft}"
+    );
+    assert_eq!(
+        invoice_by_id(&app, &s.key, &first["id"]).await,
+        as_billed,
+        "a finalized invoice never changes"
     );
 }
 
@@ -942,5 +1118,6 @@ on_both_databases!(
     reordered_and_repeated_batches_bill_the_same,
     a_closed_period_becomes_a_numbered_immutable_invoice,
     late_usage_is_an_adjustment_on_the_next_invoice_once,
+    an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it,
     credits_pay_oldest_expiry_first_and_come_back_when_voided,
 );
