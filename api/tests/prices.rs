@@ -22,7 +22,10 @@ async fn setup(app: &TestApp) -> (String, String, String) {
             json!({}),
         )
         .await;
-    assert_eq!(r["data"]["createSku"]["sku"]["unit"], "node", "{r}");
+    assert_eq!(
+        r["data"]["createSku"]["sku"]["unit"], "node of 8 × H100",
+        "{r}"
+    );
     let node_sku = r["data"]["createSku"]["sku"]["id"]
         .as_str()
         .expect("SKU")
@@ -66,7 +69,11 @@ async fn the_catalog_shows_each_callers_price_per_unit_hour(backend: Backend) {
     let node = sku_named(&tenant_view, "h100-node");
     assert_eq!(
         (&node["unit"], &node["pricePerHour"], &node["priceSource"]),
-        (&json!("node"), &json!("19.92"), &json!("list price")),
+        (
+            &json!("node of 8 × H100"),
+            &json!("19.92"),
+            &json!("list price")
+        ),
         "a SKU without a rate is priced per node-hour at its list price: {tenant_view}"
     );
     let operator_view = app.gql(Some(&app.operator_key), query, json!({})).await;

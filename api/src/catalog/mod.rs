@@ -26,6 +26,8 @@ use crate::ordering::Ordering;
 #[derive(Debug, Clone)]
 pub struct CatalogEntry {
     pub sku: sku::Model,
+    /// What one unit is (`Sku.unit`); a node says its size from the fleet.
+    pub unit: String,
     pub available: u32,
     pub price: UnitPrice,
 }
@@ -42,18 +44,39 @@ pub async fn list(
     let skus = store::active(db).await?;
     let available = ordering.available(db, &skus).await?;
     let mut prices = unit_prices(db, actor.tenant_scope_or_all(), &skus).await?;
-    Ok(skus
-        .into_iter()
-        .zip(available)
-        .filter_map(|(sku, available)| {
-            let price = prices.remove(&sku.id)?;
-            Some(CatalogEntry {
-                sku,
-                available,
-                price,
-            })
-        })
-        .collect())
+    let mut entries = Vec::with_capacity(skus.len());
+    for (sku, available) in skus.into_iter().zip(available) {
+        let Some(price) = prices.remove(&sku.id) else {
+            continue;
+        };
+        entries.push(CatalogEntry {
+            unit: unit_of(db, &sku).await?,
+            sku,
+            available,
+            price,
+        });
+    }
+    Ok(entries)
+}
+
+/// What one unit of `sku` is. A whole-node SKU says the size of the nodes it is placed on
+/// (`node of 8 × H100`; `node of 4 or 8 × GB200` where the region has both), since its
+/// price is per node whatever its GPUs.
+pub async fn unit_of(db: &DatabaseConnection, sku: &sku::Model) -> ApiResult<String> {
+    if sku.form != SkuForm::WholeNode {
+        return Ok(sku.unit());
+    }
+    let sizes = store::node_sizes(db, &sku.gpu_model, &sku.region).await?;
+    Ok(node_unit(&sizes, &sku.gpu_model))
+}
+
+fn node_unit(sizes: &[i32], model: &str) -> String {
+    let sizes: Vec<String> = sizes.iter().map(i32::to_string).collect();
+    match sizes.split_last() {
+        None => format!("node of {model} GPUs"),
+        Some((last, [])) => format!("node of {last} × {model}"),
+        Some((last, rest)) => format!("node of {} or {last} × {model}", rest.join(", ")),
+    }
 }
 
 /// The unit prices of `skus` now for `tenant`, or the list prices without one.
@@ -224,6 +247,14 @@ pub(crate) async fn create_in<C: ConnectionTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_unit_names_the_sizes_it_is_placed_on() {
+        assert_eq!(node_unit(&[8], "H100"), "node of 8 × H100");
+        assert_eq!(node_unit(&[4, 8], "GB200"), "node of 4 or 8 × GB200");
+        assert_eq!(node_unit(&[2, 4, 8], "H100"), "node of 2, 4 or 8 × H100");
+        assert_eq!(node_unit(&[], "H100"), "node of H100 GPUs");
+    }
 
     fn new_sku(form: SkuForm) -> NewSku {
         NewSku {

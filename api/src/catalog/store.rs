@@ -1,11 +1,13 @@
 //! SQL for SKUs.
 
 use chrono::Utc;
+use neocloud_schema::entity::node;
 use neocloud_schema::entity::sku::{self, Entity as Skus};
 use neocloud_schema::ids::SkuId;
+use neocloud_schema::vocabulary::NodeState;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    Set,
+    QuerySelect, Set,
 };
 use serde_json::{Value, json};
 
@@ -18,6 +20,29 @@ pub(crate) async fn active<C: ConnectionTrait>(conn: &C) -> Result<Vec<sku::Mode
         .order_by_asc(sku::Column::Name)
         .all(conn)
         .await
+}
+
+/// The GPU counts of the nodes a whole-node SKU of `model` in `region` can be placed on
+/// (neither MIG nor shared, not down), smallest first.
+pub(crate) async fn node_sizes<C: ConnectionTrait>(
+    conn: &C,
+    model: &str,
+    region: &str,
+) -> Result<Vec<i32>, DbErr> {
+    let sizes: Vec<i32> = node::Entity::find()
+        .select_only()
+        .column(node::Column::GpuCount)
+        .filter(node::Column::GpuModel.eq(model))
+        .filter(node::Column::Region.eq(region))
+        .filter(node::Column::MigEnabled.eq(false))
+        .filter(node::Column::SharedGpus.eq(false))
+        .filter(node::Column::State.ne(NodeState::Down))
+        .distinct()
+        .order_by_asc(node::Column::GpuCount)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(sizes)
 }
 
 pub(crate) async fn find<C: ConnectionTrait>(

@@ -46,9 +46,10 @@ impl Sku {
     }
 
     /// What one unit is — what `count` counts in `placeOrder` and every price here is per
-    /// hour of: `GPU`, `MIG slice 3g.40gb`, `250 milli-GPU`, `node`.
-    async fn unit(&self) -> String {
-        self.0.sku.unit()
+    /// hour of: `GPU`, `MIG slice 3g.40gb`, `250 milli-GPU`, `node of 8 × H100` (a node
+    /// SKU names the size of the region's nodes of its model; one price per node).
+    async fn unit(&self) -> &str {
+        &self.0.unit
     }
 
     /// List price per unit-hour, as an exact decimal string.
@@ -161,6 +162,7 @@ impl CatalogMutation {
             })?;
         Ok(CreateSkuPayload {
             sku: Sku(CatalogEntry {
+                unit: catalog::unit_of(db, &sku).await?,
                 sku,
                 available: 0,
                 price,
