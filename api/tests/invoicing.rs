@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Datelike, Duration, DurationRound, TimeDelta, Utc};
-use neocloud_schema::entity::{invoice, invoice_line};
+use neocloud_schema::entity::{Exact, invoice, invoice_line};
 use rust_decimal::{Decimal, RoundingStrategy};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -547,21 +547,20 @@ async fn an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it(ba
         .await
         .expect("read")
         .expect("the node's line");
-    let times_eight =
-        |v: &str| (v.parse::<Decimal>().expect("decimal") * Decimal::from(8)).to_string();
+    let times_eight = |v: Exact| Exact(v.get() * Decimal::from(8));
     let frozen = lift_freeze(&app.db).await;
     invoice_line::Entity::update_many()
         .col_expr(
             invoice_line::Column::Quantity,
-            Expr::value(times_eight(&node_line.quantity)),
+            Expr::value(times_eight(node_line.quantity)),
         )
         .col_expr(
             invoice_line::Column::AmountExact,
-            Expr::value(times_eight(&node_line.amount_exact)),
+            Expr::value(times_eight(node_line.amount_exact)),
         )
         .col_expr(
             invoice_line::Column::Amount,
-            Expr::value(times_eight(&node_line.amount)),
+            Expr::value(times_eight(node_line.amount)),
         )
         .filter(invoice_line::Column::Id.eq(node_line.id))
         .exec(&app.db)

@@ -21,7 +21,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use neocloud_schema::entity::{allocation, allocation_gpu, gpu_health_interval, sku, usage_minute};
+use neocloud_schema::entity::{
+    Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_minute,
+};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
@@ -52,7 +54,7 @@ pub struct UsageRow {
 
 /// (SKU, allocation, minute, active seconds, memory GiB-seconds, energy kWh) of a minute
 /// bucket, as stored.
-type BucketRow = (Option<Uuid>, Uuid, DateTime<Utc>, String, String, String);
+type BucketRow = (Option<Uuid>, Uuid, DateTime<Utc>, Exact, Exact, Exact);
 
 /// Most days one query may span (a year and a bit).
 pub const MAX_RANGE_DAYS: i64 = 400;
@@ -110,12 +112,6 @@ fn overlap(a: Span, b: Span) -> Option<Span> {
     let lo = a.0.max(b.0);
     let hi = a.1.min(b.1);
     (lo < hi).then_some((lo, hi))
-}
-
-/// A stored decimal that does not parse is a corrupt row: an error, never zero.
-fn stored(text: &str) -> Result<Decimal, DbErr> {
-    text.parse()
-        .map_err(|_| DbErr::Custom(format!("usage bucket holds {text:?}, not a decimal")))
 }
 
 /// What a tenant's allocations overlapping `[from, to)` held, and what failed under them.
@@ -253,9 +249,9 @@ pub async fn usage<C: ConnectionTrait>(
             day: minute_start.date_naive(),
         };
         let row = row_for(&mut rows, key_of(group_by, &parts));
-        row.active_seconds += stored(&active)?;
-        row.memory_gib_seconds += stored(&memory)?;
-        row.energy_kwh += stored(&energy)?;
+        row.active_seconds += active.get();
+        row.memory_gib_seconds += memory.get();
+        row.energy_kwh += energy.get();
     }
 
     for a in &held.allocations {

@@ -114,7 +114,7 @@ async fn buckets(db: &DatabaseConnection) -> Vec<(String, DateTime<Utc>, i64, De
         .expect("buckets")
         .into_iter()
         .map(|b| {
-            let active = b.active_seconds.parse().expect("decimal");
+            let active = b.active_seconds.get();
             (b.device_uuid, b.minute_start, b.sampled_seconds, active)
         })
         .collect()

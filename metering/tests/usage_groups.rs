@@ -164,7 +164,7 @@ async fn fleet() -> Fleet {
             milli_gpu: Set((*form == SkuForm::Fractional).then_some(250)),
             memory_mib: Set(None),
             region: Set("eu-west".into()),
-            list_price_per_hour: Set(format!("{}", gpus * 2)),
+            list_price_per_hour: Set(Decimal::from(gpus * 2).into()),
             currency: Set("EUR".into()),
             active: Set(true),
             created_at: Set(now),
@@ -331,9 +331,9 @@ async fn write_buckets(
             tenant_id: Set(Some(tenant)),
             sku_id: Set(Some(sku)),
             label: Set(PROCESS_LABELS[*label].into()),
-            active_seconds: Set(Decimal::new(i64::from(*active), 2).to_string()),
-            memory_gib_seconds: Set(Decimal::new(i64::from(*memory), 3).to_string()),
-            energy_kwh: Set(Decimal::new(i64::from(*energy), 6).to_string()),
+            active_seconds: Set(Decimal::new(i64::from(*active), 2).into()),
+            memory_gib_seconds: Set(Decimal::new(i64::from(*memory), 3).into()),
+            energy_kwh: Set(Decimal::new(i64::from(*energy), 6).into()),
             sampled_seconds: Set(60),
         }
         .insert(db)

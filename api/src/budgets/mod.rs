@@ -127,14 +127,14 @@ pub async fn set(
     };
     let shown = (before.is_none() || input.rotate_webhook_secret).then(|| secret.clone());
     let limit_version = match &before {
-        Some(b) if b.monthly_limit.parse::<Decimal>().ok() == Some(limit) => b.limit_version,
+        Some(b) if b.monthly_limit.get() == limit => b.limit_version,
         _ => store::next_limit_version(&txn, tenant.into(), before.as_ref()).await?,
     };
     let saved = store::upsert(
         &txn,
         budget::Model {
             tenant_id: tenant.into(),
-            monthly_limit: limit.to_string(),
+            monthly_limit: limit.into(),
             currency: owner.currency.clone(),
             alert_thresholds: json!(thresholds),
             webhook_url: input.webhook_url.clone(),
@@ -258,7 +258,7 @@ async fn evaluate(
         return Ok(None);
     };
     let spend = draft.rated.spend();
-    let limit: Decimal = found.monthly_limit.parse().unwrap_or_default();
+    let limit = found.monthly_limit.get();
     let period = draft.invoice.period_start;
     let judged = Judged {
         budget: &found,
@@ -318,7 +318,7 @@ impl Judged<'_> {
                 kind,
                 threshold,
                 spend: self.spend,
-                limit: &self.budget.monthly_limit,
+                limit: self.budget.monthly_limit,
                 limit_version: self.budget.limit_version,
                 webhook_status: webhook,
                 now: self.now,

@@ -2,7 +2,7 @@
 //! reads of all budgets and of pending webhook deliveries.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{budget, budget_event};
+use neocloud_schema::entity::{Exact, budget, budget_event};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -117,7 +117,7 @@ pub(crate) struct NewEvent<'a> {
     pub kind: &'a str,
     pub threshold: i32,
     pub spend: Decimal,
-    pub limit: &'a str,
+    pub limit: Exact,
     pub limit_version: i32,
     pub webhook_status: &'a str,
     pub now: DateTime<Utc>,
@@ -134,8 +134,8 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
         period_start: Set(event.period_start),
         kind: Set(event.kind.to_owned()),
         threshold: Set(event.threshold),
-        spend: Set(event.spend.to_string()),
-        monthly_limit: Set(event.limit.to_owned()),
+        spend: Set(event.spend.into()),
+        monthly_limit: Set(event.limit),
         created_at: Set(event.now),
         webhook_status: Set(event.webhook_status.to_owned()),
         webhook_attempts: Set(0),

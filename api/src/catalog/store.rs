@@ -86,7 +86,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         milli_gpu: Set(valid.milli_gpu),
         memory_mib: Set(Some(valid.memory_mib)),
         region: Set(valid.region.clone()),
-        list_price_per_hour: Set(valid.list_price_per_hour.to_string()),
+        list_price_per_hour: Set(valid.list_price_per_hour.into()),
         currency: Set(valid.currency.code().to_owned()),
         active: Set(true),
         created_at: Set(Utc::now()),

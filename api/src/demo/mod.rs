@@ -13,7 +13,9 @@ use std::path::Path;
 use chrono::{TimeDelta, TimeZone, Utc};
 use neocloud_metering::invoicing;
 use neocloud_metering::rating::{PriceModel, Tier};
-use neocloud_schema::entity::{api_key, plan, plan_rate, plan_version, sku, tenant, tenant_plan};
+use neocloud_schema::entity::{
+    Exact, api_key, plan, plan_rate, plan_version, sku, tenant, tenant_plan,
+};
 use neocloud_schema::ids::{NodeId, PlanId, PlanVersionId, TenantId};
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm, TiersMode};
@@ -168,7 +170,8 @@ async fn seed_catalog(txn: &DatabaseTransaction) -> ApiResult<Vec<sku::Model>> {
 /// A demo plan: its name and, for the enterprise plan, a commitment.
 struct DemoPlan {
     name: &'static str,
-    commitment: Option<(&'static str, &'static str)>,
+    /// (monthly minimum, discount %).
+    commitment: Option<(Decimal, Decimal)>,
 }
 
 /// `standard` (acme-ai) and `enterprise` (globex-research, a 1,000 USD monthly commitment
@@ -182,7 +185,7 @@ const DEMO_PLANS: [DemoPlan; 2] = [
     },
     DemoPlan {
         name: "enterprise",
-        commitment: Some(("1000.00", "10")),
+        commitment: Some((Decimal::from_parts(100_000, 0, 0, false, 2), Decimal::TEN)),
     },
 ];
 
@@ -229,15 +232,15 @@ async fn seed_plan(
             .single()
             .unwrap_or(now)),
         minimum_billable_seconds: Set(60),
-        commitment_monthly_minimum: Set(demo.commitment.map(|c| c.0.to_owned())),
-        commitment_discount_pct: Set(demo.commitment.map(|c| c.1.to_owned())),
+        commitment_monthly_minimum: Set(demo.commitment.map(|c| c.0.into())),
+        commitment_discount_pct: Set(demo.commitment.map(|c| c.1.into())),
         created_at: Set(now),
     }
     .insert(txn)
     .await?;
     let share = |pct: i64, price: Decimal| (price * Decimal::new(pct, 2)).round_dp(6).normalize();
     for sku in skus {
-        let list: Decimal = sku.list_price_per_hour.parse().unwrap_or_default();
+        let list = sku.list_price_per_hour.get();
         let whole = matches!(sku.form, SkuForm::WholeGpu | SkuForm::WholeNode);
         let mut rates = Vec::new();
         if whole {
@@ -283,7 +286,7 @@ async fn seed_plan(
                     (TiersMode::Graduated, None, serde_json::to_value(tiers).ok())
                 }
                 PriceModel::PerUnit { unit_price } => {
-                    (TiersMode::PerUnit, Some(unit_price.to_string()), None)
+                    (TiersMode::PerUnit, Some(Exact(*unit_price)), None)
                 }
                 _ => continue,
             };
@@ -294,7 +297,7 @@ async fn seed_plan(
                 metric: Set(metric),
                 tiers_mode: Set(mode),
                 unit_price: Set(unit_price),
-                spot_unit_price: Set(spot.map(|p| p.to_string())),
+                spot_unit_price: Set(spot.map(Exact::from)),
                 tiers: Set(tiers),
                 package_size: Set(None),
                 package_price: Set(None),

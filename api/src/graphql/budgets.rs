@@ -80,7 +80,7 @@ fn budget_of(view: BudgetView) -> Budget {
     let b = view.budget;
     Budget {
         tenant_id: to_id(b.tenant_id),
-        monthly_limit: b.monthly_limit,
+        monthly_limit: b.monthly_limit.to_string(),
         currency: b.currency,
         alert_thresholds: serde_json::from_value(b.alert_thresholds).unwrap_or_default(),
         webhook_url: b.webhook_url,
@@ -97,8 +97,8 @@ fn budget_of(view: BudgetView) -> Budget {
                 id: to_id(e.id),
                 kind: e.kind.to_uppercase(),
                 threshold_pct: e.threshold,
-                spend: e.spend,
-                monthly_limit: e.monthly_limit,
+                spend: e.spend.to_string(),
+                monthly_limit: e.monthly_limit.to_string(),
                 at: e.created_at,
                 webhook_status: e.webhook_status.to_uppercase(),
             })

@@ -53,8 +53,8 @@ impl Sku {
     }
 
     /// List price per unit-hour, as an exact decimal string.
-    async fn list_price_per_hour(&self) -> &str {
-        &self.0.sku.list_price_per_hour
+    async fn list_price_per_hour(&self) -> String {
+        self.0.sku.list_price_per_hour.to_string()
     }
 
     /// What one unit-hour on demand costs the caller: its plan's ALLOCATED rate for this

@@ -209,7 +209,7 @@ impl From<invoice::Model> for InvoiceSummary {
             period_start: i.period_start,
             period_end: i.period_end,
             currency: i.currency,
-            total: i.total,
+            total: i.total.to_string(),
             draft,
         }
     }
@@ -242,7 +242,7 @@ fn grant_of((g, remaining): (credit_grant::Model, rust_decimal::Decimal)) -> Cre
     CreditGrant {
         id: to_id(g.id),
         kind: g.kind.into(),
-        amount: money(g.amount.parse().unwrap_or_default()),
+        amount: money(g.amount.get()),
         remaining: money(remaining),
         currency: g.currency,
         effective_at: g.effective_at,

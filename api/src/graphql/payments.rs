@@ -79,7 +79,7 @@ impl From<top_up::Model> for TopUp {
     fn from(t: top_up::Model) -> Self {
         TopUp {
             id: to_id(t.id),
-            amount: t.amount,
+            amount: t.amount.to_string(),
             currency: t.currency,
             status: t.status.into(),
             credit_grant_id: t.credit_grant_id.map(to_id),

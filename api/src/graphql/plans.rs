@@ -89,8 +89,8 @@ impl From<plan_rate::Model> for Rate {
             sku: to_id(r.sku_id),
             metric: r.metric.into(),
             tiers_mode: r.tiers_mode.into(),
-            unit_price: r.unit_price,
-            spot_unit_price: r.spot_unit_price,
+            unit_price: r.unit_price.map(|p| p.to_string()),
+            spot_unit_price: r.spot_unit_price.map(|p| p.to_string()),
             tiers: tiers
                 .into_iter()
                 .map(|t| Tier {
@@ -99,8 +99,8 @@ impl From<plan_rate::Model> for Rate {
                     flat_fee: Some(t.flat_fee.to_string()),
                 })
                 .collect(),
-            package_size: r.package_size,
-            package_price: r.package_price,
+            package_size: r.package_size.map(|p| p.to_string()),
+            package_price: r.package_price.map(|p| p.to_string()),
         }
     }
 }
@@ -129,8 +129,8 @@ fn version_of(v: plan_version::Model, plan: &str, rates: Vec<plan_rate::Model>) 
             .commitment_monthly_minimum
             .zip(v.commitment_discount_pct)
             .map(|(monthly_minimum, discount_pct)| Commitment {
-                monthly_minimum,
-                discount_pct,
+                monthly_minimum: monthly_minimum.to_string(),
+                discount_pct: discount_pct.to_string(),
             }),
         rates: rates.into_iter().map(Rate::from).collect(),
     }

@@ -88,10 +88,6 @@ impl From<InvoicingError> for ApiError {
     }
 }
 
-fn dec(text: &str) -> Decimal {
-    text.parse().unwrap_or_default()
-}
-
 fn draft_view(draft: billing::Draft) -> InvoiceView {
     let mut invoice = draft.invoice;
     invoice.plan = draft
@@ -128,9 +124,9 @@ async fn finalized_view(
         })
         .collect();
     Ok(InvoiceView {
-        subtotal: dec(&invoice.subtotal),
-        credits: dec(&invoice.credits),
-        total: dec(&invoice.total),
+        subtotal: invoice.subtotal.get(),
+        credits: invoice.credits.get(),
+        total: invoice.total.get(),
         rating: invoice.rating.clone().unwrap_or_default(),
         invoice,
         lines,
@@ -211,9 +207,9 @@ pub async fn list(
     let mut found = page.fetch(db, select, invoice::Column::Id).await?;
     if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
         let draft = rated_draft(db, tenant).await?;
-        listed.subtotal = draft.rated.subtotal.to_string();
-        listed.credits = draft.rated.credits.to_string();
-        listed.total = draft.rated.total.to_string();
+        listed.subtotal = draft.rated.subtotal.into();
+        listed.credits = draft.rated.credits.into();
+        listed.total = draft.rated.total.into();
     }
     Ok(found)
 }

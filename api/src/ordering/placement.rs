@@ -318,7 +318,13 @@ impl Batch<'_> {
             topology_level: input.topology_level,
             topology_required: input.topology_required,
             exclusive: input.exclusive,
-            max_price_per_hour: input.max_price_per_hour.clone(),
+            max_price_per_hour: input
+                .max_price_per_hour
+                .as_deref()
+                .map(neocloud_schema::money::parse_plain_decimal)
+                .transpose()
+                .map_err(|e| ApiError::invalid("maxPricePerHour", e))?
+                .map(Into::into),
             labels: json!(input.labels),
             idempotency_key: p.idempotency_key.clone(),
             request_hash: p.request_hash.clone(),

@@ -85,8 +85,7 @@ pub async fn start(
             .one(&txn)
             .await?
     {
-        let same: Option<Decimal> = found.amount.parse().ok();
-        if same != Some(amount) {
+        if found.amount.get() != amount {
             return Err(ApiError::IdempotencyConflict {
                 message: "this idempotencyKey was used for a top-up of another amount".into(),
             });
@@ -107,7 +106,7 @@ pub async fn start(
     let created = top_up::ActiveModel {
         id: Set(Uuid::now_v7()),
         tenant_id: Set(owner.id),
-        amount: Set(amount.to_string()),
+        amount: Set(amount.into()),
         currency: Set(owner.currency.clone()),
         status: Set(TopUpStatus::Pending),
         client_key: Set(idempotency_key),

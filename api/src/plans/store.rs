@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_metering::rating::PriceModel;
-use neocloud_schema::entity::{plan, plan_rate, plan_version, tenant_plan};
+use neocloud_schema::entity::{Exact, plan, plan_rate, plan_version, tenant_plan};
 use neocloud_schema::ids::{PlanId, PlanVersionId};
 use rust_decimal::Decimal;
 use sea_orm::{
@@ -56,8 +56,8 @@ pub(crate) async fn insert_version<C: ConnectionTrait>(
         currency: Set(currency.to_owned()),
         effective_from: Set(effective_from),
         minimum_billable_seconds: Set(minimum_billable_seconds),
-        commitment_monthly_minimum: Set(commitment.map(|c| c.0.to_string())),
-        commitment_discount_pct: Set(commitment.map(|c| c.1.to_string())),
+        commitment_monthly_minimum: Set(commitment.map(|c| c.0.into())),
+        commitment_discount_pct: Set(commitment.map(|c| c.1.into())),
         created_at: Set(Utc::now()),
     }
     .insert(conn)
@@ -71,12 +71,12 @@ pub(crate) async fn insert_rate<C: ConnectionTrait>(
     model: &PriceModel,
 ) -> Result<plan_rate::Model, DbErr> {
     let (unit_price, tiers, package_size, package_price) = match model {
-        PriceModel::PerUnit { unit_price } => (Some(unit_price.to_string()), None, None, None),
+        PriceModel::PerUnit { unit_price } => (Some((*unit_price).into()), None, None, None),
         PriceModel::Graduated { tiers } | PriceModel::Volume { tiers } => {
             (None, serde_json::to_value(tiers).ok(), None, None)
         }
         PriceModel::Package { size, price } => {
-            (None, None, Some(size.to_string()), Some(price.to_string()))
+            (None, None, Some((*size).into()), Some((*price).into()))
         }
     };
     plan_rate::ActiveModel {
@@ -86,7 +86,12 @@ pub(crate) async fn insert_rate<C: ConnectionTrait>(
         metric: Set(rate.metric),
         tiers_mode: Set(rate.tiers_mode),
         unit_price: Set(unit_price),
-        spot_unit_price: Set(rate.spot_unit_price.as_ref().map(|s| s.trim().to_owned())),
+        spot_unit_price: Set(rate
+            .spot_unit_price
+            .as_deref()
+            .map(|s| s.trim().parse::<Exact>())
+            .transpose()
+            .map_err(|e| DbErr::Custom(e.to_string()))?),
         tiers: Set(tiers),
         package_size: Set(package_size),
         package_price: Set(package_price),

@@ -669,10 +669,6 @@ pub(super) async fn record_event<C: ConnectionTrait>(
     .map(|_| ())
 }
 
-fn dec(text: &str) -> Decimal {
-    text.parse().unwrap_or_default()
-}
-
 /// Adds summed increments to their minute buckets; returns how many were touched. On
 /// PostgreSQL one upsert adds them in the database (`NUMERIC`, exact); elsewhere one read
 /// of the touched buckets, then one upsert of their new totals (inside the aggregation
@@ -852,9 +848,9 @@ fn bucket_row(
 ) -> usage_minute::ActiveModel {
     let (active, memory, energy, seconds, id) = match current {
         Some(row) => (
-            dec(&row.active_seconds) + inc.active_seconds,
-            dec(&row.memory_gib_seconds) + inc.memory_gib_seconds,
-            dec(&row.energy_kwh) + inc.energy_kwh,
+            row.active_seconds.get() + inc.active_seconds,
+            row.memory_gib_seconds.get() + inc.memory_gib_seconds,
+            row.energy_kwh.get() + inc.energy_kwh,
             row.sampled_seconds + inc.seconds,
             row.id,
         ),
@@ -874,9 +870,9 @@ fn bucket_row(
         tenant_id: Set(inc.tenant),
         sku_id: Set(inc.sku),
         label: Set(key.3.clone()),
-        active_seconds: Set(active.to_string()),
-        memory_gib_seconds: Set(memory.to_string()),
-        energy_kwh: Set(energy.to_string()),
+        active_seconds: Set(active.into()),
+        memory_gib_seconds: Set(memory.into()),
+        energy_kwh: Set(energy.into()),
         sampled_seconds: Set(seconds),
     }
 }

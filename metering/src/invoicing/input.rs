@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, invoice, plan, plan_rate, plan_version, sku, tenant, tenant_plan,
+    Exact, allocation, allocation_gpu, invoice, plan, plan_rate, plan_version, sku, tenant,
+    tenant_plan,
 };
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{AllocationClass, Metric};
@@ -25,10 +26,6 @@ use crate::usage::{self, GroupBy};
 /// Closed periods this recent are re-rated for late usage.
 pub const LATE_WINDOW_DAYS: i64 = 35;
 
-fn dec(text: &str) -> Decimal {
-    text.parse().unwrap_or_default()
-}
-
 /// A plan version's rates as the rating engine takes them.
 fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) -> PlanTerms {
     let rates = rates
@@ -37,7 +34,7 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
         .filter_map(|r| {
             let model = match (&r.unit_price, &r.tiers, &r.package_size, &r.package_price) {
                 (Some(price), _, _, _) => PriceModel::PerUnit {
-                    unit_price: dec(price),
+                    unit_price: price.get(),
                 },
                 (_, Some(tiers), _, _) => {
                     let tiers = serde_json::from_value(tiers.clone()).ok()?;
@@ -49,8 +46,8 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
                     }
                 }
                 (_, _, Some(size), Some(price)) => PriceModel::Package {
-                    size: dec(size),
-                    price: dec(price),
+                    size: size.get(),
+                    price: price.get(),
                 },
                 _ => return None,
             };
@@ -58,7 +55,7 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
                 sku: r.sku_id,
                 metric: r.metric,
                 model,
-                spot_unit_price: r.spot_unit_price.as_deref().map(dec),
+                spot_unit_price: r.spot_unit_price.map(Exact::get),
             })
         })
         .collect();
@@ -69,14 +66,11 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
         rates,
         commitment: version
             .commitment_monthly_minimum
-            .as_deref()
             .map(|minimum| Commitment {
-                monthly_minimum: dec(minimum),
+                monthly_minimum: minimum.get(),
                 discount_pct: version
                     .commitment_discount_pct
-                    .as_deref()
-                    .map(dec)
-                    .unwrap_or_default(),
+                    .map_or(Decimal::ZERO, Exact::get),
             }),
     }
 }
@@ -255,7 +249,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
                 s.id,
                 SkuInfo {
                     unit: s.unit(),
-                    list_price_per_hour: dec(&s.list_price_per_hour),
+                    list_price_per_hour: s.list_price_per_hour.get(),
                     name: s.name,
                     region: s.region,
                 },
@@ -436,9 +430,9 @@ mod tests {
             currency: "USD".into(),
             period_start: DateTime::UNIX_EPOCH,
             period_end: DateTime::UNIX_EPOCH,
-            subtotal: "0".into(),
-            credits: "0".into(),
-            total: "0".into(),
+            subtotal: Exact::default(),
+            credits: Exact::default(),
+            total: Exact::default(),
             plan: String::new(),
             rating,
             finalized_at: None,

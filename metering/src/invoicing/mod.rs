@@ -221,10 +221,7 @@ pub async fn void<C: ConnectionTrait>(
         .ok_or(InvoicingError::NotFound("invoice"))?;
     // Money that was collected is not voided away (that takes a refund); an invoice
     // settled by credits alone can be, and gives its credits back.
-    let nothing_collected = found
-        .total
-        .parse::<Decimal>()
-        .is_ok_and(|t| t <= Decimal::ZERO);
+    let nothing_collected = found.total.get() <= Decimal::ZERO;
     let voidable = match found.status {
         InvoiceStatus::Open | InvoiceStatus::Uncollectible => true,
         InvoiceStatus::Paid => nothing_collected,

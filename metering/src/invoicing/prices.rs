@@ -76,14 +76,6 @@ pub async fn unit_prices<C: ConnectionTrait>(
         None => list_prices(),
     };
     skus.iter()
-        .map(|sku| {
-            let list: Decimal = sku.list_price_per_hour.parse().map_err(|_| {
-                DbErr::Custom(format!(
-                    "SKU {} has a list price that is not a decimal: {:?}",
-                    sku.name, sku.list_price_per_hour
-                ))
-            })?;
-            Ok((sku.id, price_of(&plan, sku, list)))
-        })
+        .map(|sku| Ok((sku.id, price_of(&plan, sku, sku.list_price_per_hour.get()))))
         .collect()
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
-    credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
+    Exact, credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
 };
 use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::vocabulary::{InvoiceStatus, PaymentState};
@@ -66,9 +66,9 @@ pub async fn open_draft<C: ConnectionTrait>(
         currency: Set(owner.currency),
         period_start: Set(start),
         period_end: Set(end),
-        subtotal: Set("0".into()),
-        credits: Set("0".into()),
-        total: Set("0".into()),
+        subtotal: Set(Exact::default()),
+        credits: Set(Exact::default()),
+        total: Set(Exact::default()),
         plan: Set(String::new()),
         rating: Set(None),
         finalized_at: Set(None),
@@ -154,11 +154,11 @@ pub(super) async fn finalize<C: ConnectionTrait>(
             sku_name: Set(line.sku_name.clone()),
             metric: Set(line.metric),
             tier: Set(line.tier.and_then(|t| i32::try_from(t).ok())),
-            quantity: Set(line.quantity.to_string()),
+            quantity: Set(line.quantity.into()),
             unit: Set(line.unit.clone()),
-            unit_price: Set(line.unit_price.to_string()),
-            amount: Set(line.amount.to_string()),
-            amount_exact: Set(line.amount_exact.to_string()),
+            unit_price: Set(line.unit_price.into()),
+            amount: Set(line.amount.into()),
+            amount_exact: Set(line.amount_exact.into()),
             adjusts_invoice_id: Set(line.adjusts_invoice),
             trace: Set(line.trace.clone()),
         }
@@ -171,7 +171,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
             grant_id: Set(*grant),
             invoice_id: Set(draft.id),
             tenant_id: Set(draft.tenant_id),
-            amount: Set(amount.to_string()),
+            amount: Set((*amount).into()),
             created_at: Set(now),
         }
         .insert(conn)
@@ -198,9 +198,9 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.status = Set(InvoiceStatus::Open);
     active.number = Set(Some(number.to_owned()));
     active.period_end = Set(end);
-    active.subtotal = Set(rated.subtotal.to_string());
-    active.credits = Set(rated.credits.to_string());
-    active.total = Set(rated.total.to_string());
+    active.subtotal = Set(rated.subtotal.into());
+    active.credits = Set(rated.credits.into());
+    active.total = Set(rated.total.into());
     active.plan = Set(plan);
     active.rating = Set(Some(rating));
     active.finalized_at = Set(Some(now));
@@ -255,7 +255,6 @@ pub async fn lines<C: ConnectionTrait>(
 
 /// A stored line as the rating engine wrote it.
 pub fn line_of(model: &invoice_line::Model) -> Line {
-    let dec = |s: &str| s.parse::<Decimal>().unwrap_or_default();
     Line {
         kind: model.kind,
         description: model.description.clone(),
@@ -263,11 +262,11 @@ pub fn line_of(model: &invoice_line::Model) -> Line {
         sku_name: model.sku_name.clone(),
         metric: model.metric,
         tier: model.tier.and_then(|t| usize::try_from(t).ok()),
-        quantity: dec(&model.quantity),
+        quantity: model.quantity.get(),
         unit: model.unit.clone(),
-        unit_price: dec(&model.unit_price),
-        amount_exact: dec(&model.amount_exact),
-        amount: dec(&model.amount),
+        unit_price: model.unit_price.get(),
+        amount_exact: model.amount_exact.get(),
+        amount: model.amount.get(),
         adjusts_invoice: model.adjusts_invoice_id,
         trace: model.trace.clone(),
     }
@@ -359,7 +358,7 @@ pub(super) async fn insert_grant<C: ConnectionTrait>(
         tenant_id: Set(grant.tenant),
         kind: Set(grant.kind),
         currency: Set(grant.currency),
-        amount: Set(grant.amount.normalize().to_string()),
+        amount: Set(grant.amount.normalize().into()),
         effective_at: Set(grant.effective_at),
         expires_at: Set(grant.expires_at),
         reason: Set(grant.reason),
@@ -388,15 +387,13 @@ pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
         .await?
     {
         if !voided.contains(&application.invoice_id) {
-            *used.entry(application.grant_id).or_default() +=
-                application.amount.parse::<Decimal>().unwrap_or_default();
+            *used.entry(application.grant_id).or_default() += application.amount.get();
         }
     }
     Ok(grants
         .into_iter()
         .map(|g| {
-            let amount = g.amount.parse::<Decimal>().unwrap_or_default();
-            let left = amount - used.get(&g.id).copied().unwrap_or_default();
+            let left = g.amount.get() - used.get(&g.id).copied().unwrap_or_default();
             (g, left)
         })
         .collect())

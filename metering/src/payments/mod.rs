@@ -13,7 +13,6 @@ pub mod webhook;
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{invoice, stripe_event, top_up};
 use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState, TopUpStatus};
-use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
@@ -205,10 +204,7 @@ async fn top_up_paid<C: ConnectionTrait>(
     if changed == 0 {
         return Ok(Outcome::Superseded);
     }
-    let amount: Decimal = found
-        .amount
-        .parse()
-        .map_err(|_| DbErr::Custom(format!("top-up {id} has no decimal amount")))?;
+    let amount = found.amount.get();
     let grant = invoicing::grant_credits(
         conn,
         NewGrant {

@@ -399,7 +399,7 @@ async fn deliver<C: ConnectionTrait>(
             let (Some(customer), Some(method)) = (customer, method) else {
                 return Ok(no_method());
             };
-            let amount: Decimal = found.amount.parse().unwrap_or_default();
+            let amount = found.amount.get();
             metadata.insert("top_up_id".into(), found.id.to_string());
             metadata.insert("kind".into(), "top_up".into());
             mark_sent().await?;
@@ -442,7 +442,7 @@ async fn deliver<C: ConnectionTrait>(
                 // Paid, voided: nothing to collect any more.
                 return Ok(Delivered::Done(None));
             }
-            let total: Decimal = invoice.total.parse().unwrap_or_default();
+            let total = invoice.total.get();
             let number = invoice.number.clone().unwrap_or_default();
             metadata.insert("invoice_id".into(), invoice.id.to_string());
             metadata.insert("invoice_number".into(), number.clone());
@@ -487,7 +487,7 @@ async fn deliver<C: ConnectionTrait>(
             let items = lines
                 .iter()
                 .filter_map(|line| {
-                    let amount: Decimal = line.amount.parse().ok()?;
+                    let amount = line.amount.get();
                     (!amount.is_zero()).then(|| HostedItem {
                         line: line.id,
                         amount_minor: minor_units(amount, &invoice.currency),

@@ -9,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub tenant_id: Uuid,
-    pub monthly_limit: String,
+    pub monthly_limit: super::Exact,
     pub currency: String,
     /// Percentages of the limit, ascending, e.g. `[50, 80, 100]`.
     pub alert_thresholds: Json,

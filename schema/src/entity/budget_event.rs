@@ -14,8 +14,8 @@ pub struct Model {
     pub kind: String,
     /// Percent of the limit (for `threshold_crossed`; 100 for `allocations_stopped`).
     pub threshold: i32,
-    pub spend: String,
-    pub monthly_limit: String,
+    pub spend: super::Exact,
+    pub monthly_limit: super::Exact,
     pub created_at: DateTimeUtc,
     /// `none` (no webhook), `pending`, `delivered` or `failed`.
     pub webhook_status: String,

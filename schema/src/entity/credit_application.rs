@@ -10,7 +10,7 @@ pub struct Model {
     pub grant_id: Uuid,
     pub invoice_id: Uuid,
     pub tenant_id: Uuid,
-    pub amount: String,
+    pub amount: super::Exact,
     pub created_at: DateTimeUtc,
 }
 

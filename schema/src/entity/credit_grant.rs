@@ -14,7 +14,7 @@ pub struct Model {
     pub tenant_id: Uuid,
     pub kind: CreditKind,
     pub currency: String,
-    pub amount: String,
+    pub amount: super::Exact,
     pub effective_at: DateTimeUtc,
     pub expires_at: Option<DateTimeUtc>,
     pub reason: String,

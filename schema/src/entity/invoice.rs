@@ -18,9 +18,9 @@ pub struct Model {
     pub currency: String,
     pub period_start: DateTimeUtc,
     pub period_end: DateTimeUtc,
-    pub subtotal: String,
-    pub credits: String,
-    pub total: String,
+    pub subtotal: super::Exact,
+    pub credits: super::Exact,
+    pub total: super::Exact,
     /// The plan version(s) the period was rated with, e.g. `standard v2`.
     pub plan: String,
     /// Everything needed to recompute the total: usage, plan terms, rounding, trace.

@@ -19,13 +19,13 @@ pub struct Model {
     pub metric: Option<Metric>,
     pub tier: Option<i32>,
     /// Exact quantity in `unit`.
-    pub quantity: String,
+    pub quantity: super::Exact,
     pub unit: String,
-    pub unit_price: String,
+    pub unit_price: super::Exact,
     /// Rounded half-even to the currency's minor unit.
-    pub amount: String,
+    pub amount: super::Exact,
     /// The exact amount before rounding.
-    pub amount_exact: String,
+    pub amount_exact: super::Exact,
     /// For adjustments: the invoice whose period the late usage belongs to.
     pub adjusts_invoice_id: Option<Uuid>,
     pub trace: Json,

@@ -1,6 +1,7 @@
 //! sea-orm entities (feature `db`): one module per table. Decimal money and quantities are
-//! stored as TEXT holding the exact decimal (`rust_decimal` parses it back), never as a
-//! float or a database-specific numeric, so SQLite and PostgreSQL behave identically.
+//! `Exact` fields, stored as TEXT holding the exact decimal, never as a float or a
+//! database-specific numeric, so SQLite and PostgreSQL behave identically; a stored value
+//! that is not a decimal fails the read instead of becoming zero.
 //! Enumerations are stored as their snake_case names (see `crate::vocabulary`).
 //!
 //! Tables are created by `neocloud-migrations`; a column added here needs a migration.
@@ -9,6 +10,8 @@ pub mod allocation;
 pub mod allocation_gpu;
 pub mod api_key;
 pub mod audit_log;
+mod exact;
+pub use exact::{Exact, NotExact};
 pub mod budget;
 pub mod budget_event;
 pub mod credit_application;

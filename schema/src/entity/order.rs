@@ -15,7 +15,7 @@ pub struct Model {
     pub topology_level: TopologyLevel,
     pub topology_required: bool,
     pub exclusive: bool,
-    pub max_price_per_hour: Option<String>,
+    pub max_price_per_hour: Option<super::Exact>,
     pub labels: Json,
     pub idempotency_key: String,
     pub request_hash: String,

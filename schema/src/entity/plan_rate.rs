@@ -13,11 +13,11 @@ pub struct Model {
     pub sku_id: Uuid,
     pub metric: Metric,
     pub tiers_mode: TiersMode,
-    pub unit_price: Option<String>,
-    pub spot_unit_price: Option<String>,
+    pub unit_price: Option<super::Exact>,
+    pub spot_unit_price: Option<super::Exact>,
     pub tiers: Option<Json>,
-    pub package_size: Option<String>,
-    pub package_price: Option<String>,
+    pub package_size: Option<super::Exact>,
+    pub package_price: Option<super::Exact>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,8 +12,8 @@ pub struct Model {
     pub currency: String,
     pub effective_from: DateTimeUtc,
     pub minimum_billable_seconds: i64,
-    pub commitment_monthly_minimum: Option<String>,
-    pub commitment_discount_pct: Option<String>,
+    pub commitment_monthly_minimum: Option<super::Exact>,
+    pub commitment_discount_pct: Option<super::Exact>,
     pub created_at: DateTimeUtc,
 }
 

@@ -17,7 +17,7 @@ pub struct Model {
     pub milli_gpu: Option<i32>,
     pub memory_mib: Option<i64>,
     pub region: String,
-    pub list_price_per_hour: String,
+    pub list_price_per_hour: super::Exact,
     pub currency: String,
     pub active: bool,
     pub created_at: DateTimeUtc,

@@ -10,7 +10,7 @@ pub struct Model {
     pub id: Uuid,
     pub tenant_id: Uuid,
     /// Exact decimal in `currency`.
-    pub amount: String,
+    pub amount: super::Exact,
     pub currency: String,
     pub status: TopUpStatus,
     /// The caller's idempotency key: the same key finds the same top-up.

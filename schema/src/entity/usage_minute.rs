@@ -18,9 +18,9 @@ pub struct Model {
     pub tenant_id: Option<Uuid>,
     pub sku_id: Option<Uuid>,
     pub label: String,
-    pub active_seconds: String,
-    pub memory_gib_seconds: String,
-    pub energy_kwh: String,
+    pub active_seconds: super::Exact,
+    pub memory_gib_seconds: super::Exact,
+    pub energy_kwh: super::Exact,
     pub sampled_seconds: i64,
 }
 
