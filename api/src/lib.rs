@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod graphql;
 pub mod http;
 pub mod invoicing;
+pub mod metrics;
 pub mod ordering;
 pub mod outbound;
 pub mod pagination;

@@ -12,32 +12,17 @@ use actix_web::{App, HttpResponse, HttpServer, web};
 use sea_orm::DatabaseConnection;
 
 use crate::error::{Code, rest_error};
-use crate::graphql::{NeoSchema, build_schema};
-use crate::http::metrics::Metrics;
+use crate::graphql::build_schema;
+use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe, stripe};
 use crate::invoicing::Billing;
+use crate::metrics::Metrics;
 use crate::ordering::Ordering;
 use crate::outbound::WebhookClient;
 use crate::settings::Settings;
 use neocloud_metering::payments::gateway::Gateway;
 use secrecy::ExposeSecret;
-
-/// What every handler can reach.
-pub struct AppState {
-    pub db: DatabaseConnection,
-    pub rate_limiter: RateLimiter,
-    pub ordering: Arc<Ordering>,
-    pub schema: NeoSchema,
-    pub metrics: Metrics,
-    pub billing: Arc<Billing>,
-    /// Writes ingest batches in groups.
-    pub ingest: neocloud_metering::ingest::writer::Writer,
-    /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
-    pub stripe_webhook_secret: Option<secrecy::SecretString>,
-    /// What answers without a key.
-    pub exposure: crate::settings::ExposureSettings,
-}
 
 pub struct Application {
     port: u16,

@@ -174,8 +174,32 @@ async fn an_agent_token_can_only_identify_itself(backend: Backend) {
     }
 }
 
+/// A key for a tenant that does not exist is refused as NOT_FOUND, and nothing is minted.
+async fn a_key_for_a_tenant_that_does_not_exist_is_refused(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let keys = || async {
+        let r = app
+            .gql(Some(&app.operator_key), "{ apiKeys { id } }", json!({}))
+            .await;
+        r["data"]["apiKeys"].as_array().map(Vec::len)
+    };
+    let before = keys().await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { createApiKey(role: TENANT_MEMBER, tenantId: $t) { apiKey } }",
+            json!({"t": uuid::Uuid::now_v7().to_string()}),
+        )
+        .await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    assert_eq!(keys().await, before, "nothing minted");
+}
+
 on_both_databases!(
     no_key_or_a_wrong_key_is_unauthenticated,
+    a_key_for_a_tenant_that_does_not_exist_is_refused,
     a_revoked_key_stops_working_at_once,
     tenant_keys_cannot_use_operator_operations,
     a_member_cannot_mint_an_admin_key,

@@ -16,13 +16,12 @@ use chrono::{Duration, Utc};
 use neocloud_schema::entity::api_key;
 use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
 use neocloud_schema::vocabulary::Role;
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::{ConnectionTrait, DatabaseConnection, SqlErr};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::audit;
 use crate::error::{ApiError, ApiResult};
-use crate::tenancy;
 
 /// `last_used_at` is refreshed at most this often, so authentication rarely writes.
 const LAST_USED_RESOLUTION_SECONDS: i64 = 60;
@@ -99,7 +98,13 @@ pub(crate) async fn mint<C: ConnectionTrait>(
             created_by,
         },
     )
-    .await?;
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::ForeignKeyConstraintViolation(_)) if tenant_id.is_some() => {
+            ApiError::not_found("tenant")
+        }
+        _ => err.into(),
+    })?;
     Ok(MintedKey {
         key,
         secret: generated.secret,
@@ -161,11 +166,7 @@ pub async fn create_key(
         }
     };
     let txn = crate::db::begin_write(db).await?;
-    if let Some(tenant_id) = tenant_id {
-        tenancy::store::find(&txn, tenant_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("tenant"))?;
-    }
+    // A key of a tenant that does not exist is refused by the key's foreign key.
     let minted = mint(&txn, role, tenant_id, None, &label, Some(actor.key_id)).await?;
     audit::record(
         &txn,

@@ -25,7 +25,7 @@ use neocloud_metering::{ingest, invoicing};
 use neocloud_schema::entity::{budget, budget_event};
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::parse_plain_decimal;
-use neocloud_schema::vocabulary::{AllocationStatus, Role};
+use neocloud_schema::vocabulary::Role;
 use rand::RngCore;
 use rust_decimal::Decimal;
 use sea_orm::DatabaseConnection;
@@ -352,19 +352,14 @@ async fn stop_allocations<C: sea_orm::ConnectionTrait>(
     judged: &Judged<'_>,
 ) -> ApiResult<()> {
     let tenant = judged.budget.tenant_id;
-    let live = crate::ordering::store::live_allocations_of(conn, TenantId(tenant)).await?;
-    let running: Vec<uuid::Uuid> = live
-        .iter()
-        .filter(|(a, _)| a.status == AllocationStatus::Active)
-        .map(|(a, _)| a.id)
-        .collect();
-    if running.is_empty() {
+    let stopped = ordering
+        .stop_tenant(conn, TenantId(tenant), judged.now)
+        .await?;
+    if stopped == 0 {
         return Ok(());
     }
-    let notice = chrono::TimeDelta::from_std(ordering.notice).unwrap_or_default();
-    crate::ordering::store::mark_preempting(conn, &running, judged.now + notice).await?;
     judged.record(conn, "allocations_stopped", 100).await?;
-    tracing::warn!(tenant = %tenant, allocations = running.len(), "Budget reached with no credit left: allocations stopped.");
+    tracing::warn!(tenant = %tenant, allocations = stopped, "Budget reached with no credit left: allocations stopped.");
     Ok(())
 }
 

@@ -7,11 +7,11 @@ use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGp
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::vocabulary::Role;
 
+use super::AppState;
 use super::bearer;
 use crate::auth::{self, Principal};
 use crate::error::{ApiError, ApiResult};
 use crate::fleet;
-use crate::startup::AppState;
 
 /// The agent token's node, or 401/403.
 pub async fn agent_node(state: &AppState, req: &HttpRequest) -> ApiResult<(Principal, NodeId)> {

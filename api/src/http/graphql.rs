@@ -7,12 +7,12 @@ use async_graphql::{ErrorExtensionValues, Response, ServerError, Value};
 
 use actix_web::http::StatusCode;
 
+use super::AppState;
 use super::bearer;
 use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::graphql::cost::IntrospectionOnly;
 use crate::graphql::{Caller, bounds};
-use crate::startup::AppState;
 
 /// A request answered before the engine runs it.
 struct Refusal {

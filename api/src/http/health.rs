@@ -3,8 +3,8 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
+use super::AppState;
 use crate::error::{Code, rest_error};
-use crate::startup::AppState;
 
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))

@@ -7,9 +7,9 @@ use neocloud_metering::MeteringError;
 use neocloud_metering::ingest::{self, Outcome};
 use serde_json::json;
 
+use super::AppState;
 use super::agents::agent_node;
 use crate::error::{Code, rest_error};
-use crate::startup::AppState;
 
 pub async fn ingest(
     state: web::Data<AppState>,

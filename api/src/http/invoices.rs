@@ -8,11 +8,11 @@ use neocloud_schema::ids::InvoiceId;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::AppState;
 use super::bearer;
 use crate::auth;
 use crate::error::{ApiError, ApiResult};
 use crate::invoicing::{self, export};
-use crate::startup::AppState;
 use crate::tenancy;
 
 #[derive(Deserialize)]

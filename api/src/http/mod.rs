@@ -9,7 +9,10 @@ pub mod invoices;
 pub mod metrics;
 pub mod observe;
 pub mod rate_limit;
+mod state;
 pub mod stripe;
+
+pub use state::AppState;
 
 use actix_web::HttpRequest;
 

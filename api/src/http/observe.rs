@@ -9,8 +9,8 @@ use actix_web::middleware::Next;
 use actix_web::web;
 use tracing::Instrument;
 
+use super::AppState;
 use crate::error::{Code, rest_error};
-use crate::startup::AppState;
 
 pub async fn observe(
     req: ServiceRequest,

@@ -9,8 +9,8 @@ use neocloud_metering::payments::{self, webhook};
 use secrecy::ExposeSecret;
 use serde_json::json;
 
+use super::AppState;
 use crate::error::{Code, rest_error};
-use crate::startup::AppState;
 
 pub async fn webhook(
     state: web::Data<AppState>,

@@ -44,7 +44,7 @@ use crate::auth::Principal;
 use crate::catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::fleet;
-use crate::http::metrics::PlacementMetrics;
+use crate::metrics::PlacementMetrics;
 use crate::pagination::{Page, PageOf};
 
 /// Most units one order may ask for.
@@ -293,6 +293,28 @@ impl Ordering {
             }
         }
         Ok(ended)
+    }
+
+    /// Gives every running allocation of `tenant` the preemption notice window from `at`
+    /// (a budget's hard stop): they end when it passes, as preempted spot allocations do.
+    /// Returns how many were running.
+    pub async fn stop_tenant<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        tenant: TenantId,
+        at: chrono::DateTime<Utc>,
+    ) -> ApiResult<usize> {
+        let running: Vec<Uuid> = store::live_allocations_of(conn, tenant)
+            .await?
+            .iter()
+            .filter(|(a, _)| a.status == AllocationStatus::Active)
+            .map(|(a, _)| a.id)
+            .collect();
+        if !running.is_empty() {
+            let notice = chrono::TimeDelta::from_std(self.notice).unwrap_or_default();
+            store::mark_preempting(conn, &running, at + notice).await?;
+        }
+        Ok(running.len())
     }
 
     /// Ends preempted allocations whose notice window has passed. Returns how many.

@@ -39,7 +39,7 @@ use super::{
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::http::metrics::PlacementMetrics;
+use crate::metrics::PlacementMetrics;
 
 /// Most orders placed in one transaction (bounds the transaction's size and the wait of
 /// the batch's first order).

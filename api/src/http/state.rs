@@ -1,0 +1,27 @@
+//! What every HTTP handler can reach, built once by `startup`.
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+
+use super::rate_limit::RateLimiter;
+use crate::graphql::NeoSchema;
+use crate::invoicing::Billing;
+use crate::metrics::Metrics;
+use crate::ordering::Ordering;
+
+/// What every handler can reach.
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub rate_limiter: RateLimiter,
+    pub ordering: Arc<Ordering>,
+    pub schema: NeoSchema,
+    pub metrics: Metrics,
+    pub billing: Arc<Billing>,
+    /// Writes ingest batches in groups.
+    pub ingest: neocloud_metering::ingest::writer::Writer,
+    /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
+    pub stripe_webhook_secret: Option<secrecy::SecretString>,
+    /// What answers without a key.
+    pub exposure: crate::settings::ExposureSettings,
+}
