@@ -226,13 +226,8 @@ impl Allocation {
         to_id(self.0.allocation.order_id)
     }
 
-    async fn sku(&self, ctx: &Context<'_>) -> Result<SkuRef> {
-        let db = super::db(ctx)?;
-        let sku = crate::catalog::store::find(db, self.0.allocation.sku_id)
-            .await
-            .map_err(ApiError::from)?
-            .ok_or_else(|| ApiError::not_found("SKU"))?;
-        Ok(sku_ref(&sku))
+    async fn sku(&self) -> SkuRef {
+        sku_ref(&self.0.sku)
     }
 
     async fn class(&self) -> GqlClass {
@@ -371,13 +366,14 @@ impl Order {
     async fn price_per_hour(&self, ctx: &Context<'_>) -> Result<String> {
         let db = super::db(ctx)?;
         let order = &self.0.order;
-        let sku = crate::catalog::store::find(db, order.sku_id)
-            .await
-            .map_err(ApiError::from)?
-            .ok_or_else(|| ApiError::not_found("SKU"))?;
-        let price =
-            ordering::hourly_price(db, order.tenant_id.into(), &sku, order.class, order.count)
-                .await?;
+        let price = ordering::hourly_price(
+            db,
+            order.tenant_id.into(),
+            &self.0.sku,
+            order.class,
+            order.count,
+        )
+        .await?;
         Ok(price.to_string())
     }
 }

@@ -68,10 +68,11 @@ pub struct PlaceOrder {
     pub idempotency_key: Option<String>,
 }
 
-/// An allocation with where it runs.
+/// An allocation with its SKU and where it runs.
 #[derive(Debug, Clone)]
 pub struct AllocationView {
     pub allocation: allocation::Model,
+    pub sku: sku::Model,
     pub node: node::Model,
     pub gpus: Vec<gpu::Model>,
 }
@@ -79,6 +80,7 @@ pub struct AllocationView {
 #[derive(Debug, Clone)]
 pub struct OrderView {
     pub order: order::Model,
+    pub sku: sku::Model,
     pub allocations: Vec<AllocationView>,
 }
 
@@ -174,7 +176,7 @@ impl Ordering {
         };
         self.enqueue(db, job).await?;
         match answer.await {
-            Ok(Ok(placement::Placed::New(view))) => Ok(view),
+            Ok(Ok(placement::Placed::New(view))) => Ok(*view),
             Ok(Ok(placement::Placed::Existing(order))) => view_order(db, order).await,
             Ok(Err(err)) => Err(err),
             Err(_) => Err(ApiError::Internal {
@@ -247,7 +249,7 @@ impl Ordering {
             .await?
             .ok_or_else(|| ApiError::not_found("order"))?;
         Self::current(&mut cache, &txn).await?;
-        for row in store::allocations_of_order(&txn, order.id).await? {
+        for row in store::allocations_of_orders(&txn, &[order.id]).await? {
             if row.status != AllocationStatus::Released {
                 self.end(&txn, &mut cache, &row).await?;
             }
@@ -690,6 +692,7 @@ fn plan_part(
     Ok((
         AllocationView {
             allocation: row,
+            sku: sku.clone(),
             node,
             gpus,
         },
@@ -786,10 +789,57 @@ fn place_units(fleet: &mut Fleet, requests: Vec<Request>) -> ApiResult<Result<Pl
 
 /// An order with its allocations, nodes and GPUs.
 pub async fn view_order(db: &DatabaseConnection, order: order::Model) -> ApiResult<OrderView> {
-    let allocations = store::allocations_of_order(db, order.id).await?;
-    Ok(OrderView {
-        allocations: view_allocations(db, allocations).await?,
-        order,
+    view_orders(db, vec![order])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::Internal {
+            message: "an order without its view".into(),
+        })
+}
+
+/// Orders with their SKUs and allocations, in a fixed number of reads for any number of
+/// orders (a page of 100 costs what one does).
+pub async fn view_orders(
+    db: &DatabaseConnection,
+    orders: Vec<order::Model>,
+) -> ApiResult<Vec<OrderView>> {
+    let ids: Vec<Uuid> = orders.iter().map(|o| o.id).collect();
+    let mut allocations =
+        view_allocations(db, store::allocations_of_orders(db, &ids).await?).await?;
+    let skus = skus_by_id(db, orders.iter().map(|o| o.sku_id)).await?;
+    let mut views = Vec::with_capacity(orders.len());
+    for order in orders {
+        let (mine, rest) = allocations
+            .into_iter()
+            .partition(|a| a.allocation.order_id == order.id);
+        allocations = rest;
+        views.push(OrderView {
+            sku: sku_of(&skus, order.sku_id)?,
+            order,
+            allocations: mine,
+        });
+    }
+    Ok(views)
+}
+
+async fn skus_by_id(
+    db: &DatabaseConnection,
+    ids: impl Iterator<Item = Uuid>,
+) -> ApiResult<BTreeMap<Uuid, sku::Model>> {
+    let ids: Vec<Uuid> = ids
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    Ok(catalog::store::find_many(db, &ids)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s))
+        .collect())
+}
+
+fn sku_of(skus: &BTreeMap<Uuid, sku::Model>, id: Uuid) -> ApiResult<sku::Model> {
+    skus.get(&id).cloned().ok_or_else(|| ApiError::Internal {
+        message: format!("SKU {id} is missing"),
     })
 }
 
@@ -801,6 +851,7 @@ pub async fn view_allocations(
     let gpus = store::gpus_of(db, &ids).await?;
     let node_ids: Vec<Uuid> = allocations.iter().map(|a| a.node_id).collect();
     let nodes = store::nodes_by_id(db, &node_ids).await?;
+    let skus = skus_by_id(db, allocations.iter().map(|a| a.sku_id)).await?;
     let mut out = Vec::new();
     for allocation in allocations {
         let node = nodes
@@ -816,6 +867,7 @@ pub async fn view_allocations(
             .map(|(_, g)| g.clone())
             .collect();
         out.push(AllocationView {
+            sku: sku_of(&skus, allocation.sku_id)?,
             allocation,
             node,
             gpus: mine,
@@ -833,12 +885,8 @@ pub async fn list_orders(
 ) -> ApiResult<PageOf<OrderView>> {
     actor.require_user()?;
     let orders = store::orders_page(db, actor.tenant_scope_or_all(), status, page).await?;
-    let mut items = Vec::new();
-    for order in orders.items {
-        items.push(view_order(db, order).await?);
-    }
     Ok(PageOf {
-        items,
+        items: view_orders(db, orders.items).await?,
         has_next: orders.has_next,
         has_previous: orders.has_previous,
     })

@@ -66,7 +66,7 @@ pub(super) struct Job {
 /// What became of an order.
 pub(super) enum Placed {
     /// Placed now.
-    New(OrderView),
+    New(Box<OrderView>),
     /// A retry: the order placed earlier under the same idempotency key and input.
     Existing(order::Model),
 }
@@ -373,10 +373,11 @@ impl Batch<'_> {
         }
         self.writes.orders.push(order.clone());
         self.writes.allocations.extend(rows);
-        Ok(Ok(Placed::New(OrderView {
+        Ok(Ok(Placed::New(Box::new(OrderView {
             order,
+            sku: sku.clone(),
             allocations: views,
-        })))
+        }))))
     }
 }
 

@@ -108,12 +108,12 @@ pub(crate) async fn allocations_page<C: ConnectionTrait>(
     page.fetch(conn, query, allocation::Column::Id).await
 }
 
-pub(crate) async fn allocations_of_order<C: ConnectionTrait>(
+pub(crate) async fn allocations_of_orders<C: ConnectionTrait>(
     conn: &C,
-    order_id: Uuid,
+    order_ids: &[Uuid],
 ) -> Result<Vec<allocation::Model>, DbErr> {
     allocation::Entity::find()
-        .filter(allocation::Column::OrderId.eq(order_id))
+        .filter(allocation::Column::OrderId.is_in(order_ids.iter().copied()))
         .order_by_asc(allocation::Column::Id)
         .all(conn)
         .await
