@@ -206,11 +206,18 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl From<ApiError> for async_graphql::Error {
     fn from(err: ApiError) -> Self {
+        (&err).into()
+    }
+}
+
+/// A shared error (one a batched read gave every field that asked) as a GraphQL error.
+impl From<&ApiError> for async_graphql::Error {
+    fn from(err: &ApiError) -> Self {
         err.log_if_internal();
         let mut gql = async_graphql::Error::new(err.message());
         let mut ext = async_graphql::ErrorExtensionValues::default();
         ext.set("code", err.code().as_str());
-        match &err {
+        match err {
             ApiError::InvalidInput { field, .. } => ext.set("field", field.as_str()),
             ApiError::InsufficientCapacity { alternatives, .. } => {
                 if let Ok(value) =

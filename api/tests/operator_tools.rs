@@ -117,6 +117,76 @@ async fn a_node_is_found_by_hostname_with_what_runs_on_it(backend: Backend) {
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
 }
 
+/// A list of nodes reads their tokens and allocations in batches; each node still shows
+/// only its own.
+async fn a_node_list_shows_each_node_its_own_tokens_and_allocations(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    for host in ["hgx-0", "hgx-1", "hgx-2"] {
+        app.register_node(host, "H100", 8, "").await;
+    }
+    let sku = app.create_h100_sku().await;
+    let (_, key) = app.create_tenant("acme").await;
+    let mut placed: Vec<(String, String)> = Vec::new();
+    // Six GPUs each: every order takes a node of its own.
+    for _ in 0..2 {
+        let r = app
+            .gql(
+                Some(&key),
+                "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 6}) { order { allocations { id node { hostname } } } } }",
+                json!({"s": sku}),
+            )
+            .await;
+        for a in r["data"]["placeOrder"]["order"]["allocations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+        {
+            placed.push((
+                a["node"]["hostname"].as_str().expect("host").to_owned(),
+                a["id"].as_str().expect("id").to_owned(),
+            ));
+        }
+    }
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes(first: 10) { nodes { hostname agentTokens { prefix } allocations { id node { hostname } } } } }",
+            json!({}),
+        )
+        .await;
+    let nodes = r["data"]["nodes"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(nodes.len(), 3, "{r}");
+    for node in nodes {
+        let host = node["hostname"].as_str().expect("host");
+        assert_eq!(node["agentTokens"].as_array().map(Vec::len), Some(1), "{r}");
+        let mut shown: Vec<&str> = node["allocations"]
+            .as_array()
+            .expect("allocations")
+            .iter()
+            .map(|a| {
+                assert_eq!(a["node"]["hostname"], host, "{r}");
+                a["id"].as_str().expect("id")
+            })
+            .collect();
+        let mut expected: Vec<&str> = placed
+            .iter()
+            .filter(|(h, _)| h == host)
+            .map(|(_, id)| id.as_str())
+            .collect();
+        shown.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(shown, expected, "{host}: {r}");
+    }
+    let prefixes: std::collections::BTreeSet<&str> = nodes
+        .iter()
+        .filter_map(|n| n["agentTokens"][0]["prefix"].as_str())
+        .collect();
+    assert_eq!(prefixes.len(), 3, "three nodes, three tokens: {r}");
+}
+
 async fn quotas_show_what_is_in_use(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
@@ -210,6 +280,7 @@ async fn a_full_page_of_nodes_with_their_gpus_fits_the_cost_limit(backend: Backe
 on_both_databases!(
     rotating_an_agent_token_revokes_the_old_one_at_once,
     a_node_is_found_by_hostname_with_what_runs_on_it,
+    a_node_list_shows_each_node_its_own_tokens_and_allocations,
     quotas_show_what_is_in_use,
     a_suspended_tenant_is_told_why,
     a_full_page_of_nodes_with_their_gpus_fits_the_cost_limit,

@@ -251,10 +251,10 @@ pub async fn revoke_key(
 pub async fn agent_tokens(
     db: &DatabaseConnection,
     actor: &Principal,
-    node: NodeId,
+    nodes: &[NodeId],
 ) -> ApiResult<Vec<api_key::Model>> {
     actor.require_operator()?;
-    Ok(store::agent_tokens_of(db, node).await?)
+    Ok(store::agent_tokens_of(db, nodes).await?)
 }
 
 /// `rotateAgentToken` (operator): a new token for the node's agent, and every token it
@@ -270,7 +270,7 @@ pub async fn rotate_agent_token(
     let txn = crate::db::begin_write(db).await?;
     let now = Utc::now();
     let mut revoked = Vec::new();
-    for key in store::agent_tokens_of(&txn, node).await? {
+    for key in store::agent_tokens_of(&txn, &[node]).await? {
         if key.revoked_at.is_none() {
             revoked.push(store::describe(&store::revoke(&txn, &key, now).await?));
         }

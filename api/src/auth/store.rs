@@ -88,14 +88,14 @@ pub(super) async fn list<C: ConnectionTrait>(
     query.all(conn).await
 }
 
-/// The agent tokens of `node`, revoked ones too, oldest first.
+/// The agent tokens of `nodes`, revoked ones too, oldest first.
 pub(super) async fn agent_tokens_of<C: ConnectionTrait>(
     conn: &C,
-    node: NodeId,
+    nodes: &[NodeId],
 ) -> Result<Vec<api_key::Model>, DbErr> {
     ApiKeys::find()
         .filter(api_key::Column::Role.eq(Role::Agent))
-        .filter(api_key::Column::NodeId.eq(Uuid::from(node)))
+        .filter(api_key::Column::NodeId.is_in(nodes.iter().map(|n| Uuid::from(*n))))
         .order_by_asc(api_key::Column::CreatedAt)
         .order_by_asc(api_key::Column::Id)
         .all(conn)

@@ -9,6 +9,7 @@ mod catalog;
 mod console;
 pub mod cost;
 mod invoices;
+pub mod loaders;
 mod nodes;
 mod ordering;
 mod payments;

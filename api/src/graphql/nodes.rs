@@ -77,9 +77,7 @@ impl Node {
     /// The agent tokens this node was given, oldest first, revoked ones included
     /// (operator).
     async fn agent_tokens(&self, ctx: &Context<'_>) -> Result<Vec<AgentToken>> {
-        let tokens =
-            crate::auth::agent_tokens(super::db(ctx)?, super::principal(ctx)?, self.node.id.into())
-                .await?;
+        let tokens = super::loaders::load(ctx, super::loaders::TokensOf(self.node.id)).await?;
         Ok(tokens
             .into_iter()
             .map(|k| AgentToken {
@@ -95,9 +93,7 @@ impl Node {
     /// The allocations running on this node now, oldest first: what a drain waits for
     /// (operator).
     async fn allocations(&self, ctx: &Context<'_>) -> Result<Vec<super::ordering::Allocation>> {
-        let live =
-            crate::ordering::live_on_node(super::db(ctx)?, super::principal(ctx)?, self.node.id)
-                .await?;
+        let live = super::loaders::load(ctx, super::loaders::LiveOn(self.node.id)).await?;
         Ok(live
             .into_iter()
             .map(super::ordering::Allocation::from)

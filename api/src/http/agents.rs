@@ -72,7 +72,7 @@ pub async fn assignments(state: web::Data<AppState>, req: HttpRequest) -> HttpRe
         let node = fleet::store::find(&state.db, node_id)
             .await?
             .ok_or_else(|| ApiError::not_found("node"))?;
-        let live = crate::ordering::store::live_on_node(&state.db, node.id).await?;
+        let live = crate::ordering::store::live_on_nodes(&state.db, &[node.id]).await?;
         let views = crate::ordering::view_allocations(&state.db, live).await?;
         let mut assignments = Vec::new();
         for view in views {

@@ -12,6 +12,7 @@ use super::bearer;
 use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::graphql::cost::IntrospectionOnly;
+use crate::graphql::loaders::NodeExtras;
 use crate::graphql::{Caller, bounds};
 
 /// A request answered before the engine runs it.
@@ -121,6 +122,10 @@ async fn admit(
                 tracing::Span::current().record("tenant_id", tracing::field::display(tenant));
             }
         }
+    }
+    let mut request = request;
+    if let Some(principal) = &caller.0 {
+        request = request.data(NodeExtras::loader(state.db.clone(), principal.clone()));
     }
     let request = request.data(caller);
     Ok(if shape.introspection_only {

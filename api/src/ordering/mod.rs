@@ -924,14 +924,14 @@ pub async fn get_allocation(
         .ok_or_else(|| ApiError::not_found("allocation"))
 }
 
-/// The live allocations on a node (operator): what a drain would wait for.
-pub async fn live_on_node(
+/// The live allocations on `nodes` (operator): what a drain would wait for.
+pub async fn live_on_nodes(
     db: &DatabaseConnection,
     actor: &Principal,
-    node: Uuid,
+    nodes: &[Uuid],
 ) -> ApiResult<Vec<AllocationView>> {
     actor.require_operator()?;
-    let rows = store::live_on_node(db, node).await?;
+    let rows = store::live_on_nodes(db, nodes).await?;
     view_allocations(db, rows).await
 }
 

@@ -257,12 +257,12 @@ pub(crate) async fn due_preemptions<C: ConnectionTrait>(
 }
 
 /// Live allocations on a node.
-pub(crate) async fn live_on_node<C: ConnectionTrait>(
+pub(crate) async fn live_on_nodes<C: ConnectionTrait>(
     conn: &C,
-    node_id: Uuid,
+    node_ids: &[Uuid],
 ) -> Result<Vec<allocation::Model>, DbErr> {
     allocation::Entity::find()
-        .filter(allocation::Column::NodeId.eq(node_id))
+        .filter(allocation::Column::NodeId.is_in(node_ids.iter().copied()))
         .filter(allocation::Column::Status.ne(AllocationStatus::Released))
         .order_by_asc(allocation::Column::Id)
         .all(conn)
