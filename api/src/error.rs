@@ -4,6 +4,8 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use neocloud_metering::invoicing::InvoicingError;
+use neocloud_metering::payments::gateway::GatewayError;
 use serde_json::json;
 
 /// Declares the error codes: variant, wire code, HTTP status.
@@ -110,6 +112,31 @@ pub enum ApiError {
 impl From<sea_orm::DbErr> for ApiError {
     fn from(source: sea_orm::DbErr) -> Self {
         ApiError::Database { source }
+    }
+}
+
+impl From<InvoicingError> for ApiError {
+    fn from(e: InvoicingError) -> Self {
+        match e {
+            InvoicingError::NotFound(what) => ApiError::not_found(what),
+            InvoicingError::Conflict(message) => ApiError::InvalidState { message },
+            InvoicingError::Invalid { field, message } => ApiError::invalid(field, message),
+            InvoicingError::Database(source) => ApiError::Database { source },
+            InvoicingError::Rate(e) => ApiError::Internal {
+                message: format!("rating failed: {e}"),
+            },
+        }
+    }
+}
+
+impl From<GatewayError> for ApiError {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Refused(reason) => ApiError::invalid("paymentMethodId", reason),
+            GatewayError::Transient(reason) => ApiError::Unavailable {
+                message: format!("the payment provider did not answer: {reason}"),
+            },
+        }
     }
 }
 

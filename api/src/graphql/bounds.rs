@@ -28,12 +28,15 @@ pub const MAX_ALIASES: usize = 100;
 pub const MAX_EXPANDED_FIELDS: u64 = 5_000;
 
 /// What the engine may run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// Every selected root field is `__schema`, `__type` or `__typename`.
     pub introspection_only: bool,
     /// Root fields of the mutation to run (aliases included).
     pub mutations: usize,
+    /// The root fields asked for (`placeOrder`, `orders,usage`; at most three, then `…`),
+    /// what a trace of the request names it by.
+    pub operation: String,
 }
 
 /// Why a request was refused before validation; the message names the bound or the value.
@@ -205,15 +208,26 @@ fn shape(doc: &ExecutableDocument, operation_name: Option<&str>) -> Shape {
     let mut shape = Shape {
         introspection_only: true,
         mutations: 0,
+        operation: String::new(),
     };
+    let mut named: Vec<&str> = Vec::new();
     for op in roots {
         let fields = root_fields(&op.node.selection_set.node, doc, 0);
+        for field in &fields {
+            if !named.contains(field) {
+                named.push(field);
+            }
+        }
         if op.node.ty == OperationType::Mutation {
             shape.mutations += fields.len();
         }
         shape.introspection_only &= fields
             .iter()
             .all(|name| matches!(*name, "__schema" | "__type" | "__typename"));
+    }
+    shape.operation = named.iter().take(3).copied().collect::<Vec<_>>().join(",");
+    if named.len() > 3 {
+        shape.operation.push_str(",…");
     }
     shape
 }
@@ -354,5 +368,26 @@ mod tests {
             .collect();
         let shape = run(&format!("mutation {{{many}}}"), serde_json::json!({})).expect("ok");
         assert_eq!(shape.mutations, 30);
+        assert_eq!(shape.operation, "createApiKey");
+    }
+
+    #[test]
+    fn the_shape_names_the_operation_by_its_root_fields() {
+        let name = |q: &str| run(q, serde_json::json!({})).expect("ok").operation;
+        assert_eq!(
+            name("mutation { placeOrder(input: {}) { order { id } } }"),
+            "placeOrder"
+        );
+        assert_eq!(
+            name("{ orders { nodes { id } } viewer { role } }"),
+            "orders,viewer"
+        );
+        assert_eq!(name("{ a: viewer { role } b: viewer { role } }"), "viewer");
+        assert_eq!(
+            name(
+                "{ viewer { role } orders { nodes { id } } catalog { skus { id } } usage { rows { key } } }"
+            ),
+            "viewer,orders,catalog,…"
+        );
     }
 }

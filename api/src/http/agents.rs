@@ -2,37 +2,19 @@
 //! `GET /v1/agents/inventory` (the node's registered devices) and
 //! `GET /v1/agents/assignments` (which device serves which allocation, preemption notices).
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
-use neocloud_schema::ids::NodeId;
-use neocloud_schema::vocabulary::Role;
 
 use super::AppState;
-use super::bearer;
-use crate::auth::{self, Principal};
-use crate::error::{ApiError, ApiResult};
+use super::extract::{AgentNode, RestError};
+use crate::error::ApiError;
 use crate::fleet;
 
-/// The agent token's node, or 401/403.
-pub async fn agent_node(state: &AppState, req: &HttpRequest) -> ApiResult<(Principal, NodeId)> {
-    let key = bearer(req).ok_or_else(|| ApiError::Unauthenticated {
-        message: "send `Authorization: Bearer <agent token>`".into(),
-    })?;
-    let principal = auth::authenticate_agent(&state.db, key).await?;
-    if !state.rate_limiter.allow(principal.key_id) {
-        return Err(ApiError::RateLimited);
-    }
-    match (principal.role, principal.node_id) {
-        (Role::Agent, Some(node)) => Ok((principal, node)),
-        _ => Err(ApiError::forbidden(
-            "this endpoint needs a node's agent token",
-        )),
-    }
-}
-
-pub async fn inventory(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+pub async fn inventory(
+    state: web::Data<AppState>,
+    AgentNode(node_id): AgentNode,
+) -> Result<HttpResponse, RestError> {
     let result = async {
-        let (_, node_id) = agent_node(&state, &req).await?;
         let node = fleet::store::find(&state.db, node_id)
             .await?
             .ok_or_else(|| ApiError::not_found("node"))?;
@@ -60,15 +42,14 @@ pub async fn inventory(state: web::Data<AppState>, req: HttpRequest) -> HttpResp
         })
     }
     .await;
-    match result {
-        Ok(inventory) => HttpResponse::Ok().json(inventory),
-        Err(err) => err.to_response(),
-    }
+    Ok(HttpResponse::Ok().json(result?))
 }
 
-pub async fn assignments(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+pub async fn assignments(
+    state: web::Data<AppState>,
+    AgentNode(node_id): AgentNode,
+) -> Result<HttpResponse, RestError> {
     let result = async {
-        let (_, node_id) = agent_node(&state, &req).await?;
         let node = fleet::store::find(&state.db, node_id)
             .await?
             .ok_or_else(|| ApiError::not_found("node"))?;
@@ -96,8 +77,5 @@ pub async fn assignments(state: web::Data<AppState>, req: HttpRequest) -> HttpRe
         })
     }
     .await;
-    match result {
-        Ok(body) => HttpResponse::Ok().json(body),
-        Err(err) => err.to_response(),
-    }
+    Ok(HttpResponse::Ok().json(result?))
 }

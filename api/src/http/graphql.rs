@@ -102,6 +102,7 @@ async fn admit(
         return Err(Refusal::of(&unauthenticated()));
     }
     let shape = bounded(&mut request)?;
+    tracing::Span::current().record("operation", shape.operation.as_str());
     match &caller.0 {
         None if shape.introspection_only => {}
         None => return Err(Refusal::of(&unauthenticated())),

@@ -2,24 +2,20 @@
 //! body may be gzip or zstd (decoded by the server, bounded by the ingest body limit after
 //! decoding). Answers `200 accepted|duplicate`, `400` naming the field, `401/403`, `413`.
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use neocloud_metering::MeteringError;
 use neocloud_metering::ingest::{self, Outcome};
 use serde_json::json;
 
 use super::AppState;
-use super::agents::agent_node;
+use super::extract::AgentNode;
 use crate::error::{Code, rest_error};
 
 pub async fn ingest(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    AgentNode(node_id): AgentNode,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (_, node_id) = match agent_node(&state, &req).await {
-        Ok(found) => found,
-        Err(err) => return err.to_response(),
-    };
     let result = async {
         let batch = ingest::parse(&body)?;
         state.ingest.submit(node_id.into(), batch).await

@@ -3,14 +3,13 @@
 //! as a missing one.
 
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use neocloud_schema::ids::InvoiceId;
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::AppState;
-use super::bearer;
-use crate::auth;
+use super::extract::User;
 use crate::error::{ApiError, ApiResult};
 use crate::invoicing::{self, export};
 use crate::tenancy;
@@ -22,18 +21,11 @@ pub struct ExportQuery {
 
 pub async fn export(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    User(principal): User,
     path: web::Path<String>,
     query: web::Query<ExportQuery>,
 ) -> HttpResponse {
     let result = async {
-        let key = bearer(&req).ok_or_else(|| ApiError::Unauthenticated {
-            message: "send `Authorization: Bearer <API key>`".into(),
-        })?;
-        let principal = auth::authenticate(&state.db, key).await?;
-        if !state.rate_limiter.allow(principal.key_id) {
-            return Err(ApiError::RateLimited);
-        }
         let format = export::Format::parse(query.format.as_deref().unwrap_or("json"))?;
         let id = Uuid::parse_str(&path).map_err(|_| ApiError::not_found("invoice"))?;
         let view = invoicing::get(&state.db, &principal, InvoiceId(id)).await?;

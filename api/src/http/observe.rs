@@ -28,6 +28,7 @@ pub async fn observe(
         %method,
         %route,
         tenant_id = tracing::field::Empty,
+        operation = tracing::field::Empty,
         status = tracing::field::Empty,
     );
     let started = Instant::now();

@@ -9,7 +9,7 @@ pub mod pdf;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::ingest;
-use neocloud_metering::invoicing::{self as billing, BillingPolicy, InvoicingError, NewGrant};
+use neocloud_metering::invoicing::{self as billing, BillingPolicy, NewGrant};
 use neocloud_metering::payments::outbox::RetrySchedule;
 use neocloud_metering::rating::period::Line;
 use neocloud_schema::entity::{credit_grant, invoice};
@@ -72,20 +72,6 @@ pub struct InvoiceView {
     pub total: Decimal,
     /// Rating input and output (the JSON export's content).
     pub rating: serde_json::Value,
-}
-
-impl From<InvoicingError> for ApiError {
-    fn from(e: InvoicingError) -> Self {
-        match e {
-            InvoicingError::NotFound(what) => ApiError::not_found(what),
-            InvoicingError::Conflict(message) => ApiError::InvalidState { message },
-            InvoicingError::Invalid { field, message } => ApiError::invalid(field, message),
-            InvoicingError::Database(source) => ApiError::Database { source },
-            InvoicingError::Rate(e) => ApiError::Internal {
-                message: format!("rating failed: {e}"),
-            },
-        }
-    }
 }
 
 fn draft_view(draft: billing::Draft) -> InvoiceView {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use neocloud_metering::payments::gateway::{Gateway, GatewayError};
+use neocloud_metering::payments::gateway::Gateway;
 use neocloud_metering::payments::{self as stripe_events, outbox};
 use neocloud_schema::entity::{payment_account, stripe_event};
 use neocloud_schema::ids::TenantId;
@@ -30,17 +30,6 @@ use crate::tenancy;
 fn unavailable() -> ApiError {
     ApiError::Unavailable {
         message: "payments are not configured on this installation".into(),
-    }
-}
-
-impl From<GatewayError> for ApiError {
-    fn from(e: GatewayError) -> Self {
-        match e {
-            GatewayError::Refused(reason) => ApiError::invalid("paymentMethodId", reason),
-            GatewayError::Transient(reason) => ApiError::Unavailable {
-                message: format!("the payment provider did not answer: {reason}"),
-            },
-        }
     }
 }
 
