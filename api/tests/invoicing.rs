@@ -195,6 +195,16 @@ async fn restore_freeze(db: &sea_orm::DatabaseConnection, saved: Vec<String>) {
     }
 }
 
+/// The lines of `invoice` of `kind`, in order.
+fn lines_of_kind<'a>(invoice: &'a Value, kind: &str) -> Vec<&'a Value> {
+    invoice["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == kind)
+        .collect()
+}
+
 async fn invoice_by_id(app: &TestApp, key: &str, id: &Value) -> Value {
     let r = app
         .gql(
@@ -447,12 +457,7 @@ async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) 
     // Samples from before the close arrive after it.
     ingest(&app, &s, &boot, 2, 2).await;
     let draft = upcoming(&app, &s.key).await;
-    let adjustments: Vec<&Value> = draft["lines"]
-        .as_array()
-        .expect("lines")
-        .iter()
-        .filter(|l| l["kind"] == "ADJUSTMENT")
-        .collect();
+    let adjustments: Vec<&Value> = lines_of_kind(&draft, "ADJUSTMENT");
     // One more GPU-second active: 0.8 s fill tier 1 (up to 1.8 s), 0.2 s go to tier 2.
     assert_eq!(adjustments.len(), 2, "{draft}");
     for (line, tier, amount) in [(adjustments[0], 1, "1.60"), (adjustments[1], 2, "0.20")] {
@@ -482,23 +487,9 @@ async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) 
     // Billed on the next invoice, and never again.
     tokio::time::sleep(StdDuration::from_millis(1100)).await;
     let second = close(&app, &s.tenant).await;
-    assert!(
-        second["lines"]
-            .as_array()
-            .expect("lines")
-            .iter()
-            .any(|l| l["kind"] == "ADJUSTMENT"),
-        "{second}"
-    );
+    assert!(!lines_of_kind(&second, "ADJUSTMENT").is_empty(), "{second}");
     let after = upcoming(&app, &s.key).await;
-    assert!(
-        !after["lines"]
-            .as_array()
-            .expect("lines")
-            .iter()
-            .any(|l| l["kind"] == "ADJUSTMENT"),
-        "{after}"
-    );
+    assert!(lines_of_kind(&after, "ADJUSTMENT").is_empty(), "{after}");
 }
 
 /// An invoice finalized before ALLOCATED counted SKU units billed a node once per GPU. It
@@ -570,11 +561,9 @@ async fn an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it(ba
     // (which, marked as rated in SKU units, would read as billed 8 times too much)...
     let draft = upcoming(&app, &s.key).await;
     assert!(
-        draft["lines"]
-            .as_array()
-            .expect("lines")
+        lines_of_kind(&draft, "ADJUSTMENT")
             .iter()
-            .any(|l| l["kind"] == "ADJUSTMENT" && l["metric"] == "ALLOCATED"),
+            .any(|l| l["metric"] == "ALLOCATED"),
         "{draft}"
     );
     // ...and without the rule's marker.
@@ -601,12 +590,7 @@ async fn an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it(ba
     // Samples from before the close arrive after it: only they are adjusted.
     ingest(&app, &s, &boot, 2, 2).await;
     let draft = upcoming(&app, &s.key).await;
-    let adjustments: Vec<&Value> = draft["lines"]
-        .as_array()
-        .expect("lines")
-        .iter()
-        .filter(|l| l["kind"] == "ADJUSTMENT")
-        .collect();
+    let adjustments: Vec<&Value> = lines_of_kind(&draft, "ADJUSTMENT");
     assert!(!adjustments.is_empty(), "{draft}");
     assert!(
         adjustments.iter().all(|l| l["metric"] == "ACTIVE"),
@@ -671,12 +655,7 @@ async fn credits_pay_oldest_expiry_first_and_come_back_when_voided(backend: Back
     wait_until(s.started + Duration::seconds(3)).await;
     let invoice = close(&app, &s.tenant).await;
     assert_exact(&invoice);
-    let credits: Vec<&Value> = invoice["lines"]
-        .as_array()
-        .expect("lines")
-        .iter()
-        .filter(|l| l["kind"] == "CREDIT")
-        .collect();
+    let credits: Vec<&Value> = lines_of_kind(&invoice, "CREDIT");
     // The expiring grant goes first and is used up; the other covers the rest.
     assert_eq!(credits.len(), 2, "{invoice}");
     assert_eq!(credits[0]["amount"], "-1.50");
@@ -1091,12 +1070,7 @@ async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backe
 
     let invoice = close(&app, &s.tenant).await;
     assert_exact(&invoice);
-    let credits: Vec<&Value> = invoice["lines"]
-        .as_array()
-        .expect("lines")
-        .iter()
-        .filter(|l| l["kind"] == "CREDIT")
-        .collect();
+    let credits: Vec<&Value> = lines_of_kind(&invoice, "CREDIT");
     let subtotal = dec(&invoice["subtotal"]);
     assert!(subtotal >= Decimal::from(4), "{invoice}");
     assert_eq!(credits.len(), 1, "{invoice}");

@@ -3,16 +3,15 @@
 //! count every batch exactly once, in the order batches were acknowledged, and ignore
 //! (and note) a new boot's overlap; `settle` leaves nothing in the journal.
 
+mod support;
+
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use neocloud_metering::ingest::{self, Outcome, Submission};
-use neocloud_migrations::{Migrator, MigratorTrait};
-use neocloud_schema::entity::{gpu, ingest_batch, ingest_pending, node, provider, usage_minute};
+use neocloud_schema::entity::{ingest_batch, ingest_pending, usage_minute};
 use neocloud_schema::ingest::Batch;
-use neocloud_schema::vocabulary::{GpuHealth, NodeState};
 use rust_decimal::Decimal;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Database, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, Set,
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -20,54 +19,8 @@ use uuid::Uuid;
 const GPUS: [&str; 2] = ["GPU-A", "GPU-B"];
 
 async fn fleet_of_one() -> (DatabaseConnection, Uuid) {
-    let db = Database::connect("sqlite::memory:").await.expect("sqlite");
-    Migrator::up(&db, None).await.expect("migrate");
-    let now = Utc::now();
-    let provider = provider::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        name: Set("operator".into()),
-        created_at: Set(now),
-    }
-    .insert(&db)
-    .await
-    .expect("provider");
-    let node = node::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        provider_id: Set(provider.id),
-        hostname: Set("hgx-1".into()),
-        region: Set("eu-west".into()),
-        zone: Set("a".into()),
-        rack: Set("r1".into()),
-        nvlink_domain: Set("hgx-1".into()),
-        gpu_model: Set("H100".into()),
-        gpu_count: Set(GPUS.len() as i32),
-        mig_enabled: Set(false),
-        shared_gpus: Set(false),
-        cpu_milli: Set(64_000),
-        memory_mib: Set(1 << 20),
-        state: Set(NodeState::Active),
-        created_at: Set(now),
-    }
-    .insert(&db)
-    .await
-    .expect("node");
-    for (index, uuid) in GPUS.iter().enumerate() {
-        gpu::ActiveModel {
-            id: Set(Uuid::now_v7()),
-            node_id: Set(node.id),
-            uuid: Set((*uuid).into()),
-            index: Set(index as i32),
-            model: Set("H100".into()),
-            memory_mib: Set(81_559),
-            mig_enabled: Set(false),
-            health: Set(GpuHealth::Ok),
-            health_changed_at: Set(now),
-        }
-        .insert(&db)
-        .await
-        .expect("gpu");
-    }
-    (db, node.id)
+    let (db, node, _) = support::node_with_gpus(&GPUS).await;
+    (db, node)
 }
 
 /// A minute boundary an hour ago: every window below lies in its first minute.

@@ -5,23 +5,22 @@
 //! every GPU, MIG slice or fraction one each). The fleet's GPUs are shared by every case,
 //! so failures of earlier cases overlap later ones: failed time must count once.
 
+mod support;
+
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
 use neocloud_metering::usage::{self, GroupBy, UsageRow};
-use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, gpu, gpu_health_interval, node, order, provider, sku, tenant,
-    usage_minute,
+    allocation, allocation_gpu, gpu_health_interval, order, sku, tenant, usage_minute,
 };
 use neocloud_schema::vocabulary::{
-    AllocationClass, AllocationStatus, GpuHealth, NodeState, OrderStatus, SkuForm, TenantStatus,
-    TopologyLevel,
+    AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rust_decimal::Decimal;
-use sea_orm::{ActiveModelTrait, Database, DatabaseConnection, Set};
+use sea_orm::{ActiveModelTrait, DatabaseConnection, Set};
 use uuid::Uuid;
 
 /// GPUs of the one node every allocation runs on.
@@ -104,55 +103,10 @@ struct Fleet {
 }
 
 async fn fleet() -> Fleet {
-    let db = Database::connect("sqlite::memory:").await.expect("sqlite");
-    Migrator::up(&db, None).await.expect("migrate");
+    let uuids: Vec<String> = (0..NODE_GPUS).map(|i| format!("GPU-{i}")).collect();
+    let uuids: Vec<&str> = uuids.iter().map(String::as_str).collect();
+    let (db, node, gpus) = support::node_with_gpus(&uuids).await;
     let now = Utc::now();
-    let provider = provider::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        name: Set("operator".into()),
-        created_at: Set(now),
-    }
-    .insert(&db)
-    .await
-    .expect("provider");
-    let node = node::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        provider_id: Set(provider.id),
-        hostname: Set("hgx-1".into()),
-        region: Set("eu-west".into()),
-        zone: Set("a".into()),
-        rack: Set("r1".into()),
-        nvlink_domain: Set("hgx-1".into()),
-        gpu_model: Set("H100".into()),
-        gpu_count: Set(NODE_GPUS as i32),
-        mig_enabled: Set(false),
-        shared_gpus: Set(false),
-        cpu_milli: Set(64_000),
-        memory_mib: Set(1 << 20),
-        state: Set(NodeState::Active),
-        created_at: Set(now),
-    }
-    .insert(&db)
-    .await
-    .expect("node");
-    let mut gpus = Vec::new();
-    for index in 0..NODE_GPUS {
-        let gpu = gpu::ActiveModel {
-            id: Set(Uuid::now_v7()),
-            node_id: Set(node.id),
-            uuid: Set(format!("GPU-{index}")),
-            index: Set(index as i32),
-            model: Set("H100".into()),
-            memory_mib: Set(81_559),
-            mig_enabled: Set(false),
-            health: Set(GpuHealth::Ok),
-            health_changed_at: Set(now),
-        }
-        .insert(&db)
-        .await
-        .expect("gpu");
-        gpus.push(gpu.id);
-    }
     let mut skus = Vec::new();
     for (i, (form, gpus, _)) in FORMS.iter().enumerate() {
         let sku = sku::ActiveModel {
@@ -176,7 +130,7 @@ async fn fleet() -> Fleet {
     }
     Fleet {
         db,
-        node: node.id,
+        node,
         gpus,
         skus,
     }
