@@ -11,6 +11,7 @@ pub mod ids;
 pub mod ingest;
 pub mod mig;
 pub mod money;
+pub mod slug;
 pub mod vocabulary;
 
 #[cfg(feature = "db")]

@@ -3,6 +3,7 @@
 
 pub(crate) mod store;
 
+use neocloud_schema::slug::Slug;
 use std::collections::HashMap;
 
 use chrono::Utc;
@@ -117,18 +118,9 @@ pub(crate) struct ValidSku {
 
 impl NewSku {
     pub(crate) fn validate(self) -> ApiResult<ValidSku> {
-        let name = self.name.trim().to_owned();
-        if name.is_empty()
-            || name.len() > 64
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            return Err(ApiError::invalid(
-                "name",
-                "1 to 64 characters of letters, digits, '-', '_' or '.'",
-            ));
-        }
+        let name = Slug::parse(&self.name)
+            .map_err(|rule| ApiError::invalid("name", rule))?
+            .into_string();
         let model: GpuModel =
             self.gpu_model
                 .parse()

@@ -6,6 +6,7 @@ pub(crate) mod store;
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::{NodeId, ProviderId};
+use neocloud_schema::slug::Slug;
 use neocloud_schema::vocabulary::Role;
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
@@ -60,20 +61,9 @@ pub(crate) struct ValidNode {
 }
 
 fn topology_name(field: &'static str, value: &str) -> ApiResult<String> {
-    let value = value.trim();
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(value.to_owned())
-    } else {
-        Err(ApiError::invalid(
-            field,
-            "1 to 64 characters of letters, digits, '-', '_' or '.'",
-        ))
-    }
+    Slug::parse(value)
+        .map(Slug::into_string)
+        .map_err(|rule| ApiError::invalid(field, rule))
 }
 
 fn hostname(value: &str) -> ApiResult<String> {

@@ -10,6 +10,7 @@ use neocloud_metering::rating::{PriceModel, Tier};
 use neocloud_schema::entity::{plan_rate, plan_version, tenant_plan};
 use neocloud_schema::ids::{PlanVersionId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
+use neocloud_schema::slug::Slug;
 use neocloud_schema::vocabulary::{Metric, TiersMode};
 use rust_decimal::Decimal;
 use sea_orm::DatabaseConnection;
@@ -153,18 +154,9 @@ pub async fn create_version(
     input: NewPlanVersion,
 ) -> ApiResult<(plan_version::Model, Vec<plan_rate::Model>, String)> {
     actor.require_operator()?;
-    let name = input.plan.trim().to_owned();
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
-        return Err(ApiError::invalid(
-            "plan",
-            "1 to 64 letters, digits, '-', '_' or '.'",
-        ));
-    }
+    let name = Slug::parse(&input.plan)
+        .map_err(|rule| ApiError::invalid("plan", rule))?
+        .into_string();
     let currency = tenancy::parse_currency(&input.currency)?;
     if !(0..=86_400).contains(&input.minimum_billable_seconds) {
         return Err(ApiError::invalid("minimumBillableSeconds", "0 to 86400"));
