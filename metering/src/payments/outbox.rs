@@ -17,6 +17,7 @@ use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, 
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CollectionMode, InvoiceStatus, TopUpStatus};
 use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
@@ -26,10 +27,41 @@ use uuid::Uuid;
 
 use super::gateway::{Gateway, GatewayError, HostedInvoice, HostedItem};
 
-pub const CHARGE_INVOICE: &str = "charge_invoice";
-pub const SEND_INVOICE: &str = "send_invoice";
-pub const CHARGE_TOP_UP: &str = "charge_top_up";
-pub const VOID_HOSTED_INVOICE: &str = "void_hosted_invoice";
+/// What an outbox row asks of the payment provider (stored as its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxKind {
+    ChargeInvoice,
+    SendInvoice,
+    ChargeTopUp,
+    VoidHostedInvoice,
+}
+
+impl OutboxKind {
+    pub const ALL: [OutboxKind; 4] = [
+        OutboxKind::ChargeInvoice,
+        OutboxKind::SendInvoice,
+        OutboxKind::ChargeTopUp,
+        OutboxKind::VoidHostedInvoice,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutboxKind::ChargeInvoice => "charge_invoice",
+            OutboxKind::SendInvoice => "send_invoice",
+            OutboxKind::ChargeTopUp => "charge_top_up",
+            OutboxKind::VoidHostedInvoice => "void_hosted_invoice",
+        }
+    }
+
+    pub fn parse(stored: &str) -> Option<OutboxKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == stored)
+    }
+}
+
+pub const CHARGE_INVOICE: &str = OutboxKind::ChargeInvoice.as_str();
+pub const SEND_INVOICE: &str = OutboxKind::SendInvoice.as_str();
+pub const CHARGE_TOP_UP: &str = OutboxKind::ChargeTopUp.as_str();
+pub const VOID_HOSTED_INVOICE: &str = OutboxKind::VoidHostedInvoice.as_str();
 /// Most attempts at a transient failure before the row is given up (and shows as failed).
 pub const MAX_ATTEMPTS: i32 = 12;
 
@@ -342,16 +374,126 @@ impl From<GatewayError> for Delivered {
     }
 }
 
-/// The amount in the currency's minor units (amounts are already rounded to them).
-pub fn minor_units(amount: Decimal, currency: &str) -> i64 {
+/// The amount in the currency's minor units (amounts are already rounded to them); `None`
+/// when it does not fit the provider's integer amounts.
+pub fn minor_units(amount: Decimal, currency: &str) -> Option<i64> {
     let digits = currency
         .parse::<Currency>()
         .map_or(2, |c| c.minor_unit_digits());
-    (amount * Decimal::from(10i64.pow(digits)))
+    amount
+        .checked_mul(Decimal::from(10i64.pow(digits)))?
         .trunc()
-        .to_string()
-        .parse::<i64>()
-        .unwrap_or_default()
+        .to_i64()
+}
+
+fn too_large(amount: Decimal, currency: &str) -> Delivered {
+    Delivered::Refused(format!(
+        "{amount} {currency} is more than a payment can carry"
+    ))
+}
+
+/// One row being delivered: what every kind of call needs.
+struct Delivery<'a, C> {
+    conn: &'a C,
+    gateway: &'a Gateway,
+    row: &'a payment_outbox::Model,
+    now: DateTime<Utc>,
+    account: Option<payment_account::Model>,
+    metadata: HashMap<String, String>,
+}
+
+impl<'a, C: ConnectionTrait> Delivery<'a, C> {
+    async fn new(
+        conn: &'a C,
+        gateway: &'a Gateway,
+        row: &'a payment_outbox::Model,
+        now: DateTime<Utc>,
+    ) -> Result<Delivery<'a, C>, DbErr> {
+        let account = payment_account::Entity::find_by_id(row.tenant_id)
+            .one(conn)
+            .await?;
+        let metadata = HashMap::from([
+            ("tenant_id".to_owned(), row.tenant_id.to_string()),
+            ("neocloud_key".to_owned(), row.idempotency_key.clone()),
+        ]);
+        Ok(Delivery {
+            conn,
+            gateway,
+            row,
+            now,
+            account,
+            metadata,
+        })
+    }
+
+    /// The tenant's Stripe customer and default payment method, if it has both.
+    fn payer(&self) -> Option<(String, String)> {
+        let account = self.account.as_ref()?;
+        Some((
+            account.stripe_customer_id.clone()?,
+            account.default_payment_method.clone()?,
+        ))
+    }
+
+    fn no_method(&self) -> Delivered {
+        Delivered::Wait(
+            self.now + backoff(self.row.attempts).max(TimeDelta::minutes(5)),
+            "the tenant has no default payment method yet".into(),
+        )
+    }
+
+    /// Sent from here on until answered: after a crash the row shows it may have arrived.
+    async fn mark_sent(&self) -> Result<(), DbErr> {
+        payment_outbox::Entity::update_many()
+            .col_expr(payment_outbox::Column::SentAt, Expr::value(self.now))
+            .filter(payment_outbox::Column::Id.eq(self.row.id))
+            .exec(self.conn)
+            .await
+            .map(|_| ())
+    }
+
+    /// An off-session charge of `amount` to the payer (waits for a payment method).
+    async fn charge(
+        &mut self,
+        amount: Decimal,
+        currency: &str,
+    ) -> Result<Result<String, Delivered>, DbErr> {
+        let Some((customer, method)) = self.payer() else {
+            return Ok(Err(self.no_method()));
+        };
+        let Some(minor) = minor_units(amount, currency) else {
+            return Ok(Err(too_large(amount, currency)));
+        };
+        self.mark_sent().await?;
+        let charged = self
+            .gateway
+            .charge(
+                &self.row.idempotency_key,
+                &customer,
+                &method,
+                minor,
+                currency,
+                std::mem::take(&mut self.metadata),
+            )
+            .await;
+        Ok(charged.map(|c| c.id).map_err(Delivered::from))
+    }
+
+    /// The row's invoice while it is still to be collected; else what the row comes to.
+    async fn collectible_invoice(&self) -> Result<Result<invoice::Model, Delivered>, DbErr> {
+        let found = match self.row.invoice_id {
+            Some(id) => invoice::Entity::find_by_id(id).one(self.conn).await?,
+            None => None,
+        };
+        Ok(match found {
+            None => Err(Delivered::Refused("no such invoice".into())),
+            // Paid, voided: nothing to collect any more.
+            Some(i) if !matches!(i.status, InvoiceStatus::Open | InvoiceStatus::Uncollectible) => {
+                Err(Delivered::Done(None))
+            }
+            Some(i) => Ok(i),
+        })
+    }
 }
 
 async fn deliver<C: ConnectionTrait>(
@@ -360,178 +502,156 @@ async fn deliver<C: ConnectionTrait>(
     row: &payment_outbox::Model,
     now: DateTime<Utc>,
 ) -> Result<Delivered, DbErr> {
-    let account = payment_account::Entity::find_by_id(row.tenant_id)
-        .one(conn)
-        .await?;
-    let customer = account.as_ref().and_then(|a| a.stripe_customer_id.clone());
-    let method = account
-        .as_ref()
-        .and_then(|a| a.default_payment_method.clone());
-    let no_method = || {
-        Delivered::Wait(
-            now + backoff(row.attempts).max(TimeDelta::minutes(5)),
-            "the tenant has no default payment method yet".into(),
-        )
+    let Some(kind) = OutboxKind::parse(&row.kind) else {
+        return Ok(Delivered::Refused(format!(
+            "unknown outbox kind `{}`",
+            row.kind
+        )));
     };
-    // Sent from here on until answered: after a crash the row shows it may have arrived.
-    let mark_sent = || async {
-        payment_outbox::Entity::update_many()
-            .col_expr(payment_outbox::Column::SentAt, Expr::value(now))
-            .filter(payment_outbox::Column::Id.eq(row.id))
-            .exec(conn)
-            .await
-    };
-    let mut metadata = HashMap::from([
-        ("tenant_id".to_owned(), row.tenant_id.to_string()),
-        ("neocloud_key".to_owned(), row.idempotency_key.clone()),
-    ]);
-    match row.kind.as_str() {
-        CHARGE_TOP_UP => {
-            let Some(found) = (match row.top_up_id {
-                Some(id) => top_up::Entity::find_by_id(id).one(conn).await?,
-                None => None,
-            }) else {
-                return Ok(Delivered::Refused("no such top-up".into()));
-            };
-            if found.status != TopUpStatus::Pending {
-                return Ok(Delivered::Done(None));
-            }
-            let (Some(customer), Some(method)) = (customer, method) else {
-                return Ok(no_method());
-            };
-            let amount = found.amount.get();
-            metadata.insert("top_up_id".into(), found.id.to_string());
-            metadata.insert("kind".into(), "top_up".into());
-            mark_sent().await?;
-            let charged = gateway
-                .charge(
-                    &row.idempotency_key,
-                    &customer,
-                    &method,
-                    minor_units(amount, &found.currency),
-                    &found.currency,
-                    metadata,
-                )
-                .await;
-            Ok(match charged {
-                Ok(charge) => {
-                    top_up::Entity::update_many()
-                        .col_expr(
-                            top_up::Column::StripePaymentIntent,
-                            Expr::value(charge.id.clone()),
-                        )
-                        .filter(top_up::Column::Id.eq(found.id))
-                        .exec(conn)
-                        .await?;
-                    Delivered::Done(Some(charge.id))
-                }
-                Err(e) => e.into(),
-            })
-        }
-        CHARGE_INVOICE | SEND_INVOICE => {
-            let Some(invoice) = (match row.invoice_id {
-                Some(id) => invoice::Entity::find_by_id(id).one(conn).await?,
-                None => None,
-            }) else {
-                return Ok(Delivered::Refused("no such invoice".into()));
-            };
-            if !matches!(
-                invoice.status,
-                InvoiceStatus::Open | InvoiceStatus::Uncollectible
-            ) {
-                // Paid, voided: nothing to collect any more.
-                return Ok(Delivered::Done(None));
-            }
-            let total = invoice.total.get();
-            let number = invoice.number.clone().unwrap_or_default();
-            metadata.insert("invoice_id".into(), invoice.id.to_string());
-            metadata.insert("invoice_number".into(), number.clone());
-            if row.kind == CHARGE_INVOICE {
-                let (Some(customer), Some(method)) = (customer, method) else {
-                    return Ok(no_method());
-                };
-                mark_sent().await?;
-                // The payment's outcome reaches the invoice through Stripe's events only —
-                // one path, deduplicated by event id — so a result seen here and in the
-                // webhook counts once.
-                return Ok(
-                    match gateway
-                        .charge(
-                            &row.idempotency_key,
-                            &customer,
-                            &method,
-                            minor_units(total, &invoice.currency),
-                            &invoice.currency,
-                            metadata,
-                        )
-                        .await
-                    {
-                        Ok(charge) => Delivered::Done(Some(charge.id)),
-                        Err(e) => e.into(),
-                    },
-                );
-            }
-            let customer = match customer {
-                Some(customer) => customer,
-                None => match ensure_customer(conn, gateway, row.tenant_id, now).await? {
-                    Ok(customer) => customer,
-                    Err(e) => return Ok(e.into()),
-                },
-            };
-            let lines = crate::invoicing::store::lines(conn, invoice.tenant_id, invoice.id).await?;
-            let description = format!(
-                "Invoice {number}, {} to {}",
-                invoice.period_start.format("%Y-%m-%d %H:%M UTC"),
-                invoice.period_end.format("%Y-%m-%d %H:%M UTC")
-            );
-            let items = lines
-                .iter()
-                .filter_map(|line| {
-                    let amount = line.amount.get();
-                    (!amount.is_zero()).then(|| HostedItem {
-                        line: line.id,
-                        amount_minor: minor_units(amount, &invoice.currency),
-                        description: &line.description,
-                    })
-                })
-                .collect();
-            let hosted = HostedInvoice {
-                customer: &customer,
-                currency: &invoice.currency,
-                days_until_due: account.as_ref().map_or(30, |a| a.days_until_due),
-                description: &description,
-                metadata,
-                items,
-            };
-            mark_sent().await?;
-            Ok(
-                match gateway.send_invoice(&row.idempotency_key, &hosted).await {
-                    Ok(sent) => {
-                        invoice::Entity::update_many()
-                            .col_expr(invoice::Column::PaymentUrl, Expr::value(sent.url))
-                            .filter(invoice::Column::Id.eq(invoice.id))
-                            .exec(conn)
-                            .await?;
-                        Delivered::Done(Some(sent.id))
-                    }
-                    Err(e) => e.into(),
-                },
-            )
-        }
-        VOID_HOSTED_INVOICE => {
-            let Some(hosted) = row.stripe_id.as_deref() else {
-                return Ok(Delivered::Refused("no hosted invoice to void".into()));
-            };
-            mark_sent().await?;
-            Ok(
-                match gateway.void_invoice(&row.idempotency_key, hosted).await {
-                    Ok(()) => Delivered::Done(None),
-                    Err(e) => e.into(),
-                },
-            )
-        }
-        other => Ok(Delivered::Refused(format!("unknown outbox kind `{other}`"))),
+    let mut delivery = Delivery::new(conn, gateway, row, now).await?;
+    match kind {
+        OutboxKind::ChargeTopUp => charge_top_up(&mut delivery).await,
+        OutboxKind::ChargeInvoice => match delivery.collectible_invoice().await? {
+            Ok(invoice) => charge_invoice(&mut delivery, &invoice).await,
+            Err(done) => Ok(done),
+        },
+        OutboxKind::SendInvoice => match delivery.collectible_invoice().await? {
+            Ok(invoice) => send_invoice(&mut delivery, &invoice).await,
+            Err(done) => Ok(done),
+        },
+        OutboxKind::VoidHostedInvoice => void_hosted_invoice(&delivery).await,
     }
+}
+
+/// Buys prepaid credit: charges a pending top-up and records its PaymentIntent.
+async fn charge_top_up<C: ConnectionTrait>(d: &mut Delivery<'_, C>) -> Result<Delivered, DbErr> {
+    let Some(found) = (match d.row.top_up_id {
+        Some(id) => top_up::Entity::find_by_id(id).one(d.conn).await?,
+        None => None,
+    }) else {
+        return Ok(Delivered::Refused("no such top-up".into()));
+    };
+    if found.status != TopUpStatus::Pending {
+        return Ok(Delivered::Done(None));
+    }
+    d.metadata.insert("top_up_id".into(), found.id.to_string());
+    d.metadata.insert("kind".into(), "top_up".into());
+    Ok(match d.charge(found.amount.get(), &found.currency).await? {
+        Ok(intent) => {
+            top_up::Entity::update_many()
+                .col_expr(
+                    top_up::Column::StripePaymentIntent,
+                    Expr::value(intent.clone()),
+                )
+                .filter(top_up::Column::Id.eq(found.id))
+                .exec(d.conn)
+                .await?;
+            Delivered::Done(Some(intent))
+        }
+        Err(outcome) => outcome,
+    })
+}
+
+fn invoice_metadata<C>(d: &mut Delivery<'_, C>, invoice: &invoice::Model) {
+    d.metadata
+        .insert("invoice_id".into(), invoice.id.to_string());
+    d.metadata.insert(
+        "invoice_number".into(),
+        invoice.number.clone().unwrap_or_default(),
+    );
+}
+
+/// Charges a finalized invoice's total off-session. The payment's outcome reaches the
+/// invoice through Stripe's events only — one path, deduplicated by event id — so a result
+/// seen here and in the webhook counts once.
+async fn charge_invoice<C: ConnectionTrait>(
+    d: &mut Delivery<'_, C>,
+    invoice: &invoice::Model,
+) -> Result<Delivered, DbErr> {
+    invoice_metadata(d, invoice);
+    Ok(
+        match d.charge(invoice.total.get(), &invoice.currency).await? {
+            Ok(intent) => Delivered::Done(Some(intent)),
+            Err(outcome) => outcome,
+        },
+    )
+}
+
+/// Sends a Stripe-hosted invoice (a tenant paying by transfer) and keeps its payment page.
+async fn send_invoice<C: ConnectionTrait>(
+    d: &mut Delivery<'_, C>,
+    invoice: &invoice::Model,
+) -> Result<Delivered, DbErr> {
+    invoice_metadata(d, invoice);
+    let customer = match d
+        .account
+        .as_ref()
+        .and_then(|a| a.stripe_customer_id.clone())
+    {
+        Some(customer) => customer,
+        None => match ensure_customer(d.conn, d.gateway, d.row.tenant_id, d.now).await? {
+            Ok(customer) => customer,
+            Err(e) => return Ok(e.into()),
+        },
+    };
+    let lines = crate::invoicing::store::lines(d.conn, invoice.tenant_id, invoice.id).await?;
+    let mut items = Vec::with_capacity(lines.len());
+    for line in lines.iter().filter(|l| !l.amount.is_zero()) {
+        let Some(amount_minor) = minor_units(line.amount.get(), &invoice.currency) else {
+            return Ok(too_large(line.amount.get(), &invoice.currency));
+        };
+        items.push(HostedItem {
+            line: line.id,
+            amount_minor,
+            description: &line.description,
+        });
+    }
+    let description = format!(
+        "Invoice {}, {} to {}",
+        invoice.number.clone().unwrap_or_default(),
+        invoice.period_start.format("%Y-%m-%d %H:%M UTC"),
+        invoice.period_end.format("%Y-%m-%d %H:%M UTC")
+    );
+    let hosted = HostedInvoice {
+        customer: &customer,
+        currency: &invoice.currency,
+        days_until_due: d.account.as_ref().map_or(30, |a| a.days_until_due),
+        description: &description,
+        metadata: std::mem::take(&mut d.metadata),
+        items,
+    };
+    d.mark_sent().await?;
+    Ok(
+        match d
+            .gateway
+            .send_invoice(&d.row.idempotency_key, &hosted)
+            .await
+        {
+            Ok(sent) => {
+                invoice::Entity::update_many()
+                    .col_expr(invoice::Column::PaymentUrl, Expr::value(sent.url))
+                    .filter(invoice::Column::Id.eq(invoice.id))
+                    .exec(d.conn)
+                    .await?;
+                Delivered::Done(Some(sent.id))
+            }
+            Err(e) => e.into(),
+        },
+    )
+}
+
+/// Voids at Stripe the hosted invoice of an invoice voided here.
+async fn void_hosted_invoice<C: ConnectionTrait>(d: &Delivery<'_, C>) -> Result<Delivered, DbErr> {
+    let Some(hosted) = d.row.stripe_id.as_deref() else {
+        return Ok(Delivered::Refused("no hosted invoice to void".into()));
+    };
+    d.mark_sent().await?;
+    Ok(
+        match d.gateway.void_invoice(&d.row.idempotency_key, hosted).await {
+            Ok(()) => Delivered::Done(None),
+            Err(e) => e.into(),
+        },
+    )
 }
 
 /// The tenant's Stripe customer, created on first use (keyed by the tenant's id).
@@ -560,4 +680,25 @@ async fn ensure_customer<C: ConnectionTrait>(
         .exec(conn)
         .await?;
     Ok(Ok(customer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_become_minor_units_or_nothing() {
+        assert_eq!(minor_units(Decimal::new(1250, 2), "USD"), Some(1250));
+        assert_eq!(minor_units(Decimal::ZERO, "EUR"), Some(0));
+        // Far beyond what a payment can carry: refused, never charged as 0.
+        assert_eq!(minor_units(Decimal::MAX, "USD"), None);
+    }
+
+    #[test]
+    fn every_kind_reads_back_from_its_stored_name() {
+        for kind in OutboxKind::ALL {
+            assert_eq!(OutboxKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(OutboxKind::parse("refund"), None);
+    }
 }
