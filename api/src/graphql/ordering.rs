@@ -122,7 +122,12 @@ pub struct AllocatedGpu {
     /// A MIG slice or a fraction: the GPU is shared with others.
     #[graphql(skip)]
     shared: bool,
+    /// The GPU's history, read once for `events` and `healthHistory` together.
+    #[graphql(skip)]
+    history: tokio::sync::OnceCell<GpuHistory>,
 }
+
+type GpuHistory = (Vec<health::EventRecord>, Vec<health::HealthSpan>);
 
 /// An XID or ECC event of a GPU, as its agent reported it.
 #[derive(SimpleObject)]
@@ -157,7 +162,7 @@ impl AllocatedGpu {
             .history(ctx)
             .await?
             .0
-            .into_iter()
+            .iter()
             .map(|e| GpuEvent {
                 at: e.at,
                 kind: serde_json::to_value(e.kind)
@@ -177,28 +182,30 @@ impl AllocatedGpu {
             .history(ctx)
             .await?
             .1
-            .into_iter()
+            .iter()
             .map(|s| GpuHealthSpan {
                 health: s.health.into(),
                 from: s.from,
                 to: s.to,
-                cause: s.cause,
+                cause: s.cause.clone(),
             })
             .collect())
     }
 }
 
 impl AllocatedGpu {
-    async fn history(
-        &self,
-        ctx: &Context<'_>,
-    ) -> Result<(Vec<health::EventRecord>, Vec<health::HealthSpan>)> {
+    async fn history(&self, ctx: &Context<'_>) -> Result<&GpuHistory> {
+        let db = super::db(ctx)?;
         let (from, to) = self.held;
-        Ok(
-            health::history(super::db(ctx)?, &self.gpu, from, to, self.shared)
-                .await
-                .map_err(ApiError::from)?,
-        )
+        let read = self
+            .history
+            .get_or_try_init(|| async {
+                health::history(db, &self.gpu, from, to, self.shared)
+                    .await
+                    .map_err(ApiError::from)
+            })
+            .await;
+        Ok(read?)
     }
 }
 
@@ -290,6 +297,7 @@ impl Allocation {
                 gpu: g.clone(),
                 held: (a.started_at, a.ended_at),
                 shared,
+                history: tokio::sync::OnceCell::new(),
             })
             .collect()
     }
