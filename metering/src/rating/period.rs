@@ -449,157 +449,212 @@ impl LineBuilder<'_> {
             String::new()
         };
         let mut quantities = raw_quantities(segment);
-        // Spot usage of a rate without a spot price is priced, and counts towards tiers,
-        // with the on-demand usage.
-        let merged: Vec<(Uuid, Metric, bool)> = quantities
-            .keys()
-            .filter(|(sku, metric, spot)| {
-                *spot
-                    && !plan.rates.iter().any(|r| {
-                        r.sku == *sku && r.metric == *metric && r.spot_unit_price.is_some()
-                    })
-            })
-            .copied()
-            .collect();
-        for key in merged {
-            if let Some(spot) = quantities.remove(&key) {
-                quantities
-                    .entry((key.0, key.1, false))
-                    .or_default()
-                    .merge(spot);
-            }
-        }
-        for ((sku, metric, spot), raw) in quantities {
-            if raw.amount.is_zero() {
-                continue;
-            }
-            let name = self
-                .input
-                .skus
-                .get(&sku)
-                .map_or_else(|| sku.to_string(), |i| i.name.clone());
-            let rate = plan
-                .rates
-                .iter()
-                .find(|r| r.sku == sku && r.metric == metric);
-            let list_price = self.input.skus.get(&sku).map(|i| i.list_price_per_hour);
-            let (model, priced_as) = match (rate, metric, list_price) {
-                (Some(rate), _, _) => match (spot, rate.spot_unit_price) {
-                    (true, Some(price)) => (PriceModel::PerUnit { unit_price: price }, "spot"),
-                    _ => (rate.model.clone(), "plan"),
-                },
-                (None, Metric::Allocated, Some(price)) => {
-                    (PriceModel::PerUnit { unit_price: price }, "list price")
-                }
-                _ => continue,
-            };
-            let quantity = to_unit(metric, raw.amount);
-            let sku_unit = self
-                .input
-                .skus
-                .get(&sku)
-                .map_or(DEFAULT_UNIT, |i| i.unit.as_str());
-            let unit = unit_of(metric, sku_unit);
-            let unit = unit.as_str();
-            let mut what = format!("{name} · {}", metric_text(metric, sku_unit));
-            if spot && priced_as == "spot" {
-                what.push_str(" · spot");
-            }
-            if priced_as == "list price" {
-                what.push_str(" · list price");
-            }
-            let sign = if metric == Metric::SlaCredit {
-                Decimal::NEGATIVE_ONE
-            } else {
-                Decimal::ONE
-            };
-            let kind = if metric == Metric::SlaCredit {
-                LineKind::SlaCredit
-            } else {
-                LineKind::Usage
-            };
-            let charge = model.rate(quantity)?;
-            let tiered = matches!(
-                model,
-                PriceModel::Graduated { .. } | PriceModel::Volume { .. }
-            );
-            let mut base_trace = json!({
-                "plan": plan.label,
-                "plan_version": plan.version_id,
-                "segment": [segment.from, segment.to],
-                "metric": metric,
-                "priced_as": priced_as,
-                "spot": spot,
-                "raw": raw.amount.normalize().to_string(),
-                "raw_unit": match metric {
-                    Metric::Allocated | Metric::SlaCredit => "unit-seconds",
-                    Metric::Active => "SM-active GPU-seconds",
-                    Metric::Memory => "GiB-seconds",
-                    Metric::Energy => "kWh",
-                },
-                "allocations": raw.allocations,
-                "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
-                "model": model,
-                "period_quantity": quantity.normalize().to_string(),
-                "unit": unit,
-            });
-            raw.trace_into(&mut base_trace);
-            for part in &charge.parts {
-                let tier_text = if tiered {
-                    format!(" · tier {}", part.tier + 1)
-                } else {
-                    String::new()
-                };
-                let mut trace = base_trace.clone();
-                trace["tier"] = json!(part.tier + 1);
-                if let PriceModel::Package { size, price } = &model {
-                    let packages = (quantity / size).ceil();
-                    trace["packages"] = json!(packages.to_string());
-                    trace["package_size"] = json!(size.normalize().to_string());
-                    self.push(
-                        kind,
-                        format!("{what} · packages of {}{suffix}", size.normalize()),
-                        Some(sku),
-                        Some(metric),
-                        Some(0),
-                        packages,
-                        &format!("package of {} {unit}", size.normalize()),
-                        *price * sign,
-                        trace,
-                    )?;
-                    continue;
-                }
-                self.push(
-                    kind,
-                    format!("{what}{tier_text}{suffix}"),
-                    Some(sku),
-                    Some(metric),
-                    tiered.then_some(part.tier),
-                    part.quantity,
-                    unit,
-                    part.unit_price * sign,
-                    trace.clone(),
-                )?;
-                if !part.flat_fee.is_zero() {
-                    self.push(
-                        LineKind::FlatFee,
-                        format!(
-                            "{name} · {} · tier {} flat fee{suffix}",
-                            metric_text(metric, sku_unit),
-                            part.tier + 1
-                        ),
-                        Some(sku),
-                        Some(metric),
-                        Some(part.tier),
-                        Decimal::ONE,
-                        "fee",
-                        part.flat_fee * sign,
-                        trace,
-                    )?;
-                }
+        merge_unpriced_spot(plan, &mut quantities);
+        for (key, raw) in quantities {
+            if !raw.amount.is_zero() {
+                self.quantity_lines(segment, &suffix, key, raw)?;
             }
         }
         Ok(())
+    }
+
+    /// The lines one (SKU, metric, spot?) quantity of a segment is billed as: its usage
+    /// (per tier, or in packages) and any tier's flat fee.
+    fn quantity_lines(
+        &mut self,
+        segment: &Segment,
+        suffix: &str,
+        (sku, metric, spot): (Uuid, Metric, bool),
+        raw: Raw,
+    ) -> Result<(), RateError> {
+        let plan = &segment.plan;
+        let name = self
+            .input
+            .skus
+            .get(&sku)
+            .map_or_else(|| sku.to_string(), |i| i.name.clone());
+        let rate = plan
+            .rates
+            .iter()
+            .find(|r| r.sku == sku && r.metric == metric);
+        let list_price = self.input.skus.get(&sku).map(|i| i.list_price_per_hour);
+        let Some((model, priced_as)) = price_model(rate, metric, spot, list_price) else {
+            return Ok(());
+        };
+        let quantity = to_unit(metric, raw.amount);
+        let sku_unit = self
+            .input
+            .skus
+            .get(&sku)
+            .map_or(DEFAULT_UNIT, |i| i.unit.as_str());
+        let unit = unit_of(metric, sku_unit);
+        let unit = unit.as_str();
+        let mut what = format!("{name} · {}", metric_text(metric, sku_unit));
+        if spot && priced_as == "spot" {
+            what.push_str(" · spot");
+        }
+        if priced_as == "list price" {
+            what.push_str(" · list price");
+        }
+        // SLA credit is held time given back: the same pricing, negative.
+        let (kind, sign) = if metric == Metric::SlaCredit {
+            (LineKind::SlaCredit, Decimal::NEGATIVE_ONE)
+        } else {
+            (LineKind::Usage, Decimal::ONE)
+        };
+        let charge = model.rate(quantity)?;
+        let tiered = matches!(
+            model,
+            PriceModel::Graduated { .. } | PriceModel::Volume { .. }
+        );
+        let rated = Rated {
+            priced_as,
+            model: &model,
+            quantity,
+            unit,
+        };
+        let base_trace = quantity_trace(segment, (metric, spot), &raw, &rated);
+        for part in &charge.parts {
+            let tier_text = if tiered {
+                format!(" · tier {}", part.tier + 1)
+            } else {
+                String::new()
+            };
+            let mut trace = base_trace.clone();
+            trace["tier"] = json!(part.tier + 1);
+            if let PriceModel::Package { size, price } = &model {
+                let packages = (quantity / size).ceil();
+                trace["packages"] = json!(packages.to_string());
+                trace["package_size"] = json!(size.normalize().to_string());
+                self.push(
+                    kind,
+                    format!("{what} · packages of {}{suffix}", size.normalize()),
+                    Some(sku),
+                    Some(metric),
+                    Some(0),
+                    packages,
+                    &format!("package of {} {unit}", size.normalize()),
+                    *price * sign,
+                    trace,
+                )?;
+                continue;
+            }
+            self.push(
+                kind,
+                format!("{what}{tier_text}{suffix}"),
+                Some(sku),
+                Some(metric),
+                tiered.then_some(part.tier),
+                part.quantity,
+                unit,
+                part.unit_price * sign,
+                trace.clone(),
+            )?;
+            if !part.flat_fee.is_zero() {
+                self.push(
+                    LineKind::FlatFee,
+                    format!(
+                        "{name} · {} · tier {} flat fee{suffix}",
+                        metric_text(metric, sku_unit),
+                        part.tier + 1
+                    ),
+                    Some(sku),
+                    Some(metric),
+                    Some(part.tier),
+                    Decimal::ONE,
+                    "fee",
+                    part.flat_fee * sign,
+                    trace,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a quantity was priced, for its trace.
+struct Rated<'a> {
+    priced_as: &'a str,
+    model: &'a PriceModel,
+    /// In `unit`s: hours, GiB-hours or kWh.
+    quantity: Decimal,
+    unit: &'a str,
+}
+
+/// What every line of a quantity records of how it was rated.
+fn quantity_trace(
+    segment: &Segment,
+    (metric, spot): (Metric, bool),
+    raw: &Raw,
+    rated: &Rated<'_>,
+) -> serde_json::Value {
+    let plan = &segment.plan;
+    let mut trace = json!({
+        "plan": plan.label,
+        "plan_version": plan.version_id,
+        "segment": [segment.from, segment.to],
+        "metric": metric,
+        "priced_as": rated.priced_as,
+        "spot": spot,
+        "raw": raw.amount.normalize().to_string(),
+        "raw_unit": match metric {
+            Metric::Allocated | Metric::SlaCredit => "unit-seconds",
+            Metric::Active => "SM-active GPU-seconds",
+            Metric::Memory => "GiB-seconds",
+            Metric::Energy => "kWh",
+        },
+        "allocations": raw.allocations,
+        "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
+        "model": rated.model,
+        "period_quantity": rated.quantity.normalize().to_string(),
+        "unit": rated.unit,
+    });
+    raw.trace_into(&mut trace);
+    trace
+}
+
+/// Spot usage of a rate without a spot price is priced, and counts towards tiers, with
+/// the on-demand usage.
+fn merge_unpriced_spot(plan: &PlanTerms, quantities: &mut BTreeMap<(Uuid, Metric, bool), Raw>) {
+    let merged: Vec<(Uuid, Metric, bool)> = quantities
+        .keys()
+        .filter(|(sku, metric, spot)| {
+            *spot
+                && !plan
+                    .rates
+                    .iter()
+                    .any(|r| r.sku == *sku && r.metric == *metric && r.spot_unit_price.is_some())
+        })
+        .copied()
+        .collect();
+    for key in merged {
+        if let Some(spot) = quantities.remove(&key) {
+            quantities
+                .entry((key.0, key.1, false))
+                .or_default()
+                .merge(spot);
+        }
+    }
+}
+
+/// How a quantity is priced and what the line says it was priced as: the plan's rate
+/// (its spot price for spot usage where it has one), else the SKU's list price for held
+/// time; `None`: not billed.
+fn price_model(
+    rate: Option<&Rate>,
+    metric: Metric,
+    spot: bool,
+    list_price: Option<Decimal>,
+) -> Option<(PriceModel, &'static str)> {
+    match (rate, metric, list_price) {
+        (Some(rate), _, _) => Some(match (spot, rate.spot_unit_price) {
+            (true, Some(price)) => (PriceModel::PerUnit { unit_price: price }, "spot"),
+            _ => (rate.model.clone(), "plan"),
+        }),
+        (None, Metric::Allocated, Some(price)) => {
+            Some((PriceModel::PerUnit { unit_price: price }, "list price"))
+        }
+        _ => None,
     }
 }
 
