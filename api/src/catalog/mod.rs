@@ -4,7 +4,7 @@
 pub(crate) mod store;
 
 use neocloud_schema::slug::Slug;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::Utc;
 use neocloud_metering::invoicing::prices::{self, UnitPrice};
@@ -45,30 +45,36 @@ pub async fn list(
     let skus = store::active(db).await?;
     let available = ordering.available(db, &skus).await?;
     let mut prices = unit_prices(db, actor.tenant_scope_or_all(), &skus).await?;
-    let mut entries = Vec::with_capacity(skus.len());
-    for (sku, available) in skus.into_iter().zip(available) {
-        let Some(price) = prices.remove(&sku.id) else {
-            continue;
-        };
-        entries.push(CatalogEntry {
-            unit: unit_of(db, &sku).await?,
-            sku,
-            available,
-            price,
-        });
-    }
-    Ok(entries)
+    let sizes = store::node_sizes(db).await?;
+    Ok(skus
+        .into_iter()
+        .zip(available)
+        .filter_map(|(sku, available)| {
+            let price = prices.remove(&sku.id)?;
+            Some(CatalogEntry {
+                unit: unit_in(&sizes, &sku),
+                sku,
+                available,
+                price,
+            })
+        })
+        .collect())
 }
 
 /// What one unit of `sku` is. A whole-node SKU says the size of the nodes it is placed on
 /// (`node of 8 × H100`; `node of 4 or 8 × GB200` where the region has both), since its
 /// price is per node whatever its GPUs.
 pub async fn unit_of(db: &DatabaseConnection, sku: &sku::Model) -> ApiResult<String> {
+    Ok(unit_in(&store::node_sizes(db).await?, sku))
+}
+
+/// `unit_of`, with the fleet's node sizes already read.
+fn unit_in(sizes: &BTreeMap<(String, String), Vec<i32>>, sku: &sku::Model) -> String {
     if sku.form != SkuForm::WholeNode {
-        return Ok(sku.unit());
+        return sku.unit();
     }
-    let sizes = store::node_sizes(db, &sku.gpu_model, &sku.region).await?;
-    Ok(node_unit(&sizes, &sku.gpu_model))
+    let key = (sku.gpu_model.clone(), sku.region.clone());
+    node_unit(sizes.get(&key).map_or(&[], Vec::as_slice), &sku.gpu_model)
 }
 
 fn node_unit(sizes: &[i32], model: &str) -> String {

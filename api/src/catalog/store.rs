@@ -1,5 +1,7 @@
 //! SQL for SKUs.
 
+use std::collections::BTreeMap;
+
 use chrono::Utc;
 use neocloud_schema::entity::node;
 use neocloud_schema::entity::sku::{self, Entity as Skus};
@@ -22,18 +24,18 @@ pub(crate) async fn active<C: ConnectionTrait>(conn: &C) -> Result<Vec<sku::Mode
         .await
 }
 
-/// The GPU counts of the nodes a whole-node SKU of `model` in `region` can be placed on
-/// (neither MIG nor shared, not down), smallest first.
+/// The GPU counts of the nodes whole-node SKUs can be placed on (neither MIG nor shared,
+/// not down), per (GPU model, region), smallest first: one read for the whole catalog.
 pub(crate) async fn node_sizes<C: ConnectionTrait>(
     conn: &C,
-    model: &str,
-    region: &str,
-) -> Result<Vec<i32>, DbErr> {
-    let sizes: Vec<i32> = node::Entity::find()
+) -> Result<BTreeMap<(String, String), Vec<i32>>, DbErr> {
+    let rows: Vec<(String, String, i32)> = node::Entity::find()
         .select_only()
-        .column(node::Column::GpuCount)
-        .filter(node::Column::GpuModel.eq(model))
-        .filter(node::Column::Region.eq(region))
+        .columns([
+            node::Column::GpuModel,
+            node::Column::Region,
+            node::Column::GpuCount,
+        ])
         .filter(node::Column::MigEnabled.eq(false))
         .filter(node::Column::SharedGpus.eq(false))
         .filter(node::Column::State.ne(NodeState::Down))
@@ -42,6 +44,10 @@ pub(crate) async fn node_sizes<C: ConnectionTrait>(
         .into_tuple()
         .all(conn)
         .await?;
+    let mut sizes: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
+    for (model, region, count) in rows {
+        sizes.entry((model, region)).or_default().push(count);
+    }
     Ok(sizes)
 }
 
