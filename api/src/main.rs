@@ -132,7 +132,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             db::migrate(&db)
                 .await
                 .context("cannot migrate the database")?;
-            let app = Application::build_with_db(settings, db.clone()).await?;
+            let app =
+                Application::build_with_db(settings, db.clone(), neocloud_schema::clock::system())
+                    .await?;
             let url = format!("http://127.0.0.1:{}", app.port());
             let credentials = demo::seed(&db, &url)
                 .await

@@ -22,6 +22,7 @@ use crate::ordering::Ordering;
 use crate::outbound::WebhookClient;
 use crate::settings::Settings;
 use neocloud_metering::payments::gateway::Gateway;
+use neocloud_schema::clock::{self, SharedClock};
 use secrecy::ExposeSecret;
 
 pub struct Application {
@@ -33,75 +34,28 @@ pub struct Application {
 impl Application {
     /// Connects to the configured database, migrates it, and binds the listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Application> {
-        let db = crate::db::connect(&settings.database_url).await?;
-        crate::db::migrate(&db).await?;
-        Self::build_with_db(settings, db).await
+        Self::build_with_clock(settings, clock::system()).await
     }
 
-    /// Binds the server over an already migrated database.
+    /// Like `build`, telling time by `clock`.
+    pub async fn build_with_clock(
+        settings: Settings,
+        clock: SharedClock,
+    ) -> anyhow::Result<Application> {
+        let db = crate::db::connect(&settings.database_url).await?;
+        crate::db::migrate(&db).await?;
+        Self::build_with_db(settings, db, clock).await
+    }
+
+    /// Binds the server over an already migrated database and starts the background work.
     pub async fn build_with_db(
         settings: Settings,
         db: DatabaseConnection,
+        clock: SharedClock,
     ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(settings.listen_addr()?)?;
         let port = listener.local_addr()?.port();
-        let metrics = Metrics::new()?;
-        let ordering = Arc::new(
-            Ordering::new(Duration::from_secs(
-                settings.ordering.preemption_notice_seconds,
-            ))
-            .with_metrics(metrics.placement.clone()),
-        );
-        ordering.start(&db);
-        spawn_preemption_worker(db.clone(), ordering.clone());
-        let gateway = settings.stripe_secret_key.as_ref().map(|key| {
-            Arc::new(Gateway::new(
-                key.expose_secret(),
-                settings.stripe_api_base.as_deref(),
-            ))
-        });
-        let billing = Arc::new(Billing::new(&settings.billing, gateway.is_some()));
-        if let Some(gateway) = &gateway {
-            crate::payments::spawn_outbox_worker(
-                db.clone(),
-                gateway.clone(),
-                billing.clone(),
-                OUTBOX_SWEEP,
-            );
-        }
-        spawn_period_closer(db.clone(), billing.clone());
-        let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
-        spawn_budget_sweep(
-            db.clone(),
-            ordering.clone(),
-            webhooks.clone(),
-            Duration::from_secs(settings.budgets.sweep_seconds),
-        );
-        let state = web::Data::new(AppState {
-            schema: build_schema(
-                db.clone(),
-                ordering.clone(),
-                billing.clone(),
-                gateway,
-                webhooks,
-                &settings.limits,
-            ),
-            billing,
-            ingest: neocloud_metering::ingest::writer::Writer::spawn(
-                db.clone(),
-                INGEST_WRITERS,
-                INGEST_GROUP,
-            ),
-            stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
-            exposure: settings.exposure,
-            ordering,
-            rate_limiter: RateLimiter::new(
-                settings.limits.requests_per_second,
-                settings.limits.burst,
-            ),
-            metrics,
-            db: db.clone(),
-        });
+        let state = web::Data::new(start_services(&settings, &db, clock)?);
         let body_limit = settings.limits.body_bytes;
         let ingest_limit = settings.limits.ingest_body_bytes;
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
@@ -112,22 +66,7 @@ impl Application {
                 .wrap(Compress::default())
                 .wrap(from_fn(observe::known_encoding))
                 .wrap(from_fn(observe::observe))
-                .route("/healthz", web::get().to(health::healthz))
-                .route("/readyz", web::get().to(health::readyz))
-                .route("/metrics", web::get().to(metrics::metrics))
-                .route("/graphql", web::post().to(graphql::graphql))
-                .route("/graphql", web::get().to(graphql::graphiql))
-                .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
-                .route("/v1/agents/inventory", web::get().to(agents::inventory))
-                .route("/v1/agents/assignments", web::get().to(agents::assignments))
-                .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
-                .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
-                .service(
-                    web::resource("/v1/ingest")
-                        .app_data(web::PayloadConfig::new(ingest_limit))
-                        .route(web::post().to(ingest::ingest)),
-                )
-                .default_service(web::to(not_found))
+                .configure(|routes| self::routes(routes, ingest_limit))
         })
         .workers(workers)
         .listen(listener)?
@@ -146,6 +85,97 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// Every endpoint; anything else answers `NOT_FOUND`.
+fn routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
+    routes
+        .route("/healthz", web::get().to(health::healthz))
+        .route("/readyz", web::get().to(health::readyz))
+        .route("/metrics", web::get().to(metrics::metrics))
+        .route("/graphql", web::post().to(graphql::graphql))
+        .route("/graphql", web::get().to(graphql::graphiql))
+        .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
+        .route("/v1/agents/inventory", web::get().to(agents::inventory))
+        .route("/v1/agents/assignments", web::get().to(agents::assignments))
+        .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
+        .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
+        .service(
+            web::resource("/v1/ingest")
+                .app_data(web::PayloadConfig::new(ingest_limit))
+                .route(web::post().to(ingest::ingest)),
+        )
+        .default_service(web::to(not_found));
+}
+
+/// The services the handlers share, with the background workers started over them.
+fn start_services(
+    settings: &Settings,
+    db: &DatabaseConnection,
+    clock: SharedClock,
+) -> anyhow::Result<AppState> {
+    let metrics = Metrics::new()?;
+    let ordering = Arc::new(
+        Ordering::new(
+            Duration::from_secs(settings.ordering.preemption_notice_seconds),
+            clock.clone(),
+        )
+        .with_metrics(metrics.placement.clone()),
+    );
+    ordering.start(db);
+    spawn_preemption_worker(db.clone(), ordering.clone());
+    let gateway = settings.stripe_secret_key.as_ref().map(|key| {
+        Arc::new(Gateway::new(
+            key.expose_secret(),
+            settings.stripe_api_base.as_deref(),
+        ))
+    });
+    let billing = Arc::new(Billing::new(
+        &settings.billing,
+        gateway.is_some(),
+        clock.clone(),
+    ));
+    if let Some(gateway) = &gateway {
+        crate::payments::spawn_outbox_worker(
+            db.clone(),
+            gateway.clone(),
+            billing.clone(),
+            OUTBOX_SWEEP,
+        );
+    }
+    spawn_period_closer(db.clone(), billing.clone());
+    let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
+    spawn_budget_sweep(
+        db.clone(),
+        ordering.clone(),
+        webhooks.clone(),
+        Duration::from_secs(settings.budgets.sweep_seconds),
+    );
+    Ok(AppState {
+        schema: build_schema(
+            db.clone(),
+            ordering.clone(),
+            billing.clone(),
+            gateway,
+            webhooks,
+            clock.clone(),
+            &settings.limits,
+        ),
+        billing,
+        ingest: neocloud_metering::ingest::writer::Writer::spawn(
+            db.clone(),
+            clock.clone(),
+            INGEST_WRITERS,
+            INGEST_GROUP,
+        ),
+        stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
+        exposure: settings.exposure,
+        ordering,
+        rate_limiter: RateLimiter::new(settings.limits.requests_per_second, settings.limits.burst),
+        metrics,
+        clock,
+        db: db.clone(),
+    })
 }
 
 /// Ends preempted spot allocations when their notice window has passed.
@@ -189,7 +219,8 @@ fn spawn_budget_sweep(
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
-            if let Err(err) = crate::budgets::sweep(&db, &ordering, &webhooks).await {
+            let now = ordering.clock.now();
+            if let Err(err) = crate::budgets::sweep(&db, &ordering, &webhooks, now).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Budget sweep failed.");
             }
         }

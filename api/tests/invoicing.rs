@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::time::Duration as StdDuration;
-
 use chrono::{DateTime, Datelike, Duration, DurationRound, TimeDelta, Utc};
 use neocloud_schema::entity::{Exact, invoice, invoice_line};
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -106,14 +104,6 @@ async fn ingest(app: &TestApp, s: &Setup, boot: &str, seq: u64, offset: i64) {
         .await
         .expect("ingest");
     assert_eq!(res.status().as_u16(), 200, "{:?}", res.text().await);
-}
-
-/// Sleeps until `t` has passed.
-async fn wait_until(t: DateTime<Utc>) {
-    let left = (t - Utc::now()).num_milliseconds();
-    if left > 0 {
-        tokio::time::sleep(StdDuration::from_millis(left as u64 + 50)).await;
-    }
 }
 
 fn dec(v: &Value) -> Decimal {
@@ -251,7 +241,7 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
     let s = setup(&app).await;
     let boot = uuid::Uuid::new_v4().to_string();
     ingest(&app, &s, &boot, 1, 0).await;
-    wait_until(s.started + Duration::seconds(4)).await;
+    app.advance_past(s.started + Duration::seconds(4));
 
     let draft = upcoming(&app, &s.key).await;
     assert_eq!(draft["status"], "DRAFT", "{draft}");
@@ -316,14 +306,14 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
     // The next period starts where this one ended; numbers have no gaps.
     let next = upcoming(&app, &s.key).await;
     assert_eq!(next["periodStart"], first["periodEnd"]);
-    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    app.advance(TimeDelta::milliseconds(1100));
     let second = close(&app, &s.tenant).await;
     assert_eq!(second["number"], format!("NC-{year}-000002"));
 
     // Finalized invoices refuse every change, whatever path the write takes.
     let id: uuid::Uuid = first["id"].as_str().expect("id").parse().expect("uuid");
     let tamper = invoice::Entity::update_many()
-        .col_expr(invoice::Column::Total, Expr::value("0"))
+        .col_expr(invoice::Column::Total, Expr::value(Exact(Decimal::ZERO)))
         .filter(invoice::Column::Id.eq(id))
         .exec(&app.db)
         .await;
@@ -451,7 +441,7 @@ async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) 
     let s = setup(&app).await;
     let boot = uuid::Uuid::new_v4().to_string();
     ingest(&app, &s, &boot, 1, 0).await;
-    wait_until(s.started + Duration::seconds(6)).await;
+    app.advance_past(s.started + Duration::seconds(6));
     let first = close(&app, &s.tenant).await;
 
     // Samples from before the close arrive after it.
@@ -485,7 +475,7 @@ async fn late_usage_is_an_adjustment_on_the_next_invoice_once(backend: Backend) 
     assert_eq!(r["data"]["invoice"], first, "{r}");
 
     // Billed on the next invoice, and never again.
-    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    app.advance(TimeDelta::milliseconds(1100));
     let second = close(&app, &s.tenant).await;
     assert!(!lines_of_kind(&second, "ADJUSTMENT").is_empty(), "{second}");
     let after = upcoming(&app, &s.key).await;
@@ -519,7 +509,7 @@ async fn an_invoice_of_the_old_unit_rule_stays_and_only_late_usage_adjusts_it(ba
     assert!(r["errors"].is_null(), "{r}");
     let boot = uuid::Uuid::new_v4().to_string();
     ingest(&app, &s, &boot, 1, 0).await;
-    wait_until(s.started + Duration::seconds(6)).await;
+    app.advance_past(s.started + Duration::seconds(6));
     let first = close(&app, &s.tenant).await;
     let first_id: uuid::Uuid = first["id"].as_str().expect("id").parse().expect("uuid");
 
@@ -652,7 +642,7 @@ async fn credits_pay_oldest_expiry_first_and_come_back_when_voided(backend: Back
         .await;
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
 
-    wait_until(s.started + Duration::seconds(3)).await;
+    app.advance_past(s.started + Duration::seconds(3));
     let invoice = close(&app, &s.tenant).await;
     assert_exact(&invoice);
     let credits: Vec<&Value> = lines_of_kind(&invoice, "CREDIT");
@@ -735,7 +725,7 @@ async fn reordered_and_repeated_batches_bill_the_same(backend: Backend) {
     }
     // A draft is rated up to now: read both once every window (up to 11 s after the later
     // start) has passed, so how fast the test ran does not decide what each one holds.
-    wait_until(b.started.max(a.started) + Duration::seconds(12)).await;
+    app.advance_past(b.started.max(a.started) + Duration::seconds(12));
     let lines_a = active_lines(&app, &a.key).await;
     assert!(!lines_a.is_empty());
     assert_eq!(lines_a, active_lines(&app, &b.key).await);
@@ -775,7 +765,7 @@ async fn the_invoice_list_shows_the_open_draft_at_its_current_total(backend: Bac
         return;
     };
     let s = setup(&app).await;
-    wait_until(s.started + Duration::seconds(2)).await;
+    app.advance_past(s.started + Duration::seconds(2));
     release(&app, &s).await;
 
     // Listed before anything read the draft, at what it costs now.
@@ -822,7 +812,7 @@ async fn closed_with_tiers(app: &TestApp) -> (Setup, Value) {
     let s = setup(app).await;
     let boot = uuid::Uuid::new_v4().to_string();
     ingest(app, &s, &boot, 1, 0).await;
-    wait_until(s.started + Duration::seconds(4)).await;
+    app.advance_past(s.started + Duration::seconds(4));
     let invoice = close(app, &s.tenant).await;
     (s, invoice)
 }
@@ -887,7 +877,7 @@ async fn the_csv_export_ends_with_the_invoice_total(backend: Backend) {
         )
         .await;
     assert!(r["errors"].is_null(), "{r}");
-    wait_until(s.started + Duration::seconds(3)).await;
+    app.advance_past(s.started + Duration::seconds(3));
     let invoice = close(&app, &s.tenant).await;
     let (_, csv) = export(&app, &s.key, invoice["id"].as_str().expect("id"), "csv").await;
     let csv = String::from_utf8(csv).expect("utf-8");
@@ -955,7 +945,7 @@ async fn focus_lists_the_catalog_price_and_the_charges_own_period(backend: Backe
         .unwrap_or_else(|| panic!("{r}"))
         .parse()
         .expect("time");
-    wait_until(started + Duration::seconds(2)).await;
+    app.advance_past(started + Duration::seconds(2));
     let invoice = close(&app, &tenant).await;
     let (code, body) = export(&app, &key, invoice["id"].as_str().expect("id"), "focus").await;
     assert_eq!(code, 200);
@@ -1003,7 +993,7 @@ async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backe
     };
     let s = setup(&app).await;
     // Charged from the start of the period; nothing is charged after the grants.
-    wait_until(s.started + Duration::seconds(4)).await;
+    app.advance_past(s.started + Duration::seconds(4));
     release(&app, &s).await;
     let grant =
         "mutation($i: GrantCreditsInput!) { grantCredits(input: $i) { id remaining coversFrom } }";
@@ -1082,7 +1072,54 @@ async fn a_credit_granted_mid_period_pays_the_whole_open_period_by_default(backe
     assert_eq!(dec(&invoice["total"]), subtotal - Decimal::new(350, 2));
 }
 
+/// Amounts are stored as the exact decimal (PostgreSQL: `NUMERIC`, SQLite: its text); a
+/// stored value that is not a decimal is refused by PostgreSQL and, on SQLite, makes the
+/// read fail — it never shows as a price of zero.
+async fn a_stored_amount_is_the_exact_decimal_and_garbage_never_reads_as_zero(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createSku(input: {name: \"odd-price\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.1050\", currency: \"USD\"}) { sku { id } } }",
+            json!({}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let stored = neocloud_schema::entity::sku::Entity::find()
+        .filter(neocloud_schema::entity::sku::Column::Name.eq("odd-price"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the SKU");
+    assert_eq!(stored.list_price_per_hour.to_string(), "2.1050");
+
+    use sea_orm::ConnectionTrait;
+    let corrupt = app
+        .db
+        .execute_unprepared("UPDATE skus SET list_price_per_hour = 'lots'")
+        .await;
+    match backend {
+        Backend::Postgres => assert!(corrupt.is_err(), "PostgreSQL stored a non-number"),
+        Backend::Sqlite => {
+            corrupt.expect("SQLite stores any text");
+            let r = app
+                .gql(
+                    Some(&s.key),
+                    "{ catalog { skus { name listPricePerHour } } }",
+                    json!({}),
+                )
+                .await;
+            assert!(r["errors"].is_array(), "a corrupt price was read: {r}");
+            assert!(!r.to_string().contains("\"listPricePerHour\":\"0\""), "{r}");
+        }
+    }
+}
+
 on_both_databases!(
+    a_stored_amount_is_the_exact_decimal_and_garbage_never_reads_as_zero,
     the_invoice_list_shows_the_open_draft_at_its_current_total,
     the_json_export_numbers_tiers_from_one_as_graphql_and_csv_do,
     the_csv_export_ends_with_the_invoice_total,

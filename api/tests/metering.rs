@@ -456,7 +456,7 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         .await;
     assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
     // Failed a second in: at most that second is billed, the rest credited.
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    app.advance(chrono::TimeDelta::milliseconds(2100));
     let r = app
         .gql(
             Some(&s.tenant_key),

@@ -25,7 +25,7 @@ async fn finalized_invoice(app: &TestApp, name: &str, charged: bool) -> (String,
     let (tenant, key) = app.create_tenant(name).await;
     if charged {
         app.run_gpu_at_ten_a_second(name, &key).await;
-        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+        app.advance(chrono::TimeDelta::milliseconds(2100));
     }
     let invoice = app.close_period(&tenant, "id paymentState").await;
     let id = invoice["id"].as_str().expect("id").to_owned();

@@ -58,7 +58,8 @@ async fn one_tenant_that_cannot_close_does_not_hold_back_the_others(backend: Bac
     draft_between(&app, &broken_key, &broken, ended, ended).await;
     draft_between(&app, &fine_key, &fine, ended - Duration::days(30), ended).await;
 
-    let billing = Billing::new(&Settings::for_tests("sqlite::memory:").billing, false);
+    let settings = Settings::for_tests("sqlite::memory:");
+    let billing = Billing::new(&settings.billing, false, app.clock.clone());
     let closed = close_due(&app.db, &billing).await.expect("the sweep runs");
     assert_eq!(closed, 1);
     let finalized = statuses(&app, &fine)

@@ -133,7 +133,7 @@ async fn charged_tenant(app: &TestApp, name: &str, card: &str) -> (Value, String
         "{account}"
     );
     app.run_gpu_at_ten_a_second(name, &key).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.advance(chrono::TimeDelta::milliseconds(1500));
     let invoice = app
         .close_period(&tenant, "id number total status paymentState")
         .await;

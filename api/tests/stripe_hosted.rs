@@ -105,7 +105,7 @@ fn recorded_stripe() -> (String, Log) {
 /// hosted invoice; returns our invoice and its `paymentUrl`.
 async fn closed_and_sent(app: &TestApp, tenant: &str, key: &str) -> (Value, Value) {
     app.run_gpu_at_ten_a_second("acme", key).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    app.advance(chrono::TimeDelta::milliseconds(2100));
     let invoice = app
         .close_period(
             tenant,

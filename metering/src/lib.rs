@@ -8,12 +8,14 @@
 //! `invoicing` keeps each tenant's open period as a draft rated on read, and finalizes
 //! it into an immutable, numbered invoice.
 
+pub mod budgets;
 pub mod coverage;
 pub mod error;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;
 pub mod payments;
+pub mod plans;
 pub mod rating;
 pub mod usage;
 

@@ -24,6 +24,7 @@ mod m20261129_000013_budget_limit_versions;
 mod m20261201_000014_ingest_quarantine;
 mod m20261201_000015_credit_coverage;
 mod m20261202_000016_gpu_event_gpu;
+mod m20261202_000017_numeric_money;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000014_ingest_quarantine::Migration),
             Box::new(m20261201_000015_credit_coverage::Migration),
             Box::new(m20261202_000016_gpu_event_gpu::Migration),
+            Box::new(m20261202_000017_numeric_money::Migration),
         ]
     }
 }

@@ -6,6 +6,7 @@
 //! the domain vocabulary must never pull in database code.
 
 pub mod agent_api;
+pub mod clock;
 pub mod gpu;
 pub mod ids;
 pub mod ingest;

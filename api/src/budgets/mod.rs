@@ -17,11 +17,10 @@
 //! Webhooks go out only through [`crate::outbound::WebhookClient`] (public addresses, no
 //! redirects, bounded time and answer); the URL is checked when it is set as well.
 
-pub(crate) mod store;
-
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
-use neocloud_metering::{ingest, invoicing};
+use neocloud_metering::budgets::{self, store};
+use neocloud_metering::ingest;
 use neocloud_schema::entity::{budget, budget_event};
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::parse_plain_decimal;
@@ -83,6 +82,7 @@ pub async fn set(
     ordering: &Ordering,
     webhooks: &WebhookClient,
     input: BudgetInput,
+    now: DateTime<Utc>,
 ) -> ApiResult<BudgetView> {
     let tenant = actor.acting_tenant(input.tenant)?;
     if actor.role == Role::TenantMember {
@@ -142,7 +142,7 @@ pub async fn set(
             hard_cap: input.hard_cap,
             stop_allocations: input.stop_allocations,
             blocked_since: before.as_ref().and_then(|b| b.blocked_since),
-            updated_at: Utc::now(),
+            updated_at: now,
             limit_version,
         },
         before.is_some(),
@@ -162,7 +162,7 @@ pub async fn set(
     )
     .await?;
     txn.commit().await?;
-    let mut view = evaluate(db, ordering, saved.tenant_id, Utc::now())
+    let mut view = evaluate(db, ordering, saved.tenant_id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("budget"))?;
     view.new_webhook_secret = shown;
@@ -212,19 +212,20 @@ pub async fn get(
     db: &DatabaseConnection,
     actor: &Principal,
     asked: Option<TenantId>,
+    now: DateTime<Utc>,
 ) -> ApiResult<Option<BudgetView>> {
     let tenant = actor.acting_tenant(asked)?;
     let Some(found) = store::find(db, tenant.into()).await? else {
         return Ok(None);
     };
     ingest::settle(db).await?;
-    let draft = invoicing::rate_open(db, tenant.into(), Utc::now()).await?;
-    let events = store::events(db, tenant.into(), draft.invoice.period_start).await?;
+    let standing = budgets::standing(db, tenant.into(), now).await?;
+    let events = store::events(db, tenant.into(), standing.period_start).await?;
     Ok(Some(BudgetView {
         budget: found,
-        spend: draft.rated.spend(),
-        period_start: draft.invoice.period_start,
-        period_end: draft.invoice.period_end,
+        spend: standing.spend,
+        period_start: standing.period_start,
+        period_end: standing.period_end,
         events,
         new_webhook_secret: None,
     }))
@@ -240,10 +241,10 @@ pub fn order_refusal(budget: &budget::Model) -> Option<ApiError> {
     })
 }
 
-/// Compares a tenant's budget with the period's spend and acts: records crossed
-/// thresholds, sets or clears the hard cap, stops allocations if asked to. The budget is
-/// read again in the transaction that writes the decisions, so they follow the limit in
-/// force then. `None` when the tenant has no budget (any more).
+/// Judges a tenant's budget against the period's spend (see
+/// `neocloud_metering::budgets`) and stops its allocations when the budget says so, in
+/// the transaction that records the decisions. `None` when the tenant has no budget (any
+/// more).
 async fn evaluate(
     db: &DatabaseConnection,
     ordering: &Ordering,
@@ -251,116 +252,30 @@ async fn evaluate(
     now: DateTime<Utc>,
 ) -> ApiResult<Option<BudgetView>> {
     ingest::settle(db).await?;
-    // Rate first, outside the write transaction: only the decisions are written.
-    let draft = invoicing::rate_open(db, tenant, now).await?;
+    let standing = budgets::standing(db, tenant, now).await?;
     let txn = crate::db::begin_write(db).await?;
-    let Some(found) = store::find_for_update(&txn, tenant).await? else {
+    let Some(judged) = budgets::judge(&txn, tenant, standing, now).await? else {
         return Ok(None);
     };
-    let spend = draft.rated.spend();
-    let limit = found.monthly_limit.get();
-    let period = draft.invoice.period_start;
-    let judged = Judged {
-        budget: &found,
-        spend,
-        period,
-        now,
-    };
-    record_crossings(&txn, &judged, limit).await?;
-    let over = spend >= limit;
-    let blocked = found.hard_cap && over;
-    if blocked != found.blocked_since.is_some() {
-        store::set_blocked(&txn, tenant, blocked.then_some(now)).await?;
-    }
-    // Credits left to pay for the period: the draft's total is what they do not cover.
-    if found.hard_cap && found.stop_allocations && over && draft.rated.total > Decimal::ZERO {
-        stop_allocations(&txn, ordering, &judged).await?;
+    if judged.stop_allocations {
+        let stopped = ordering.stop_tenant(&txn, TenantId(tenant), now).await?;
+        if stopped > 0 {
+            budgets::record_stopped(&txn, &judged).await?;
+            tracing::warn!(tenant = %tenant, allocations = stopped, "Budget reached with no credit left: allocations stopped.");
+        }
     }
     txn.commit().await?;
+    let period = judged.standing.period_start;
     let events = store::events(db, tenant, period).await?;
-    let budget = store::find(db, tenant).await?.unwrap_or(found);
+    let budget = store::find(db, tenant).await?.unwrap_or(judged.budget);
     Ok(Some(BudgetView {
         budget,
-        spend,
+        spend: judged.standing.spend,
         period_start: period,
-        period_end: draft.invoice.period_end,
+        period_end: judged.standing.period_end,
         events,
         new_webhook_secret: None,
     }))
-}
-
-/// A budget and the spend it was judged against.
-struct Judged<'a> {
-    budget: &'a budget::Model,
-    spend: Decimal,
-    period: DateTime<Utc>,
-    now: DateTime<Utc>,
-}
-
-impl Judged<'_> {
-    /// Records an event of this budget's limit version (once per kind and threshold).
-    async fn record<C: sea_orm::ConnectionTrait>(
-        &self,
-        conn: &C,
-        kind: &str,
-        threshold: i32,
-    ) -> ApiResult<()> {
-        let webhook = if self.budget.webhook_url.is_some() {
-            "pending"
-        } else {
-            "none"
-        };
-        store::record_event(
-            conn,
-            store::NewEvent {
-                tenant: self.budget.tenant_id,
-                period_start: self.period,
-                kind,
-                threshold,
-                spend: self.spend,
-                limit: self.budget.monthly_limit,
-                limit_version: self.budget.limit_version,
-                webhook_status: webhook,
-                now: self.now,
-            },
-        )
-        .await?;
-        Ok(())
-    }
-}
-
-/// Records each threshold of the limit in force that the spend has reached.
-async fn record_crossings<C: sea_orm::ConnectionTrait>(
-    conn: &C,
-    judged: &Judged<'_>,
-    limit: Decimal,
-) -> ApiResult<()> {
-    let thresholds: Vec<i32> =
-        serde_json::from_value(judged.budget.alert_thresholds.clone()).unwrap_or_default();
-    for threshold in thresholds {
-        if judged.spend * Decimal::ONE_HUNDRED >= limit * Decimal::from(threshold) {
-            judged.record(conn, "threshold_crossed", threshold).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Gives the tenant's running allocations the preemption notice window, and says so.
-async fn stop_allocations<C: sea_orm::ConnectionTrait>(
-    conn: &C,
-    ordering: &Ordering,
-    judged: &Judged<'_>,
-) -> ApiResult<()> {
-    let tenant = judged.budget.tenant_id;
-    let stopped = ordering
-        .stop_tenant(conn, TenantId(tenant), judged.now)
-        .await?;
-    if stopped == 0 {
-        return Ok(());
-    }
-    judged.record(conn, "allocations_stopped", 100).await?;
-    tracing::warn!(tenant = %tenant, allocations = stopped, "Budget reached with no credit left: allocations stopped.");
-    Ok(())
 }
 
 /// Evaluates every budget, then delivers pending webhooks. Returns how many budgets.
@@ -368,15 +283,15 @@ pub async fn sweep(
     db: &DatabaseConnection,
     ordering: &Ordering,
     webhooks: &WebhookClient,
+    now: DateTime<Utc>,
 ) -> ApiResult<usize> {
     let budgets = store::all(db).await?;
-    let now = Utc::now();
     for found in &budgets {
         if let Err(err) = evaluate(db, ordering, found.tenant_id, now).await {
             tracing::warn!(tenant = %found.tenant_id, code = err.code().as_str(), message = %err.message(), "Budget evaluation failed.");
         }
     }
-    deliver_pending(db, webhooks).await?;
+    deliver_pending(db, webhooks, now).await?;
     Ok(budgets.len())
 }
 
@@ -392,12 +307,16 @@ pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
     )
 }
 
-async fn deliver_pending(db: &DatabaseConnection, webhooks: &WebhookClient) -> ApiResult<()> {
+async fn deliver_pending(
+    db: &DatabaseConnection,
+    webhooks: &WebhookClient,
+    now: DateTime<Utc>,
+) -> ApiResult<()> {
     for (event, found) in store::pending_deliveries(db, WEBHOOK_ATTEMPTS).await? {
         let Some(url) = &found.webhook_url else {
             continue;
         };
-        let delivered = deliver(webhooks, url, &event, &found).await;
+        let delivered = deliver(webhooks, url, &event, &found, now).await;
         let attempts = event.webhook_attempts + 1;
         let status = match (delivered, attempts >= WEBHOOK_ATTEMPTS) {
             (true, _) => "delivered",
@@ -415,6 +334,7 @@ async fn deliver(
     url: &str,
     event: &budget_event::Model,
     found: &budget::Model,
+    now: DateTime<Utc>,
 ) -> bool {
     let body = serde_json::to_vec(&json!({
         "id": event.id,
@@ -428,7 +348,7 @@ async fn deliver(
         "created_at": event.created_at,
     }))
     .unwrap_or_default();
-    let sig = signature(&found.webhook_secret, Utc::now().timestamp(), &body);
+    let sig = signature(&found.webhook_secret, now.timestamp(), &body);
     match webhooks
         .post_json(url, &[("Neocloud-Signature", sig)], body)
         .await

@@ -11,19 +11,14 @@ mod fleet_layout;
 use std::path::Path;
 
 use chrono::{TimeDelta, TimeZone, Utc};
-use neocloud_metering::invoicing;
 use neocloud_metering::rating::{PriceModel, Tier};
-use neocloud_schema::entity::{
-    Exact, api_key, plan, plan_rate, plan_version, sku, tenant, tenant_plan,
-};
-use neocloud_schema::ids::{NodeId, PlanId, PlanVersionId, TenantId};
+use neocloud_metering::{invoicing, plans};
+use neocloud_schema::entity::{api_key, sku, tenant};
+use neocloud_schema::ids::{NodeId, TenantId};
 use neocloud_schema::money::Currency;
-use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm, TiersMode};
+use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm};
 use rust_decimal::Decimal;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait,
-    QueryFilter, Set,
-};
+use sea_orm::{ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait, QueryFilter};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -203,110 +198,65 @@ async fn seed_plan(
     demo: &DemoPlan,
     skus: &[sku::Model],
 ) -> ApiResult<Uuid> {
-    if let Some(existing) = plan::Entity::find()
-        .filter(plan::Column::Name.eq(demo.name))
-        .one(txn)
-        .await?
-        && let Some(version) = plan_version::Entity::find()
-            .filter(plan_version::Column::PlanId.eq(existing.id))
-            .one(txn)
-            .await?
-    {
-        return Ok(version.id);
+    if let Some(version) = plans::store::first_version_named(txn, demo.name).await? {
+        return Ok(version);
     }
     let now = Utc::now();
-    let plan = plan::ActiveModel {
-        id: Set(PlanId::new().into()),
-        name: Set(demo.name.to_owned()),
-        created_at: Set(now),
-    }
-    .insert(txn)
-    .await?;
-    let version = plan_version::ActiveModel {
-        id: Set(PlanVersionId::new().into()),
-        plan_id: Set(plan.id),
-        version: Set(1),
-        currency: Set(Currency::USD.code().to_owned()),
-        effective_from: Set(Utc
+    let version = plans::PlanVersion {
+        plan: demo.name.to_owned(),
+        currency: Currency::USD,
+        effective_from: Utc
             .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
             .single()
-            .unwrap_or(now)),
-        minimum_billable_seconds: Set(60),
-        commitment_monthly_minimum: Set(demo.commitment.map(|c| c.0.into())),
-        commitment_discount_pct: Set(demo.commitment.map(|c| c.1.into())),
-        created_at: Set(now),
-    }
-    .insert(txn)
-    .await?;
+            .unwrap_or(now),
+        minimum_billable_seconds: 60,
+        rates: skus.iter().flat_map(demo_rates).collect(),
+        commitment: demo.commitment,
+    };
+    crate::plans::check_skus(txn, &version).await?;
+    let (stored, _) = plans::create(txn, &version, now).await?;
+    Ok(stored.id)
+}
+
+/// A SKU's demo rates (see `DEMO_PLANS`).
+fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
     let share = |pct: i64, price: Decimal| (price * Decimal::new(pct, 2)).round_dp(6).normalize();
-    for sku in skus {
-        let list = sku.list_price_per_hour.get();
-        let whole = matches!(sku.form, SkuForm::WholeGpu | SkuForm::WholeNode);
-        let mut rates = Vec::new();
-        if whole {
-            rates.push((
-                Metric::Allocated,
-                PriceModel::PerUnit { unit_price: list },
-                Some(share(40, list)),
-            ));
-            rates.push((
-                Metric::SlaCredit,
-                PriceModel::PerUnit {
-                    unit_price: share(10, list),
-                },
-                None,
-            ));
-            if sku.form == SkuForm::WholeGpu {
-                rates.push((
-                    Metric::Energy,
-                    PriceModel::PerUnit {
-                        unit_price: Decimal::new(18, 2),
-                    },
-                    None,
-                ));
-            }
-        } else {
-            let tiers = vec![
-                Tier {
-                    up_to: Some(Decimal::from(100)),
-                    unit_price: list,
-                    flat_fee: Decimal::ZERO,
-                },
-                Tier {
-                    up_to: None,
-                    unit_price: share(85, list),
-                    flat_fee: Decimal::ZERO,
-                },
+    let list = sku.list_price_per_hour.get();
+    let rate = |metric, model, spot| plans::Rate {
+        sku: sku.id,
+        metric,
+        model,
+        spot_unit_price: spot,
+    };
+    let per_unit = |unit_price| PriceModel::PerUnit { unit_price };
+    match sku.form {
+        SkuForm::WholeGpu | SkuForm::WholeNode => {
+            let mut rates = vec![
+                rate(Metric::Allocated, per_unit(list), Some(share(40, list))),
+                rate(Metric::SlaCredit, per_unit(share(10, list)), None),
             ];
-            rates.push((Metric::Allocated, PriceModel::Graduated { tiers }, None));
-        }
-        for (metric, model, spot) in rates {
-            let (mode, unit_price, tiers) = match &model {
-                PriceModel::Graduated { tiers } => {
-                    (TiersMode::Graduated, None, serde_json::to_value(tiers).ok())
-                }
-                PriceModel::PerUnit { unit_price } => {
-                    (TiersMode::PerUnit, Some(Exact(*unit_price)), None)
-                }
-                _ => continue,
-            };
-            plan_rate::ActiveModel {
-                id: Set(Uuid::now_v7()),
-                plan_version_id: Set(version.id),
-                sku_id: Set(sku.id),
-                metric: Set(metric),
-                tiers_mode: Set(mode),
-                unit_price: Set(unit_price),
-                spot_unit_price: Set(spot.map(Exact::from)),
-                tiers: Set(tiers),
-                package_size: Set(None),
-                package_price: Set(None),
+            if sku.form == SkuForm::WholeGpu {
+                rates.push(rate(Metric::Energy, per_unit(Decimal::new(18, 2)), None));
             }
-            .insert(txn)
-            .await?;
+            rates
+        }
+        SkuForm::Mig | SkuForm::Fractional => {
+            let tier = |up_to, unit_price| Tier {
+                up_to,
+                unit_price,
+                flat_fee: Decimal::ZERO,
+            };
+            let tiers = vec![
+                tier(Some(Decimal::from(100)), list),
+                tier(None, share(85, list)),
+            ];
+            vec![rate(
+                Metric::Allocated,
+                PriceModel::Graduated { tiers },
+                None,
+            )]
         }
     }
-    Ok(version.id)
 }
 
 async fn ensure_tenant(
@@ -321,14 +271,13 @@ async fn ensure_tenant(
     let created =
         tenancy::create_in(txn, None, &TenantName::parse(name)?, Currency::USD, 1).await?;
     let from = invoicing::whole_minute(created.tenant.created_at);
-    tenant_plan::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        tenant_id: Set(created.tenant.id),
-        plan_version_id: Set(plan_version),
-        effective_from: Set(from),
-        created_at: Set(created.tenant.created_at),
-    }
-    .insert(txn)
+    plans::store::assign(
+        txn,
+        created.tenant.id,
+        plan_version,
+        from,
+        created.tenant.created_at,
+    )
     .await?;
     if credits {
         let now = Utc::now();

@@ -422,6 +422,7 @@ pub async fn set_gpu_health(
     uuid: &str,
     health: neocloud_schema::vocabulary::GpuHealth,
     reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<gpu::Model> {
     actor.require_operator()?;
     let reason = reason.trim();
@@ -440,9 +441,7 @@ pub async fn set_gpu_health(
     } else {
         reason
     };
-    let updated =
-        neocloud_metering::health::transition(&txn, &gpu, health, chrono::Utc::now(), cause)
-            .await?;
+    let updated = neocloud_metering::health::transition(&txn, &gpu, health, now, cause).await?;
     audit::record(
         &txn,
         actor,

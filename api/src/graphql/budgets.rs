@@ -79,10 +79,10 @@ pub struct SetBudgetPayload {
 fn budget_of(view: BudgetView) -> Budget {
     let b = view.budget;
     Budget {
+        alert_thresholds: neocloud_metering::budgets::thresholds(&b),
         tenant_id: to_id(b.tenant_id),
         monthly_limit: b.monthly_limit.to_string(),
         currency: b.currency,
-        alert_thresholds: serde_json::from_value(b.alert_thresholds).unwrap_or_default(),
         webhook_url: b.webhook_url,
         hard_cap: b.hard_cap,
         stop_allocations: b.stop_allocations,
@@ -117,6 +117,7 @@ impl BudgetQuery {
             super::db(ctx)?,
             super::principal(ctx)?,
             tenant_arg(tenant_id)?,
+            super::now(ctx)?,
         )
         .await?;
         Ok(view.map(budget_of))
@@ -144,6 +145,7 @@ impl BudgetMutation {
                 stop_allocations: input.stop_allocations,
                 rotate_webhook_secret: input.rotate_webhook_secret,
             },
+            super::now(ctx)?,
         )
         .await?;
         let webhook_secret = view.new_webhook_secret.clone();

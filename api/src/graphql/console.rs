@@ -269,6 +269,7 @@ impl ConsoleMutation {
             &uuid,
             health.into(),
             &reason,
+            super::now(ctx)?,
         )
         .await?;
         Ok(GpuHealthPayload {
@@ -289,6 +290,7 @@ impl ConsoleMutation {
             input.scope.into(),
             &input.value,
             input.max,
+            super::now(ctx)?,
         )
         .await?;
         let Some(quota) = quota else {

@@ -290,6 +290,7 @@ impl InvoiceQuery {
             super::principal(ctx)?,
             tenant_arg(tenant_id)?,
             page,
+            super::now(ctx)?,
         )
         .await?;
         Ok(connection(result, |i| i.id, InvoiceSummary::from))
@@ -298,7 +299,13 @@ impl InvoiceQuery {
     /// One invoice with its lines (a draft is rated as of now).
     async fn invoice(&self, ctx: &Context<'_>, id: ID) -> Result<Invoice> {
         let id: InvoiceId = parse_id("id", &id)?;
-        let view = invoicing::get(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        let view = invoicing::get(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            super::now(ctx)?,
+        )
+        .await?;
         Ok(Invoice(view))
     }
 
@@ -308,6 +315,7 @@ impl InvoiceQuery {
             super::db(ctx)?,
             super::principal(ctx)?,
             tenant_arg(tenant_id)?,
+            super::now(ctx)?,
         )
         .await?;
         Ok(Invoice(view))
@@ -343,6 +351,7 @@ impl InvoiceMutation {
             super::principal(ctx)?,
             super::billing(ctx)?,
             tenant,
+            super::now(ctx)?,
         )
         .await?;
         Ok(Invoice(view))
@@ -351,7 +360,8 @@ impl InvoiceMutation {
     /// Voids an open invoice (operator). Its number stays taken; credits it used return.
     async fn void_invoice(&self, ctx: &Context<'_>, id: ID, reason: String) -> Result<Invoice> {
         let id: InvoiceId = parse_id("id", &id)?;
-        let view = invoicing::void(super::db(ctx)?, super::principal(ctx)?, id, &reason).await?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let view = invoicing::void(db, principal, id, &reason, super::now(ctx)?).await?;
         Ok(Invoice(view))
     }
 
@@ -373,6 +383,7 @@ impl InvoiceMutation {
                 covers_from: input.covers_from,
                 reason: input.reason,
             },
+            super::now(ctx)?,
         )
         .await?;
         Ok(grant_of(grant))

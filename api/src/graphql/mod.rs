@@ -22,6 +22,8 @@ mod viewer;
 use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+use neocloud_schema::clock::SharedClock;
 use sea_orm::DatabaseConnection;
 
 use crate::auth::Principal;
@@ -79,10 +81,12 @@ pub fn build_schema(
     billing: Arc<Billing>,
     gateway: Option<Arc<Gateway>>,
     webhooks: Arc<WebhookClient>,
+    clock: SharedClock,
     limits: &Limits,
 ) -> NeoSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
+        .data(clock)
         .data(ordering)
         .data(billing)
         .data(gateway)
@@ -108,6 +112,15 @@ pub(crate) fn db<'a>(ctx: &Context<'a>) -> ApiResult<&'a DatabaseConnection> {
     ctx.data::<DatabaseConnection>()
         .map_err(|_| ApiError::Internal {
             message: "schema built without a database".into(),
+        })
+}
+
+/// What time it is, by the application's clock.
+pub(crate) fn now(ctx: &Context<'_>) -> ApiResult<DateTime<Utc>> {
+    ctx.data::<SharedClock>()
+        .map(|clock| clock.now())
+        .map_err(|_| ApiError::Internal {
+            message: "schema built without a clock".into(),
         })
 }
 

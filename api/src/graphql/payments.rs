@@ -144,6 +144,7 @@ impl PaymentMutation {
             super::principal(ctx)?,
             gateway(ctx),
             &payment_method_id,
+            super::now(ctx)?,
         )
         .await?;
         Ok(saved.into())
@@ -165,6 +166,7 @@ impl PaymentMutation {
             gateway(ctx).is_some(),
             &amount,
             idempotency_key,
+            super::now(ctx)?,
         )
         .await?;
         Ok(created.into())
@@ -185,6 +187,7 @@ impl PaymentMutation {
             parse_id("tenantId", &tenant_id)?,
             mode.into(),
             days_until_due,
+            super::now(ctx)?,
         )
         .await?;
         Ok(saved.into())

@@ -6,7 +6,8 @@ use neocloud_schema::entity::{plan_rate, plan_version, tenant_plan};
 use neocloud_schema::ids::{PlanVersionId, TenantId};
 
 use super::scalars::{parse_id, to_id};
-use crate::plans::{self, NewPlanVersion, RateInput, TierInput};
+use crate::plans;
+use neocloud_metering::plans::{NewPlanVersion, RateInput, TierInput};
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "neocloud_schema::vocabulary::Metric", name = "Metric")]
@@ -230,6 +231,7 @@ impl PlanMutation {
                     .commitment
                     .map(|c| (c.monthly_minimum, c.discount_pct)),
             },
+            super::now(ctx)?,
         )
         .await?;
         Ok(CreatePlanVersionPayload {
@@ -246,8 +248,14 @@ impl PlanMutation {
     ) -> Result<PlanAssignment> {
         let tenant: TenantId = parse_id("tenantId", &tenant_id)?;
         let version: PlanVersionId = parse_id("planVersionId", &plan_version_id)?;
-        let assigned =
-            plans::assign(super::db(ctx)?, super::principal(ctx)?, tenant, version).await?;
+        let assigned = plans::assign(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant,
+            version,
+            super::now(ctx)?,
+        )
+        .await?;
         Ok(assigned.into())
     }
 }

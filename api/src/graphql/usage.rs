@@ -147,7 +147,7 @@ impl UsageQuery {
         }
         let db = super::db(ctx)?;
         ingest::settle(db).await.map_err(ApiError::from)?;
-        let rows = usage::usage(db, tenant.into(), from, to, &group, Utc::now())
+        let rows = usage::usage(db, tenant.into(), from, to, &group, super::now(ctx)?)
             .await
             .map_err(ApiError::from)?;
         Ok(Usage {
@@ -173,7 +173,7 @@ impl UsageQuery {
     async fn ingest_health(&self, ctx: &Context<'_>) -> Result<IngestHealth> {
         super::principal(ctx)?.require_operator()?;
         let db = super::db(ctx)?;
-        let streams = ingest::stream_health(db, Utc::now())
+        let streams = ingest::stream_health(db, super::now(ctx)?)
             .await
             .map_err(ApiError::from)?;
         let pending = ingest::journal_backlog(db).await.map_err(ApiError::from)?;

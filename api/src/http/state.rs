@@ -22,6 +22,8 @@ pub struct AppState {
     pub ingest: neocloud_metering::ingest::writer::Writer,
     /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
     pub stripe_webhook_secret: Option<secrecy::SecretString>,
+    /// What time it is.
+    pub clock: neocloud_schema::clock::SharedClock,
     /// What answers without a key.
     pub exposure: crate::settings::ExposureSettings,
 }

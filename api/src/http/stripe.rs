@@ -24,6 +24,8 @@ pub async fn webhook(
         .headers()
         .get("Stripe-Signature")
         .and_then(|v| v.to_str().ok());
+    // Stripe's signing time is checked against the real time, not the application's
+    // clock: the tolerance is about the sender's clock and replays.
     if let Err(err) = webhook::verify(
         header,
         &body,
@@ -37,8 +39,9 @@ pub async fn webhook(
         Ok(event) => event,
         Err(err) => return rest_error(Code::InvalidInput, &err.to_string()),
     };
+    let now = state.clock.now();
     let result =
-        crate::payments::handle_event(&state.db, &event, state.billing.dunning_failures).await;
+        crate::payments::handle_event(&state.db, &event, state.billing.dunning_failures, now).await;
     match result {
         Ok(outcome) => {
             tracing::info!(event = %event.id, kind = %event.kind, ?outcome, "Stripe event handled.");

@@ -12,6 +12,7 @@ use neocloud_metering::ingest;
 use neocloud_metering::invoicing::{self as billing, BillingPolicy, NewGrant};
 use neocloud_metering::payments::outbox::RetrySchedule;
 use neocloud_metering::rating::period::Line;
+use neocloud_schema::clock::SharedClock;
 use neocloud_schema::entity::{credit_grant, invoice};
 use neocloud_schema::ids::{InvoiceId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
@@ -36,11 +37,14 @@ pub struct Billing {
     pub dunning_failures: i32,
     /// When a refused charge is tried again.
     pub retries: RetrySchedule,
+    /// What time it is, for the background work.
+    pub clock: SharedClock,
 }
 
 impl Billing {
-    pub fn new(settings: &BillingSettings, payments: bool) -> Billing {
+    pub fn new(settings: &BillingSettings, payments: bool, clock: SharedClock) -> Billing {
         Billing {
+            clock,
             policy: BillingPolicy {
                 payments,
                 invoice_prefix: settings.invoice_prefix.clone(),
@@ -139,19 +143,24 @@ pub async fn upcoming(
     db: &DatabaseConnection,
     actor: &Principal,
     asked: Option<TenantId>,
+    now: DateTime<Utc>,
 ) -> ApiResult<InvoiceView> {
     let tenant = actor.acting_tenant(asked)?;
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    Ok(draft_view(rated_draft(db, tenant).await?))
+    Ok(draft_view(rated_draft(db, tenant, now).await?))
 }
 
 /// The tenant's open period, rated as of now with all usage received so far.
-async fn rated_draft(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<billing::Draft> {
+async fn rated_draft(
+    db: &DatabaseConnection,
+    tenant: TenantId,
+    now: DateTime<Utc>,
+) -> ApiResult<billing::Draft> {
     ingest::settle(db).await?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
-    Ok(billing::rate_open(db, tenant.into(), Utc::now()).await?)
+    Ok(billing::rate_open(db, tenant.into(), now).await?)
 }
 
 /// `invoice(id)`: one of the caller's invoices (any, for operators).
@@ -159,6 +168,7 @@ pub async fn get(
     db: &DatabaseConnection,
     actor: &Principal,
     id: InvoiceId,
+    now: DateTime<Utc>,
 ) -> ApiResult<InvoiceView> {
     actor.require_user()?;
     let scope = actor.tenant_scope_or_all().map(Into::into);
@@ -167,7 +177,7 @@ pub async fn get(
         .ok_or_else(|| ApiError::not_found("invoice"))?;
     if found.status == InvoiceStatus::Draft {
         ingest::settle(db).await?;
-        let draft = billing::rate_open(db, found.tenant_id, Utc::now()).await?;
+        let draft = billing::rate_open(db, found.tenant_id, now).await?;
         if draft.invoice.id == found.id {
             return Ok(draft_view(draft));
         }
@@ -183,6 +193,7 @@ pub async fn list(
     actor: &Principal,
     asked: Option<TenantId>,
     page: Page,
+    now: DateTime<Utc>,
 ) -> ApiResult<PageOf<invoice::Model>> {
     let tenant = actor.acting_tenant(asked)?;
     tenancy::store::find(db, tenant)
@@ -192,7 +203,7 @@ pub async fn list(
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
     let mut found = page.fetch(db, select, invoice::Column::Id).await?;
     if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
-        let draft = rated_draft(db, tenant).await?;
+        let draft = rated_draft(db, tenant, now).await?;
         listed.subtotal = draft.rated.subtotal.into();
         listed.credits = draft.rated.credits.into();
         listed.total = draft.rated.total.into();
@@ -206,6 +217,7 @@ pub async fn close(
     actor: &Principal,
     billing_config: &Billing,
     tenant: TenantId,
+    now: DateTime<Utc>,
 ) -> ApiResult<InvoiceView> {
     actor.require_operator()?;
     ingest::settle(db).await?;
@@ -213,7 +225,6 @@ pub async fn close(
     tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let now = Utc::now();
     let (invoice, _) =
         billing::close_period(&txn, tenant.into(), now, now, &billing_config.policy).await?;
     audit::record(
@@ -237,7 +248,7 @@ pub async fn close(
 /// how many invoices were finalized.
 pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> ApiResult<usize> {
     ingest::settle(db).await?;
-    let now = Utc::now();
+    let now = billing_config.clock.now();
     let mut closed = 0;
     // One tenant whose close fails (bad data, a conflict) is logged and retried on the
     // next sweep; it never holds back the others.
@@ -276,6 +287,7 @@ pub async fn void(
     actor: &Principal,
     id: InvoiceId,
     reason: &str,
+    now: DateTime<Utc>,
 ) -> ApiResult<InvoiceView> {
     actor.require_operator()?;
     let reason = reason.trim();
@@ -283,7 +295,7 @@ pub async fn void(
         return Err(ApiError::invalid("reason", "1 to 500 characters"));
     }
     let txn = crate::db::begin_write(db).await?;
-    let invoice = billing::void(&txn, None, id, reason, Utc::now()).await?;
+    let invoice = billing::void(&txn, None, id, reason, now).await?;
     audit::record(
         &txn,
         actor,
@@ -318,6 +330,7 @@ pub async fn grant(
     db: &DatabaseConnection,
     actor: &Principal,
     input: GrantInput,
+    now: DateTime<Utc>,
 ) -> ApiResult<(credit_grant::Model, Decimal)> {
     actor.require_operator()?;
     let amount =
@@ -340,7 +353,6 @@ pub async fn grant(
             ),
         ));
     }
-    let now = Utc::now();
     let created = billing::grant_credits(
         &txn,
         NewGrant {

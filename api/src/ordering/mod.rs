@@ -20,6 +20,7 @@ use neocloud_scheduler::{
     Exclusivity, Fleet, GpuShare, NoFit, Placement, Request, Shape, Topology,
     TopologyLevel as SchedLevel,
 };
+use neocloud_schema::clock::SharedClock;
 use neocloud_schema::entity::{allocation, gpu, node, order, sku};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::{AllocationId, TenantId};
@@ -92,15 +93,18 @@ pub struct Ordering {
     /// How long a preempted spot allocation keeps running.
     pub notice: Duration,
     metrics: Option<PlacementMetrics>,
+    /// What time it is: when orders are placed, allocations end, notices run out.
+    pub clock: SharedClock,
 }
 
 impl Ordering {
-    pub fn new(notice: Duration) -> Ordering {
+    pub fn new(notice: Duration, clock: SharedClock) -> Ordering {
         Ordering {
             cache: Arc::new(Mutex::new(FleetCache::default())),
             queue: std::sync::Mutex::new(None),
             notice,
             metrics: None,
+            clock,
         }
     }
 
@@ -120,6 +124,7 @@ impl Ordering {
                 db.clone(),
                 self.cache.clone(),
                 self.notice,
+                self.clock.clone(),
                 self.metrics.clone(),
             ));
         }
@@ -282,7 +287,7 @@ impl Ordering {
         cache: &mut FleetCache,
         row: &allocation::Model,
     ) -> ApiResult<allocation::Model> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let at = row.preempt_at.filter(|p| *p < now).unwrap_or(now);
         let ended = store::end_allocation(txn, row, at).await?;
         store::settle_order(txn, row.order_id, at).await?;
@@ -321,7 +326,7 @@ impl Ordering {
 
     /// Ends preempted allocations whose notice window has passed. Returns how many.
     pub async fn end_due_preemptions(&self, db: &DatabaseConnection) -> ApiResult<usize> {
-        let due = store::due_preemptions(db, Utc::now()).await?;
+        let due = store::due_preemptions(db, self.clock.now()).await?;
         if due.is_empty() {
             return Ok(0);
         }
@@ -329,7 +334,7 @@ impl Ordering {
         let txn = crate::db::begin_write(db).await?;
         Self::current(&mut cache, &txn).await?;
         let mut ended = 0;
-        for row in store::due_preemptions(&txn, Utc::now()).await? {
+        for row in store::due_preemptions(&txn, self.clock.now()).await? {
             self.end(&txn, &mut cache, &row).await?;
             ended += 1;
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
+use neocloud_schema::clock::{Clock, SharedClock};
 use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
 use neocloud_schema::ids::{OrderId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
@@ -76,6 +77,7 @@ pub(super) fn spawn(
     db: DatabaseConnection,
     cache: Arc<Mutex<FleetCache>>,
     notice: Duration,
+    clock: SharedClock,
     metrics: Option<PlacementMetrics>,
 ) -> mpsc::Sender<Job> {
     let (sender, mut queue) = mpsc::channel::<Job>(MAX_QUEUED_ORDERS);
@@ -94,7 +96,7 @@ pub(super) fn spawn(
                 m.orders_in_progress.set(orders as i64);
             }
             let started = std::time::Instant::now();
-            place_batch(&db, &mut cache, notice, jobs).await;
+            place_batch(&db, &mut cache, (notice, clock.as_ref()), jobs).await;
             if let Some(m) = &metrics {
                 m.batch_seconds.observe(started.elapsed().as_secs_f64());
                 m.orders_in_progress.set(0);
@@ -111,12 +113,12 @@ pub(super) fn spawn(
 async fn place_batch(
     db: &DatabaseConnection,
     cache: &mut FleetCache,
-    notice: Duration,
+    time: Time<'_>,
     jobs: Vec<Job>,
 ) {
     let (batch, replies): (Vec<Pending>, Vec<_>) =
         jobs.into_iter().map(|j| (j.pending, j.reply)).unzip();
-    match attempt(db, cache, notice, &batch).await {
+    match attempt(db, cache, time, &batch).await {
         Ok(outcomes) => {
             for (reply, outcome) in replies.into_iter().zip(outcomes) {
                 // The caller may have gone (a closed connection); the order stands.
@@ -134,7 +136,7 @@ async fn place_batch(
                 let outcome = if batch.len() == 1 {
                     Err(first_error.take().unwrap_or_else(lost))
                 } else {
-                    match attempt(db, cache, notice, std::slice::from_ref(pending)).await {
+                    match attempt(db, cache, time, std::slice::from_ref(pending)).await {
                         Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(lost())),
                         Err(err) => {
                             cache.epoch = None;
@@ -148,6 +150,9 @@ async fn place_batch(
     }
 }
 
+/// The preemption notice and the clock of a placement.
+type Time<'a> = (Duration, &'a dyn Clock);
+
 fn lost() -> ApiError {
     ApiError::Internal {
         message: "the order's outcome was lost".into(),
@@ -159,7 +164,7 @@ fn lost() -> ApiError {
 async fn attempt(
     db: &DatabaseConnection,
     cache: &mut FleetCache,
-    notice: Duration,
+    (notice, clock): Time<'_>,
     batch: &[Pending],
 ) -> ApiResult<Vec<ApiResult<Placed>>> {
     let txn = crate::db::begin_write(db).await?;
@@ -185,7 +190,7 @@ async fn attempt(
         .map(|t| (TenantId::from(t.id), t))
         .collect();
     let tenant_ids: Vec<Uuid> = tenants.iter().map(|t| Uuid::from(*t)).collect();
-    let budgets = crate::budgets::store::find_many(&txn, &tenant_ids)
+    let budgets = neocloud_metering::budgets::store::find_many(&txn, &tenant_ids)
         .await?
         .into_iter()
         .map(|b| (TenantId::from(b.tenant_id), b))
@@ -202,6 +207,7 @@ async fn attempt(
         txn: &txn,
         cache,
         notice,
+        now: clock.now().trunc_subsecs(6),
         tenants: tenant_rows,
         budgets,
         skus,
@@ -227,6 +233,8 @@ struct Batch<'a> {
     txn: &'a DatabaseTransaction,
     cache: &'a mut FleetCache,
     notice: Duration,
+    /// When the batch's orders are placed.
+    now: DateTime<Utc>,
     tenants: HashMap<TenantId, tenant::Model>,
     budgets: HashMap<TenantId, budget::Model>,
     skus: HashMap<Uuid, sku::Model>,
@@ -289,7 +297,7 @@ impl Batch<'_> {
             .into_iter()
             .map(|shape| request_for(tenant, input, &region.fleet, sku, shape))
             .collect();
-        let now = Utc::now().trunc_subsecs(6);
+        let now = self.now;
         // Every unit placed in memory, all or nothing.
         let (planned, victims) = match place_units(&mut region.fleet, requests)? {
             Ok(Planned { parts, victims }) => (parts, victims),

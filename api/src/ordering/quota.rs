@@ -198,6 +198,7 @@ pub async fn set_quota(
     scope: QuotaScope,
     value: &str,
     max: i64,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<Option<quota::Model>> {
     use sea_orm::{ActiveModelTrait, Set};
     actor.require_operator()?;
@@ -242,7 +243,7 @@ pub async fn set_quota(
         (Some(q), m) => {
             let mut active: quota::ActiveModel = q.into();
             active.max_value = Set(m);
-            active.updated_at = Set(chrono::Utc::now());
+            active.updated_at = Set(now);
             Some(active.update(&txn).await?)
         }
         (None, m) => Some(
@@ -252,7 +253,7 @@ pub async fn set_quota(
                 scope: Set(scope),
                 scope_value: Set(value.clone()),
                 max_value: Set(m),
-                updated_at: Set(chrono::Utc::now()),
+                updated_at: Set(now),
             }
             .insert(&txn)
             .await?,

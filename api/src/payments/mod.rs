@@ -10,14 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_metering::payments::accounts::{self, DEFAULT_DAYS_UNTIL_DUE, MAX_DAYS_UNTIL_DUE};
 use neocloud_metering::payments::gateway::Gateway;
-use neocloud_metering::payments::{self as stripe_events, outbox};
+use neocloud_metering::payments::{self as stripe_events, dunning, outbox};
 use neocloud_schema::entity::{payment_account, stripe_event};
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::{CollectionMode, Role};
-use sea_orm::{
-    ActiveModelTrait, DatabaseConnection, EntityTrait, IntoActiveModel, QueryOrder, Set,
-};
+use sea_orm::{DatabaseConnection, EntityTrait, QueryOrder};
 use serde_json::json;
 
 use crate::invoicing::Billing;
@@ -33,24 +32,6 @@ fn unavailable() -> ApiError {
     }
 }
 
-/// Payment terms of a hosted invoice unless the operator sets others.
-pub const DEFAULT_DAYS_UNTIL_DUE: i32 = 30;
-/// Longest payment terms accepted.
-pub const MAX_DAYS_UNTIL_DUE: i32 = 365;
-
-/// A tenant's first payment account: charged automatically, nothing set yet.
-fn new_account(tenant: uuid::Uuid, now: chrono::DateTime<Utc>) -> payment_account::ActiveModel {
-    payment_account::ActiveModel {
-        tenant_id: Set(tenant),
-        stripe_customer_id: Set(None),
-        default_payment_method: Set(None),
-        collection_mode: Set(CollectionMode::ChargeAutomatically),
-        updated_at: Set(now),
-        dunning_suspended_at: Set(None),
-        days_until_due: Set(DEFAULT_DAYS_UNTIL_DUE),
-    }
-}
-
 /// `paymentAccount`: the caller's tenant's account (operators name the tenant).
 pub async fn account(
     db: &DatabaseConnection,
@@ -58,9 +39,7 @@ pub async fn account(
     asked: Option<neocloud_schema::ids::TenantId>,
 ) -> ApiResult<Option<payment_account::Model>> {
     let tenant = actor.acting_tenant(asked)?;
-    Ok(payment_account::Entity::find_by_id(tenant.0)
-        .one(db)
-        .await?)
+    Ok(accounts::find(db, tenant.into()).await?)
 }
 
 /// `setDefaultPaymentMethod` (tenant admin): attaches a payment method collected by the
@@ -71,6 +50,7 @@ pub async fn set_default_payment_method(
     actor: &Principal,
     gateway: Option<&Gateway>,
     payment_method: &str,
+    now: DateTime<Utc>,
 ) -> ApiResult<payment_account::Model> {
     let tenant = actor.tenant()?;
     if actor.role != Role::TenantAdmin {
@@ -94,9 +74,7 @@ pub async fn set_default_payment_method(
     let owner = tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let existing = payment_account::Entity::find_by_id(owner.id)
-        .one(db)
-        .await?;
+    let existing = accounts::find(db, owner.id).await?;
     // Stripe is called outside any transaction; its idempotency keys make a repeat safe.
     let customer = match existing.as_ref().and_then(|a| a.stripe_customer_id.clone()) {
         Some(customer) => customer,
@@ -105,23 +83,8 @@ pub async fn set_default_payment_method(
     gateway
         .set_default_payment_method(&customer, method)
         .await?;
-    let now = Utc::now();
     let txn = crate::db::begin_write(db).await?;
-    let saved = match existing {
-        Some(found) => {
-            let mut active = found.into_active_model();
-            active.stripe_customer_id = Set(Some(customer.clone()));
-            active.default_payment_method = Set(Some(method.to_owned()));
-            active.updated_at = Set(now);
-            active.update(&txn).await?
-        }
-        None => {
-            let mut account = new_account(owner.id, now);
-            account.stripe_customer_id = Set(Some(customer.clone()));
-            account.default_payment_method = Set(Some(method.to_owned()));
-            account.insert(&txn).await?
-        }
-    };
+    let saved = accounts::set_payment_method(&txn, owner.id, &customer, method, now).await?;
     outbox::wake(&txn, owner.id, now).await?;
     audit::record(
         &txn,
@@ -140,80 +103,39 @@ pub async fn set_default_payment_method(
     Ok(saved)
 }
 
-/// Dunning, after a payment event changed an invoice: a tenant whose invoice failed
-/// `failures` times is suspended for new orders (audit-logged); once it has paid, a tenant
-/// that dunning suspended is resumed. Runs in the webhook's transaction.
+/// Dunning, after a payment event changed an invoice (see
+/// `neocloud_metering::payments::dunning`): applies the verdict to the tenant's status,
+/// audit-logged. Runs in the webhook's transaction.
 pub async fn dunning<C: sea_orm::ConnectionTrait>(
     conn: &C,
-    event: &neocloud_metering::payments::Event,
+    event: &stripe_events::Event,
     failures: i32,
+    now: DateTime<Utc>,
 ) -> ApiResult<()> {
-    use neocloud_schema::entity::invoice;
-    use neocloud_schema::vocabulary::{InvoiceStatus, TenantStatus};
-    let Some(found) = (match event.invoice {
-        Some(id) => invoice::Entity::find_by_id(id).one(conn).await?,
-        None => None,
-    }) else {
+    let Some(verdict) = dunning::judge(conn, event, failures, now).await? else {
         return Ok(());
     };
-    let tenant_id = neocloud_schema::ids::TenantId(found.tenant_id);
-    let Some(tenant) = tenancy::store::find(conn, tenant_id).await? else {
-        return Ok(());
-    };
-    let account = payment_account::Entity::find_by_id(found.tenant_id)
-        .one(conn)
-        .await?;
-    let now = Utc::now();
-    let suspend = failures > 0
-        && found.status == InvoiceStatus::Open
-        && found.payment_failures >= failures
-        && tenant.status == TenantStatus::Active;
-    let resume = found.status == InvoiceStatus::Paid
-        && tenant.status == TenantStatus::Suspended
-        && account
-            .as_ref()
-            .is_some_and(|a| a.dunning_suspended_at.is_some());
-    if !(suspend || resume) {
-        return Ok(());
-    }
-    let status = if suspend {
-        TenantStatus::Suspended
-    } else {
-        TenantStatus::Active
-    };
-    tenancy::store::set_status(conn, &tenant, status).await?;
-    match account {
-        Some(found_account) => {
-            let mut active = found_account.into_active_model();
-            active.dunning_suspended_at = Set(suspend.then_some(now));
-            active.updated_at = Set(now);
-            active.update(conn).await?;
-        }
-        None => {
-            let mut account = new_account(found.tenant_id, now);
-            account.dunning_suspended_at = Set(suspend.then_some(now));
-            account.insert(conn).await?;
-        }
-    }
+    let (tenant, invoice, suspend) = (&verdict.tenant, &verdict.invoice, verdict.suspends());
+    tenancy::store::set_status(conn, tenant, verdict.status).await?;
     audit::record_as(
         conn,
         None,
         audit::Entry {
-            tenant_id: Some(tenant_id),
+            tenant_id: Some(TenantId(tenant.id)),
             action: if suspend { "tenant.suspend" } else { "tenant.resume" },
             object_type: "tenant",
             object_id: tenant.id.to_string(),
             before: Some(json!({"status": tenant.status})),
             after: Some(json!({
-                "status": status,
+                "status": verdict.status,
                 "reason": if suspend { "dunning: payments of an invoice kept failing" } else { "dunning: paid" },
-                "invoice": found.id,
-                "payment_failures": found.payment_failures,
+                "invoice": invoice.id,
+                "payment_failures": invoice.payment_failures,
             })),
         },
     )
     .await?;
-    tracing::warn!(tenant = %tenant.id, suspended = suspend, invoice = %found.id, "Dunning changed a tenant's status.");
+    tracing::warn!(tenant = %tenant.id, suspended = suspend, invoice = %invoice.id, "Dunning changed a tenant's status.");
     Ok(())
 }
 
@@ -226,6 +148,7 @@ pub async fn set_collection_mode(
     tenant: TenantId,
     mode: CollectionMode,
     days_until_due: Option<i32>,
+    now: DateTime<Utc>,
 ) -> ApiResult<payment_account::Model> {
     actor.require_operator()?;
     let days = days_until_due.unwrap_or(DEFAULT_DAYS_UNTIL_DUE);
@@ -239,25 +162,10 @@ pub async fn set_collection_mode(
     let owner = tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let now = Utc::now();
-    let existing = payment_account::Entity::find_by_id(owner.id)
-        .one(&txn)
-        .await?;
-    let before = existing
-        .as_ref()
+    let before = accounts::find(&txn, owner.id)
+        .await?
         .map(|a| json!({"collection_mode": a.collection_mode, "days_until_due": a.days_until_due}));
-    let mut active = match existing {
-        Some(found) => found.into_active_model(),
-        None => new_account(owner.id, now),
-    };
-    active.collection_mode = Set(mode);
-    active.days_until_due = Set(days);
-    active.updated_at = Set(now);
-    let saved = if before.is_some() {
-        active.update(&txn).await?
-    } else {
-        active.insert(&txn).await?
-    };
+    let saved = accounts::set_collection_mode(&txn, owner.id, mode, days, now).await?;
     audit::record(
         &txn,
         actor,
@@ -281,11 +189,12 @@ pub async fn handle_event(
     db: &DatabaseConnection,
     event: &stripe_events::Event,
     dunning_failures: i32,
+    now: DateTime<Utc>,
 ) -> ApiResult<stripe_events::Outcome> {
     let txn = crate::db::begin_write(db).await?;
-    let outcome = stripe_events::apply_event(&txn, event, Utc::now()).await?;
+    let outcome = stripe_events::apply_event(&txn, event, now).await?;
     if outcome == stripe_events::Outcome::Applied {
-        dunning(&txn, event, dunning_failures).await?;
+        dunning(&txn, event, dunning_failures, now).await?;
     }
     txn.commit().await?;
     Ok(outcome)
@@ -306,6 +215,7 @@ pub async fn catch_up(
     gateway: &Gateway,
     since: DateTime<Utc>,
     dunning_failures: i32,
+    now: DateTime<Utc>,
 ) -> ApiResult<usize> {
     let events = gateway.list_events(since.timestamp()).await?;
     let mut applied = 0;
@@ -316,7 +226,8 @@ pub async fn catch_up(
         if !stripe_events::HANDLED.contains(&event.kind.as_str()) {
             continue;
         }
-        if handle_event(db, &event, dunning_failures).await? == stripe_events::Outcome::Applied {
+        if handle_event(db, &event, dunning_failures, now).await? == stripe_events::Outcome::Applied
+        {
             applied += 1;
         }
     }
@@ -341,7 +252,7 @@ async fn work(
     billing: &Billing,
     last_catch_up: &mut Option<DateTime<Utc>>,
 ) -> ApiResult<()> {
-    let now = Utc::now();
+    let now = billing.clock.now();
     let unanswered = outbox::unanswered_since(db, now).await?;
     let periodic = last_catch_up.is_none_or(|t| now - t >= CATCH_UP_EVERY);
     if unanswered.is_some() || periodic {
@@ -351,7 +262,7 @@ async fn work(
         }
         // Without Stripe's events the rows are still delivered: their idempotency keys
         // keep a repeated call from creating anything twice at Stripe.
-        match catch_up(db, gateway, since, billing.dunning_failures).await {
+        match catch_up(db, gateway, since, billing.dunning_failures, now).await {
             Ok(0) => {}
             Ok(applied) => {
                 tracing::info!(applied, "Applied Stripe events that no webhook delivered.")
@@ -362,7 +273,7 @@ async fn work(
         }
         *last_catch_up = Some(now);
     }
-    outbox::deliver_due(db, gateway, &billing.retries, Utc::now()).await?;
+    outbox::deliver_due(db, gateway, &billing.retries, billing.clock.now()).await?;
     Ok(())
 }
 

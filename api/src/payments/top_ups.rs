@@ -1,21 +1,17 @@
-//! Prepaid top-ups (tenant admin): `startTopUp` records the top-up and queues its payment
-//! in one transaction; the outbox worker charges the tenant's default payment method and
+//! Prepaid top-ups (tenant admin): `startTopUp` checks who asks and what, then records the
+//! top-up with its payment queued in one transaction (`neocloud_metering::payments::top_ups`); the outbox worker charges the tenant's default payment method and
 //! the payment's `payment_intent.succeeded` event grants the credit, once
 //! (`neocloud_metering::payments`). The same `idempotencyKey` returns the same top-up.
 
 use chrono::Utc;
-use neocloud_metering::payments::outbox;
-use neocloud_schema::entity::{payment_account, top_up};
+use neocloud_metering::payments::{accounts, top_ups};
+use neocloud_schema::entity::top_up;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::parse_plain_decimal;
-use neocloud_schema::vocabulary::{Role, TopUpStatus};
+use neocloud_schema::vocabulary::Role;
 use rust_decimal::Decimal;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set,
-};
+use sea_orm::DatabaseConnection;
 use serde_json::json;
-use uuid::Uuid;
 
 use crate::audit;
 use crate::auth::Principal;
@@ -37,6 +33,7 @@ pub async fn start(
     payments_configured: bool,
     amount: &str,
     idempotency_key: Option<String>,
+    now: chrono::DateTime<Utc>,
 ) -> ApiResult<top_up::Model> {
     let tenant = actor.tenant()?;
     if actor.role != Role::TenantAdmin {
@@ -79,11 +76,7 @@ pub async fn start(
     }
     amount.rescale(currency.minor_unit_digits());
     if let Some(key) = &idempotency_key
-        && let Some(found) = top_up::Entity::find()
-            .filter(top_up::Column::TenantId.eq(owner.id))
-            .filter(top_up::Column::ClientKey.eq(key.as_str()))
-            .one(&txn)
-            .await?
+        && let Some(found) = top_ups::find_by_key(&txn, owner.id, key).await?
     {
         if found.amount.get() != amount {
             return Err(ApiError::IdempotencyConflict {
@@ -92,8 +85,7 @@ pub async fn start(
         }
         return Ok(found);
     }
-    let has_method = payment_account::Entity::find_by_id(owner.id)
-        .one(&txn)
+    let has_method = accounts::find(&txn, owner.id)
         .await?
         .is_some_and(|a| a.default_payment_method.is_some());
     if !has_method {
@@ -102,24 +94,14 @@ pub async fn start(
                 .into(),
         });
     }
-    let now = Utc::now();
-    let created = top_up::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        tenant_id: Set(owner.id),
-        amount: Set(amount.into()),
-        currency: Set(owner.currency.clone()),
-        status: Set(TopUpStatus::Pending),
-        client_key: Set(idempotency_key),
-        stripe_payment_intent: Set(None),
-        credit_grant_id: Set(None),
-        failure: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(&txn)
+    let created = top_ups::start(
+        &txn,
+        owner.id,
+        (amount, &owner.currency),
+        idempotency_key,
+        now,
+    )
     .await?;
-    // Paid through the outbox: the payment exists if and only if the top-up does.
-    outbox::queue_top_up(&txn, owner.id, created.id, now).await?;
     audit::record(
         &txn,
         actor,
@@ -144,10 +126,5 @@ pub async fn list(
     asked: Option<TenantId>,
 ) -> ApiResult<Vec<top_up::Model>> {
     let tenant = actor.acting_tenant(asked)?;
-    Ok(top_up::Entity::find()
-        .filter(top_up::Column::TenantId.eq(tenant.0))
-        .order_by_desc(top_up::Column::CreatedAt)
-        .limit(LISTED)
-        .all(db)
-        .await?)
+    Ok(top_ups::latest(db, tenant.into(), LISTED).await?)
 }

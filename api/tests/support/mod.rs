@@ -6,8 +6,12 @@
 //! skipping it.
 #![allow(dead_code)]
 
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_api::settings::Settings;
 use neocloud_api::startup::Application;
+use neocloud_schema::clock::{Clock, ShiftedClock};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 use serde_json::{Value, json};
 
@@ -37,6 +41,8 @@ macro_rules! on_both_databases {
 pub struct TestApp {
     pub url: String,
     pub db: DatabaseConnection,
+    /// The server's clock: tests move it forward instead of sleeping.
+    pub clock: Arc<ShiftedClock>,
     pub operator_key: String,
     pub client: reqwest::Client,
     _dir: tempfile::TempDir,
@@ -133,7 +139,10 @@ impl TestApp {
         // Test webhook receivers listen on loopback, which production refuses.
         settings.webhook_allow_hosts = "127.0.0.1".into();
         adjust(&mut settings);
-        let app = Application::build(settings).await.expect("the app builds");
+        let clock = Arc::new(ShiftedClock::default());
+        let app = Application::build_with_clock(settings, clock.clone())
+            .await
+            .expect("the app builds");
         let db = app.db().clone();
         let operator_key = neocloud_api::auth::bootstrap_operator_key(&db, "test operator")
             .await
@@ -144,11 +153,25 @@ impl TestApp {
         Some(TestApp {
             url: format!("http://127.0.0.1:{port}"),
             db,
+            clock,
             operator_key,
             client: reqwest::Client::new(),
             _dir: dir,
             _pg: pg,
         })
+    }
+
+    /// Moves the server's clock forward by `by`.
+    pub fn advance(&self, by: TimeDelta) {
+        self.clock.advance(by);
+    }
+
+    /// Moves the server's clock forward until `t` has passed.
+    pub fn advance_past(&self, t: DateTime<Utc>) {
+        let left = t - self.clock.now();
+        if left >= TimeDelta::zero() {
+            self.clock.advance(left + TimeDelta::milliseconds(1));
+        }
     }
 
     /// POSTs a GraphQL request and returns the whole JSON answer.

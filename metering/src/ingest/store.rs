@@ -735,13 +735,13 @@ async fn add_in_database<C: ConnectionTrait>(conn: &C, buckets: &Buckets) -> Res
         column(&|_, i| Some(i.energy_kwh.to_string())),
         column(&|_, i| Some(i.seconds.to_string())),
     ];
-    let sum = |c: &str| format!("{c} = (usage_minutes.{c}::numeric + excluded.{c}::numeric)::text");
+    let sum = |c: &str| format!("{c} = usage_minutes.{c} + excluded.{c}");
     let sql = format!(
         "INSERT INTO usage_minutes (id, minute_start, device_uuid, allocation_id, tenant_id, \
          sku_id, label, active_seconds, memory_gib_seconds, energy_kwh, sampled_seconds) \
          SELECT * FROM unnest($1::text::uuid[], $2::text::timestamptz[], $3::text::text[], \
          $4::text::uuid[], $5::text::uuid[], $6::text::uuid[], $7::text::text[], \
-         $8::text::text[], $9::text::text[], $10::text::text[], $11::text::bigint[]) \
+         $8::text::numeric[], $9::text::numeric[], $10::text::numeric[], $11::text::bigint[]) \
          ON CONFLICT (allocation_id, minute_start, device_uuid, label) DO UPDATE SET {}, {}, {}, \
          sampled_seconds = usage_minutes.sampled_seconds + excluded.sampled_seconds",
         sum("active_seconds"),

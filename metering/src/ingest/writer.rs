@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use neocloud_schema::clock::SharedClock;
 use neocloud_schema::ingest::Batch;
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::{Mutex, Notify, mpsc, oneshot};
@@ -44,14 +44,21 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Starts `writers` tasks writing groups of at most `max_group` batches.
-    pub fn spawn(db: DatabaseConnection, writers: usize, max_group: usize) -> Writer {
+    /// Starts `writers` tasks writing groups of at most `max_group` batches, judging their
+    /// times by `clock`.
+    pub fn spawn(
+        db: DatabaseConnection,
+        clock: SharedClock,
+        writers: usize,
+        max_group: usize,
+    ) -> Writer {
         let (jobs, queue) = mpsc::channel::<Job>(QUEUE);
         let queue = Arc::new(Mutex::new(queue));
         let journaled = Arc::new(Notify::new());
         spawn_aggregator(db.clone(), journaled.clone());
         for _ in 0..writers.max(1) {
             let (db, queue, journaled) = (db.clone(), queue.clone(), journaled.clone());
+            let clock = clock.clone();
             tokio::spawn(async move {
                 loop {
                     let group = {
@@ -73,7 +80,7 @@ impl Writer {
                         .map(|job| (job.submission, job.answer))
                         .unzip();
                     let (size, started) = (submissions.len(), std::time::Instant::now());
-                    let results = accept_many(&db, submissions, Utc::now()).await;
+                    let results = accept_many(&db, submissions, clock.now()).await;
                     tracing::debug!(
                         batches = size,
                         ms = started.elapsed().as_secs_f64() * 1000.0,

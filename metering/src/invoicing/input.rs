@@ -6,16 +6,16 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
-    Exact, allocation, allocation_gpu, invoice, plan, plan_rate, plan_version, sku, tenant,
-    tenant_plan,
+    Exact, allocation, allocation_gpu, invoice, plan_rate, plan_version, sku, tenant, tenant_plan,
 };
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{AllocationClass, Metric};
 use rust_decimal::Decimal;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 use super::{InvoicingError, month_fraction, store};
+use crate::plans;
 use crate::rating::PriceModel;
 use crate::rating::period::{
     ALLOCATED_UNIT_RULE, AllocationUsage, Commitment, DEFAULT_UNIT, GrantBalance, LateUsage, Line,
@@ -93,37 +93,17 @@ async fn segments<C: ConnectionTrait>(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, PlanTerms)>, DbErr> {
-    let assignments = tenant_plan::Entity::find()
-        .filter(tenant_plan::Column::TenantId.eq(tenant))
-        .filter(tenant_plan::Column::EffectiveFrom.lt(to))
-        .order_by_asc(tenant_plan::Column::EffectiveFrom)
-        .order_by_asc(tenant_plan::Column::CreatedAt)
-        .all(conn)
-        .await?;
+    let assignments = plans::store::assignments_before(conn, tenant, to).await?;
     let version_ids: Vec<Uuid> = assignments.iter().map(|a| a.plan_version_id).collect();
-    let versions: HashMap<Uuid, plan_version::Model> = plan_version::Entity::find()
-        .filter(plan_version::Column::Id.is_in(version_ids.clone()))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|v| (v.id, v))
-        .collect();
-    let plans: HashMap<Uuid, String> = plan::Entity::find()
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|p| (p.id, p.name))
-        .collect();
-    let rates = plan_rate::Entity::find()
-        .filter(plan_rate::Column::PlanVersionId.is_in(version_ids))
-        .all(conn)
-        .await?;
+    let versions = plans::store::versions(conn, &version_ids).await?;
+    let names = plans::store::names(conn).await?;
+    let rates = plans::store::rates_of(conn, &version_ids).await?;
     let terms_of = |a: &tenant_plan::Model| {
         versions
             .get(&a.plan_version_id)
             .map_or_else(list_prices, |v| {
                 terms(
-                    plans.get(&v.plan_id).map_or("plan", String::as_str),
+                    names.get(&v.plan_id).map_or("plan", String::as_str),
                     v,
                     &rates,
                 )

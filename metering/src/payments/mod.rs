@@ -6,8 +6,11 @@
 //! anything after voiding, is recorded as `superseded` and changes nothing — so events
 //! may arrive in any order, and a top-up's credit is granted once.
 
+pub mod accounts;
+pub mod dunning;
 pub mod gateway;
 pub mod outbox;
+pub mod top_ups;
 pub mod webhook;
 
 use chrono::{DateTime, Utc};

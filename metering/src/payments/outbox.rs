@@ -25,6 +25,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::accounts;
 use super::gateway::{Gateway, GatewayError, HostedInvoice, HostedItem};
 
 /// What an outbox row asks of the payment provider (stored as its name).
@@ -125,10 +126,7 @@ pub async fn queue_invoice<C: ConnectionTrait>(
     invoice: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    let mode = payment_account::Entity::find_by_id(tenant)
-        .one(conn)
-        .await?
-        .map_or(CollectionMode::ChargeAutomatically, |a| a.collection_mode);
+    let mode = accounts::collection_mode(conn, tenant).await?;
     let (kind, key) = match mode {
         CollectionMode::ChargeAutomatically => (CHARGE_INVOICE, invoice_key(invoice, 0)),
         CollectionMode::SendInvoice => (SEND_INVOICE, format!("neocloud-hosted-{invoice}")),
@@ -409,9 +407,7 @@ impl<'a, C: ConnectionTrait> Delivery<'a, C> {
         row: &'a payment_outbox::Model,
         now: DateTime<Utc>,
     ) -> Result<Delivery<'a, C>, DbErr> {
-        let account = payment_account::Entity::find_by_id(row.tenant_id)
-            .one(conn)
-            .await?;
+        let account = accounts::find(conn, row.tenant_id).await?;
         let metadata = HashMap::from([
             ("tenant_id".to_owned(), row.tenant_id.to_string()),
             ("neocloud_key".to_owned(), row.idempotency_key.clone()),
@@ -670,15 +666,7 @@ async fn ensure_customer<C: ConnectionTrait>(
         Ok(customer) => customer,
         Err(e) => return Ok(Err(e)),
     };
-    payment_account::Entity::update_many()
-        .col_expr(
-            payment_account::Column::StripeCustomerId,
-            Expr::value(customer.clone()),
-        )
-        .col_expr(payment_account::Column::UpdatedAt, Expr::value(now))
-        .filter(payment_account::Column::TenantId.eq(tenant_id))
-        .exec(conn)
-        .await?;
+    accounts::set_customer(conn, tenant_id, &customer, now).await?;
     Ok(Ok(customer))
 }
 

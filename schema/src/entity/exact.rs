@@ -1,16 +1,22 @@
 //! `Exact`: a decimal column (money, prices, quantities) as the entities hold it. Stored as
-//! the decimal's text on every database; a row whose text is not a decimal fails to read
-//! (`DbErr::TryIntoErr`) — it never becomes zero, so a corrupt amount cannot be charged.
+//! `NUMERIC` on PostgreSQL (the database checks and compares it as a number) and as the
+//! decimal's text on SQLite (which has no exact decimal type: its `NUMERIC` affinity would
+//! turn `0.10` into a float). Either way a stored value that is not an exact decimal fails
+//! to read (`DbErr::TryIntoErr`) — it never becomes zero, so a corrupt amount cannot be
+//! charged.
 
 use std::fmt;
 use std::ops::Deref;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use rust_decimal::Decimal;
-use sea_orm::DeriveValueType;
+use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, ValueType, ValueTypeErr};
+use sea_orm::{
+    ActiveValue, ColIdx, DbErr, IntoActiveValue, QueryResult, TryGetError, TryGetable, Value,
+};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, DeriveValueType)]
-#[sea_orm(value_type = "String")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Exact(pub Decimal);
 
 impl Exact {
@@ -58,6 +64,64 @@ impl FromStr for Exact {
 impl fmt::Display for Exact {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
+    }
+}
+
+/// Written as a decimal parameter: PostgreSQL binds it as `NUMERIC`, SQLite as its text.
+impl From<Exact> for Value {
+    fn from(e: Exact) -> Self {
+        Value::Decimal(Some(e.0))
+    }
+}
+
+impl TryGetable for Exact {
+    fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
+        if res.try_as_pg_row().is_some() {
+            return Decimal::try_get_by(res, idx).map(Exact);
+        }
+        // SQLite: the text, read exactly (sea-orm's own SQLite decimal goes through f64).
+        let text = String::try_get_by(res, idx)?;
+        text.parse().map_err(|e: NotExact| {
+            TryGetError::DbErr(DbErr::TryIntoErr {
+                from: "text",
+                into: "Exact",
+                source: Arc::new(e),
+            })
+        })
+    }
+}
+
+impl ValueType for Exact {
+    fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
+        match v {
+            Value::Decimal(Some(d)) => Ok(Exact(d)),
+            Value::String(Some(text)) => text.parse().map_err(|_| ValueTypeErr),
+            _ => Err(ValueTypeErr),
+        }
+    }
+
+    fn type_name() -> String {
+        "Exact".to_owned()
+    }
+
+    fn array_type() -> ArrayType {
+        ArrayType::Decimal
+    }
+
+    fn column_type() -> ColumnType {
+        ColumnType::Decimal(None)
+    }
+}
+
+impl Nullable for Exact {
+    fn null() -> Value {
+        Value::Decimal(None)
+    }
+}
+
+impl IntoActiveValue<Exact> for Exact {
+    fn into_active_value(self) -> ActiveValue<Exact> {
+        ActiveValue::Set(self)
     }
 }
 

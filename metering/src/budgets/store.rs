@@ -1,5 +1,6 @@
-//! SQL for budgets and their events. Every query names the tenant, except the sweep's
-//! reads of all budgets and of pending webhook deliveries.
+//! The budget tables (`budgets`, `budget_events`): the only module that writes them. Every
+//! query names the tenant, except the sweep's reads of all budgets and of pending webhook
+//! deliveries.
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{Exact, budget, budget_event};
@@ -11,7 +12,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-pub(crate) async fn find<C: ConnectionTrait>(
+pub async fn find<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
 ) -> Result<Option<budget::Model>, DbErr> {
@@ -20,7 +21,7 @@ pub(crate) async fn find<C: ConnectionTrait>(
 
 /// The tenant's budget, locked until the transaction ends where the engine has row locks
 /// (PostgreSQL; SQLite's write transaction already holds the database).
-pub(crate) async fn find_for_update<C: ConnectionTrait>(
+pub async fn find_for_update<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
 ) -> Result<Option<budget::Model>, DbErr> {
@@ -32,7 +33,7 @@ pub(crate) async fn find_for_update<C: ConnectionTrait>(
 
 /// A limit version the tenant has not used: above the budget's and every event's, so a
 /// budget removed and set again starts afresh too.
-pub(crate) async fn next_limit_version<C: ConnectionTrait>(
+pub async fn next_limit_version<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
     before: Option<&budget::Model>,
@@ -48,7 +49,7 @@ pub(crate) async fn next_limit_version<C: ConnectionTrait>(
 }
 
 /// The budgets of `tenants` (those that have one), in one read.
-pub(crate) async fn find_many<C: ConnectionTrait>(
+pub async fn find_many<C: ConnectionTrait>(
     conn: &C,
     tenants: &[Uuid],
 ) -> Result<Vec<budget::Model>, DbErr> {
@@ -58,11 +59,11 @@ pub(crate) async fn find_many<C: ConnectionTrait>(
         .await
 }
 
-pub(crate) async fn all<C: ConnectionTrait>(conn: &C) -> Result<Vec<budget::Model>, DbErr> {
+pub async fn all<C: ConnectionTrait>(conn: &C) -> Result<Vec<budget::Model>, DbErr> {
     budget::Entity::find().all(conn).await
 }
 
-pub(crate) async fn upsert<C: ConnectionTrait>(
+pub async fn upsert<C: ConnectionTrait>(
     conn: &C,
     model: budget::Model,
     exists: bool,
@@ -90,14 +91,14 @@ pub(crate) async fn upsert<C: ConnectionTrait>(
     }
 }
 
-pub(crate) async fn delete<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), DbErr> {
+pub async fn delete<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), DbErr> {
     budget::Entity::delete_by_id(tenant)
         .exec(conn)
         .await
         .map(|_| ())
 }
 
-pub(crate) async fn set_blocked<C: ConnectionTrait>(
+pub async fn set_blocked<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
     since: Option<DateTime<Utc>>,
@@ -111,7 +112,7 @@ pub(crate) async fn set_blocked<C: ConnectionTrait>(
 }
 
 /// An event to record.
-pub(crate) struct NewEvent<'a> {
+pub struct NewEvent<'a> {
     pub tenant: Uuid,
     pub period_start: DateTime<Utc>,
     pub kind: &'a str,
@@ -124,10 +125,7 @@ pub(crate) struct NewEvent<'a> {
 }
 
 /// Records an event once per tenant, period, kind, threshold and limit version.
-pub(crate) async fn record_event<C: ConnectionTrait>(
-    conn: &C,
-    event: NewEvent<'_>,
-) -> Result<(), DbErr> {
+pub async fn record_event<C: ConnectionTrait>(conn: &C, event: NewEvent<'_>) -> Result<(), DbErr> {
     budget_event::Entity::insert(budget_event::ActiveModel {
         id: Set(Uuid::now_v7()),
         tenant_id: Set(event.tenant),
@@ -158,7 +156,7 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
 }
 
 /// The tenant's events of the period starting at `period_start`, oldest first.
-pub(crate) async fn events<C: ConnectionTrait>(
+pub async fn events<C: ConnectionTrait>(
     conn: &C,
     tenant: Uuid,
     period_start: DateTime<Utc>,
@@ -172,7 +170,7 @@ pub(crate) async fn events<C: ConnectionTrait>(
 }
 
 /// Events whose webhook is still to be delivered, with their budgets.
-pub(crate) async fn pending_deliveries<C: ConnectionTrait>(
+pub async fn pending_deliveries<C: ConnectionTrait>(
     conn: &C,
     max_attempts: i32,
 ) -> Result<Vec<(budget_event::Model, budget::Model)>, DbErr> {
@@ -191,7 +189,7 @@ pub(crate) async fn pending_deliveries<C: ConnectionTrait>(
     Ok(out)
 }
 
-pub(crate) async fn set_delivery<C: ConnectionTrait>(
+pub async fn set_delivery<C: ConnectionTrait>(
     conn: &C,
     event: Uuid,
     status: &str,
