@@ -334,29 +334,8 @@ fn naive_fit(
             memory_mib_per_gpu,
             ..
         } => {
-            let free = free_whole_gpus(n, models);
-            let free_count = count_u32(free.len());
-            let take = if gang {
-                need.min(free_count)
-            } else if free_count >= count {
-                count
-            } else {
-                0
-            };
-            let cpu_milli = cpu_milli_per_gpu * take;
-            let memory_mib = memory_mib_per_gpu * u64::from(take);
-            if take == 0 || !fits_cpu(cpu_milli, memory_mib) {
-                return Ok(None);
-            }
-            let gpus = free.iter().take(take as usize).map(|&gpu| GpuGrant {
-                gpu,
-                share: GpuShare::Whole,
-            });
-            Some(NaiveFit {
-                placement: naive_node(id, cpu_milli, memory_mib, gpus.collect()),
-                taken: take,
-                left: free_count - take,
-            })
+            let per_gpu = (cpu_milli_per_gpu, memory_mib_per_gpu);
+            naive_whole_gpus(n, id, count, models, per_gpu, need, gang)
         }
         Shape::Mig {
             profile,
@@ -364,21 +343,17 @@ fn naive_fit(
             cpu_milli,
             memory_mib,
         } => {
-            if !fits_cpu(cpu_milli, memory_mib) {
-                return Ok(None);
-            }
-            first_mig_start(n, profile, models).map(|(gpu, g, start)| NaiveFit {
-                placement: naive_node(
-                    id,
-                    cpu_milli,
-                    memory_mib,
-                    vec![GpuGrant {
-                        gpu,
-                        share: GpuShare::Mig { profile, start },
-                    }],
-                ),
-                taken: need,
-                left: 8 - g.mig_used.used_slots(),
+            let hit = fits_cpu(cpu_milli, memory_mib)
+                .then(|| first_mig_start(n, profile, models))
+                .flatten();
+            hit.map(|(gpu, g, start)| {
+                let share = GpuShare::Mig { profile, start };
+                let node = naive_node(id, cpu_milli, memory_mib, vec![GpuGrant { gpu, share }]);
+                NaiveFit {
+                    placement: node,
+                    taken: need,
+                    left: 8 - g.mig_used.used_slots(),
+                }
             })
         }
         Shape::Fractional {
@@ -388,27 +363,59 @@ fn naive_fit(
             cpu_milli,
             memory_mib,
         } => {
-            if !fits_cpu(cpu_milli, memory_mib) {
-                return Ok(None);
-            }
-            first_shared_room(n, milli_gpu, gpu_memory_mib, models).map(|(gpu, g)| NaiveFit {
-                placement: naive_node(
-                    id,
-                    cpu_milli,
-                    memory_mib,
-                    vec![GpuGrant {
-                        gpu,
-                        share: GpuShare::Fraction {
-                            milli: milli_gpu,
-                            memory_mib: gpu_memory_mib,
-                        },
-                    }],
-                ),
-                taken: need,
-                left: g.free_milli(),
+            let hit = fits_cpu(cpu_milli, memory_mib)
+                .then(|| first_shared_room(n, milli_gpu, gpu_memory_mib, models))
+                .flatten();
+            hit.map(|(gpu, g)| {
+                let share = GpuShare::Fraction {
+                    milli: milli_gpu,
+                    memory_mib: gpu_memory_mib,
+                };
+                let node = naive_node(id, cpu_milli, memory_mib, vec![GpuGrant { gpu, share }]);
+                NaiveFit {
+                    placement: node,
+                    taken: need,
+                    left: g.free_milli(),
+                }
             })
         }
         Shape::WholeNodes { .. } | Shape::Cpu { .. } => return Err(NoFit::NoCapacity),
+    })
+}
+
+/// The whole GPUs node `n` can grant: all `count` asked for, or for a gang as many as
+/// are still needed.
+fn naive_whole_gpus(
+    n: &Node,
+    id: NodeId,
+    count: u32,
+    models: ModelSet,
+    (cpu_milli_per_gpu, memory_mib_per_gpu): (u32, u64),
+    need: u32,
+    gang: bool,
+) -> Option<NaiveFit> {
+    let free = free_whole_gpus(n, models);
+    let free_count = count_u32(free.len());
+    let take = if gang {
+        need.min(free_count)
+    } else if free_count >= count {
+        count
+    } else {
+        0
+    };
+    let cpu_milli = cpu_milli_per_gpu * take;
+    let memory_mib = memory_mib_per_gpu * u64::from(take);
+    if take == 0 || cpu_milli > n.free_cpu_milli || memory_mib > n.free_memory_mib {
+        return None;
+    }
+    let gpus = free.iter().take(take as usize).map(|&gpu| GpuGrant {
+        gpu,
+        share: GpuShare::Whole,
+    });
+    Some(NaiveFit {
+        placement: naive_node(id, cpu_milli, memory_mib, gpus.collect()),
+        taken: take,
+        left: free_count - take,
     })
 }
 
