@@ -101,8 +101,12 @@ fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
 }
 
 fn update_gauges(spool: &Spool, metrics: &AgentMetrics) {
-    metrics.batches_spooled.set(spool.len() as i64);
-    metrics.spool_bytes.set(spool.bytes() as i64);
+    // Gauges saturate: no spool holds more than `i64::MAX` batches or bytes.
+    let batches = i64::try_from(spool.len()).unwrap_or(i64::MAX);
+    metrics.batches_spooled.set(batches);
+    metrics
+        .spool_bytes
+        .set(i64::try_from(spool.bytes()).unwrap_or(i64::MAX));
 }
 
 /// Windows kept in memory while the spool cannot be written (disk full, I/O error).

@@ -57,6 +57,8 @@ pub enum SpoolError {
     },
     #[error("the spool has no record with seq {seq} at its head")]
     NotHead { seq: u64 },
+    #[error("spool record {path} would be {bytes} bytes, more than a record can hold")]
+    TooLarge { path: PathBuf, bytes: usize },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SpoolError + '_ {
@@ -153,7 +155,11 @@ fn encode(batch: &Batch, path: &Path) -> Result<Vec<u8>, SpoolError> {
     out.extend_from_slice(MAGIC);
     out.push(FORMAT_VERSION);
     out.extend_from_slice(&[0, 0, 0]);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let length = u32::try_from(payload.len()).map_err(|_| SpoolError::TooLarge {
+        path: path.to_owned(),
+        bytes: payload.len(),
+    })?;
+    out.extend_from_slice(&length.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     Ok(out)

@@ -242,7 +242,7 @@ impl WindowBuilder {
                         sm_util_pct: acc
                             .process_util_supported
                             .then(|| avg(p.util_integral).clamp(0.0, 100.0)),
-                        fb_used_bytes: p.fb_known.then(|| avg(p.fb_integral).round() as u64),
+                        fb_used_bytes: p.fb_known.then(|| round_u64(avg(p.fb_integral))),
                     })
                     .collect();
                 DeviceSample {
@@ -252,11 +252,9 @@ impl WindowBuilder {
                     sm_util_pct: acc
                         .util_known
                         .then(|| avg(acc.util_integral).clamp(0.0, 100.0)),
-                    fb_used_bytes: acc.fb_known.then(|| avg(acc.fb_integral).round() as u64),
+                    fb_used_bytes: acc.fb_known.then(|| round_u64(avg(acc.fb_integral))),
                     energy_mj: acc.energy_mj,
-                    power_mw: acc
-                        .power_known
-                        .then(|| avg(acc.power_integral).round() as u64),
+                    power_mw: acc.power_known.then(|| round_u64(avg(acc.power_integral))),
                     temp_c: acc.temp_c,
                     health,
                     events: acc.events,
@@ -270,6 +268,14 @@ impl WindowBuilder {
             devices,
         })
     }
+}
+
+/// A mean of readings (bytes, milliwatts) as the whole number the contract carries. The
+/// readings are non-negative integers, so their mean is too, give or take rounding; `as`
+/// saturates anything else (NaN and negatives to 0).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn round_u64(v: f64) -> u64 {
+    v.round() as u64
 }
 
 fn seconds(d: Duration) -> f64 {
@@ -289,7 +295,7 @@ fn weighted(a: Option<f64>, da: f64, b: Option<f64>, db: f64) -> Option<f64> {
 }
 
 fn weighted_u64(a: Option<u64>, da: f64, b: Option<u64>, db: f64) -> Option<u64> {
-    weighted(a.map(|v| v as f64), da, b.map(|v| v as f64), db).map(|v| v.round() as u64)
+    weighted(a.map(|v| v as f64), da, b.map(|v| v as f64), db).map(round_u64)
 }
 
 /// Merges two adjacent windows (`a` ends where `b` starts) into one window with the same

@@ -585,16 +585,20 @@ impl Fleet {
     }
 
     fn intern(&mut self, name: &str) -> Result<ModelId, FleetError> {
-        if let Some(i) = self.models.iter().position(|m| m == name) {
-            return Ok(ModelId(i as u16));
-        }
-        if self.models.len() >= MAX_MODELS {
-            return Err(FleetError::TooManyModels {
-                model: name.to_owned(),
-            });
-        }
-        self.models.push(name.to_owned());
-        Ok(ModelId((self.models.len() - 1) as u16))
+        let too_many = || FleetError::TooManyModels {
+            model: name.to_owned(),
+        };
+        let i = match self.models.iter().position(|m| m == name) {
+            Some(i) => i,
+            None => {
+                if self.models.len() >= MAX_MODELS {
+                    return Err(too_many());
+                }
+                self.models.push(name.to_owned());
+                self.models.len() - 1
+            }
+        };
+        u16::try_from(i).map(ModelId).map_err(|_| too_many())
     }
 
     pub fn with_tuning(mut self, tuning: Tuning) -> Fleet {
@@ -611,7 +615,8 @@ impl Fleet {
         self.models
             .iter()
             .position(|m| m == name)
-            .map(|i| ModelId(i as u16))
+            .and_then(|i| u16::try_from(i).ok())
+            .map(ModelId)
     }
 
     pub fn model_name(&self, model: ModelId) -> Option<&str> {

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::fleet::{Fleet, FleetError, Tuning};
 use crate::fractional::{MixShape, ShapeMix};
-use crate::ids::{AllocationKey, ModelId};
+use crate::ids::{AllocationKey, ModelId, count_u32};
 use crate::policy::{Policy, PolicyKind};
 use crate::request::{MILLI_PER_GPU, Request, Shape};
 use crate::trace::{self, TraceNode, TracePod};
@@ -278,7 +278,7 @@ fn jobs(pods: &[TracePod], timed: bool, compress: f64) -> Vec<Job> {
         .enumerate()
         .map(|(i, p)| {
             let arrival = if timed {
-                whole_seconds(p.creation_time.unwrap_or(0) as f64 / compress)
+                whole(p.creation_time.unwrap_or(0) as f64 / compress)
             } else {
                 i as u64
             };
@@ -298,12 +298,12 @@ fn jobs(pods: &[TracePod], timed: bool, compress: f64) -> Vec<Job> {
     jobs
 }
 
-/// Seconds as the timeline counts them: whole, never negative. `as` saturates (NaN and
-/// negatives to 0, beyond `u64::MAX` to it), and the fraction of a second dropped is
-/// below what the trace records.
+/// A quantity the replay counts in whole units (seconds, milli-GPUs): the fraction is
+/// dropped, below what a trace records; `as` saturates (NaN and negatives to 0, beyond
+/// `u64::MAX` to it).
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn whole_seconds(s: f64) -> u64 {
-    s as u64
+fn whole(x: f64) -> u64 {
+    x as u64
 }
 
 /// The end of the replay: the last departure, or one second after the last arrival.
@@ -436,14 +436,14 @@ pub fn percentile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
-    let rank = rank_at(q, sorted.len());
+    let rank = nearest_rank(q, sorted.len());
     sorted[rank - 1]
 }
 
 /// The nearest rank of quantile `q` among `len` values, 1-based. The float only picks
 /// the rank: `as` saturates (NaN and negatives to 0) and the clamp keeps it in range.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn rank_at(q: f64, len: usize) -> usize {
+pub fn nearest_rank(q: f64, len: usize) -> usize {
     ((q * len as f64).ceil() as usize).clamp(1, len)
 }
 
@@ -456,7 +456,7 @@ fn saturate(
     report: &mut Report,
 ) {
     let capacity = report.gpus as u64 * u64::from(MILLI_PER_GPU);
-    let target = (opts.arrive * capacity as f64).max(0.0) as u64;
+    let target = whole((opts.arrive * capacity as f64).max(0.0));
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut requested = 0u64;
     let mut failed = 0usize;
@@ -509,9 +509,11 @@ pub fn unusable_free_milli(fleet: &Fleet, mix: &ShapeMix) -> u64 {
         let fits_node =
             |s: &MixShape| s.cpu_milli <= free.cpu_milli && s.memory_mib <= free.memory_mib;
         let full = |s: &MixShape| {
-            gpus.iter()
-                .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
-                .count() as u32
+            count_u32(
+                gpus.iter()
+                    .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
+                    .count(),
+            )
         };
         for &(model, milli) in &gpus {
             if milli == 0 {

@@ -847,7 +847,8 @@ impl SimSource {
         };
         let dev = &self.devices[d];
         let allocation = dev.allocations[self.rng.random_range(0..dev.allocations.len())];
-        let share = (100 / target as u32).max(2);
+        // Saturates: a target past `u32::MAX` processes leaves the least share, 2.
+        let share = (100 / u32::try_from(target).unwrap_or(u32::MAX)).max(2);
         let base_util = self.rng.random_range(1..share);
         let fb = self
             .rng
@@ -856,7 +857,9 @@ impl SimSource {
             .rng
             .random_bool(self.profile.memory_unavailable_share.clamp(0.0, 1.0));
         let mean = u64::from(self.profile.mean_process_seconds.max(2));
-        let ends_at = s + self.rng.random_range(mean / 2..=mean * 3 / 2) as i64;
+        let run_s = self.rng.random_range(mean / 2..=mean * 3 / 2);
+        // At most 1.5 × a `u32`: fits.
+        let ends_at = s + i64::try_from(run_s).unwrap_or(i64::MAX);
         let project = ["llm", "vision", "rl"][self.rng.random_range(0..3usize)];
         let start_time = self.next_start_time;
         self.next_start_time += 1;
