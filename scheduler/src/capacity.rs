@@ -159,8 +159,8 @@ impl Fleet {
 
     /// The vertex at `level` above (or at) vertex `v`.
     fn ancestor_at(&self, mut v: u32, level: Level) -> u32 {
-        while self.vertices[v as usize].level > level {
-            match self.vertices[v as usize].parent {
+        while self.vertex(v).level > level {
+            match self.vertex(v).parent {
                 Some(parent) => v = parent,
                 None => break,
             }

@@ -510,7 +510,7 @@ impl Fleet {
         ] {
             parent = self.vertex_under(index, level, parent, name)?;
         }
-        self.vertices[parent as usize].nodes.push(id);
+        self.vertex_mut(parent).nodes.push(id);
         let mut gpus = Vec::with_capacity(spec.gpus.len());
         for g in spec.gpus {
             let model = self.intern(&g.model)?;
@@ -565,7 +565,7 @@ impl Fleet {
             summary: Summary::default(),
             lock: None,
         });
-        self.vertices[parent as usize].children.push(v);
+        self.vertex_mut(parent).children.push(v);
         index.insert(key, v);
         Ok(v)
     }
@@ -578,10 +578,20 @@ impl Fleet {
                 s.absorb(&self.nodes[n.index()].summary);
             }
             for &c in &self.vertices[v].children {
-                s.absorb(&self.vertices[c as usize].summary);
+                s.absorb(&self.vertex(c).summary);
             }
             self.vertices[v].summary = s;
         }
+    }
+
+    /// Vertex `v` of the topology tree (vertex ids index `vertices`; a `u32` always fits
+    /// a `usize` where this runs).
+    pub(crate) fn vertex(&self, v: u32) -> &Vertex {
+        &self.vertices[v as usize]
+    }
+
+    pub(crate) fn vertex_mut(&mut self, v: u32) -> &mut Vertex {
+        &mut self.vertices[v as usize]
     }
 
     fn intern(&mut self, name: &str) -> Result<ModelId, FleetError> {
@@ -750,7 +760,7 @@ impl Fleet {
             {
                 return Err(CommitError::Exclusivity { node: id });
             }
-            let domain = &self.vertices[node.domain as usize];
+            let domain = self.vertex(node.domain);
             let view = |n: NodeId| scratch.get(&n).unwrap_or(&self.nodes[n.index()]);
             let domain_lock = domain.nodes.iter().find_map(|&n| {
                 view(n)
@@ -865,14 +875,14 @@ impl Fleet {
     }
 
     fn refresh_domain_lock(&mut self, domain: u32) {
-        let lock = self.vertices[domain as usize].nodes.iter().find_map(|&n| {
+        let lock = self.vertex(domain).nodes.iter().find_map(|&n| {
             self.nodes[n.index()]
                 .allocs
                 .iter()
                 .find(|a| a.exclusive == Some(Exclusivity::NvlinkDomain))
                 .map(|a| a.tenant)
         });
-        self.vertices[domain as usize].lock = lock;
+        self.vertex_mut(domain).lock = lock;
     }
 
     /// Recomputes one node's summary and carries the change up its ancestors.
@@ -896,7 +906,7 @@ impl Fleet {
                     s.absorb_maxima(&self.nodes[n.index()].summary);
                 }
                 for &c in &self.vertices[vi].children {
-                    s.absorb_maxima(&self.vertices[c as usize].summary);
+                    s.absorb_maxima(&self.vertex(c).summary);
                 }
             }
             if s == before {

@@ -307,7 +307,7 @@ impl Fleet {
         if n.lock().is_some_and(|t| t != req.tenant) {
             return false;
         }
-        let domain = &self.vertices[n.domain as usize];
+        let domain = self.vertex(n.domain);
         if domain.lock.is_some_and(|t| t != req.tenant) {
             return false;
         }
@@ -331,7 +331,7 @@ impl Fleet {
         fullest_first: bool,
         f: &mut dyn FnMut(NodeId) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         if !self.summary_fits(shape, &vx.summary) {
             return ControlFlow::Continue(());
         }
@@ -352,7 +352,7 @@ impl Fleet {
         }
         let mut children = vx.children.clone();
         if fullest_first {
-            children.sort_by_key(|&c| self.fullness(shape, &self.vertices[c as usize].summary));
+            children.sort_by_key(|&c| self.fullness(shape, &self.vertex(c).summary));
         }
         for c in children {
             self.visit(c, shape, fullest_first, f)?;
@@ -624,7 +624,7 @@ impl Fleet {
         let mut candidates = Vec::new();
         let mut stack = vec![0u32];
         while let Some(v) = stack.pop() {
-            let vx = &self.vertices[v as usize];
+            let vx = self.vertex(v);
             if self.upper_units(unit, &vx.summary) < u64::from(count) {
                 continue;
             }
@@ -638,8 +638,7 @@ impl Fleet {
         match policy.kind {
             PolicyKind::FirstFit => {}
             PolicyKind::Random => candidates.shuffle(&mut policy.rng),
-            _ => candidates
-                .sort_by_key(|&v| self.upper_units(unit, &self.vertices[v as usize].summary)),
+            _ => candidates.sort_by_key(|&v| self.upper_units(unit, &self.vertex(v).summary)),
         }
         candidates
     }
@@ -664,14 +663,14 @@ impl Fleet {
                 if x == v {
                     break;
                 }
-                a = self.vertices[x as usize].parent;
+                a = self.vertex(x).parent;
             }
         });
         caps
     }
 
     fn for_nodes_under(&self, v: u32, f: &mut dyn FnMut(NodeId)) {
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         for &n in &vx.nodes {
             f(n);
         }
@@ -696,7 +695,7 @@ impl Fleet {
             Vertex(u32),
             Node(NodeId),
         }
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         let mut items: Vec<(Item, u32)> = if vx.level == Level::Domain {
             vx.nodes
                 .iter()

@@ -251,7 +251,7 @@ fn check_exclusivity(fleet: &Fleet, id: NodeId) -> Result<(), TestCaseError> {
             "node {id:?} exclusivity broken"
         );
     }
-    let domain = &fleet.vertices[n.domain as usize];
+    let domain = fleet.vertex(n.domain);
     let holders: Vec<TenantKey> = domain
         .nodes
         .iter()

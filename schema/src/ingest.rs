@@ -31,7 +31,7 @@ pub const MAX_WINDOW_AGE_DAYS: i64 = 35;
 /// when it reads it, which may be a moment after the window's last sample.
 pub const MAX_EVENT_SKEW_SECONDS: i64 = 60;
 /// The largest sequence number and energy counter storage can hold exactly.
-pub const MAX_COUNTER: u64 = i64::MAX as u64;
+pub const MAX_COUNTER: u64 = i64::MAX.unsigned_abs();
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
