@@ -175,7 +175,8 @@ fn decode(bytes: &[u8]) -> Result<Batch, String> {
     }
     let word =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    let len = word(8) as usize;
+    // Saturates: a length past `usize` is past the largest record too, and refused below.
+    let len = usize::try_from(word(8)).unwrap_or(usize::MAX);
     if len > MAX_RECORD_BYTES || bytes.len() != HEADER_BYTES + len {
         return Err(format!(
             "length {len} does not match the file ({} bytes): torn write",
