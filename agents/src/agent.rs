@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::agent_api::Assignments;
+use neocloud_schema::ingest::Batch;
 use tokio::sync::{Notify, watch};
 
 use crate::attribution::AttributionConfig;
@@ -100,8 +101,12 @@ fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
 }
 
 fn update_gauges(spool: &Spool, metrics: &AgentMetrics) {
-    metrics.batches_spooled.set(spool.len() as i64);
-    metrics.spool_bytes.set(spool.bytes() as i64);
+    // Gauges saturate: no spool holds more than `i64::MAX` batches or bytes.
+    let batches = i64::try_from(spool.len()).unwrap_or(i64::MAX);
+    metrics.batches_spooled.set(batches);
+    metrics
+        .spool_bytes
+        .set(i64::try_from(spool.bytes()).unwrap_or(i64::MAX));
 }
 
 /// Windows kept in memory while the spool cannot be written (disk full, I/O error).
@@ -148,7 +153,10 @@ fn sampling_loop<S: GpuSource>(
     metrics: &AgentMetrics,
     health: &Health,
 ) -> u64 {
-    let step_ms = (config.sample_interval.as_millis() as i64).max(1);
+    // Saturates: an interval beyond i64 milliseconds is as good as never.
+    let step_ms = i64::try_from(config.sample_interval.as_millis())
+        .unwrap_or(i64::MAX)
+        .max(1);
     let mut next = ceil_to(Utc::now().timestamp_millis(), step_ms);
     let mut pending: Vec<ClosedWindow> = Vec::new();
     let mut cycles = 0u64;
@@ -159,25 +167,17 @@ fn sampling_loop<S: GpuSource>(
         sampler.apply_assignments(&a);
     }
     loop {
-        // Wait for the tick, checking for shutdown at least every 50 ms.
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                if let Some(w) = sampler.flush() {
-                    pending.push(w);
-                }
-                for w in pending.drain(..) {
-                    if let Err((_, e)) = spool_window(spool, w, metrics) {
-                        tracing::error!(error = %e, "Could not spool the last window at shutdown.");
-                    }
-                }
-                notify.notify_one();
-                return cycles;
+        if !wait_for_tick(next, stop) {
+            if let Some(w) = sampler.flush() {
+                pending.push(w);
             }
-            let now = Utc::now().timestamp_millis();
-            if now >= next {
-                break;
+            for w in pending.drain(..) {
+                if let Err((_, e)) = spool_window(spool, w, metrics) {
+                    tracing::error!(error = %e, "Could not spool the last window at shutdown.");
+                }
             }
-            std::thread::sleep(Duration::from_millis((next - now).min(50) as u64));
+            notify.notify_one();
+            return cycles;
         }
         if let Some(rx) = &mut assignments
             && rx.has_changed().unwrap_or(false)
@@ -190,47 +190,88 @@ fn sampling_loop<S: GpuSource>(
             sampler.apply_assignments(&a);
         }
         let at = DateTime::from_timestamp_millis(next).unwrap_or_else(Utc::now);
-        match sampler.cycle(at) {
-            Ok(closed) => {
-                cycles += 1;
-                metrics.samples_total.inc();
-                health.source_failing.store(false, Ordering::Relaxed);
-                health
-                    .last_sample_unix
-                    .store(at.timestamp(), Ordering::Relaxed);
-                pending.extend(closed);
-            }
-            Err(e) => {
-                metrics.sample_errors_total.inc();
-                health.source_failing.store(true, Ordering::Relaxed);
-                tracing::error!(error = %e, "Sampling cycle failed.");
-            }
+        if sample(&mut sampler, at, metrics, health, &mut pending) {
+            cycles += 1;
         }
-        while let Some(w) = pending.first().cloned() {
-            match spool_window(spool, w, metrics) {
-                Ok(()) => {
-                    pending.remove(0);
-                    notify.notify_one();
-                }
-                Err((_, e)) => {
-                    tracing::error!(error = %e, pending = pending.len(), "Could not write to the spool; keeping the window in memory.");
-                    break;
-                }
-            }
-        }
-        if pending.len() > MAX_PENDING_WINDOWS {
-            tracing::error!(
-                "The spool has been unwritable for too long: dropping the oldest window."
-            );
-            metrics.spool_dropped_windows_total.inc();
-            pending.remove(0);
-        }
+        spool_pending(&mut pending, spool, notify, metrics);
         next += step_ms;
         let now = Utc::now().timestamp_millis();
         if now > next + step_ms {
             // Fell behind (suspended, overloaded): skip the missed ticks.
             next = ceil_to(now, step_ms);
         }
+    }
+}
+
+/// Waits for the tick at `next` (Unix milliseconds), checking for shutdown at least every
+/// 50 ms; false when asked to stop.
+fn wait_for_tick(next: i64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Utc::now().timestamp_millis();
+        if now >= next {
+            return true;
+        }
+        // Positive here: the tick is still ahead.
+        let ms = u64::try_from((next - now).min(50)).unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// One sampling cycle at `at`, the window it closed (if any) added to `pending`; false
+/// when the cycle failed.
+fn sample<S: GpuSource>(
+    sampler: &mut Sampler<S>,
+    at: DateTime<Utc>,
+    metrics: &AgentMetrics,
+    health: &Health,
+    pending: &mut Vec<ClosedWindow>,
+) -> bool {
+    match sampler.cycle(at) {
+        Ok(closed) => {
+            metrics.samples_total.inc();
+            health.source_failing.store(false, Ordering::Relaxed);
+            health
+                .last_sample_unix
+                .store(at.timestamp(), Ordering::Relaxed);
+            pending.extend(closed);
+            true
+        }
+        Err(e) => {
+            metrics.sample_errors_total.inc();
+            health.source_failing.store(true, Ordering::Relaxed);
+            tracing::error!(error = %e, "Sampling cycle failed.");
+            false
+        }
+    }
+}
+
+/// Writes the pending windows to the spool in order, keeping in memory what it cannot
+/// write, up to [`MAX_PENDING_WINDOWS`].
+fn spool_pending(
+    pending: &mut Vec<ClosedWindow>,
+    spool: &Mutex<Spool>,
+    notify: &Notify,
+    metrics: &AgentMetrics,
+) {
+    while let Some(w) = pending.first().cloned() {
+        match spool_window(spool, w, metrics) {
+            Ok(()) => {
+                pending.remove(0);
+                notify.notify_one();
+            }
+            Err((_, e)) => {
+                tracing::error!(error = %e, pending = pending.len(), "Could not write to the spool; keeping the window in memory.");
+                break;
+            }
+        }
+    }
+    if pending.len() > MAX_PENDING_WINDOWS {
+        tracing::error!("The spool has been unwritable for too long: dropping the oldest window.");
+        metrics.spool_dropped_windows_total.inc();
+        pending.remove(0);
     }
 }
 
@@ -251,36 +292,32 @@ async fn shipping_loop<Sh: Shipper>(
     metrics: AgentMetrics,
     health: Arc<Health>,
 ) -> u64 {
-    let seed = lock(&spool).boot_id().as_u128() as u64;
-    let mut backoff = Backoff::new(config.backoff_base, config.backoff_max, seed);
-    let mut acked = 0u64;
+    // The low half of the boot id: enough to keep agents' retries apart.
+    let seed = lock(&spool).boot_id().as_u64_pair().1;
+    let mut shipping = Shipping {
+        config,
+        spool,
+        metrics,
+        health,
+        backoff: Backoff::new(config.backoff_base, config.backoff_max, seed),
+        acked: 0,
+    };
     loop {
         if *shutdown.borrow() {
-            return acked;
+            return shipping.acked;
         }
-        let head = {
-            let mut s = lock(&spool);
-            let before = s.quarantined_at_run();
-            let head = s.head();
-            let newly = s.quarantined_at_run() - before;
-            if newly > 0 {
-                metrics.spool_quarantined_total.inc_by(newly);
-                update_gauges(&s, &metrics);
-            }
-            head
-        };
-        let batch = match head {
+        let batch = match shipping.head() {
             Ok(Some(b)) => b,
             Ok(None) => {
                 tokio::select! {
                     _ = notify.notified() => continue,
-                    _ = shutdown.wait_for(|s| *s) => return acked,
+                    _ = shutdown.wait_for(|s| *s) => return shipping.acked,
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, "Could not read the spool head.");
-                if sleep_or_stop(backoff.next_delay(), &mut shutdown).await {
-                    return acked;
+                if sleep_or_stop(shipping.backoff.next_delay(), &mut shutdown).await {
+                    return shipping.acked;
                 }
                 continue;
             }
@@ -288,103 +325,139 @@ async fn shipping_loop<Sh: Shipper>(
         let seq = batch.seq;
         let outcome = tokio::select! {
             o = shipper.ship(&batch) => o,
-            _ = shutdown.wait_for(|s| *s) => return acked,
+            _ = shutdown.wait_for(|s| *s) => return shipping.acked,
         };
-        let mut wait = None;
+        if let Some(d) = shipping.settle(seq, outcome)
+            && sleep_or_stop(d, &mut shutdown).await
+        {
+            return shipping.acked;
+        }
+    }
+}
+
+/// What the shipping loop keeps between batches.
+struct Shipping<'a> {
+    config: &'a AgentConfig,
+    spool: Arc<Mutex<Spool>>,
+    metrics: AgentMetrics,
+    health: Arc<Health>,
+    backoff: Backoff,
+    acked: u64,
+}
+
+impl Shipping<'_> {
+    /// The spool's head, counting the batches found corrupt (and quarantined) on the way.
+    fn head(&self) -> Result<Option<Batch>, SpoolError> {
+        let mut s = lock(&self.spool);
+        let before = s.quarantined_at_run();
+        let head = s.head();
+        let newly = s.quarantined_at_run() - before;
+        if newly > 0 {
+            self.metrics.spool_quarantined_total.inc_by(newly);
+            update_gauges(&s, &self.metrics);
+        }
+        head
+    }
+
+    fn count_error(&self, kind: &str) {
+        self.metrics
+            .ship_errors_total
+            .with_label_values(&[kind])
+            .inc();
+    }
+
+    /// Acts on the server's answer to batch `seq`; returns how long to wait before the
+    /// next attempt, if at all.
+    fn settle(&mut self, seq: u64, outcome: ShipOutcome) -> Option<Duration> {
         match outcome {
-            ShipOutcome::Accepted | ShipOutcome::Duplicate => {
-                failpoint::hit("ship.before_ack");
-                let status = if outcome == ShipOutcome::Accepted {
-                    "accepted"
-                } else {
-                    "duplicate"
-                };
-                let mut s = lock(&spool);
-                if let Err(e) = s.ack(seq) {
-                    tracing::error!(seq, error = %e, "Could not remove an acknowledged batch.");
-                }
-                update_gauges(&s, &metrics);
-                drop(s);
-                acked += 1;
-                metrics
-                    .batches_acked_total
-                    .with_label_values(&[status])
-                    .inc();
-                metrics
-                    .last_ack_timestamp_seconds
-                    .set(Utc::now().timestamp_millis() as f64 / 1000.0);
-                health.auth_rejected.store(false, Ordering::Relaxed);
-                backoff.reset();
-                tracing::debug!(seq, status, "Batch acknowledged.");
-            }
-            ShipOutcome::Invalid { message } => {
-                metrics
-                    .ship_errors_total
-                    .with_label_values(&["invalid"])
-                    .inc();
-                let mut s = lock(&spool);
-                match s.quarantine_head(seq) {
-                    Ok(path) => {
-                        metrics.spool_quarantined_total.inc();
-                        tracing::error!(seq, %message, path = %path.display(), "The server called a batch invalid: quarantined, not retried. This is a bug in the agent or the server; the usage in it is not billed until it is fixed.");
-                    }
-                    Err(e) => {
-                        tracing::error!(seq, error = %e, "Could not quarantine an invalid batch.")
-                    }
-                }
-                update_gauges(&s, &metrics);
-            }
+            ShipOutcome::Accepted => self.acknowledged(seq, "accepted"),
+            ShipOutcome::Duplicate => self.acknowledged(seq, "duplicate"),
+            ShipOutcome::Invalid { message } => self.quarantine_invalid(seq, &message),
             ShipOutcome::Unauthorized { status, message } => {
-                metrics
-                    .ship_errors_total
-                    .with_label_values(&["unauthorized"])
-                    .inc();
-                health.auth_rejected.store(true, Ordering::Relaxed);
-                tracing::error!(status, %message, retry_in_s = config.auth_backoff.as_secs(), "The server refused the agent token: shipping paused, usage stays in the spool. Check --token and the node's registration.");
-                wait = Some(config.auth_backoff);
+                self.count_error("unauthorized");
+                self.health.auth_rejected.store(true, Ordering::Relaxed);
+                tracing::error!(status, %message, retry_in_s = self.config.auth_backoff.as_secs(), "The server refused the agent token: shipping paused, usage stays in the spool. Check --token and the node's registration.");
+                return Some(self.config.auth_backoff);
             }
-            ShipOutcome::TooLarge => {
-                metrics
-                    .ship_errors_total
-                    .with_label_values(&["too_large"])
-                    .inc();
-                let mut s = lock(&spool);
-                match s.split_head(seq) {
-                    Ok(true) => {
-                        tracing::warn!(seq, "The server found a batch too large: split it in two.")
-                    }
-                    Ok(false) => {
-                        if s.quarantine_head(seq).is_ok() {
-                            metrics.spool_quarantined_total.inc();
-                        }
-                        tracing::error!(
-                            seq,
-                            "A single-device batch is too large for the server: quarantined."
-                        );
-                    }
-                    Err(e) => {
-                        tracing::error!(seq, error = %e, "Could not split a too-large batch.")
-                    }
-                }
-                update_gauges(&s, &metrics);
-            }
+            ShipOutcome::TooLarge => self.split_too_large(seq),
             ShipOutcome::Retry { reason } => {
                 let label = if reason.starts_with("status") {
                     "server"
                 } else {
                     "network"
                 };
-                metrics.ship_errors_total.with_label_values(&[label]).inc();
-                let d = backoff.next_delay();
-                tracing::warn!(seq, %reason, attempt = backoff.attempts(), retry_in_ms = d.as_millis() as u64, "Shipping failed; will retry.");
-                wait = Some(d);
+                self.count_error(label);
+                let d = self.backoff.next_delay();
+                // Saturates: a delay beyond u64 milliseconds is logged as the largest.
+                let retry_in_ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                tracing::warn!(seq, %reason, attempt = self.backoff.attempts(), retry_in_ms, "Shipping failed; will retry.");
+                return Some(d);
             }
         }
-        if let Some(d) = wait
-            && sleep_or_stop(d, &mut shutdown).await
-        {
-            return acked;
+        None
+    }
+
+    /// The server has batch `seq`: remove it from the spool and start afresh.
+    fn acknowledged(&mut self, seq: u64, status: &str) {
+        failpoint::hit("ship.before_ack");
+        let mut s = lock(&self.spool);
+        if let Err(e) = s.ack(seq) {
+            tracing::error!(seq, error = %e, "Could not remove an acknowledged batch.");
         }
+        update_gauges(&s, &self.metrics);
+        drop(s);
+        self.acked += 1;
+        self.metrics
+            .batches_acked_total
+            .with_label_values(&[status])
+            .inc();
+        self.metrics
+            .last_ack_timestamp_seconds
+            .set(Utc::now().timestamp_millis() as f64 / 1000.0);
+        self.health.auth_rejected.store(false, Ordering::Relaxed);
+        self.backoff.reset();
+        tracing::debug!(seq, status, "Batch acknowledged.");
+    }
+
+    /// The server called batch `seq` invalid: set it aside, never retried.
+    fn quarantine_invalid(&self, seq: u64, message: &str) {
+        self.count_error("invalid");
+        let mut s = lock(&self.spool);
+        match s.quarantine_head(seq) {
+            Ok(path) => {
+                self.metrics.spool_quarantined_total.inc();
+                tracing::error!(seq, %message, path = %path.display(), "The server called a batch invalid: quarantined, not retried. This is a bug in the agent or the server; the usage in it is not billed until it is fixed.");
+            }
+            Err(e) => {
+                tracing::error!(seq, error = %e, "Could not quarantine an invalid batch.")
+            }
+        }
+        update_gauges(&s, &self.metrics);
+    }
+
+    /// Batch `seq` is too large for the server: split it in two, or, if it holds a
+    /// single device, set it aside.
+    fn split_too_large(&self, seq: u64) {
+        self.count_error("too_large");
+        let mut s = lock(&self.spool);
+        match s.split_head(seq) {
+            Ok(true) => {
+                tracing::warn!(seq, "The server found a batch too large: split it in two.")
+            }
+            Ok(false) => {
+                if s.quarantine_head(seq).is_ok() {
+                    self.metrics.spool_quarantined_total.inc();
+                }
+                tracing::error!(
+                    seq,
+                    "A single-device batch is too large for the server: quarantined."
+                );
+            }
+            Err(e) => {
+                tracing::error!(seq, error = %e, "Could not split a too-large batch.")
+            }
+        }
+        update_gauges(&s, &self.metrics);
     }
 }
 
@@ -403,68 +476,19 @@ where
     F: FnOnce() -> Result<S, SourceError> + Send + 'static,
     Sh: Shipper + 'static,
 {
-    let (spool, report) = Spool::open(&config.spool_dir, &config.agent_id, config.spool_limits)?;
-    if report.quarantined > 0 {
-        metrics
-            .spool_quarantined_total
-            .inc_by(report.quarantined as u64);
-    }
-    tracing::info!(
-        agent_id = %config.agent_id,
-        boot_id = %spool.boot_id(),
-        next_seq = spool.next_seq(),
-        batches = spool.len(),
-        quarantined = report.quarantined,
-        removed_partial = report.removed_partial,
-        new_boot = report.new_boot,
-        "Spool opened."
-    );
-    update_gauges(&spool, &metrics);
-    let spool = Arc::new(Mutex::new(spool));
+    let spool = Arc::new(Mutex::new(open_spool(&config, &metrics)?));
     let notify = Arc::new(Notify::new());
     let stop = Arc::new(AtomicBool::new(false));
-
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Result<&'static str, SourceError>>();
-    let thread = {
-        let (config, spool, notify, stop, metrics, health) = (
-            config.clone(),
-            spool.clone(),
-            notify.clone(),
-            stop.clone(),
-            metrics.clone(),
-            health.clone(),
-        );
-        std::thread::Builder::new()
-            .name("sampler".into())
-            .spawn(move || {
-                let source = match make_source() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return 0;
-                    }
-                };
-                let _ = ready_tx.send(Ok(source.kind()));
-                let interval = chrono::Duration::from_std(config.interval)
-                    .unwrap_or_else(|_| chrono::Duration::seconds(10));
-                let sampler = Sampler::new(source, config.attribution.clone(), interval);
-                sampling_loop(sampler, &config, &spool, &notify, &stop, &metrics, &health)
-            })
-            .map_err(|e| AgentError::Sampler(e.to_string()))?
-    };
-    match ready_rx.await {
-        Ok(Ok(kind)) => tracing::info!(source = kind, "Sampling started."),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            return Err(e.into());
-        }
-        Err(_) => {
-            return Err(AgentError::Sampler(
-                "the sampling thread died at start".into(),
-            ));
-        }
-    }
-
+    let thread = start_sampling(
+        make_source,
+        &config,
+        &spool,
+        &notify,
+        &stop,
+        &metrics,
+        &health,
+    )
+    .await?;
     let acked = match shipper {
         Some(shipper) => {
             shipping_loop(
@@ -501,6 +525,84 @@ where
         batches_acked: acked,
         batches_left,
     })
+}
+
+/// Opens (and repairs) the spool, counting what it had to quarantine.
+fn open_spool(config: &AgentConfig, metrics: &AgentMetrics) -> Result<Spool, AgentError> {
+    let (spool, report) = Spool::open(&config.spool_dir, &config.agent_id, config.spool_limits)?;
+    if report.quarantined > 0 {
+        metrics
+            .spool_quarantined_total
+            .inc_by(report.quarantined as u64);
+    }
+    tracing::info!(
+        agent_id = %config.agent_id,
+        boot_id = %spool.boot_id(),
+        next_seq = spool.next_seq(),
+        batches = spool.len(),
+        quarantined = report.quarantined,
+        removed_partial = report.removed_partial,
+        new_boot = report.new_boot,
+        "Spool opened."
+    );
+    update_gauges(&spool, metrics);
+    Ok(spool)
+}
+
+/// Starts the sampling thread and waits until its source is up; the thread returns the
+/// number of cycles it ran.
+async fn start_sampling<S, F>(
+    make_source: F,
+    config: &AgentConfig,
+    spool: &Arc<Mutex<Spool>>,
+    notify: &Arc<Notify>,
+    stop: &Arc<AtomicBool>,
+    metrics: &AgentMetrics,
+    health: &Arc<Health>,
+) -> Result<std::thread::JoinHandle<u64>, AgentError>
+where
+    S: GpuSource + 'static,
+    F: FnOnce() -> Result<S, SourceError> + Send + 'static,
+{
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Result<&'static str, SourceError>>();
+    let (config, spool, notify, stop, metrics, health) = (
+        config.clone(),
+        spool.clone(),
+        notify.clone(),
+        stop.clone(),
+        metrics.clone(),
+        health.clone(),
+    );
+    let thread = std::thread::Builder::new()
+        .name("sampler".into())
+        .spawn(move || {
+            let source = match make_source() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return 0;
+                }
+            };
+            let _ = ready_tx.send(Ok(source.kind()));
+            let interval = chrono::Duration::from_std(config.interval)
+                .unwrap_or_else(|_| chrono::Duration::seconds(10));
+            let sampler = Sampler::new(source, config.attribution.clone(), interval);
+            sampling_loop(sampler, &config, &spool, &notify, &stop, &metrics, &health)
+        })
+        .map_err(|e| AgentError::Sampler(e.to_string()))?;
+    match ready_rx.await {
+        Ok(Ok(kind)) => {
+            tracing::info!(source = kind, "Sampling started.");
+            Ok(thread)
+        }
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e.into())
+        }
+        Err(_) => Err(AgentError::Sampler(
+            "the sampling thread died at start".into(),
+        )),
+    }
 }
 
 /// Polls `GET /v1/agents/assignments` every `period` and publishes changes, until

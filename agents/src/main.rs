@@ -5,6 +5,27 @@
 //! - `neocloud-agent probe [--simulate]`: one sample (two cycles a second apart) printed
 //!   as the ingest batch it would ship, no server needed.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -204,40 +225,14 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if !(args.interval > 0.0 && args.interval <= 3600.0) {
         bail!("--interval must be more than 0 and at most 3600 seconds");
     }
-    let interval = Duration::from_secs_f64(args.interval);
-    let sample_interval = Duration::from_millis(args.sample_interval_ms.max(1)).min(interval);
-    let shipper = match (&args.server, &args.token) {
-        (Some(server), Some(token)) => Some(HttpShipper::new(server, token, args.compression)?),
-        (None, None) => {
-            tracing::warn!(
-                "No --server and --token: batches accumulate in the spool and are not shipped."
-            );
-            None
-        }
-        _ => bail!("--server and --token go together"),
-    };
+    let shipper = shipper(&args)?;
     // A simulated host without a profile file is the node's inventory: wait for it (the
     // server may still be starting). A real host samples at once and falls back to
     // --agent-id or the host name.
     let needs_inventory = args.source.simulate && args.source.sim_profile.is_none();
-    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 1);
-    let inventory = loop {
-        let Some(s) = &shipper else { break None };
-        match s.inventory().await {
-            Ok(inv) => break inv,
-            Err(e @ ShipperError::Unauthorized { .. }) => {
-                return Err(e).context("the server refused the agent token; check --token");
-            }
-            Err(e) if needs_inventory => {
-                let wait = backoff.next_delay();
-                tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "Could not fetch this node's inventory; the simulated host needs it.");
-                tokio::time::sleep(wait).await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "Could not fetch this node's inventory; using --agent-id or the host name.");
-                break None;
-            }
-        }
+    let inventory = match &shipper {
+        Some(s) => fetch_inventory(s, needs_inventory).await?,
+        None => None,
     };
     let agent_id = args
         .source
@@ -246,18 +241,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         .or_else(|| inventory.as_ref().map(|i| i.hostname.clone()))
         .unwrap_or_else(hostname);
     let plan = plan(&args.source, &agent_id, inventory.as_ref())?;
-
-    let mut config = AgentConfig::new(&agent_id, &args.spool);
-    config.interval = interval;
-    config.sample_interval = sample_interval;
-    config.spool_limits = SpoolLimits {
-        max_bytes: args.spool_max_mib.saturating_mul(1024 * 1024),
-        ..SpoolLimits::default()
-    };
-    config.attribution = AttributionConfig {
-        cgroup_prefix: args.cgroup_prefix.clone(),
-        label_env_allow: args.label_env.clone(),
-    };
+    let mut config = agent_config(&args, &agent_id);
 
     let (tx, rx) = tokio::sync::watch::channel(false);
     if let Some(shipper) = &shipper {
@@ -267,39 +251,106 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let metrics = AgentMetrics::new()?;
     let health = Arc::new(Health::default());
     if args.metrics_listen != "off" {
-        let addr: SocketAddr = args
-            .metrics_listen
-            .parse()
-            .with_context(|| format!("--metrics-listen {}", args.metrics_listen))?;
-        let listener = metrics::bind(addr)
-            .await
-            .with_context(|| format!("binding the metrics endpoint on {addr}"))?;
-        tracing::info!(addr = %listener.local_addr()?, "Serving /metrics and /healthz.");
-        let kind = if args.source.simulate { "sim" } else { "nvml" };
-        tokio::spawn(metrics::serve(
-            listener,
-            metrics.clone(),
-            health.clone(),
-            kind,
-        ));
+        serve_metrics(&args, &metrics, &health).await?;
     }
-
-    tokio::spawn(async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return,
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        tracing::info!("Stopping: closing the open window into the spool.");
-        let _ = tx.send(true);
-    });
+    tokio::spawn(stop_on_signal(tx));
     let report = run(config, move || plan.build(), shipper, metrics, health, rx).await?;
     tracing::info!(?report, "Stopped.");
     Ok(())
+}
+
+/// The HTTP shipper, when both --server and --token are given.
+fn shipper(args: &RunArgs) -> anyhow::Result<Option<HttpShipper>> {
+    match (&args.server, &args.token) {
+        (Some(server), Some(token)) => Ok(Some(HttpShipper::new(server, token, args.compression)?)),
+        (None, None) => {
+            tracing::warn!(
+                "No --server and --token: batches accumulate in the spool and are not shipped."
+            );
+            Ok(None)
+        }
+        _ => bail!("--server and --token go together"),
+    }
+}
+
+/// This node's inventory from the server; retried until it comes when the simulated
+/// host `needs` it, else given up at the first failure.
+async fn fetch_inventory(shipper: &HttpShipper, needs: bool) -> anyhow::Result<Option<Inventory>> {
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 1);
+    loop {
+        match shipper.inventory().await {
+            Ok(inv) => return Ok(inv),
+            Err(e @ ShipperError::Unauthorized { .. }) => {
+                return Err(e).context("the server refused the agent token; check --token");
+            }
+            Err(e) if needs => {
+                let wait = backoff.next_delay();
+                // Saturates: a delay beyond u64 milliseconds is logged as the largest.
+                let retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                tracing::warn!(error = %e, retry_in_ms, "Could not fetch this node's inventory; the simulated host needs it.");
+                tokio::time::sleep(wait).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Could not fetch this node's inventory; using --agent-id or the host name.");
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// The agent's settings from the command line (assignments are added once shipping).
+fn agent_config(args: &RunArgs, agent_id: &str) -> AgentConfig {
+    let interval = Duration::from_secs_f64(args.interval);
+    let mut config = AgentConfig::new(agent_id, &args.spool);
+    config.interval = interval;
+    config.sample_interval = Duration::from_millis(args.sample_interval_ms.max(1)).min(interval);
+    config.spool_limits = SpoolLimits {
+        max_bytes: args.spool_max_mib.saturating_mul(1024 * 1024),
+        ..SpoolLimits::default()
+    };
+    config.attribution = AttributionConfig {
+        cgroup_prefix: args.cgroup_prefix.clone(),
+        label_env_allow: args.label_env.clone(),
+    };
+    config
+}
+
+/// Serves /metrics and /healthz on --metrics-listen.
+async fn serve_metrics(
+    args: &RunArgs,
+    metrics: &AgentMetrics,
+    health: &Arc<Health>,
+) -> anyhow::Result<()> {
+    let addr: SocketAddr = args
+        .metrics_listen
+        .parse()
+        .with_context(|| format!("--metrics-listen {}", args.metrics_listen))?;
+    let listener = metrics::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics endpoint on {addr}"))?;
+    tracing::info!(addr = %listener.local_addr()?, "Serving /metrics and /healthz.");
+    let kind = if args.source.simulate { "sim" } else { "nvml" };
+    tokio::spawn(metrics::serve(
+        listener,
+        metrics.clone(),
+        health.clone(),
+        kind,
+    ));
+    Ok(())
+}
+
+/// Asks the agent to stop on Ctrl-C or SIGTERM.
+async fn stop_on_signal(tx: tokio::sync::watch::Sender<bool>) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("Stopping: closing the open window into the spool.");
+    let _ = tx.send(true);
 }
 
 fn probe(args: SourceArgs) -> anyhow::Result<()> {

@@ -256,7 +256,9 @@ impl Backoff {
         let d = self.base.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
         let half = d / 2;
-        let jitter_ms = self.rng.random_range(0..=half.as_millis() as u64);
+        // `max` is a few minutes: its half in milliseconds fits; saturate if not.
+        let half_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
+        let jitter_ms = self.rng.random_range(0..=half_ms);
         half + Duration::from_millis(jitter_ms)
     }
 

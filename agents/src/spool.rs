@@ -57,6 +57,8 @@ pub enum SpoolError {
     },
     #[error("the spool has no record with seq {seq} at its head")]
     NotHead { seq: u64 },
+    #[error("spool record {path} would be {bytes} bytes, more than a record can hold")]
+    TooLarge { path: PathBuf, bytes: usize },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SpoolError + '_ {
@@ -153,7 +155,11 @@ fn encode(batch: &Batch, path: &Path) -> Result<Vec<u8>, SpoolError> {
     out.extend_from_slice(MAGIC);
     out.push(FORMAT_VERSION);
     out.extend_from_slice(&[0, 0, 0]);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let length = u32::try_from(payload.len()).map_err(|_| SpoolError::TooLarge {
+        path: path.to_owned(),
+        bytes: payload.len(),
+    })?;
+    out.extend_from_slice(&length.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     Ok(out)
@@ -169,7 +175,8 @@ fn decode(bytes: &[u8]) -> Result<Batch, String> {
     }
     let word =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    let len = word(8) as usize;
+    // Saturates: a length past `usize` is past the largest record too, and refused below.
+    let len = usize::try_from(word(8)).unwrap_or(usize::MAX);
     if len > MAX_RECORD_BYTES || bytes.len() != HEADER_BYTES + len {
         return Err(format!(
             "length {len} does not match the file ({} bytes): torn write",
@@ -225,6 +232,94 @@ fn write_durable(dir: &Path, path: &Path, bytes: &[u8], kind: Kind) -> Result<()
     fsync_dir(dir)
 }
 
+/// The spool's boot id and next sequence number; a new boot when the state file is
+/// missing or unreadable.
+fn load_state(dir: &Path, report: &mut OpenReport) -> SpoolState {
+    let state = fs::read(dir.join("state.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<SpoolState>(&b).ok());
+    match state {
+        Some(s) => s,
+        None => {
+            report.new_boot = true;
+            SpoolState {
+                boot_id: Uuid::new_v4(),
+                next_seq: 1,
+            }
+        }
+    }
+}
+
+/// Checks one file of the records directory: a sound record is returned (and moves the
+/// next sequence number past its own), a partial write is removed, anything torn or
+/// corrupt is quarantined.
+fn check_record(
+    entry: &fs::DirEntry,
+    quarantine_dir: &Path,
+    state: &mut SpoolState,
+    report: &mut OpenReport,
+) -> Result<Option<RecordMeta>, SpoolError> {
+    let path = entry.path();
+    let name = entry.file_name().to_string_lossy().into_owned();
+    if name.ends_with(".tmp") {
+        fs::remove_file(&path).map_err(io_err(&path))?;
+        report.removed_partial += 1;
+        return Ok(None);
+    }
+    let range = name
+        .strip_suffix(".rec")
+        .and_then(|n| n.split_once('-'))
+        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+    let bytes = fs::read(&path).map_err(io_err(&path))?;
+    match (range, decode(&bytes)) {
+        (Some((first_id, last_id)), Ok(batch)) => {
+            let seq = (batch.seq > 0).then_some(batch.seq);
+            if let Some(seq) = seq
+                && batch.boot_id == state.boot_id
+            {
+                state.next_seq = state.next_seq.max(seq + 1);
+            }
+            Ok(Some(RecordMeta {
+                first_id,
+                last_id,
+                seq,
+                bytes: bytes.len() as u64,
+                window: Some(batch.window),
+            }))
+        }
+        (_, reason) => {
+            let reason = reason
+                .err()
+                .unwrap_or_else(|| "unexpected file name".into());
+            tracing::error!(file = %name, %reason, "Spool record is torn or corrupt: quarantined, never sent.");
+            let to = quarantine_dir.join(&name);
+            fs::rename(&path, &to).map_err(io_err(&to))?;
+            report.quarantined += 1;
+            Ok(None)
+        }
+    }
+}
+
+/// Removes the parts of an interrupted fold: the merged record already holds them.
+fn remove_fold_leftovers(
+    records_dir: &Path,
+    records: &mut Vec<RecordMeta>,
+    report: &mut OpenReport,
+) -> Result<(), SpoolError> {
+    let leftovers: Vec<RecordMeta> = records
+        .iter()
+        .filter(|r| r.seq.is_none() && records.iter().any(|o| o.contains(r)))
+        .cloned()
+        .collect();
+    for r in &leftovers {
+        let path = records_dir.join(r.file_name());
+        fs::remove_file(&path).map_err(io_err(&path))?;
+        report.removed_partial += 1;
+    }
+    records.retain(|r| !leftovers.contains(r));
+    Ok(())
+}
+
 impl Spool {
     /// Opens (or creates) the spool in `dir`, checking every record.
     pub fn open(
@@ -238,77 +333,15 @@ impl Spool {
         fs::create_dir_all(&records_dir).map_err(io_err(&records_dir))?;
         fs::create_dir_all(&quarantine_dir).map_err(io_err(&quarantine_dir))?;
         let mut report = OpenReport::default();
-
-        let state_path = dir.join("state.json");
-        let state = fs::read(&state_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<SpoolState>(&b).ok());
-        let mut state = match state {
-            Some(s) => s,
-            None => {
-                report.new_boot = true;
-                SpoolState {
-                    boot_id: Uuid::new_v4(),
-                    next_seq: 1,
-                }
-            }
-        };
-
+        let mut state = load_state(&dir, &mut report);
         let mut records = Vec::new();
         let entries = fs::read_dir(&records_dir).map_err(io_err(&records_dir))?;
         for entry in entries {
             let entry = entry.map_err(io_err(&records_dir))?;
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".tmp") {
-                fs::remove_file(&path).map_err(io_err(&path))?;
-                report.removed_partial += 1;
-                continue;
-            }
-            let range = name
-                .strip_suffix(".rec")
-                .and_then(|n| n.split_once('-'))
-                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
-            let bytes = fs::read(&path).map_err(io_err(&path))?;
-            match (range, decode(&bytes)) {
-                (Some((first_id, last_id)), Ok(batch)) => {
-                    let seq = (batch.seq > 0).then_some(batch.seq);
-                    if let Some(seq) = seq
-                        && batch.boot_id == state.boot_id
-                    {
-                        state.next_seq = state.next_seq.max(seq + 1);
-                    }
-                    records.push(RecordMeta {
-                        first_id,
-                        last_id,
-                        seq,
-                        bytes: bytes.len() as u64,
-                        window: Some(batch.window),
-                    });
-                }
-                (_, reason) => {
-                    let reason = reason
-                        .err()
-                        .unwrap_or_else(|| "unexpected file name".into());
-                    tracing::error!(file = %name, %reason, "Spool record is torn or corrupt: quarantined, never sent.");
-                    let to = quarantine_dir.join(&name);
-                    fs::rename(&path, &to).map_err(io_err(&to))?;
-                    report.quarantined += 1;
-                }
-            }
+            let meta = check_record(&entry, &quarantine_dir, &mut state, &mut report)?;
+            records.extend(meta);
         }
-        // Parts of an interrupted fold: the merged record already holds them.
-        let leftovers: Vec<RecordMeta> = records
-            .iter()
-            .filter(|r| r.seq.is_none() && records.iter().any(|o| o.contains(r)))
-            .cloned()
-            .collect();
-        for r in &leftovers {
-            let path = records_dir.join(r.file_name());
-            fs::remove_file(&path).map_err(io_err(&path))?;
-            report.removed_partial += 1;
-        }
-        records.retain(|r| !leftovers.contains(r));
+        remove_fold_leftovers(&records_dir, &mut records, &mut report)?;
         records.sort_by_key(|r| (r.seq.is_none(), r.seq, r.first_id));
         let next_id = records.iter().map(|r| r.last_id + 1).max().unwrap_or(1);
         let bytes = records.iter().map(|r| r.bytes).sum();

@@ -20,8 +20,8 @@ use neocloud_schema::ingest::{
     MAX_WINDOW_SECONDS, ProcessSample, Window,
 };
 
-use crate::attribution::{Attributor, ProcessTable};
-use crate::source::{Snapshot, health_for_event, worse};
+use crate::attribution::{Attribution, Attributor, ProcessTable};
+use crate::source::{DeviceReading, Snapshot, health_for_event, worse};
 
 /// A window ready to be numbered and spooled.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +54,84 @@ struct DeviceAcc {
     source_health: Option<DeviceHealth>,
     events: Vec<HealthEvent>,
     processes: BTreeMap<(u32, Option<AllocationId>), ProcAcc>,
+}
+
+impl DeviceAcc {
+    /// Adds one cycle's device readings, held for `dt` seconds.
+    fn integrate(&mut self, reading: &DeviceReading, dt: f64) {
+        self.parent_uuid.clone_from(&reading.parent_uuid);
+        self.mig_profile.clone_from(&reading.mig_profile);
+        self.process_util_supported |= reading.process_util_supported;
+        if let Some(u) = reading.sm_util_pct {
+            self.util_integral += u.clamp(0.0, 100.0) * dt;
+            self.util_known = true;
+        }
+        if let Some(fb) = reading.fb_used_bytes {
+            self.fb_integral += fb as f64 * dt;
+            self.fb_known = true;
+        }
+        if let Some(p) = reading.power_mw {
+            self.power_integral += p as f64 * dt;
+            self.power_known = true;
+        }
+        self.energy_mj = reading.energy_mj.or(self.energy_mj);
+        self.temp_c = reading.temp_c.or(self.temp_c);
+        self.source_health = reading.health.or(self.source_health);
+    }
+
+    /// Adds one cycle of process `pid` (its memory, and its mean utilization over the
+    /// cycle), held for `dt` seconds; a process past the contract's limit per device is
+    /// left out.
+    fn integrate_process(
+        &mut self,
+        pid: u32,
+        attribution: Attribution,
+        fb: Option<u64>,
+        util: Option<f64>,
+        dt: f64,
+    ) {
+        let key = (pid, attribution.allocation_id);
+        if self.processes.len() >= MAX_PROCESSES_PER_DEVICE && !self.processes.contains_key(&key) {
+            return;
+        }
+        let p = self.processes.entry(key).or_default();
+        p.labels = attribution.labels;
+        if let Some(mean) = util {
+            p.util_integral += mean * dt;
+        }
+        if let Some(fb) = fb {
+            p.fb_integral += fb as f64 * dt;
+            p.fb_known = true;
+        }
+    }
+}
+
+/// The processes of one cycle on a device: pid, memory used (if listed) and mean
+/// utilization over the new samples (if sampled). A pid sampled but already exited is
+/// included: its utilization still counts.
+fn cycle_processes(reading: &DeviceReading) -> Vec<(u32, Option<u64>, Option<f64>)> {
+    let mut util: HashMap<u32, (f64, u32)> = HashMap::new();
+    for s in &reading.util_samples {
+        let e = util.entry(s.pid).or_default();
+        e.0 += f64::from(s.sm_util_pct.min(100));
+        e.1 += 1;
+    }
+    let mut pids: Vec<(u32, Option<u64>)> = reading
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.fb_used_bytes))
+        .collect();
+    for pid in util.keys() {
+        if !reading.processes.iter().any(|p| p.pid == *pid) {
+            pids.push((*pid, None));
+        }
+    }
+    pids.into_iter()
+        .map(|(pid, fb)| {
+            let mean = util.get(&pid).map(|(sum, n)| sum / f64::from(*n));
+            (pid, fb, mean)
+        })
+        .collect()
 }
 
 /// Integrates sampling cycles into windows.
@@ -105,24 +183,7 @@ impl WindowBuilder {
         let mut running = std::collections::HashSet::new();
         for reading in &snapshot.devices {
             let acc = self.devices.entry(reading.uuid.clone()).or_default();
-            acc.parent_uuid.clone_from(&reading.parent_uuid);
-            acc.mig_profile.clone_from(&reading.mig_profile);
-            acc.process_util_supported |= reading.process_util_supported;
-            if let Some(u) = reading.sm_util_pct {
-                acc.util_integral += u.clamp(0.0, 100.0) * dt;
-                acc.util_known = true;
-            }
-            if let Some(fb) = reading.fb_used_bytes {
-                acc.fb_integral += fb as f64 * dt;
-                acc.fb_known = true;
-            }
-            if let Some(p) = reading.power_mw {
-                acc.power_integral += p as f64 * dt;
-                acc.power_known = true;
-            }
-            acc.energy_mj = reading.energy_mj.or(acc.energy_mj);
-            acc.temp_c = reading.temp_c.or(acc.temp_c);
-            acc.source_health = reading.health.or(acc.source_health);
+            acc.integrate(reading, dt);
             if reading.health.is_some() {
                 // The source knows the device's health: it overrides what events implied.
                 self.sticky_health.remove(&reading.uuid);
@@ -139,51 +200,14 @@ impl WindowBuilder {
                     acc.events.push(event.clone());
                 }
             }
-
-            // Mean of the new utilization samples per pid over this cycle.
-            let mut util: HashMap<u32, (f64, u32)> = HashMap::new();
-            for s in &reading.util_samples {
-                let e = util.entry(s.pid).or_default();
-                e.0 += f64::from(s.sm_util_pct.min(100));
-                e.1 += 1;
-            }
-            let mut pids: Vec<(u32, Option<u64>)> = reading
-                .processes
-                .iter()
-                .map(|p| (p.pid, p.fb_used_bytes))
-                .collect();
-            for pid in util.keys() {
-                if !reading.processes.iter().any(|p| p.pid == *pid) {
-                    // Sampled but already exited: its utilization still counts.
-                    pids.push((*pid, None));
-                }
-            }
-            for (pid, fb) in pids {
+            for (pid, fb, util) in cycle_processes(reading) {
                 running.insert(pid);
                 let mig = reading
                     .parent_uuid
                     .as_deref()
                     .zip(reading.mig_profile.as_deref());
                 let attribution = attributor.resolve_on(table, pid, &reading.uuid, mig);
-                if acc.processes.len() >= MAX_PROCESSES_PER_DEVICE
-                    && !acc
-                        .processes
-                        .contains_key(&(pid, attribution.allocation_id))
-                {
-                    continue;
-                }
-                let p = acc
-                    .processes
-                    .entry((pid, attribution.allocation_id))
-                    .or_default();
-                p.labels = attribution.labels;
-                if let Some((sum, n)) = util.get(&pid) {
-                    p.util_integral += sum / f64::from(*n) * dt;
-                }
-                if let Some(fb) = fb {
-                    p.fb_integral += fb as f64 * dt;
-                    p.fb_known = true;
-                }
+                acc.integrate_process(pid, attribution, fb, util, dt);
             }
         }
         attributor.retain_running(&running);
@@ -218,7 +242,7 @@ impl WindowBuilder {
                         sm_util_pct: acc
                             .process_util_supported
                             .then(|| avg(p.util_integral).clamp(0.0, 100.0)),
-                        fb_used_bytes: p.fb_known.then(|| avg(p.fb_integral).round() as u64),
+                        fb_used_bytes: p.fb_known.then(|| round_u64(avg(p.fb_integral))),
                     })
                     .collect();
                 DeviceSample {
@@ -228,11 +252,9 @@ impl WindowBuilder {
                     sm_util_pct: acc
                         .util_known
                         .then(|| avg(acc.util_integral).clamp(0.0, 100.0)),
-                    fb_used_bytes: acc.fb_known.then(|| avg(acc.fb_integral).round() as u64),
+                    fb_used_bytes: acc.fb_known.then(|| round_u64(avg(acc.fb_integral))),
                     energy_mj: acc.energy_mj,
-                    power_mw: acc
-                        .power_known
-                        .then(|| avg(acc.power_integral).round() as u64),
+                    power_mw: acc.power_known.then(|| round_u64(avg(acc.power_integral))),
                     temp_c: acc.temp_c,
                     health,
                     events: acc.events,
@@ -246,6 +268,14 @@ impl WindowBuilder {
             devices,
         })
     }
+}
+
+/// A mean of readings (bytes, milliwatts) as the whole number the contract carries. The
+/// readings are non-negative integers, so their mean is too, give or take rounding; `as`
+/// saturates anything else (NaN and negatives to 0).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn round_u64(v: f64) -> u64 {
+    v.round() as u64
 }
 
 fn seconds(d: Duration) -> f64 {
@@ -265,7 +295,7 @@ fn weighted(a: Option<f64>, da: f64, b: Option<f64>, db: f64) -> Option<f64> {
 }
 
 fn weighted_u64(a: Option<u64>, da: f64, b: Option<u64>, db: f64) -> Option<u64> {
-    weighted(a.map(|v| v as f64), da, b.map(|v| v as f64), db).map(|v| v.round() as u64)
+    weighted(a.map(|v| v as f64), da, b.map(|v| v as f64), db).map(round_u64)
 }
 
 /// Merges two adjacent windows (`a` ends where `b` starts) into one window with the same
@@ -288,72 +318,7 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
     }
     let devices = by_uuid
         .into_iter()
-        .map(|(uuid, (x, y))| -> Option<DeviceSample> {
-            let any = y
-                .or(x)
-                .map(|d| (d.parent_uuid.clone(), d.mig_profile.clone()));
-            let (parent_uuid, mig_profile) = any.unwrap_or_default();
-            let f = |get: fn(&DeviceSample) -> Option<f64>| {
-                weighted(x.and_then(get), da, y.and_then(get), db)
-            };
-            let fu = |get: fn(&DeviceSample) -> Option<u64>| {
-                weighted_u64(x.and_then(get), da, y.and_then(get), db)
-            };
-            let mut events: Vec<HealthEvent> = Vec::new();
-            for e in x.iter().chain(y.iter()).flat_map(|d| d.events.iter()) {
-                if events.len() < MAX_EVENTS_PER_DEVICE && !events.contains(e) {
-                    events.push(e.clone());
-                }
-            }
-            let health = match (x.and_then(|d| d.health), y.and_then(|d| d.health)) {
-                (Some(h1), Some(h2)) => Some(worse(h1, h2)),
-                (h1, h2) => h1.or(h2),
-            };
-            let mut procs: ProcessPairs<'_> = BTreeMap::new();
-            for p in x.iter().flat_map(|d| d.processes.iter()) {
-                procs.entry((p.pid, p.allocation_id)).or_default().0 = Some(p);
-            }
-            for p in y.iter().flat_map(|d| d.processes.iter()) {
-                procs.entry((p.pid, p.allocation_id)).or_default().1 = Some(p);
-            }
-            if procs.len() > MAX_PROCESSES_PER_DEVICE {
-                // The merged device would break the contract's limit: do not fold.
-                return None;
-            }
-            let processes = procs
-                .into_iter()
-                .map(|((pid, allocation_id), (p, q))| ProcessSample {
-                    pid,
-                    allocation_id,
-                    labels: q.or(p).map(|s| s.labels.clone()).unwrap_or_default(),
-                    sm_util_pct: weighted(
-                        p.and_then(|s| s.sm_util_pct),
-                        da,
-                        q.and_then(|s| s.sm_util_pct),
-                        db,
-                    ),
-                    fb_used_bytes: weighted_u64(
-                        p.and_then(|s| s.fb_used_bytes),
-                        da,
-                        q.and_then(|s| s.fb_used_bytes),
-                        db,
-                    ),
-                })
-                .collect();
-            Some(DeviceSample {
-                uuid,
-                parent_uuid,
-                mig_profile,
-                sm_util_pct: f(|d| d.sm_util_pct),
-                fb_used_bytes: fu(|d| d.fb_used_bytes),
-                energy_mj: y.and_then(|d| d.energy_mj).or(x.and_then(|d| d.energy_mj)),
-                power_mw: fu(|d| d.power_mw),
-                temp_c: y.and_then(|d| d.temp_c).or(x.and_then(|d| d.temp_c)),
-                health,
-                events,
-                processes,
-            })
-        })
+        .map(|(uuid, (x, y))| fold_device(uuid, x, da, y, db))
         .collect::<Option<Vec<_>>>()?;
     Some(ClosedWindow {
         window: Window {
@@ -362,6 +327,90 @@ pub fn fold(a: &ClosedWindow, b: &ClosedWindow) -> Option<ClosedWindow> {
         },
         devices,
     })
+}
+
+/// One device over two adjacent windows of `da` and `db` seconds (absent from either).
+fn fold_device(
+    uuid: String,
+    x: Option<&DeviceSample>,
+    da: f64,
+    y: Option<&DeviceSample>,
+    db: f64,
+) -> Option<DeviceSample> {
+    let any = y
+        .or(x)
+        .map(|d| (d.parent_uuid.clone(), d.mig_profile.clone()));
+    let (parent_uuid, mig_profile) = any.unwrap_or_default();
+    let f =
+        |get: fn(&DeviceSample) -> Option<f64>| weighted(x.and_then(get), da, y.and_then(get), db);
+    let fu = |get: fn(&DeviceSample) -> Option<u64>| {
+        weighted_u64(x.and_then(get), da, y.and_then(get), db)
+    };
+    let mut events: Vec<HealthEvent> = Vec::new();
+    for e in x.iter().chain(y.iter()).flat_map(|d| d.events.iter()) {
+        if events.len() < MAX_EVENTS_PER_DEVICE && !events.contains(e) {
+            events.push(e.clone());
+        }
+    }
+    let health = match (x.and_then(|d| d.health), y.and_then(|d| d.health)) {
+        (Some(h1), Some(h2)) => Some(worse(h1, h2)),
+        (h1, h2) => h1.or(h2),
+    };
+    let processes = fold_processes(x, da, y, db)?;
+    Some(DeviceSample {
+        uuid,
+        parent_uuid,
+        mig_profile,
+        sm_util_pct: f(|d| d.sm_util_pct),
+        fb_used_bytes: fu(|d| d.fb_used_bytes),
+        energy_mj: y.and_then(|d| d.energy_mj).or(x.and_then(|d| d.energy_mj)),
+        power_mw: fu(|d| d.power_mw),
+        temp_c: y.and_then(|d| d.temp_c).or(x.and_then(|d| d.temp_c)),
+        health,
+        events,
+        processes,
+    })
+}
+
+/// One device's processes over two adjacent windows; `None` when the merged device would
+/// break the contract's limit of processes per device (then the windows do not fold).
+fn fold_processes(
+    x: Option<&DeviceSample>,
+    da: f64,
+    y: Option<&DeviceSample>,
+    db: f64,
+) -> Option<Vec<ProcessSample>> {
+    let mut procs: ProcessPairs<'_> = BTreeMap::new();
+    for p in x.iter().flat_map(|d| d.processes.iter()) {
+        procs.entry((p.pid, p.allocation_id)).or_default().0 = Some(p);
+    }
+    for p in y.iter().flat_map(|d| d.processes.iter()) {
+        procs.entry((p.pid, p.allocation_id)).or_default().1 = Some(p);
+    }
+    if procs.len() > MAX_PROCESSES_PER_DEVICE {
+        return None;
+    }
+    let processes = procs
+        .into_iter()
+        .map(|((pid, allocation_id), (p, q))| ProcessSample {
+            pid,
+            allocation_id,
+            labels: q.or(p).map(|s| s.labels.clone()).unwrap_or_default(),
+            sm_util_pct: weighted(
+                p.and_then(|s| s.sm_util_pct),
+                da,
+                q.and_then(|s| s.sm_util_pct),
+                db,
+            ),
+            fb_used_bytes: weighted_u64(
+                p.and_then(|s| s.fb_used_bytes),
+                da,
+                q.and_then(|s| s.fb_used_bytes),
+                db,
+            ),
+        })
+        .collect();
+    Some(processes)
 }
 
 #[cfg(test)]

@@ -187,179 +187,13 @@ fn sqlite_triggers() -> Vec<String> {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Tenants::Table)
-                    .add_column(integer(Tenants::BillingAnchorDay).default(1))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_table(
-                Table::create()
-                    .table(Invoices::Table)
-                    .col(pk_uuid(Invoices::Id))
-                    .col(uuid(Invoices::TenantId))
-                    .col(string(Invoices::Status))
-                    .col(string_null(Invoices::Number).unique_key())
-                    .col(string(Invoices::Currency))
-                    .col(timestamp_with_time_zone(Invoices::PeriodStart))
-                    .col(timestamp_with_time_zone(Invoices::PeriodEnd))
-                    .col(string(Invoices::Subtotal))
-                    .col(string(Invoices::Credits))
-                    .col(string(Invoices::Total))
-                    .col(string(Invoices::Plan))
-                    .col(json_null(Invoices::Rating))
-                    .col(timestamp_with_time_zone_null(Invoices::FinalizedAt))
-                    .col(timestamp_with_time_zone_null(Invoices::PaidAt))
-                    .col(timestamp_with_time_zone_null(Invoices::VoidedAt))
-                    .col(string_null(Invoices::VoidReason))
-                    .col(timestamp_with_time_zone(Invoices::CreatedAt))
-                    .foreign_key(&mut fk(
-                        Invoices::Table,
-                        Invoices::TenantId,
-                        Tenants::Table,
-                        Tenants::Id,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(index(
-                "idx_invoices_tenant_period",
-                Invoices::Table,
-                vec![
-                    Invoices::TenantId.into_iden(),
-                    Invoices::PeriodStart.into_iden(),
-                ],
-                true,
-            ))
-            .await?;
-        manager
-            .create_table(
-                Table::create()
-                    .table(InvoiceLines::Table)
-                    .col(pk_uuid(InvoiceLines::Id))
-                    .col(uuid(InvoiceLines::InvoiceId))
-                    .col(uuid(InvoiceLines::TenantId))
-                    .col(integer(InvoiceLines::Position))
-                    .col(string(InvoiceLines::Kind))
-                    .col(string(InvoiceLines::Description))
-                    .col(uuid_null(InvoiceLines::SkuId))
-                    .col(string_null(InvoiceLines::SkuName))
-                    .col(string_null(InvoiceLines::Metric))
-                    .col(integer_null(InvoiceLines::Tier))
-                    .col(string(InvoiceLines::Quantity))
-                    .col(string(InvoiceLines::Unit))
-                    .col(string(InvoiceLines::UnitPrice))
-                    .col(string(InvoiceLines::Amount))
-                    .col(string(InvoiceLines::AmountExact))
-                    .col(uuid_null(InvoiceLines::AdjustsInvoiceId))
-                    .col(json(InvoiceLines::Trace))
-                    .foreign_key(&mut fk(
-                        InvoiceLines::Table,
-                        InvoiceLines::InvoiceId,
-                        Invoices::Table,
-                        Invoices::Id,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(index(
-                "idx_invoice_lines_invoice",
-                InvoiceLines::Table,
-                vec![
-                    InvoiceLines::InvoiceId.into_iden(),
-                    InvoiceLines::Position.into_iden(),
-                ],
-                true,
-            ))
-            .await?;
-        manager
-            .create_table(
-                Table::create()
-                    .table(InvoiceSequences::Table)
-                    .col(string(InvoiceSequences::Series).primary_key())
-                    .col(big_integer(InvoiceSequences::LastValue))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_table(
-                Table::create()
-                    .table(CreditGrants::Table)
-                    .col(pk_uuid(CreditGrants::Id))
-                    .col(uuid(CreditGrants::TenantId))
-                    .col(string(CreditGrants::Kind))
-                    .col(string(CreditGrants::Currency))
-                    .col(string(CreditGrants::Amount))
-                    .col(timestamp_with_time_zone(CreditGrants::EffectiveAt))
-                    .col(timestamp_with_time_zone_null(CreditGrants::ExpiresAt))
-                    .col(string(CreditGrants::Reason))
-                    .col(timestamp_with_time_zone(CreditGrants::CreatedAt))
-                    .foreign_key(&mut fk(
-                        CreditGrants::Table,
-                        CreditGrants::TenantId,
-                        Tenants::Table,
-                        Tenants::Id,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(index(
-                "idx_credit_grants_tenant",
-                CreditGrants::Table,
-                vec![CreditGrants::TenantId.into_iden()],
-                false,
-            ))
-            .await?;
-        manager
-            .create_table(
-                Table::create()
-                    .table(CreditApplications::Table)
-                    .col(pk_uuid(CreditApplications::Id))
-                    .col(uuid(CreditApplications::GrantId))
-                    .col(uuid(CreditApplications::InvoiceId))
-                    .col(uuid(CreditApplications::TenantId))
-                    .col(string(CreditApplications::Amount))
-                    .col(timestamp_with_time_zone(CreditApplications::CreatedAt))
-                    .foreign_key(&mut fk(
-                        CreditApplications::Table,
-                        CreditApplications::GrantId,
-                        CreditGrants::Table,
-                        CreditGrants::Id,
-                    ))
-                    .foreign_key(&mut fk(
-                        CreditApplications::Table,
-                        CreditApplications::InvoiceId,
-                        Invoices::Table,
-                        Invoices::Id,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(index(
-                "idx_credit_applications_grant_invoice",
-                CreditApplications::Table,
-                vec![
-                    CreditApplications::GrantId.into_iden(),
-                    CreditApplications::InvoiceId.into_iden(),
-                ],
-                true,
-            ))
-            .await?;
-        let statements = match manager.get_database_backend() {
-            sea_orm::DatabaseBackend::Postgres => postgres_triggers(),
-            _ => sqlite_triggers(),
-        };
-        let conn = manager.get_connection();
-        for statement in statements {
-            conn.execute_unprepared(&statement).await?;
-        }
+        add_tenant_billing_anchor_day(manager).await?;
+        create_invoices(manager).await?;
+        create_invoice_lines(manager).await?;
+        create_invoice_sequences(manager).await?;
+        create_credit_grants(manager).await?;
+        create_credit_applications(manager).await?;
+        create_frozen_invoice_triggers(manager).await?;
         Ok(())
     }
 
@@ -392,4 +226,205 @@ impl MigrationTrait for Migration {
             .await?;
         Ok(())
     }
+}
+
+async fn add_tenant_billing_anchor_day(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .alter_table(
+            Table::alter()
+                .table(Tenants::Table)
+                .add_column(integer(Tenants::BillingAnchorDay).default(1))
+                .to_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn create_invoices(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            Table::create()
+                .table(Invoices::Table)
+                .col(pk_uuid(Invoices::Id))
+                .col(uuid(Invoices::TenantId))
+                .col(string(Invoices::Status))
+                .col(string_null(Invoices::Number).unique_key())
+                .col(string(Invoices::Currency))
+                .col(timestamp_with_time_zone(Invoices::PeriodStart))
+                .col(timestamp_with_time_zone(Invoices::PeriodEnd))
+                .col(string(Invoices::Subtotal))
+                .col(string(Invoices::Credits))
+                .col(string(Invoices::Total))
+                .col(string(Invoices::Plan))
+                .col(json_null(Invoices::Rating))
+                .col(timestamp_with_time_zone_null(Invoices::FinalizedAt))
+                .col(timestamp_with_time_zone_null(Invoices::PaidAt))
+                .col(timestamp_with_time_zone_null(Invoices::VoidedAt))
+                .col(string_null(Invoices::VoidReason))
+                .col(timestamp_with_time_zone(Invoices::CreatedAt))
+                .foreign_key(&mut fk(
+                    Invoices::Table,
+                    Invoices::TenantId,
+                    Tenants::Table,
+                    Tenants::Id,
+                ))
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(index(
+            "idx_invoices_tenant_period",
+            Invoices::Table,
+            vec![
+                Invoices::TenantId.into_iden(),
+                Invoices::PeriodStart.into_iden(),
+            ],
+            true,
+        ))
+        .await?;
+    Ok(())
+}
+
+async fn create_invoice_lines(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            Table::create()
+                .table(InvoiceLines::Table)
+                .col(pk_uuid(InvoiceLines::Id))
+                .col(uuid(InvoiceLines::InvoiceId))
+                .col(uuid(InvoiceLines::TenantId))
+                .col(integer(InvoiceLines::Position))
+                .col(string(InvoiceLines::Kind))
+                .col(string(InvoiceLines::Description))
+                .col(uuid_null(InvoiceLines::SkuId))
+                .col(string_null(InvoiceLines::SkuName))
+                .col(string_null(InvoiceLines::Metric))
+                .col(integer_null(InvoiceLines::Tier))
+                .col(string(InvoiceLines::Quantity))
+                .col(string(InvoiceLines::Unit))
+                .col(string(InvoiceLines::UnitPrice))
+                .col(string(InvoiceLines::Amount))
+                .col(string(InvoiceLines::AmountExact))
+                .col(uuid_null(InvoiceLines::AdjustsInvoiceId))
+                .col(json(InvoiceLines::Trace))
+                .foreign_key(&mut fk(
+                    InvoiceLines::Table,
+                    InvoiceLines::InvoiceId,
+                    Invoices::Table,
+                    Invoices::Id,
+                ))
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(index(
+            "idx_invoice_lines_invoice",
+            InvoiceLines::Table,
+            vec![
+                InvoiceLines::InvoiceId.into_iden(),
+                InvoiceLines::Position.into_iden(),
+            ],
+            true,
+        ))
+        .await?;
+    Ok(())
+}
+
+async fn create_invoice_sequences(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            Table::create()
+                .table(InvoiceSequences::Table)
+                .col(string(InvoiceSequences::Series).primary_key())
+                .col(big_integer(InvoiceSequences::LastValue))
+                .to_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn create_credit_grants(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            Table::create()
+                .table(CreditGrants::Table)
+                .col(pk_uuid(CreditGrants::Id))
+                .col(uuid(CreditGrants::TenantId))
+                .col(string(CreditGrants::Kind))
+                .col(string(CreditGrants::Currency))
+                .col(string(CreditGrants::Amount))
+                .col(timestamp_with_time_zone(CreditGrants::EffectiveAt))
+                .col(timestamp_with_time_zone_null(CreditGrants::ExpiresAt))
+                .col(string(CreditGrants::Reason))
+                .col(timestamp_with_time_zone(CreditGrants::CreatedAt))
+                .foreign_key(&mut fk(
+                    CreditGrants::Table,
+                    CreditGrants::TenantId,
+                    Tenants::Table,
+                    Tenants::Id,
+                ))
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(index(
+            "idx_credit_grants_tenant",
+            CreditGrants::Table,
+            vec![CreditGrants::TenantId.into_iden()],
+            false,
+        ))
+        .await?;
+    Ok(())
+}
+
+async fn create_credit_applications(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            Table::create()
+                .table(CreditApplications::Table)
+                .col(pk_uuid(CreditApplications::Id))
+                .col(uuid(CreditApplications::GrantId))
+                .col(uuid(CreditApplications::InvoiceId))
+                .col(uuid(CreditApplications::TenantId))
+                .col(string(CreditApplications::Amount))
+                .col(timestamp_with_time_zone(CreditApplications::CreatedAt))
+                .foreign_key(&mut fk(
+                    CreditApplications::Table,
+                    CreditApplications::GrantId,
+                    CreditGrants::Table,
+                    CreditGrants::Id,
+                ))
+                .foreign_key(&mut fk(
+                    CreditApplications::Table,
+                    CreditApplications::InvoiceId,
+                    Invoices::Table,
+                    Invoices::Id,
+                ))
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(index(
+            "idx_credit_applications_grant_invoice",
+            CreditApplications::Table,
+            vec![
+                CreditApplications::GrantId.into_iden(),
+                CreditApplications::InvoiceId.into_iden(),
+            ],
+            true,
+        ))
+        .await?;
+    Ok(())
+}
+
+async fn create_frozen_invoice_triggers(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    let statements = match manager.get_database_backend() {
+        sea_orm::DatabaseBackend::Postgres => postgres_triggers(),
+        _ => sqlite_triggers(),
+    };
+    let conn = manager.get_connection();
+    for statement in statements {
+        conn.execute_unprepared(&statement).await?;
+    }
+    Ok(())
 }

@@ -12,6 +12,7 @@ use neocloud_schema::mig::SlotMask;
 
 use crate::aggregate::{SHARED_BUCKETS, WHOLE_BUCKETS, profile_index};
 use crate::fleet::{Fleet, Gpu, GpuMode, Level, Node};
+use crate::ids::count_u32;
 use crate::request::{MILLI_PER_GPU, Shape, Topology, TopologyLevel};
 
 impl Fleet {
@@ -34,7 +35,8 @@ impl Fleet {
                     models(set)
                         .map(|m| {
                             (0..WHOLE_BUCKETS)
-                                .map(|b| s.whole_hist[m.index()][b] * (b as u32 / count))
+                                .zip(0u32..)
+                                .map(|(b, free)| s.whole_hist[m.index()][b] * (free / count))
                                 .sum::<u32>()
                         })
                         .sum()
@@ -60,7 +62,10 @@ impl Fleet {
                 models(set)
                     .map(|m| {
                         (0..SHARED_BUCKETS)
-                            .map(|b| s.shared_hist[m.index()][b] * (b as u32 * 100 / milli_gpu))
+                            .zip(0u32..)
+                            .map(|(b, tenths)| {
+                                s.shared_hist[m.index()][b] * (tenths * 100 / milli_gpu)
+                            })
                             .sum::<u32>()
                     })
                     .sum()
@@ -85,10 +90,12 @@ impl Fleet {
             Shape::WholeGpus {
                 models, topology, ..
             } => self.most_per_scope(topology, |n| {
-                n.gpus
-                    .iter()
-                    .filter(|g| g.mode != GpuMode::Mig && models.contains(g.model))
-                    .count() as u32
+                count_u32(
+                    n.gpus
+                        .iter()
+                        .filter(|g| g.mode != GpuMode::Mig && models.contains(g.model))
+                        .count(),
+                )
             }),
             Shape::WholeNodes {
                 models, topology, ..
@@ -139,10 +146,10 @@ impl Fleet {
             _ => Some(Level::Root),
         };
         let mut per_scope: BTreeMap<u32, u32> = BTreeMap::new();
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (id, n) in self.node_ids().zip(&self.nodes) {
             let units = per_node(n);
             let scope = match level {
-                None => i as u32,
+                None => id.0,
                 Some(level) => self.ancestor_at(n.domain, level),
             };
             *per_scope.entry(scope).or_default() += units;
@@ -152,8 +159,8 @@ impl Fleet {
 
     /// The vertex at `level` above (or at) vertex `v`.
     fn ancestor_at(&self, mut v: u32, level: Level) -> u32 {
-        while self.vertices[v as usize].level > level {
-            match self.vertices[v as usize].parent {
+        while self.vertex(v).level > level {
+            match self.vertex(v).parent {
                 Some(parent) => v = parent,
                 None => break,
             }

@@ -243,6 +243,12 @@ impl Node {
             .map(|a| a.tenant)
     }
 
+    /// The node's GPUs with their indices. `Fleet::new` refuses nodes of more than 255
+    /// GPUs, so every GPU has a `u8` index.
+    pub fn indexed_gpus(&self) -> impl Iterator<Item = (u8, &Gpu)> {
+        (0..=u8::MAX).zip(&self.gpus)
+    }
+
     pub fn only_tenant(&self, tenant: TenantKey) -> bool {
         self.allocs.iter().all(|a| a.tenant == tenant)
     }
@@ -412,6 +418,9 @@ pub struct NodeFree {
     pub mig_used: Vec<SlotMask>,
 }
 
+/// The topology vertices met while building a fleet: level, parent and name to id.
+type VertexIndex = BTreeMap<(Level, u32, String), u32>;
+
 /// The fleet: topology, free state, live allocations and aggregates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fleet {
@@ -436,105 +445,12 @@ pub struct Fleet {
 impl Fleet {
     /// Builds a fleet from node descriptions; nodes get ids in the order given.
     pub fn new(specs: Vec<NodeSpec>) -> Result<Fleet, FleetError> {
-        let mut fleet = Fleet {
-            models: Vec::new(),
-            vertices: vec![Vertex {
-                level: Level::Root,
-                name: String::new(),
-                parent: None,
-                children: Vec::new(),
-                nodes: Vec::new(),
-                summary: Summary::default(),
-                lock: None,
-            }],
-            nodes: Vec::with_capacity(specs.len()),
-            allocations: BTreeMap::new(),
-            by_name: BTreeMap::new(),
-            mix: ShapeMix::default(),
-            node_frag: Vec::new(),
-            tuning: Tuning::default(),
-            degraded_gpus: 0,
-            mixed_modes: false,
-        };
-        let mut index: BTreeMap<(Level, u32, String), u32> = BTreeMap::new();
+        let mut fleet = Fleet::empty(specs.len());
+        let mut index = VertexIndex::new();
         for spec in specs {
-            let id =
-                NodeId(u32::try_from(fleet.nodes.len()).map_err(|_| FleetError::TooManyNodes)?);
-            if fleet.by_name.contains_key(&spec.name) {
-                return Err(FleetError::DuplicateNode { name: spec.name });
-            }
-            if spec.gpus.len() > usize::from(u8::MAX) {
-                return Err(FleetError::TooManyGpus {
-                    name: spec.name,
-                    gpus: spec.gpus.len(),
-                });
-            }
-            let mut parent = 0u32;
-            for (level, name) in [
-                (Level::Region, &spec.region),
-                (Level::Zone, &spec.zone),
-                (Level::Rack, &spec.rack),
-                (Level::Domain, &spec.nvlink_domain),
-            ] {
-                parent = *index
-                    .entry((level, parent, name.clone()))
-                    .or_insert_with(|| {
-                        let v = fleet.vertices.len() as u32;
-                        fleet.vertices.push(Vertex {
-                            level,
-                            name: name.clone(),
-                            parent: Some(parent),
-                            children: Vec::new(),
-                            nodes: Vec::new(),
-                            summary: Summary::default(),
-                            lock: None,
-                        });
-                        fleet.vertices[parent as usize].children.push(v);
-                        v
-                    });
-            }
-            fleet.vertices[parent as usize].nodes.push(id);
-            let mut gpus = Vec::with_capacity(spec.gpus.len());
-            for g in spec.gpus {
-                let model = fleet.intern(&g.model)?;
-                gpus.push(Gpu {
-                    model,
-                    memory_mib: g.memory_mib,
-                    health: g.health,
-                    mode: g.mode,
-                    holder: None,
-                    mig_used: SlotMask::EMPTY,
-                    shared_milli: 0,
-                    shared_memory_mib: 0,
-                });
-            }
-            let mut node = Node {
-                name: spec.name.clone(),
-                domain: parent,
-                cpu_milli: spec.cpu_milli,
-                memory_mib: spec.memory_mib,
-                state: spec.state,
-                free_cpu_milli: spec.cpu_milli,
-                free_memory_mib: spec.memory_mib,
-                gpus,
-                allocs: Vec::new(),
-                summary: Summary::default(),
-            };
-            node.summary = node.summarize();
-            fleet.by_name.insert(spec.name, id);
-            fleet.nodes.push(node);
+            fleet.add_node(spec, &mut index)?;
         }
-        // Fold the summaries bottom-up once; children always have larger indices.
-        for v in (0..fleet.vertices.len()).rev() {
-            let mut s = Summary::default();
-            for &n in &fleet.vertices[v].nodes {
-                s.absorb(&fleet.nodes[n.index()].summary);
-            }
-            for &c in &fleet.vertices[v].children {
-                s.absorb(&fleet.vertices[c as usize].summary);
-            }
-            fleet.vertices[v].summary = s;
-        }
+        fleet.fold_summaries();
         fleet.node_frag = vec![0.0; fleet.nodes.len()];
         fleet.degraded_gpus = fleet
             .nodes
@@ -548,17 +464,151 @@ impl Fleet {
         Ok(fleet)
     }
 
-    fn intern(&mut self, name: &str) -> Result<ModelId, FleetError> {
-        if let Some(i) = self.models.iter().position(|m| m == name) {
-            return Ok(ModelId(i as u16));
+    /// A fleet of no nodes: only the root of the topology tree.
+    fn empty(capacity: usize) -> Fleet {
+        Fleet {
+            models: Vec::new(),
+            vertices: vec![Vertex {
+                level: Level::Root,
+                name: String::new(),
+                parent: None,
+                children: Vec::new(),
+                nodes: Vec::new(),
+                summary: Summary::default(),
+                lock: None,
+            }],
+            nodes: Vec::with_capacity(capacity),
+            allocations: BTreeMap::new(),
+            by_name: BTreeMap::new(),
+            mix: ShapeMix::default(),
+            node_frag: Vec::new(),
+            tuning: Tuning::default(),
+            degraded_gpus: 0,
+            mixed_modes: false,
         }
-        if self.models.len() >= MAX_MODELS {
-            return Err(FleetError::TooManyModels {
-                model: name.to_owned(),
+    }
+
+    /// Adds one node under its region, zone, rack and NVLink domain, creating those
+    /// vertices the first time they are named.
+    fn add_node(&mut self, spec: NodeSpec, index: &mut VertexIndex) -> Result<(), FleetError> {
+        let id = NodeId(u32::try_from(self.nodes.len()).map_err(|_| FleetError::TooManyNodes)?);
+        if self.by_name.contains_key(&spec.name) {
+            return Err(FleetError::DuplicateNode { name: spec.name });
+        }
+        if spec.gpus.len() > usize::from(u8::MAX) {
+            return Err(FleetError::TooManyGpus {
+                name: spec.name,
+                gpus: spec.gpus.len(),
             });
         }
-        self.models.push(name.to_owned());
-        Ok(ModelId((self.models.len() - 1) as u16))
+        let mut parent = 0u32;
+        for (level, name) in [
+            (Level::Region, &spec.region),
+            (Level::Zone, &spec.zone),
+            (Level::Rack, &spec.rack),
+            (Level::Domain, &spec.nvlink_domain),
+        ] {
+            parent = self.vertex_under(index, level, parent, name)?;
+        }
+        self.vertex_mut(parent).nodes.push(id);
+        let mut gpus = Vec::with_capacity(spec.gpus.len());
+        for g in spec.gpus {
+            let model = self.intern(&g.model)?;
+            gpus.push(Gpu {
+                model,
+                memory_mib: g.memory_mib,
+                health: g.health,
+                mode: g.mode,
+                holder: None,
+                mig_used: SlotMask::EMPTY,
+                shared_milli: 0,
+                shared_memory_mib: 0,
+            });
+        }
+        let mut node = Node {
+            name: spec.name.clone(),
+            domain: parent,
+            cpu_milli: spec.cpu_milli,
+            memory_mib: spec.memory_mib,
+            state: spec.state,
+            free_cpu_milli: spec.cpu_milli,
+            free_memory_mib: spec.memory_mib,
+            gpus,
+            allocs: Vec::new(),
+            summary: Summary::default(),
+        };
+        node.summary = node.summarize();
+        self.by_name.insert(spec.name, id);
+        self.nodes.push(node);
+        Ok(())
+    }
+
+    /// The vertex called `name` at `level` under `parent`, created if it is new.
+    fn vertex_under(
+        &mut self,
+        index: &mut VertexIndex,
+        level: Level,
+        parent: u32,
+        name: &str,
+    ) -> Result<u32, FleetError> {
+        let key = (level, parent, name.to_owned());
+        if let Some(&v) = index.get(&key) {
+            return Ok(v);
+        }
+        let v = u32::try_from(self.vertices.len()).map_err(|_| FleetError::TooManyNodes)?;
+        self.vertices.push(Vertex {
+            level,
+            name: name.to_owned(),
+            parent: Some(parent),
+            children: Vec::new(),
+            nodes: Vec::new(),
+            summary: Summary::default(),
+            lock: None,
+        });
+        self.vertex_mut(parent).children.push(v);
+        index.insert(key, v);
+        Ok(v)
+    }
+
+    /// Folds the summaries bottom-up once; children always have larger indices.
+    fn fold_summaries(&mut self) {
+        for v in (0..self.vertices.len()).rev() {
+            let mut s = Summary::default();
+            for &n in &self.vertices[v].nodes {
+                s.absorb(&self.nodes[n.index()].summary);
+            }
+            for &c in &self.vertices[v].children {
+                s.absorb(&self.vertex(c).summary);
+            }
+            self.vertices[v].summary = s;
+        }
+    }
+
+    /// Vertex `v` of the topology tree (vertex ids index `vertices`; a `u32` always fits
+    /// a `usize` where this runs).
+    pub(crate) fn vertex(&self, v: u32) -> &Vertex {
+        &self.vertices[v as usize]
+    }
+
+    pub(crate) fn vertex_mut(&mut self, v: u32) -> &mut Vertex {
+        &mut self.vertices[v as usize]
+    }
+
+    fn intern(&mut self, name: &str) -> Result<ModelId, FleetError> {
+        let too_many = || FleetError::TooManyModels {
+            model: name.to_owned(),
+        };
+        let i = match self.models.iter().position(|m| m == name) {
+            Some(i) => i,
+            None => {
+                if self.models.len() >= MAX_MODELS {
+                    return Err(too_many());
+                }
+                self.models.push(name.to_owned());
+                self.models.len() - 1
+            }
+        };
+        u16::try_from(i).map(ModelId).map_err(|_| too_many())
     }
 
     pub fn with_tuning(mut self, tuning: Tuning) -> Fleet {
@@ -575,7 +625,8 @@ impl Fleet {
         self.models
             .iter()
             .position(|m| m == name)
-            .map(|i| ModelId(i as u16))
+            .and_then(|i| u16::try_from(i).ok())
+            .map(ModelId)
     }
 
     pub fn model_name(&self, model: ModelId) -> Option<&str> {
@@ -607,7 +658,8 @@ impl Fleet {
     }
 
     pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
-        (0..self.nodes.len()).map(|i| NodeId(i as u32))
+        // `Fleet::new` refuses more nodes than a `u32` counts: every node has an id.
+        (0..=u32::MAX).zip(&self.nodes).map(|(i, _)| NodeId(i))
     }
 
     /// GPUs of the fleet, all states included.
@@ -708,7 +760,7 @@ impl Fleet {
             {
                 return Err(CommitError::Exclusivity { node: id });
             }
-            let domain = &self.vertices[node.domain as usize];
+            let domain = self.vertex(node.domain);
             let view = |n: NodeId| scratch.get(&n).unwrap_or(&self.nodes[n.index()]);
             let domain_lock = domain.nodes.iter().find_map(|&n| {
                 view(n)
@@ -823,14 +875,14 @@ impl Fleet {
     }
 
     fn refresh_domain_lock(&mut self, domain: u32) {
-        let lock = self.vertices[domain as usize].nodes.iter().find_map(|&n| {
+        let lock = self.vertex(domain).nodes.iter().find_map(|&n| {
             self.nodes[n.index()]
                 .allocs
                 .iter()
                 .find(|a| a.exclusive == Some(Exclusivity::NvlinkDomain))
                 .map(|a| a.tenant)
         });
-        self.vertices[domain as usize].lock = lock;
+        self.vertex_mut(domain).lock = lock;
     }
 
     /// Recomputes one node's summary and carries the change up its ancestors.
@@ -854,7 +906,7 @@ impl Fleet {
                     s.absorb_maxima(&self.nodes[n.index()].summary);
                 }
                 for &c in &self.vertices[vi].children {
-                    s.absorb_maxima(&self.vertices[c as usize].summary);
+                    s.absorb_maxima(&self.vertex(c).summary);
                 }
             }
             if s == before {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::fleet::{GpuMode, Health, Node, NodeState};
-use crate::ids::{ModelId, ModelSet};
+use crate::ids::{ModelId, ModelSet, count_u32};
 use crate::request::{MILLI_PER_GPU, Shape};
 
 /// One request shape of the mix, with its share of the mix.
@@ -134,7 +134,8 @@ pub fn frag(mix: &ShapeMix, cpu_milli: u32, memory_mib: u64, gpus: &[(ModelId, u
             let full = gpus
                 .iter()
                 .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
-                .count() as u32;
+                .count();
+            let full = count_u32(full);
             if full < s.whole_gpus {
                 total
             } else {

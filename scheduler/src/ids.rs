@@ -105,3 +105,10 @@ impl ModelSet {
         ModelSet(bits)
     }
 }
+
+/// A count of GPUs, nodes or vertices in the `u32` the engine counts in. A fleet that
+/// `Fleet::new` accepts never counts that far; were a count ever larger, saturating only
+/// understates it.
+pub(crate) fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

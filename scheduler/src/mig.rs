@@ -30,9 +30,9 @@ fn capacity_table() -> &'static [[u8; 6]; 256] {
     static TABLE: OnceLock<[[u8; 6]; 256]> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut table = [[0u8; 6]; 256];
-        for (bits, row) in table.iter_mut().enumerate() {
+        for (bits, row) in (0..=u8::MAX).zip(table.iter_mut()) {
             for (i, profile) in MigProfile::ALL.into_iter().enumerate() {
-                row[i] = SlotMask(bits as u8).capacity_for(profile);
+                row[i] = SlotMask(bits).capacity_for(profile);
             }
         }
         table

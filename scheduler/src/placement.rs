@@ -21,10 +21,10 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{Summary, profile_index};
-use crate::fleet::{Fleet, GpuMode, Health, Level, Node, NodeState};
-use crate::ids::{AllocationKey, GpuRef, ModelSet, NodeId, TenantKey};
+use crate::fleet::{Fleet, Gpu, GpuMode, Health, Level, Node, NodeState};
+use crate::ids::{AllocationKey, GpuRef, ModelSet, NodeId, TenantKey, count_u32};
 use crate::policy::{self, Policy, PolicyKind, Score};
-use crate::request::{Class, Exclusivity, InvalidRequest, Request, Shape, TopologyLevel};
+use crate::request::{Class, Exclusivity, InvalidRequest, Request, Shape, Topology, TopologyLevel};
 
 /// What one GPU gives an allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -185,28 +185,8 @@ impl Fleet {
     }
 
     fn search_pass(&self, ctx: &Ctx<'_>, policy: &mut Policy) -> Option<Placement> {
-        let (unit, count, topology) = match ctx.req.shape {
-            Shape::WholeGpus {
-                count,
-                models,
-                topology,
-                cpu_milli_per_gpu,
-                memory_mib_per_gpu,
-            } => (
-                Unit::Gpus {
-                    models,
-                    cpu_milli_per_gpu,
-                    memory_mib_per_gpu,
-                },
-                count,
-                topology,
-            ),
-            Shape::WholeNodes {
-                count,
-                models,
-                topology,
-            } => (Unit::Nodes { models }, count, topology),
-            _ => return self.search_single(ctx, policy),
+        let Some((unit, count, topology)) = gang_unit(&ctx.req.shape) else {
+            return self.search_single(ctx, policy);
         };
         let widest = if topology.required {
             match topology.level {
@@ -327,7 +307,7 @@ impl Fleet {
         if n.lock().is_some_and(|t| t != req.tenant) {
             return false;
         }
-        let domain = &self.vertices[n.domain as usize];
+        let domain = self.vertex(n.domain);
         if domain.lock.is_some_and(|t| t != req.tenant) {
             return false;
         }
@@ -351,7 +331,7 @@ impl Fleet {
         fullest_first: bool,
         f: &mut dyn FnMut(NodeId) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         if !self.summary_fits(shape, &vx.summary) {
             return ControlFlow::Continue(());
         }
@@ -372,7 +352,7 @@ impl Fleet {
         }
         let mut children = vx.children.clone();
         if fullest_first {
-            children.sort_by_key(|&c| self.fullness(shape, &self.vertices[c as usize].summary));
+            children.sort_by_key(|&c| self.fullness(shape, &self.vertex(c).summary));
         }
         for c in children {
             self.visit(c, shape, fullest_first, f)?;
@@ -441,7 +421,17 @@ impl Fleet {
         if !self.node_open(n, ctx.req) {
             return;
         }
-        let usable = |g: &crate::fleet::Gpu| g.usable(ctx.allow_degraded);
+        if let Some((unit, count, _)) = gang_unit(&ctx.req.shape) {
+            // One node alone: all the GPUs asked for, or one whole node.
+            let k = match unit {
+                Unit::Gpus { .. } => count,
+                Unit::Nodes { .. } => 1,
+            };
+            if self.node_capacity(n, ctx, unit) >= k {
+                out.push(self.take_gpus(id, n, ctx, unit, k));
+            }
+            return;
+        }
         let fits_node = |cpu: u32, mem: u64| cpu <= n.free_cpu_milli && mem <= n.free_memory_mib;
         match ctx.req.shape {
             Shape::Cpu {
@@ -449,38 +439,7 @@ impl Fleet {
                 memory_mib,
             } => {
                 if fits_node(cpu_milli, memory_mib) {
-                    out.push((
-                        NodePlacement {
-                            node: id,
-                            cpu_milli,
-                            memory_mib,
-                            whole_node: false,
-                            gpus: Vec::new(),
-                        },
-                        false,
-                    ));
-                }
-            }
-            Shape::WholeGpus {
-                count,
-                models,
-                cpu_milli_per_gpu,
-                memory_mib_per_gpu,
-                ..
-            } => {
-                let unit = Unit::Gpus {
-                    models,
-                    cpu_milli_per_gpu,
-                    memory_mib_per_gpu,
-                };
-                if self.node_capacity(n, ctx, unit) >= count {
-                    out.push(self.take_gpus(id, n, ctx, unit, count));
-                }
-            }
-            Shape::WholeNodes { models, .. } => {
-                let unit = Unit::Nodes { models };
-                if self.node_capacity(n, ctx, unit) >= 1 {
-                    out.push(self.take_gpus(id, n, ctx, unit, 1));
+                    out.push((one_node(id, cpu_milli, memory_mib, Vec::new()), false));
                 }
             }
             Shape::Mig {
@@ -492,33 +451,9 @@ impl Fleet {
                 if !fits_node(cpu_milli, memory_mib) {
                     return;
                 }
-                let mut masks_seen = Vec::new();
-                for (i, g) in n.gpus.iter().enumerate() {
-                    if g.mode != GpuMode::Mig
-                        || g.holder.is_some()
-                        || !usable(g)
-                        || !models.contains(g.model)
-                        || masks_seen.contains(&(g.mig_used, g.health, g.model))
-                    {
-                        continue;
-                    }
-                    masks_seen.push((g.mig_used, g.health, g.model));
-                    // Per GPU state, the start that blocks the fewest larger profiles.
-                    if let Some(start) = crate::mig::best_start(g.mig_used, profile) {
-                        out.push((
-                            NodePlacement {
-                                node: id,
-                                cpu_milli,
-                                memory_mib,
-                                whole_node: false,
-                                gpus: vec![crate::placement::GpuGrant {
-                                    gpu: i as u8,
-                                    share: GpuShare::Mig { profile, start },
-                                }],
-                            },
-                            g.health == Health::Degraded,
-                        ));
-                    }
+                for (gpu, g, start) in mig_candidates(n, ctx, profile, models) {
+                    let share = GpuShare::Mig { profile, start };
+                    out.push(one_gpu(id, cpu_milli, memory_mib, gpu, g, share));
                 }
             }
             Shape::Fractional {
@@ -531,40 +466,15 @@ impl Fleet {
                 if !fits_node(cpu_milli, memory_mib) {
                     return;
                 }
-                let mut seen = Vec::new();
-                for (i, g) in n.gpus.iter().enumerate() {
-                    if g.mode != GpuMode::Shared
-                        || g.holder.is_some()
-                        || !usable(g)
-                        || !models.contains(g.model)
-                        || g.free_milli() < milli_gpu
-                        || g.shared_memory_mib + gpu_memory_mib > g.memory_mib
-                    {
-                        continue;
-                    }
-                    let key = (g.free_milli(), g.health, g.model);
-                    if seen.contains(&key) {
-                        continue;
-                    }
-                    seen.push(key);
-                    out.push((
-                        NodePlacement {
-                            node: id,
-                            cpu_milli,
-                            memory_mib,
-                            whole_node: false,
-                            gpus: vec![GpuGrant {
-                                gpu: i as u8,
-                                share: GpuShare::Fraction {
-                                    milli: milli_gpu,
-                                    memory_mib: gpu_memory_mib,
-                                },
-                            }],
-                        },
-                        g.health == Health::Degraded,
-                    ));
+                for (gpu, g) in fraction_candidates(n, ctx, milli_gpu, gpu_memory_mib, models) {
+                    let share = GpuShare::Fraction {
+                        milli: milli_gpu,
+                        memory_mib: gpu_memory_mib,
+                    };
+                    out.push(one_gpu(id, cpu_milli, memory_mib, gpu, g, share));
                 }
             }
+            Shape::WholeGpus { .. } | Shape::WholeNodes { .. } => {}
         }
     }
 
@@ -579,7 +489,8 @@ impl Fleet {
                 cpu_milli_per_gpu,
                 memory_mib_per_gpu,
             } => {
-                let mut cap = n.gpus.iter().filter(|g| ctx.takes_whole(g, models)).count() as u32;
+                let mut cap =
+                    count_u32(n.gpus.iter().filter(|g| ctx.takes_whole(g, models)).count());
                 if let Some(by_cpu) = n.free_cpu_milli.checked_div(cpu_milli_per_gpu) {
                     cap = cap.min(by_cpu);
                 }
@@ -609,9 +520,10 @@ impl Fleet {
                     cpu_milli: n.free_cpu_milli,
                     memory_mib: n.free_memory_mib,
                     whole_node: true,
-                    gpus: (0..n.gpus.len())
-                        .map(|i| GpuGrant {
-                            gpu: i as u8,
+                    gpus: n
+                        .indexed_gpus()
+                        .map(|(gpu, _)| GpuGrant {
+                            gpu,
                             share: GpuShare::Whole,
                         })
                         .collect(),
@@ -623,15 +535,13 @@ impl Fleet {
                 cpu_milli_per_gpu,
                 memory_mib_per_gpu,
             } => {
-                let mut idx: Vec<usize> = (0..n.gpus.len())
-                    .filter(|&i| ctx.takes_whole(&n.gpus[i], models))
+                let mut idx: Vec<(u8, &Gpu)> = n
+                    .indexed_gpus()
+                    .filter(|(_, g)| ctx.takes_whole(g, models))
                     .collect();
-                idx.sort_by_key(|&i| {
-                    let g = &n.gpus[i];
-                    (g.health != Health::Ok, g.mode != GpuMode::Whole, i)
-                });
+                idx.sort_by_key(|&(i, g)| (g.health != Health::Ok, g.mode != GpuMode::Whole, i));
                 idx.truncate(k as usize);
-                let degraded = idx.iter().any(|&i| n.gpus[i].health == Health::Degraded);
+                let degraded = idx.iter().any(|(_, g)| g.health == Health::Degraded);
                 (
                     NodePlacement {
                         node: id,
@@ -640,8 +550,8 @@ impl Fleet {
                         whole_node: false,
                         gpus: idx
                             .into_iter()
-                            .map(|i| GpuGrant {
-                                gpu: i as u8,
+                            .map(|(gpu, _)| GpuGrant {
+                                gpu,
                                 share: GpuShare::Whole,
                             })
                             .collect(),
@@ -662,62 +572,20 @@ impl Fleet {
         level: Level,
         policy: &mut Policy,
     ) -> Option<Placement> {
-        let upper = |s: &Summary| -> u64 {
-            match unit {
-                Unit::Gpus { models, .. } => models
-                    .iter(self.models.len())
-                    .map(|m| u64::from(s.whole_free[m.index()]))
-                    .sum(),
-                Unit::Nodes { models } => models
-                    .iter(self.models.len())
-                    .map(|m| u64::from(s.idle_nodes[m.index()]))
-                    .sum(),
-            }
-        };
-        let mut candidates = Vec::new();
-        let mut stack = vec![0u32];
-        while let Some(v) = stack.pop() {
-            let vx = &self.vertices[v as usize];
-            if upper(&vx.summary) < u64::from(count) {
-                continue;
-            }
-            if vx.level == level {
-                candidates.push(v);
-            } else if vx.level < level {
-                stack.extend(vx.children.iter().rev());
-            }
-        }
-        candidates.sort_unstable();
-        match policy.kind {
-            PolicyKind::FirstFit => {}
-            PolicyKind::Random => candidates.shuffle(&mut policy.rng),
-            _ => candidates.sort_by_key(|&v| upper(&self.vertices[v as usize].summary)),
-        }
-        for v in candidates {
-            let mut caps: BTreeMap<u32, u32> = BTreeMap::new();
-            let mut node_caps: BTreeMap<NodeId, u32> = BTreeMap::new();
-            let mut total = 0u64;
-            self.for_nodes_under(v, &mut |id| {
-                let cap = self.node_capacity(&self.nodes[id.index()], ctx, unit);
-                if cap == 0 {
-                    return;
-                }
-                total += u64::from(cap);
-                node_caps.insert(id, cap);
-                let mut a = Some(self.nodes[id.index()].domain);
-                while let Some(x) = a {
-                    *caps.entry(x).or_default() += cap;
-                    if x == v {
-                        break;
-                    }
-                    a = self.vertices[x as usize].parent;
-                }
-            });
-            if total < u64::from(count) {
+        for v in self.gang_candidates(unit, count, level, policy) {
+            let caps = self.gang_capacities(v, ctx, unit);
+            if caps.total < u64::from(count) {
                 continue;
             }
             let mut picks = Vec::new();
-            self.take(v, count, &caps, &node_caps, policy.kind, &mut picks);
+            self.take(
+                v,
+                count,
+                &caps.vertices,
+                &caps.nodes,
+                policy.kind,
+                &mut picks,
+            );
             let mut nodes = Vec::with_capacity(picks.len());
             let mut degraded = false;
             for (id, k) in picks {
@@ -730,8 +598,79 @@ impl Fleet {
         None
     }
 
+    /// Units of `unit` free under a vertex by its aggregate: an upper bound.
+    fn upper_units(&self, unit: Unit, s: &Summary) -> u64 {
+        match unit {
+            Unit::Gpus { models, .. } => models
+                .iter(self.models.len())
+                .map(|m| u64::from(s.whole_free[m.index()]))
+                .sum(),
+            Unit::Nodes { models } => models
+                .iter(self.models.len())
+                .map(|m| u64::from(s.idle_nodes[m.index()]))
+                .sum(),
+        }
+    }
+
+    /// The vertices of `level` whose aggregates may hold the gang, in the order the
+    /// policy tries them.
+    fn gang_candidates(
+        &self,
+        unit: Unit,
+        count: u32,
+        level: Level,
+        policy: &mut Policy,
+    ) -> Vec<u32> {
+        let mut candidates = Vec::new();
+        let mut stack = vec![0u32];
+        while let Some(v) = stack.pop() {
+            let vx = self.vertex(v);
+            if self.upper_units(unit, &vx.summary) < u64::from(count) {
+                continue;
+            }
+            if vx.level == level {
+                candidates.push(v);
+            } else if vx.level < level {
+                stack.extend(vx.children.iter().rev());
+            }
+        }
+        candidates.sort_unstable();
+        match policy.kind {
+            PolicyKind::FirstFit => {}
+            PolicyKind::Random => candidates.shuffle(&mut policy.rng),
+            _ => candidates.sort_by_key(|&v| self.upper_units(unit, &self.vertex(v).summary)),
+        }
+        candidates
+    }
+
+    /// The exact capacities under vertex `v`: per node, per vertex up to `v`, and in all.
+    fn gang_capacities(&self, v: u32, ctx: &Ctx<'_>, unit: Unit) -> GangCapacities {
+        let mut caps = GangCapacities {
+            vertices: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            total: 0,
+        };
+        self.for_nodes_under(v, &mut |id| {
+            let cap = self.node_capacity(&self.nodes[id.index()], ctx, unit);
+            if cap == 0 {
+                return;
+            }
+            caps.total += u64::from(cap);
+            caps.nodes.insert(id, cap);
+            let mut a = Some(self.nodes[id.index()].domain);
+            while let Some(x) = a {
+                *caps.vertices.entry(x).or_default() += cap;
+                if x == v {
+                    break;
+                }
+                a = self.vertex(x).parent;
+            }
+        });
+        caps
+    }
+
     fn for_nodes_under(&self, v: u32, f: &mut dyn FnMut(NodeId)) {
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         for &n in &vx.nodes {
             f(n);
         }
@@ -756,7 +695,7 @@ impl Fleet {
             Vertex(u32),
             Node(NodeId),
         }
-        let vx = &self.vertices[v as usize];
+        let vx = self.vertex(v);
         let mut items: Vec<(Item, u32)> = if vx.level == Level::Domain {
             vx.nodes
                 .iter()
@@ -802,6 +741,128 @@ impl Fleet {
             need -= k;
         }
     }
+}
+
+/// What a request of whole GPUs or whole nodes asks for: its unit, how many of them, and
+/// where they must be (None for other shapes).
+fn gang_unit(shape: &Shape) -> Option<(Unit, u32, Topology)> {
+    match *shape {
+        Shape::WholeGpus {
+            count,
+            models,
+            topology,
+            cpu_milli_per_gpu,
+            memory_mib_per_gpu,
+        } => Some((
+            Unit::Gpus {
+                models,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+            },
+            count,
+            topology,
+        )),
+        Shape::WholeNodes {
+            count,
+            models,
+            topology,
+        } => Some((Unit::Nodes { models }, count, topology)),
+        _ => None,
+    }
+}
+
+/// A placement on node `id` of some CPU, memory and the GPU grants given.
+fn one_node(id: NodeId, cpu_milli: u32, memory_mib: u64, gpus: Vec<GpuGrant>) -> NodePlacement {
+    NodePlacement {
+        node: id,
+        cpu_milli,
+        memory_mib,
+        whole_node: false,
+        gpus,
+    }
+}
+
+/// A placement of one share of GPU `gpu` (state `g`) on node `id`, with whether that GPU
+/// is degraded.
+fn one_gpu(
+    id: NodeId,
+    cpu_milli: u32,
+    memory_mib: u64,
+    gpu: u8,
+    g: &Gpu,
+    share: GpuShare,
+) -> (NodePlacement, bool) {
+    let grant = GpuGrant { gpu, share };
+    (
+        one_node(id, cpu_milli, memory_mib, vec![grant]),
+        g.health == Health::Degraded,
+    )
+}
+
+/// The MIG GPUs of `n` that can take `profile`, one per distinct GPU state (slots used,
+/// health, model), each at the start that blocks the fewest larger profiles.
+fn mig_candidates<'n>(
+    n: &'n Node,
+    ctx: &Ctx<'_>,
+    profile: MigProfile,
+    models: ModelSet,
+) -> Vec<(u8, &'n Gpu, u8)> {
+    let mut masks_seen = Vec::new();
+    let mut out = Vec::new();
+    for (i, g) in n.indexed_gpus() {
+        if g.mode != GpuMode::Mig
+            || g.holder.is_some()
+            || !g.usable(ctx.allow_degraded)
+            || !models.contains(g.model)
+            || masks_seen.contains(&(g.mig_used, g.health, g.model))
+        {
+            continue;
+        }
+        masks_seen.push((g.mig_used, g.health, g.model));
+        if let Some(start) = crate::mig::best_start(g.mig_used, profile) {
+            out.push((i, g, start));
+        }
+    }
+    out
+}
+
+/// The shared GPUs of `n` with room for the fraction, one per distinct GPU state (free
+/// milli-GPUs, health, model).
+fn fraction_candidates<'n>(
+    n: &'n Node,
+    ctx: &Ctx<'_>,
+    milli_gpu: u32,
+    gpu_memory_mib: u64,
+    models: ModelSet,
+) -> Vec<(u8, &'n Gpu)> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for (i, g) in n.indexed_gpus() {
+        if g.mode != GpuMode::Shared
+            || g.holder.is_some()
+            || !g.usable(ctx.allow_degraded)
+            || !models.contains(g.model)
+            || g.free_milli() < milli_gpu
+            || g.shared_memory_mib + gpu_memory_mib > g.memory_mib
+        {
+            continue;
+        }
+        let key = (g.free_milli(), g.health, g.model);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        out.push((i, g));
+    }
+    out
+}
+
+/// How many units of a gang the nodes under one vertex can take now.
+struct GangCapacities {
+    /// Per vertex from the nodes' domains up to the searched vertex.
+    vertices: BTreeMap<u32, u32>,
+    nodes: BTreeMap<NodeId, u32>,
+    total: u64,
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@
 use std::fmt;
 use std::str::FromStr;
 
+use neocloud_schema::mig::MigProfile;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::{Fleet, GpuMode, Health};
+use crate::fleet::{Fleet, GpuMode, Health, Node};
 use crate::fractional;
-use crate::ids::{ModelId, NodeId};
+use crate::ids::{ModelId, NodeId, count_u32};
 use crate::mig;
 use crate::placement::{GpuShare, NodePlacement};
 use crate::request::{MILLI_PER_GPU, Shape};
@@ -130,54 +131,12 @@ pub(crate) fn score(
 ) -> Score {
     let n = &fleet.nodes[node.index()];
     if let Shape::Mig { profile, .. } = *shape {
-        // One grant: rank by what it blocks, then by how full the GPU gets.
-        let (blocked, free_after) = np
-            .gpus
-            .first()
-            .and_then(|g| {
-                let gpu = n.gpus.get(usize::from(g.gpu))?;
-                match g.share {
-                    GpuShare::Mig { start, .. } => Some((
-                        mig::blocked_larger(gpu.mig_used, profile, start),
-                        8 - gpu.mig_used.union(profile.mask_at(start)).used_slots(),
-                    )),
-                    _ => None,
-                }
-            })
-            .unwrap_or((0, 0));
-        return match kind {
-            PolicyKind::Topo => [f64::from(blocked), f64::from(free_after), 0.0],
-            _ => [f64::from(free_after), 0.0, 0.0],
-        };
+        return mig_score(kind, n, np, profile);
     }
-    let mut gpus = [(ModelId(0), 0u32); 64];
-    let count = fractional::free_gpus(n, &mut gpus);
-    // Map the node's GPU indices onto the free list (MIG and failed GPUs are skipped).
-    let mut slot = [usize::MAX; 256];
-    let mut k = 0;
-    for (i, g) in n.gpus.iter().enumerate() {
-        if g.mode != GpuMode::Mig && g.health != Health::Failed && k < count {
-            slot[i.min(255)] = k;
-            k += 1;
-        }
-    }
-    let mut leftover = 0u32;
-    for grant in &np.gpus {
-        let j = slot[usize::from(grant.gpu)];
-        if j == usize::MAX {
-            continue;
-        }
-        match grant.share {
-            GpuShare::Whole => gpus[j].1 = 0,
-            GpuShare::Fraction { milli, .. } => {
-                gpus[j].1 = gpus[j].1.saturating_sub(milli);
-                leftover = gpus[j].1;
-            }
-            GpuShare::Mig { .. } => {}
-        }
-    }
-    let after = &gpus[..count];
-    let free_after: u32 = after.iter().map(|g| g.1).sum();
+    let after = FreeAfter::of(n, np);
+    let gpus_after = after.gpus();
+    let free_after: u32 = gpus_after.iter().map(|g| g.1).sum();
+    let leftover = after.leftover;
     let cpu_after = n.free_cpu_milli.saturating_sub(np.cpu_milli);
     let mem_after = n.free_memory_mib.saturating_sub(np.memory_mib);
     match kind {
@@ -187,20 +146,21 @@ pub(crate) fn score(
             f64::from(cpu_after),
         ],
         PolicyKind::Fgd => {
-            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, after)
+            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
                 - fleet.node_frag[node.index()];
             [delta, 0.0, 0.0]
         }
         PolicyKind::Topo => {
-            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, after)
+            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
                 - fleet.node_frag[node.index()];
-            let balance = cpu_balance(n.cpu_milli, cpu_after, count as u32, free_after);
+            let count = count_u32(after.count);
+            let balance = cpu_balance(n.cpu_milli, cpu_after, count, free_after);
             // Ties keep the first candidate met, in fullest-domain-first order.
             // Opening an idle node costs in proportion to its size: the smallest idle
             // block breaks first and the big ones stay whole (HiveD's buddy cells).
             let opens_idle = n.allocs.is_empty() && n.gpus.iter().all(|g| g.is_idle());
             let opening = if opens_idle {
-                OPEN_IDLE_WEIGHT * idle_size(n.cpu_milli, count as u32)
+                OPEN_IDLE_WEIGHT * idle_size(n.cpu_milli, count)
             } else {
                 0.0
             };
@@ -212,6 +172,76 @@ pub(crate) fn score(
                 0.0,
             ]
         }
+    }
+}
+
+/// One MIG grant: ranked by what it blocks, then by how full the GPU gets.
+fn mig_score(kind: PolicyKind, n: &Node, np: &NodePlacement, profile: MigProfile) -> Score {
+    let (blocked, free_after) = np
+        .gpus
+        .first()
+        .and_then(|g| {
+            let gpu = n.gpus.get(usize::from(g.gpu))?;
+            match g.share {
+                GpuShare::Mig { start, .. } => Some((
+                    mig::blocked_larger(gpu.mig_used, profile, start),
+                    8 - gpu.mig_used.union(profile.mask_at(start)).used_slots(),
+                )),
+                _ => None,
+            }
+        })
+        .unwrap_or((0, 0));
+    match kind {
+        PolicyKind::Topo => [f64::from(blocked), f64::from(free_after), 0.0],
+        _ => [f64::from(free_after), 0.0, 0.0],
+    }
+}
+
+/// A node's free GPUs (model, free milli-GPUs) as they would be after a placement.
+struct FreeAfter {
+    gpus: [(ModelId, u32); 64],
+    count: usize,
+    /// What the placement's fraction leaves free on its GPU (0 for whole GPUs).
+    leftover: u32,
+}
+
+impl FreeAfter {
+    fn of(n: &Node, np: &NodePlacement) -> FreeAfter {
+        let mut gpus = [(ModelId(0), 0u32); 64];
+        let count = fractional::free_gpus(n, &mut gpus);
+        // Map the node's GPU indices onto the free list (MIG and failed GPUs are skipped).
+        let mut slot = [usize::MAX; 256];
+        let mut k = 0;
+        for (i, g) in n.gpus.iter().enumerate() {
+            if g.mode != GpuMode::Mig && g.health != Health::Failed && k < count {
+                slot[i.min(255)] = k;
+                k += 1;
+            }
+        }
+        let mut leftover = 0u32;
+        for grant in &np.gpus {
+            let j = slot[usize::from(grant.gpu)];
+            if j == usize::MAX {
+                continue;
+            }
+            match grant.share {
+                GpuShare::Whole => gpus[j].1 = 0,
+                GpuShare::Fraction { milli, .. } => {
+                    gpus[j].1 = gpus[j].1.saturating_sub(milli);
+                    leftover = gpus[j].1;
+                }
+                GpuShare::Mig { .. } => {}
+            }
+        }
+        FreeAfter {
+            gpus,
+            count,
+            leftover,
+        }
+    }
+
+    fn gpus(&self) -> &[(ModelId, u32)] {
+        &self.gpus[..self.count]
     }
 }
 

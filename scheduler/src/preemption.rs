@@ -13,29 +13,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::fleet::{Fleet, NodeState};
+use crate::fleet::{Fleet, Node, NodeState};
 use crate::ids::{AllocationKey, NodeId};
-use crate::placement::Placement;
+use crate::placement::{NodePlacement, Placement};
 use crate::policy::Policy;
 use crate::request::{Class, Request, Shape};
 
 impl Fleet {
     pub(crate) fn preempt(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
-        let max_gpus = self.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
-        let gang = match req.shape {
-            // No node is big enough: no amount of preemption helps.
-            Shape::WholeGpus {
-                count, topology, ..
-            } if topology.required
-                && topology.level == crate::request::TopologyLevel::Node
-                && count as usize > max_gpus =>
-            {
-                return None;
-            }
-            Shape::WholeGpus { count, .. } => count as usize > max_gpus,
-            Shape::WholeNodes { count, .. } => count > 1,
-            _ => false,
-        };
+        let gang = self.needs_gang(req)?;
         if !gang {
             if let Some(p) = self.preempt_on_one_node(req) {
                 return Some(p);
@@ -44,6 +30,32 @@ impl Fleet {
                 return None;
             }
         }
+        self.preempt_across_nodes(req, policy)
+    }
+
+    /// Whether the request needs more than one node (None: no node is big enough, so no
+    /// amount of preemption helps).
+    fn needs_gang(&self, req: &Request) -> Option<bool> {
+        let max_gpus = self.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
+        match req.shape {
+            Shape::WholeGpus {
+                count, topology, ..
+            } if topology.required
+                && topology.level == crate::request::TopologyLevel::Node
+                && count as usize > max_gpus =>
+            {
+                None
+            }
+            Shape::WholeGpus { count, .. } => Some(count as usize > max_gpus),
+            Shape::WholeNodes { count, .. } => Some(count > 1),
+            _ => Some(false),
+        }
+    }
+
+    /// Places the request on a copy of the fleet without spot work, then releases spot
+    /// allocations in order (those on its GPUs, then its nodes, then its NVLink domains)
+    /// until it fits for real.
+    fn preempt_across_nodes(&self, req: &Request, policy: &mut Policy) -> Option<Placement> {
         let spot: Vec<AllocationKey> = self
             .allocations
             .values()
@@ -57,17 +69,27 @@ impl Fleet {
         for &key in &spot {
             without_spot.release(key).ok()?;
         }
-        let mut placement = without_spot.search(req, policy)?;
+        let placement = without_spot.search(req, policy)?;
+        let (victims, extra) = self.gang_victims(&placement, &spot);
+        self.first_sufficient(placement, victims, extra)
+    }
+
+    /// The spot allocations sharing a GPU with `placement` (victims for sure), and the
+    /// others on its nodes (largest CPU first) and then in its NVLink domains.
+    fn gang_victims(
+        &self,
+        placement: &Placement,
+        spot: &[AllocationKey],
+    ) -> (Vec<AllocationKey>, Vec<AllocationKey>) {
         let gpus: BTreeSet<_> = placement.gpus().map(|(g, _)| g).collect();
         let nodes: BTreeSet<NodeId> = placement.nodes.iter().map(|np| np.node).collect();
         let domains: BTreeSet<u32> = nodes.iter().map(|n| self.nodes[n.index()].domain).collect();
-        let touches = |key: &AllocationKey,
-                       f: &dyn Fn(&crate::placement::NodePlacement) -> bool| {
+        let touches = |key: &AllocationKey, f: &dyn Fn(&NodePlacement) -> bool| {
             self.allocations
                 .get(key)
                 .is_some_and(|a| a.placement.nodes.iter().any(f))
         };
-        let mut victims: Vec<AllocationKey> = spot
+        let victims: Vec<AllocationKey> = spot
             .iter()
             .copied()
             .filter(|k| {
@@ -104,8 +126,19 @@ impl Fleet {
                     })
             })
             .collect();
+        on_nodes.extend(in_domains);
+        (victims, on_nodes)
+    }
+
+    /// `placement` with `victims` and as few of `extra` (in order) as make it fit.
+    fn first_sufficient(
+        &self,
+        mut placement: Placement,
+        mut victims: Vec<AllocationKey>,
+        extra: Vec<AllocationKey>,
+    ) -> Option<Placement> {
         let probe = self.unused_key();
-        let mut extra = on_nodes.into_iter().chain(in_domains);
+        let mut extra = extra.into_iter();
         loop {
             placement.victims = victims.clone();
             if self.dry_run(probe, &placement).is_ok() {
@@ -119,57 +152,20 @@ impl Fleet {
         let probe = self.unused_key();
         let mut options = Vec::new();
         for ctx in self.passes(req) {
-            for (i, n) in self.nodes.iter().enumerate() {
+            for (id, n) in self.node_ids().zip(&self.nodes) {
                 if n.state != NodeState::Active
                     || !n.allocs.iter().any(|a| a.class == Class::Spot)
                     || !could_serve(n, &req.shape)
                 {
                     continue;
                 }
-                let id = NodeId(i as u32);
-                let spot: Vec<AllocationKey> = n
-                    .allocs
-                    .iter()
-                    .filter(|a| a.class == Class::Spot)
-                    .map(|a| a.key)
-                    .collect();
-                let mut without_spot = n.clone();
-                for key in &spot {
-                    for np in self
-                        .allocations
-                        .get(key)
-                        .into_iter()
-                        .flat_map(|a| &a.placement.nodes)
-                    {
-                        if np.node == id {
-                            without_spot.revert(*key, np);
-                        }
-                    }
-                }
+                let (spot, without_spot) = self.without_spot(id, n);
                 options.clear();
                 self.node_options(id, &without_spot, &ctx, &mut options);
                 let Some((np, degraded)) = options.drain(..).next() else {
                     continue;
                 };
-                let gpus: BTreeSet<u8> = np.gpus.iter().map(|g| g.gpu).collect();
-                let on_node = |key: &AllocationKey| {
-                    self.allocations
-                        .get(key)
-                        .into_iter()
-                        .flat_map(|a| &a.placement.nodes)
-                        .filter(|p| p.node == id)
-                        .fold((false, 0u32), |(hit, cpu), p| {
-                            (
-                                hit || p.gpus.iter().any(|g| gpus.contains(&g.gpu)),
-                                cpu + p.cpu_milli,
-                            )
-                        })
-                };
-                let mut order = spot;
-                order.sort_by_key(|k| {
-                    let (hit, cpu) = on_node(k);
-                    (!hit, std::cmp::Reverse(cpu), *k)
-                });
+                let order = self.victim_order(id, spot, &np);
                 let mut placement = Placement {
                     tenant: req.tenant,
                     class: req.class,
@@ -187,6 +183,60 @@ impl Fleet {
             }
         }
         None
+    }
+
+    /// The spot allocations on node `n`, and the node as it would be without them.
+    fn without_spot(&self, id: NodeId, n: &Node) -> (Vec<AllocationKey>, Node) {
+        let spot: Vec<AllocationKey> = n
+            .allocs
+            .iter()
+            .filter(|a| a.class == Class::Spot)
+            .map(|a| a.key)
+            .collect();
+        let mut without_spot = n.clone();
+        for key in &spot {
+            for np in self
+                .allocations
+                .get(key)
+                .into_iter()
+                .flat_map(|a| &a.placement.nodes)
+            {
+                if np.node == id {
+                    without_spot.revert(*key, np);
+                }
+            }
+        }
+        (spot, without_spot)
+    }
+
+    /// The order to preempt node `id`'s spot allocations for `np`: those sharing a GPU
+    /// with it first, then by CPU held on the node, largest first.
+    fn victim_order(
+        &self,
+        id: NodeId,
+        spot: Vec<AllocationKey>,
+        np: &NodePlacement,
+    ) -> Vec<AllocationKey> {
+        let gpus: BTreeSet<u8> = np.gpus.iter().map(|g| g.gpu).collect();
+        let on_node = |key: &AllocationKey| {
+            self.allocations
+                .get(key)
+                .into_iter()
+                .flat_map(|a| &a.placement.nodes)
+                .filter(|p| p.node == id)
+                .fold((false, 0u32), |(hit, cpu), p| {
+                    (
+                        hit || p.gpus.iter().any(|g| gpus.contains(&g.gpu)),
+                        cpu + p.cpu_milli,
+                    )
+                })
+        };
+        let mut order = spot;
+        order.sort_by_key(|k| {
+            let (hit, cpu) = on_node(k);
+            (!hit, std::cmp::Reverse(cpu), *k)
+        });
+        order
     }
 
     /// A key no live allocation uses (for checking a placement without committing it).

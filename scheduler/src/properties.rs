@@ -161,24 +161,41 @@ fn op(nodes: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// What the live allocations hold, per GPU and per node.
+#[derive(Default)]
+struct Books {
+    whole: BTreeMap<GpuRef, u32>,
+    masks: BTreeMap<GpuRef, SlotMask>,
+    milli: BTreeMap<GpuRef, (u32, u64)>,
+    cpu: BTreeMap<NodeId, (u32, u64)>,
+}
+
 /// What the live allocations hold, rebuilt from them alone, checked against capacity.
 fn check_books(fleet: &Fleet) -> Result<(), TestCaseError> {
-    let mut whole: BTreeMap<GpuRef, u32> = BTreeMap::new();
-    let mut masks: BTreeMap<GpuRef, SlotMask> = BTreeMap::new();
-    let mut milli: BTreeMap<GpuRef, (u32, u64)> = BTreeMap::new();
-    let mut cpu: BTreeMap<NodeId, (u32, u64)> = BTreeMap::new();
+    let books = rebuild_books(fleet)?;
+    for id in fleet.node_ids() {
+        check_node_books(fleet, id, &books)?;
+        check_exclusivity(fleet, id)?;
+    }
+    prop_assert_eq!(fleet.summaries(), fleet.rebuilt_summaries());
+    Ok(())
+}
+
+/// The books from the live allocations alone; MIG slices must not overlap.
+fn rebuild_books(fleet: &Fleet) -> Result<Books, TestCaseError> {
+    let mut books = Books::default();
     for a in fleet.allocations() {
         for np in &a.placement.nodes {
-            let e = cpu.entry(np.node).or_default();
+            let e = books.cpu.entry(np.node).or_default();
             e.0 += np.cpu_milli;
             e.1 += np.memory_mib;
         }
         for (g, share) in a.placement.gpus() {
             match share {
-                GpuShare::Whole => *whole.entry(g).or_default() += 1,
+                GpuShare::Whole => *books.whole.entry(g).or_default() += 1,
                 GpuShare::Mig { profile, start } => {
                     prop_assert!(profile.valid_starts().contains(&start));
-                    let m = masks.entry(g).or_default();
+                    let m = books.masks.entry(g).or_default();
                     prop_assert!(!m.overlaps(profile.mask_at(start)), "MIG overlap on {g:?}");
                     *m = m.union(profile.mask_at(start));
                 }
@@ -186,66 +203,70 @@ fn check_books(fleet: &Fleet) -> Result<(), TestCaseError> {
                     milli: x,
                     memory_mib,
                 } => {
-                    let e = milli.entry(g).or_default();
+                    let e = books.milli.entry(g).or_default();
                     e.0 += x;
                     e.1 += memory_mib;
                 }
             }
         }
     }
-    for id in fleet.node_ids() {
-        let n = &fleet.nodes[id.index()];
-        let (c, m) = cpu.get(&id).copied().unwrap_or_default();
+    Ok(books)
+}
+
+/// Node `id`'s free state and every GPU's state agree with the books.
+fn check_node_books(fleet: &Fleet, id: NodeId, books: &Books) -> Result<(), TestCaseError> {
+    let n = &fleet.nodes[id.index()];
+    let (c, m) = books.cpu.get(&id).copied().unwrap_or_default();
+    prop_assert!(
+        c <= n.cpu_milli && m <= n.memory_mib,
+        "node {id:?} over-allocated"
+    );
+    prop_assert_eq!(n.free_cpu_milli, n.cpu_milli - c);
+    prop_assert_eq!(n.free_memory_mib, n.memory_mib - m);
+    for (i, gpu) in n.indexed_gpus() {
+        let g = GpuRef { node: id, gpu: i };
+        let w = books.whole.get(&g).copied().unwrap_or(0);
+        let mask = books.masks.get(&g).copied().unwrap_or_default();
+        let (x, gm) = books.milli.get(&g).copied().unwrap_or_default();
+        prop_assert!(w <= 1, "GPU {g:?} given whole twice");
+        prop_assert_eq!(gpu.holder.is_some(), w == 1);
+        prop_assert_eq!(gpu.mig_used, mask);
+        prop_assert_eq!((gpu.shared_milli, gpu.shared_memory_mib), (x, gm));
+        prop_assert!(x <= MILLI_PER_GPU && gm <= gpu.memory_mib);
         prop_assert!(
-            c <= n.cpu_milli && m <= n.memory_mib,
-            "node {id:?} over-allocated"
+            w == 0 || (mask == SlotMask::EMPTY && x == 0),
+            "whole GPU {g:?} shared"
         );
-        prop_assert_eq!(n.free_cpu_milli, n.cpu_milli - c);
-        prop_assert_eq!(n.free_memory_mib, n.memory_mib - m);
-        for (i, gpu) in n.gpus.iter().enumerate() {
-            let g = GpuRef {
-                node: id,
-                gpu: i as u8,
-            };
-            let w = whole.get(&g).copied().unwrap_or(0);
-            let mask = masks.get(&g).copied().unwrap_or_default();
-            let (x, gm) = milli.get(&g).copied().unwrap_or_default();
-            prop_assert!(w <= 1, "GPU {g:?} given whole twice");
-            prop_assert_eq!(gpu.holder.is_some(), w == 1);
-            prop_assert_eq!(gpu.mig_used, mask);
-            prop_assert_eq!((gpu.shared_milli, gpu.shared_memory_mib), (x, gm));
-            prop_assert!(x <= MILLI_PER_GPU && gm <= gpu.memory_mib);
+    }
+    Ok(())
+}
+
+/// Exclusivity: a node or domain held exclusively holds one tenant.
+fn check_exclusivity(fleet: &Fleet, id: NodeId) -> Result<(), TestCaseError> {
+    let n = &fleet.nodes[id.index()];
+    let tenants: Vec<TenantKey> = n.allocs.iter().map(|a| a.tenant).collect();
+    if let Some(t) = n.lock() {
+        prop_assert!(
+            tenants.iter().all(|&x| x == t),
+            "node {id:?} exclusivity broken"
+        );
+    }
+    let domain = fleet.vertex(n.domain);
+    let holders: Vec<TenantKey> = domain
+        .nodes
+        .iter()
+        .flat_map(|&d| fleet.nodes[d.index()].allocs.iter())
+        .filter(|a| a.exclusive == Some(Exclusivity::NvlinkDomain))
+        .map(|a| a.tenant)
+        .collect();
+    if let Some(&t) = holders.first() {
+        for &d in &domain.nodes {
             prop_assert!(
-                w == 0 || (mask == SlotMask::EMPTY && x == 0),
-                "whole GPU {g:?} shared"
+                fleet.nodes[d.index()].only_tenant(t),
+                "domain exclusivity broken"
             );
-        }
-        // Exclusivity: a node or domain held exclusively holds one tenant.
-        let tenants: Vec<TenantKey> = n.allocs.iter().map(|a| a.tenant).collect();
-        if let Some(t) = n.lock() {
-            prop_assert!(
-                tenants.iter().all(|&x| x == t),
-                "node {id:?} exclusivity broken"
-            );
-        }
-        let domain = &fleet.vertices[n.domain as usize];
-        let holders: Vec<TenantKey> = domain
-            .nodes
-            .iter()
-            .flat_map(|&d| fleet.nodes[d.index()].allocs.iter())
-            .filter(|a| a.exclusive == Some(Exclusivity::NvlinkDomain))
-            .map(|a| a.tenant)
-            .collect();
-        if let Some(&t) = holders.first() {
-            for &d in &domain.nodes {
-                prop_assert!(
-                    fleet.nodes[d.index()].only_tenant(t),
-                    "domain exclusivity broken"
-                );
-            }
         }
     }
-    prop_assert_eq!(fleet.summaries(), fleet.rebuilt_summaries());
     Ok(())
 }
 

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::fleet::{Fleet, FleetError, Tuning};
 use crate::fractional::{MixShape, ShapeMix};
-use crate::ids::{AllocationKey, ModelId};
+use crate::ids::{AllocationKey, ModelId, count_u32};
 use crate::policy::{Policy, PolicyKind};
 use crate::request::{MILLI_PER_GPU, Request, Shape};
 use crate::trace::{self, TraceNode, TracePod};
@@ -201,10 +201,10 @@ struct Job {
 }
 
 fn timeline(
-    mut fleet: Fleet,
+    fleet: Fleet,
     pods: &[TracePod],
     requests: &[Request],
-    mut policy: Policy,
+    policy: Policy,
     opts: &ReplayOptions,
     report: &mut Report,
 ) {
@@ -214,12 +214,71 @@ fn timeline(
     } else {
         1.0
     };
+    let jobs = jobs(pods, timed, compress);
+    let horizon = horizon(&jobs);
+    let mut run = Timeline {
+        fleet,
+        policy,
+        pods,
+        requests,
+        run_of: {
+            let mut v = vec![None; pods.len()];
+            for j in &jobs {
+                v[j.index] = j.run_s;
+            }
+            v
+        },
+        departures: BinaryHeap::new(),
+        queue: VecDeque::new(),
+        delays: Vec::new(),
+        allocated: 0,
+        area: 0.0,
+        now: 0,
+    };
+    let mut next = 0usize;
+    loop {
+        let dep = run.departures.peek().map(|Reverse((t, _))| *t);
+        let arr = jobs.get(next).map(|j| j.arrival);
+        let (t, is_departure) = match (dep, arr) {
+            (None, None) => break,
+            (Some(d), Some(a)) => {
+                if d <= a {
+                    (d, true)
+                } else {
+                    (a, false)
+                }
+            }
+            (Some(d), None) => (d, true),
+            (None, Some(a)) => (a, false),
+        };
+        run.advance(t.min(horizon));
+        if is_departure {
+            if !run.depart() {
+                break;
+            }
+            run.retry_queue(t);
+        } else {
+            let job = &jobs[next];
+            next += 1;
+            report.arrivals += 1;
+            run.arrive(job, t);
+        }
+    }
+    run.advance_to_horizon(horizon);
+    run.report(report, horizon);
+    report.timed = Some(timed);
+    report.compress = Some(compress);
+}
+
+/// The pods as jobs in arrival order: at their (compressed) creation times when the
+/// trace has them all, else one a second in trace order, and then never departing.
+fn jobs(pods: &[TracePod], timed: bool, compress: f64) -> Vec<Job> {
     let mut jobs: Vec<Job> = pods
         .iter()
         .enumerate()
         .map(|(i, p)| {
             let arrival = if timed {
-                (p.creation_time.unwrap_or(0) as f64 / compress) as u64
+                whole(p.creation_time.unwrap_or(0) as f64 / compress)
             } else {
                 i as u64
             };
@@ -236,128 +295,140 @@ fn timeline(
         })
         .collect();
     jobs.sort_by_key(|j| (j.arrival, j.index));
+    jobs
+}
+
+/// A quantity the replay counts in whole units (seconds, milli-GPUs): the fraction is
+/// dropped, below what a trace records; `as` saturates (NaN and negatives to 0, beyond
+/// `u64::MAX` to it).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn whole(x: f64) -> u64 {
+    x as u64
+}
+
+/// The end of the replay: the last departure, or one second after the last arrival.
+fn horizon(jobs: &[Job]) -> u64 {
     let last_arrival = jobs.last().map(|j| j.arrival).unwrap_or(0);
-    let horizon = jobs
-        .iter()
+    jobs.iter()
         .filter_map(|j| j.run_s.map(|r| j.arrival + r))
         .max()
         .unwrap_or(0)
-        .max(last_arrival + 1);
-    let gpu_milli = |i: usize| pods[i].gpu_milli_total();
-    let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut queue: VecDeque<(usize, u64)> = VecDeque::new();
-    let mut delays: Vec<u64> = Vec::new();
-    let mut allocated: u64 = 0;
-    let mut area: f64 = 0.0; // milli-GPU seconds
-    let mut now: u64 = 0;
-    let mut next = 0usize;
-    let try_place = |fleet: &mut Fleet,
-                     policy: &mut Policy,
-                     job: usize,
-                     t: u64,
-                     run: Option<u64>,
-                     departures: &mut BinaryHeap<Reverse<(u64, usize)>>|
-     -> bool {
-        match fleet.place_with(&requests[job], policy) {
+        .max(last_arrival + 1)
+}
+
+/// The state of a timeline replay between events.
+struct Timeline<'a> {
+    fleet: Fleet,
+    policy: Policy,
+    pods: &'a [TracePod],
+    requests: &'a [Request],
+    /// Per pod: how long it runs once placed (None: never departs).
+    run_of: Vec<Option<u64>>,
+    departures: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Jobs waiting for capacity, with their arrival times.
+    queue: VecDeque<(usize, u64)>,
+    delays: Vec<u64>,
+    allocated: u64,
+    /// Milli-GPU seconds allocated so far.
+    area: f64,
+    now: u64,
+}
+
+impl Timeline<'_> {
+    fn gpu_milli(&self, job: usize) -> u64 {
+        self.pods[job].gpu_milli_total()
+    }
+
+    /// Counts the allocation held from now until `clipped` (the event time, clipped to
+    /// the horizon).
+    fn advance(&mut self, clipped: u64) {
+        self.area += self.allocated as f64 * clipped.saturating_sub(self.now) as f64;
+        self.now = self.now.max(clipped);
+    }
+
+    fn advance_to_horizon(&mut self, horizon: u64) {
+        self.area += self.allocated as f64 * horizon.saturating_sub(self.now) as f64;
+    }
+
+    /// Places `job` at time `t`; if it ever departs, schedules its departure.
+    fn try_place(&mut self, job: usize, t: u64, run: Option<u64>) -> bool {
+        match self.fleet.place_with(&self.requests[job], &mut self.policy) {
             Ok(p) => {
                 let key = AllocationKey(job as u128);
-                if fleet.commit(key, &p).is_err() {
+                if self.fleet.commit(key, &p).is_err() {
                     return false;
                 }
                 if let Some(run) = run {
-                    departures.push(Reverse((t + run, job)));
+                    self.departures.push(Reverse((t + run, job)));
                 }
                 true
             }
             Err(_) => false,
         }
-    };
-    let run_of: Vec<Option<u64>> = {
-        let mut v = vec![None; pods.len()];
-        for j in &jobs {
-            v[j.index] = j.run_s;
-        }
-        v
-    };
-    loop {
-        let dep = departures.peek().map(|Reverse((t, _))| *t);
-        let arr = jobs.get(next).map(|j| j.arrival);
-        let (t, is_departure) = match (dep, arr) {
-            (None, None) => break,
-            (Some(d), Some(a)) => {
-                if d <= a {
-                    (d, true)
-                } else {
-                    (a, false)
-                }
-            }
-            (Some(d), None) => (d, true),
-            (None, Some(a)) => (a, false),
+    }
+
+    /// Releases the next departing job; false when there is none.
+    fn depart(&mut self) -> bool {
+        let Some(Reverse((_, job))) = self.departures.pop() else {
+            return false;
         };
-        let clipped = t.min(horizon);
-        area += allocated as f64 * clipped.saturating_sub(now) as f64;
-        now = now.max(clipped);
-        if is_departure {
-            let Some(Reverse((_, job))) = departures.pop() else {
-                break;
-            };
-            if fleet.release(AllocationKey(job as u128)).is_ok() {
-                allocated -= gpu_milli(job);
+        if self.fleet.release(AllocationKey(job as u128)).is_ok() {
+            self.allocated -= self.gpu_milli(job);
+        }
+        true
+    }
+
+    /// Retries the first [`QUEUE_RETRY_WINDOW`] queued jobs at time `t`, in order.
+    fn retry_queue(&mut self, t: u64) {
+        let mut still = VecDeque::with_capacity(self.queue.len());
+        let mut tried = 0;
+        while let Some((q, arrived)) = self.queue.pop_front() {
+            if tried == QUEUE_RETRY_WINDOW {
+                still.push_back((q, arrived));
+                continue;
             }
-            let mut still = VecDeque::with_capacity(queue.len());
-            let mut tried = 0;
-            while let Some((q, arrived)) = queue.pop_front() {
-                if tried == QUEUE_RETRY_WINDOW {
-                    still.push_back((q, arrived));
-                    continue;
-                }
-                tried += 1;
-                if try_place(&mut fleet, &mut policy, q, t, run_of[q], &mut departures) {
-                    allocated += gpu_milli(q);
-                    delays.push(t - arrived);
-                } else {
-                    still.push_back((q, arrived));
-                }
-            }
-            queue = still;
-        } else {
-            let job = &jobs[next];
-            next += 1;
-            report.arrivals += 1;
-            if try_place(
-                &mut fleet,
-                &mut policy,
-                job.index,
-                t,
-                job.run_s,
-                &mut departures,
-            ) {
-                allocated += gpu_milli(job.index);
-                delays.push(0);
+            tried += 1;
+            if self.try_place(q, t, self.run_of[q]) {
+                self.allocated += self.gpu_milli(q);
+                self.delays.push(t - arrived);
             } else {
-                queue.push_back((job.index, job.arrival));
+                still.push_back((q, arrived));
             }
+        }
+        self.queue = still;
+    }
+
+    /// A job arrives at time `t`: placed at once, or queued.
+    fn arrive(&mut self, job: &Job, t: u64) {
+        if self.try_place(job.index, t, job.run_s) {
+            self.allocated += self.gpu_milli(job.index);
+            self.delays.push(0);
+        } else {
+            self.queue.push_back((job.index, job.arrival));
         }
     }
-    area += allocated as f64 * horizon.saturating_sub(now) as f64;
-    let capacity = (report.gpus as u64 * u64::from(MILLI_PER_GPU)) as f64;
-    report.placed = delays.len();
-    report.never_placed = Some(queue.len());
-    report.gpus_requested = pods.iter().map(|p| p.gpu_milli_total()).sum::<u64>() as f64 / 1000.0;
-    report.gpus_allocated_at_end = fleet.allocated_gpu_milli() as f64 / 1000.0;
-    report.unallocated_gpu_share = 1.0 - area / (capacity * horizon as f64);
-    report.gpu_allocation_ratio = Some(area / (capacity * horizon as f64));
-    report.gpu_hours_allocated = Some(area / 1000.0 / 3600.0);
-    report.horizon_s = Some(horizon);
-    report.timed = Some(timed);
-    report.compress = Some(compress);
-    delays.sort_unstable();
-    report.mean_queueing_delay_s = Some(if delays.is_empty() {
-        0.0
-    } else {
-        delays.iter().sum::<u64>() as f64 / delays.len() as f64
-    });
-    report.p99_queueing_delay_s = Some(percentile(&delays, 0.99) as f64);
+
+    fn report(mut self, report: &mut Report, horizon: u64) {
+        let area = self.area;
+        let capacity = (report.gpus as u64 * u64::from(MILLI_PER_GPU)) as f64;
+        report.placed = self.delays.len();
+        report.never_placed = Some(self.queue.len());
+        report.gpus_requested =
+            self.pods.iter().map(|p| p.gpu_milli_total()).sum::<u64>() as f64 / 1000.0;
+        report.gpus_allocated_at_end = self.fleet.allocated_gpu_milli() as f64 / 1000.0;
+        report.unallocated_gpu_share = 1.0 - area / (capacity * horizon as f64);
+        report.gpu_allocation_ratio = Some(area / (capacity * horizon as f64));
+        report.gpu_hours_allocated = Some(area / 1000.0 / 3600.0);
+        report.horizon_s = Some(horizon);
+        let delays = &mut self.delays;
+        delays.sort_unstable();
+        report.mean_queueing_delay_s = Some(if delays.is_empty() {
+            0.0
+        } else {
+            delays.iter().sum::<u64>() as f64 / delays.len() as f64
+        });
+        report.p99_queueing_delay_s = Some(percentile(delays, 0.99) as f64);
+    }
 }
 
 /// Nearest-rank percentile of sorted values (0 for none).
@@ -365,8 +436,15 @@ pub fn percentile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    let rank = nearest_rank(q, sorted.len());
     sorted[rank - 1]
+}
+
+/// The nearest rank of quantile `q` among `len` values, 1-based. The float only picks
+/// the rank: `as` saturates (NaN and negatives to 0) and the clamp keeps it in range.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn nearest_rank(q: f64, len: usize) -> usize {
+    ((q * len as f64).ceil() as usize).clamp(1, len)
 }
 
 fn saturate(
@@ -378,7 +456,7 @@ fn saturate(
     report: &mut Report,
 ) {
     let capacity = report.gpus as u64 * u64::from(MILLI_PER_GPU);
-    let target = (opts.arrive * capacity as f64).max(0.0) as u64;
+    let target = whole((opts.arrive * capacity as f64).max(0.0));
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut requested = 0u64;
     let mut failed = 0usize;
@@ -431,9 +509,11 @@ pub fn unusable_free_milli(fleet: &Fleet, mix: &ShapeMix) -> u64 {
         let fits_node =
             |s: &MixShape| s.cpu_milli <= free.cpu_milli && s.memory_mib <= free.memory_mib;
         let full = |s: &MixShape| {
-            gpus.iter()
-                .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
-                .count() as u32
+            count_u32(
+                gpus.iter()
+                    .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
+                    .count(),
+            )
         };
         for &(model, milli) in &gpus {
             if milli == 0 {

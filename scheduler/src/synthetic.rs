@@ -3,13 +3,13 @@
 //! first-fit scan over every node, without aggregates. Seeded, so every run builds the
 //! same fleet; timing itself is the callers' job (this crate reads no clock).
 
-use neocloud_schema::mig::MigProfile;
+use neocloud_schema::mig::{MigProfile, SlotMask};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::fleet::{Fleet, FleetError, GpuMode, GpuSpec, Health, NodeSpec, NodeState};
-use crate::ids::{AllocationKey, ModelSet, NodeId, TenantKey};
+use crate::fleet::{Fleet, FleetError, Gpu, GpuMode, GpuSpec, Health, Node, NodeSpec, NodeState};
+use crate::ids::{AllocationKey, ModelSet, NodeId, TenantKey, count_u32};
 use crate::placement::{GpuGrant, GpuShare, NoFit, NodePlacement, Placement};
 use crate::request::{Class, Request, Shape, Topology, TopologyLevel};
 
@@ -66,85 +66,15 @@ pub fn fill(fleet: &mut Fleet, occupancy: f64, seed: u64) -> Vec<AllocationKey> 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut keys = Vec::new();
     let mut next = 1u128 << 64;
-    for n in 0..fleet.node_count() {
-        let id = NodeId(n as u32);
-        // A packed fleet: most nodes full, a band partly used, the rest idle
-        // (occupancy − 5% full, 10% half used, the remainder idle).
-        let u: f64 = rng.random();
-        let level = if u < occupancy - 0.05 {
-            1.0
-        } else if u < occupancy + 0.05 {
-            0.5
-        } else {
-            0.0
-        };
-        for gpu in 0..fleet.nodes[n].gpus.len() as u8 {
-            let g = &fleet.nodes[n].gpus[usize::from(gpu)];
-            let target = level;
-            let occupancy: f64 = level;
-            let grants: Vec<GpuShare> = match g.mode {
-                GpuMode::Whole => {
-                    if rng.random_bool(occupancy.clamp(0.0, 1.0)) {
-                        vec![GpuShare::Whole]
-                    } else {
-                        Vec::new()
-                    }
-                }
-                GpuMode::Mig => {
-                    let mut mask = g.mig_used;
-                    let mut out = Vec::new();
-                    for _ in 0..8 {
-                        let profile = *MigProfile::ALL
-                            .choose(&mut rng)
-                            .unwrap_or(&MigProfile::OneG);
-                        let Some(start) = crate::mig::best_start(mask, profile) else {
-                            continue;
-                        };
-                        let after = mask.union(profile.mask_at(start));
-                        if f64::from(after.used_slots()) > target * 8.0 {
-                            continue;
-                        }
-                        mask = after;
-                        out.push(GpuShare::Mig { profile, start });
-                    }
-                    out
-                }
-                GpuMode::Shared => {
-                    let mut used = 0u32;
-                    let mut out = Vec::new();
-                    for _ in 0..8 {
-                        let milli = *[125u32, 250, 500].choose(&mut rng).unwrap_or(&250);
-                        if f64::from(used + milli) > target * 1000.0 {
-                            continue;
-                        }
-                        used += milli;
-                        out.push(GpuShare::Fraction {
-                            milli,
-                            memory_mib: 0,
-                        });
-                    }
-                    out
-                }
-            };
-            for share in grants {
-                let placement = Placement {
-                    tenant: TenantKey(rng.random_range(1..50)),
-                    class: if rng.random_bool(0.25) {
-                        Class::Spot
-                    } else {
-                        Class::OnDemand
-                    },
-                    exclusive: None,
-                    nodes: vec![NodePlacement {
-                        node: id,
-                        cpu_milli: 4000,
-                        memory_mib: 16_384,
-                        whole_node: false,
-                        gpus: vec![GpuGrant { gpu, share }],
-                    }],
-                    victims: Vec::new(),
-                    degraded: false,
-                };
+    let ids: Vec<NodeId> = fleet.node_ids().collect();
+    for id in ids {
+        let level = node_level(&mut rng, occupancy);
+        let gpu_count = fleet.nodes[id.index()].gpus.len();
+        // `Fleet::new` refuses nodes of more than 255 GPUs: every GPU has a `u8` index.
+        for (gpu, _) in (0..=u8::MAX).zip(0..gpu_count) {
+            let g = &fleet.nodes[id.index()].gpus[usize::from(gpu)];
+            for share in random_shares(&mut rng, g, level) {
+                let placement = random_placement(&mut rng, id, GpuGrant { gpu, share });
                 let key = AllocationKey(next);
                 next += 1;
                 if fleet.commit(key, &placement).is_ok() {
@@ -154,6 +84,93 @@ pub fn fill(fleet: &mut Fleet, occupancy: f64, seed: u64) -> Vec<AllocationKey> 
         }
     }
     keys
+}
+
+/// A packed fleet: most nodes full, a band partly used, the rest idle
+/// (occupancy − 5% full, 10% half used, the remainder idle).
+fn node_level(rng: &mut ChaCha8Rng, occupancy: f64) -> f64 {
+    let u: f64 = rng.random();
+    if u < occupancy - 0.05 {
+        1.0
+    } else if u < occupancy + 0.05 {
+        0.5
+    } else {
+        0.0
+    }
+}
+
+/// The shares taken on one GPU of a node used to `level`.
+fn random_shares(rng: &mut ChaCha8Rng, g: &Gpu, level: f64) -> Vec<GpuShare> {
+    match g.mode {
+        GpuMode::Whole => {
+            if rng.random_bool(level.clamp(0.0, 1.0)) {
+                vec![GpuShare::Whole]
+            } else {
+                Vec::new()
+            }
+        }
+        GpuMode::Mig => random_mig_shares(rng, g.mig_used, level),
+        GpuMode::Shared => random_fractions(rng, level),
+    }
+}
+
+/// Random MIG profiles at their best starts, up to `level` of the slots.
+fn random_mig_shares(rng: &mut ChaCha8Rng, used: SlotMask, level: f64) -> Vec<GpuShare> {
+    let mut mask = used;
+    let mut out = Vec::new();
+    for _ in 0..8 {
+        let profile = *MigProfile::ALL.choose(rng).unwrap_or(&MigProfile::OneG);
+        let Some(start) = crate::mig::best_start(mask, profile) else {
+            continue;
+        };
+        let after = mask.union(profile.mask_at(start));
+        if f64::from(after.used_slots()) > level * 8.0 {
+            continue;
+        }
+        mask = after;
+        out.push(GpuShare::Mig { profile, start });
+    }
+    out
+}
+
+/// Random fractions of a shared GPU, up to `level` of it.
+fn random_fractions(rng: &mut ChaCha8Rng, level: f64) -> Vec<GpuShare> {
+    let mut used = 0u32;
+    let mut out = Vec::new();
+    for _ in 0..8 {
+        let milli = *[125u32, 250, 500].choose(rng).unwrap_or(&250);
+        if f64::from(used + milli) > level * 1000.0 {
+            continue;
+        }
+        used += milli;
+        out.push(GpuShare::Fraction {
+            milli,
+            memory_mib: 0,
+        });
+    }
+    out
+}
+
+/// One grant for a random tenant; a quarter of them spot.
+fn random_placement(rng: &mut ChaCha8Rng, node: NodeId, grant: GpuGrant) -> Placement {
+    Placement {
+        tenant: TenantKey(rng.random_range(1..50)),
+        class: if rng.random_bool(0.25) {
+            Class::Spot
+        } else {
+            Class::OnDemand
+        },
+        exclusive: None,
+        nodes: vec![NodePlacement {
+            node,
+            cpu_milli: 4000,
+            memory_mib: 16_384,
+            whole_node: false,
+            gpus: vec![grant],
+        }],
+        victims: Vec::new(),
+        degraded: false,
+    }
 }
 
 /// The request kinds the benchmarks time.
@@ -252,161 +269,26 @@ fn naive_scan(fleet: &Fleet, req: &Request, best_fit: bool) -> Result<Placement,
     let mut best: Option<(u32, NodePlacement)> = None;
     req.shape.validate()?;
     let mut nodes = Vec::new();
-    let mut need = match req.shape {
+    let wanted = match req.shape {
         Shape::WholeGpus { count, .. } | Shape::WholeNodes { count, .. } => count,
         _ => 1,
     };
-    let gang = matches!(req.shape, Shape::WholeGpus { count, .. } if count > NODE_GPUS as u32);
-    for (i, n) in fleet.nodes.iter().enumerate() {
+    let mut need = wanted;
+    let gang = matches!(req.shape, Shape::WholeGpus { count, .. } if count > count_u32(NODE_GPUS));
+    for (id, n) in fleet.node_ids().zip(&fleet.nodes) {
         if need == 0 {
             break;
         }
         if !fleet.node_open(n, req) {
             continue;
         }
-        let id = NodeId(i as u32);
-        let fits_cpu = |cpu: u32, mem: u64| cpu <= n.free_cpu_milli && mem <= n.free_memory_mib;
-        match req.shape {
-            Shape::WholeGpus {
-                count,
-                models,
-                cpu_milli_per_gpu,
-                memory_mib_per_gpu,
-                ..
-            } => {
-                let free: Vec<u8> = n
-                    .gpus
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, g)| {
-                        g.whole_free() && g.health == Health::Ok && models.contains(g.model)
-                    })
-                    .map(|(i, _)| i as u8)
-                    .collect();
-                let take = if gang {
-                    need.min(free.len() as u32)
-                } else if free.len() as u32 >= count {
-                    count
-                } else {
-                    0
-                };
-                if take == 0
-                    || !fits_cpu(
-                        cpu_milli_per_gpu * take,
-                        memory_mib_per_gpu * u64::from(take),
-                    )
-                {
-                    continue;
-                }
-                nodes.push(NodePlacement {
-                    node: id,
-                    cpu_milli: cpu_milli_per_gpu * take,
-                    memory_mib: memory_mib_per_gpu * u64::from(take),
-                    whole_node: false,
-                    gpus: free[..take as usize]
-                        .iter()
-                        .map(|&gpu| GpuGrant {
-                            gpu,
-                            share: GpuShare::Whole,
-                        })
-                        .collect(),
-                });
-                need -= take;
-                if best_fit && !gang {
-                    keep_best(
-                        &mut best,
-                        &mut nodes,
-                        &mut need,
-                        free.len() as u32 - take,
-                        count,
-                    );
-                }
-            }
-            Shape::Mig {
-                profile,
-                models,
-                cpu_milli,
-                memory_mib,
-            } => {
-                if !fits_cpu(cpu_milli, memory_mib) {
-                    continue;
-                }
-                let hit = n.gpus.iter().enumerate().find_map(|(i, g)| {
-                    (g.mode == GpuMode::Mig
-                        && g.holder.is_none()
-                        && g.health == Health::Ok
-                        && models.contains(g.model))
-                    .then(|| g.mig_used.free_starts(profile).next().map(|s| (i, s)))
-                    .flatten()
-                });
-                if let Some((gpu, start)) = hit {
-                    nodes.push(NodePlacement {
-                        node: id,
-                        cpu_milli,
-                        memory_mib,
-                        whole_node: false,
-                        gpus: vec![GpuGrant {
-                            gpu: gpu as u8,
-                            share: GpuShare::Mig { profile, start },
-                        }],
-                    });
-                    need = 0;
-                    if best_fit {
-                        keep_best(
-                            &mut best,
-                            &mut nodes,
-                            &mut need,
-                            8 - n.gpus[gpu].mig_used.used_slots(),
-                            1,
-                        );
-                    }
-                }
-            }
-            Shape::Fractional {
-                milli_gpu,
-                gpu_memory_mib,
-                models,
-                cpu_milli,
-                memory_mib,
-            } => {
-                if !fits_cpu(cpu_milli, memory_mib) {
-                    continue;
-                }
-                let hit = n.gpus.iter().position(|g| {
-                    g.mode == GpuMode::Shared
-                        && g.holder.is_none()
-                        && g.health == Health::Ok
-                        && models.contains(g.model)
-                        && g.free_milli() >= milli_gpu
-                        && g.shared_memory_mib + gpu_memory_mib <= g.memory_mib
-                });
-                if let Some(gpu) = hit {
-                    nodes.push(NodePlacement {
-                        node: id,
-                        cpu_milli,
-                        memory_mib,
-                        whole_node: false,
-                        gpus: vec![GpuGrant {
-                            gpu: gpu as u8,
-                            share: GpuShare::Fraction {
-                                milli: milli_gpu,
-                                memory_mib: gpu_memory_mib,
-                            },
-                        }],
-                    });
-                    need = 0;
-                    if best_fit {
-                        keep_best(
-                            &mut best,
-                            &mut nodes,
-                            &mut need,
-                            n.gpus[gpu].free_milli(),
-                            1,
-                        );
-                    }
-                }
-            }
-            Shape::WholeNodes { .. } | Shape::Cpu { .. } => return Err(NoFit::NoCapacity),
+        let Some(fit) = naive_fit(n, id, &req.shape, need, gang)? else {
+            continue;
+        };
+        nodes.push(fit.placement);
+        need -= fit.taken;
+        if best_fit && !gang {
+            keep_best(&mut best, &mut nodes, &mut need, fit.left, wanted);
         }
     }
     if let Some((_, np)) = best {
@@ -423,6 +305,164 @@ fn naive_scan(fleet: &Fleet, req: &Request, best_fit: bool) -> Result<Placement,
         nodes,
         victims: Vec::new(),
         degraded: false,
+    })
+}
+
+/// What one node would grant the naive scan.
+struct NaiveFit {
+    placement: NodePlacement,
+    /// How much of what is still needed the grant covers.
+    taken: u32,
+    /// What the node would have left afterwards, for best fit (fewer is better).
+    left: u32,
+}
+
+/// What node `n` can grant of `shape` without aggregates, if anything.
+fn naive_fit(
+    n: &Node,
+    id: NodeId,
+    shape: &Shape,
+    need: u32,
+    gang: bool,
+) -> Result<Option<NaiveFit>, NoFit> {
+    let fits_cpu = |cpu: u32, mem: u64| cpu <= n.free_cpu_milli && mem <= n.free_memory_mib;
+    Ok(match *shape {
+        Shape::WholeGpus {
+            count,
+            models,
+            cpu_milli_per_gpu,
+            memory_mib_per_gpu,
+            ..
+        } => {
+            let per_gpu = (cpu_milli_per_gpu, memory_mib_per_gpu);
+            naive_whole_gpus(n, id, count, models, per_gpu, need, gang)
+        }
+        Shape::Mig {
+            profile,
+            models,
+            cpu_milli,
+            memory_mib,
+        } => {
+            let hit = fits_cpu(cpu_milli, memory_mib)
+                .then(|| first_mig_start(n, profile, models))
+                .flatten();
+            hit.map(|(gpu, g, start)| {
+                let share = GpuShare::Mig { profile, start };
+                let node = naive_node(id, cpu_milli, memory_mib, vec![GpuGrant { gpu, share }]);
+                NaiveFit {
+                    placement: node,
+                    taken: need,
+                    left: 8 - g.mig_used.used_slots(),
+                }
+            })
+        }
+        Shape::Fractional {
+            milli_gpu,
+            gpu_memory_mib,
+            models,
+            cpu_milli,
+            memory_mib,
+        } => {
+            let hit = fits_cpu(cpu_milli, memory_mib)
+                .then(|| first_shared_room(n, milli_gpu, gpu_memory_mib, models))
+                .flatten();
+            hit.map(|(gpu, g)| {
+                let share = GpuShare::Fraction {
+                    milli: milli_gpu,
+                    memory_mib: gpu_memory_mib,
+                };
+                let node = naive_node(id, cpu_milli, memory_mib, vec![GpuGrant { gpu, share }]);
+                NaiveFit {
+                    placement: node,
+                    taken: need,
+                    left: g.free_milli(),
+                }
+            })
+        }
+        Shape::WholeNodes { .. } | Shape::Cpu { .. } => return Err(NoFit::NoCapacity),
+    })
+}
+
+/// The whole GPUs node `n` can grant: all `count` asked for, or for a gang as many as
+/// are still needed.
+fn naive_whole_gpus(
+    n: &Node,
+    id: NodeId,
+    count: u32,
+    models: ModelSet,
+    (cpu_milli_per_gpu, memory_mib_per_gpu): (u32, u64),
+    need: u32,
+    gang: bool,
+) -> Option<NaiveFit> {
+    let free = free_whole_gpus(n, models);
+    let free_count = count_u32(free.len());
+    let take = if gang {
+        need.min(free_count)
+    } else if free_count >= count {
+        count
+    } else {
+        0
+    };
+    let cpu_milli = cpu_milli_per_gpu * take;
+    let memory_mib = memory_mib_per_gpu * u64::from(take);
+    if take == 0 || cpu_milli > n.free_cpu_milli || memory_mib > n.free_memory_mib {
+        return None;
+    }
+    let gpus = free.iter().take(take as usize).map(|&gpu| GpuGrant {
+        gpu,
+        share: GpuShare::Whole,
+    });
+    Some(NaiveFit {
+        placement: naive_node(id, cpu_milli, memory_mib, gpus.collect()),
+        taken: take,
+        left: free_count - take,
+    })
+}
+
+fn naive_node(id: NodeId, cpu_milli: u32, memory_mib: u64, gpus: Vec<GpuGrant>) -> NodePlacement {
+    NodePlacement {
+        node: id,
+        cpu_milli,
+        memory_mib,
+        whole_node: false,
+        gpus,
+    }
+}
+
+/// The healthy, idle GPUs of `n` sold whole, of the models asked for.
+fn free_whole_gpus(n: &Node, models: ModelSet) -> Vec<u8> {
+    n.indexed_gpus()
+        .filter(|(_, g)| g.whole_free() && g.health == Health::Ok && models.contains(g.model))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The first healthy MIG GPU of `n` with room for `profile`, at its first free start.
+fn first_mig_start(n: &Node, profile: MigProfile, models: ModelSet) -> Option<(u8, &Gpu, u8)> {
+    n.indexed_gpus().find_map(|(i, g)| {
+        (g.mode == GpuMode::Mig
+            && g.holder.is_none()
+            && g.health == Health::Ok
+            && models.contains(g.model))
+        .then(|| g.mig_used.free_starts(profile).next().map(|s| (i, g, s)))
+        .flatten()
+    })
+}
+
+/// The first healthy shared GPU of `n` with room for the fraction.
+fn first_shared_room(
+    n: &Node,
+    milli_gpu: u32,
+    gpu_memory_mib: u64,
+    models: ModelSet,
+) -> Option<(u8, &Gpu)> {
+    n.indexed_gpus().find(|(_, g)| {
+        g.mode == GpuMode::Shared
+            && g.holder.is_none()
+            && g.health == Health::Ok
+            && models.contains(g.model)
+            && g.free_milli() >= milli_gpu
+            && g.shared_memory_mib + gpu_memory_mib <= g.memory_mib
     })
 }
 

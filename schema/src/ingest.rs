@@ -31,7 +31,7 @@ pub const MAX_WINDOW_AGE_DAYS: i64 = 35;
 /// when it reads it, which may be a moment after the window's last sample.
 pub const MAX_EVENT_SKEW_SECONDS: i64 = 60;
 /// The largest sequence number and energy counter storage can hold exactly.
-pub const MAX_COUNTER: u64 = i64::MAX as u64;
+pub const MAX_COUNTER: u64 = i64::MAX.unsigned_abs();
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -204,6 +204,35 @@ fn check_counter(field: &str, value: Option<u64>) -> Result<(), InvalidBatch> {
 impl Batch {
     /// Checks every rule of the contract; the first violation names its field.
     pub fn validate(&self, ctx: &ValidationContext) -> Result<(), InvalidBatch> {
+        self.validate_header()?;
+        self.validate_window(ctx)?;
+        let max_devices = ctx.max_devices.min(MAX_DEVICES_PER_BATCH);
+        if self.devices.len() > max_devices {
+            return Err(invalid(
+                "devices",
+                format!(
+                    "{} devices, but the node can have at most {max_devices}",
+                    self.devices.len()
+                ),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, device) in self.devices.iter().enumerate() {
+            let at = |name: &str| format!("devices[{i}].{name}");
+            check_text(|| at("uuid"), &device.uuid)?;
+            if !seen.insert(device.uuid.as_str()) {
+                return Err(invalid(at("uuid"), "appears twice in one batch"));
+            }
+            device.validate_identity(&at)?;
+            device.validate_readings(&at, ctx)?;
+            device.validate_events(i, &at, &self.window)?;
+            device.validate_processes(i, &at, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The version, the agent and the sequence number.
+    fn validate_header(&self) -> Result<(), InvalidBatch> {
         if self.version != WIRE_VERSION {
             return Err(invalid(
                 "version",
@@ -217,7 +246,11 @@ impl Batch {
         if self.seq == 0 {
             return Err(invalid("seq", "sequence numbers start at 1"));
         }
-        check_counter("seq", Some(self.seq))?;
+        check_counter("seq", Some(self.seq))
+    }
+
+    /// A window of at most an hour, neither in the future nor too old.
+    fn validate_window(&self, ctx: &ValidationContext) -> Result<(), InvalidBatch> {
         if self.window.end <= self.window.start {
             return Err(invalid("window.end", "must be after window.start"));
         }
@@ -236,117 +269,146 @@ impl Batch {
                 format!("starts more than {MAX_WINDOW_AGE_DAYS} days ago"),
             ));
         }
-        let max_devices = ctx.max_devices.min(MAX_DEVICES_PER_BATCH);
-        if self.devices.len() > max_devices {
+        Ok(())
+    }
+}
+
+impl DeviceSample {
+    /// A MIG device names its parent GPU and profile; a GPU names neither.
+    fn validate_identity(&self, at: &dyn Fn(&str) -> String) -> Result<(), InvalidBatch> {
+        if let Some(parent) = &self.parent_uuid {
+            check_text(|| at("parent_uuid"), parent)?;
+        }
+        if let Some(profile) = &self.mig_profile {
+            check_text(|| at("mig_profile"), profile)?;
+        }
+        let is_mig = self.uuid.starts_with("MIG-");
+        if is_mig != self.parent_uuid.is_some() || is_mig != self.mig_profile.is_some() {
             return Err(invalid(
-                "devices",
+                at("parent_uuid"),
+                "a MIG device (uuid MIG-…) needs parent_uuid and mig_profile; a GPU has neither",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Utilization, energy, power, memory and temperature within what a GPU can report.
+    fn validate_readings(
+        &self,
+        at: &dyn Fn(&str) -> String,
+        ctx: &ValidationContext,
+    ) -> Result<(), InvalidBatch> {
+        check_pct(|| at("sm_util_pct"), self.sm_util_pct)?;
+        check_counter(&at("energy_mj"), self.energy_mj)?;
+        // A mean over the window: transients pass the board limit, never twice it.
+        if let Some(mw) = self.power_mw
+            && mw > u64::from(ctx.max_power_w) * 2000
+        {
+            return Err(invalid(
+                at("power_mw"),
                 format!(
-                    "{} devices, but the node can have at most {max_devices}",
-                    self.devices.len()
+                    "{mw} mW is more than twice the GPU's {} W limit",
+                    ctx.max_power_w
                 ),
             ));
         }
-        let mut seen = std::collections::HashSet::new();
-        for (i, device) in self.devices.iter().enumerate() {
-            let at = |name: &str| format!("devices[{i}].{name}");
-            check_text(|| at("uuid"), &device.uuid)?;
-            if !seen.insert(device.uuid.as_str()) {
-                return Err(invalid(at("uuid"), "appears twice in one batch"));
-            }
-            if let Some(parent) = &device.parent_uuid {
-                check_text(|| at("parent_uuid"), parent)?;
-            }
-            if let Some(profile) = &device.mig_profile {
-                check_text(|| at("mig_profile"), profile)?;
-            }
-            let is_mig = device.uuid.starts_with("MIG-");
-            if is_mig != device.parent_uuid.is_some() || is_mig != device.mig_profile.is_some() {
-                return Err(invalid(
-                    at("parent_uuid"),
-                    "a MIG device (uuid MIG-…) needs parent_uuid and mig_profile; a GPU has neither",
-                ));
-            }
-            check_pct(|| at("sm_util_pct"), device.sm_util_pct)?;
-            check_counter(&at("energy_mj"), device.energy_mj)?;
-            // A mean over the window: transients pass the board limit, never twice it.
-            if let Some(mw) = device.power_mw
-                && mw > u64::from(ctx.max_power_w) * 2000
-            {
-                return Err(invalid(
-                    at("power_mw"),
-                    format!(
-                        "{mw} mW is more than twice the GPU's {} W limit",
-                        ctx.max_power_w
-                    ),
-                ));
-            }
-            if let Some(fb) = device.fb_used_bytes
-                && fb > ctx.max_fb_bytes
-            {
-                return Err(invalid(
-                    at("fb_used_bytes"),
-                    format!(
-                        "{fb} bytes is more than the GPU's {} bytes",
-                        ctx.max_fb_bytes
-                    ),
-                ));
-            }
-            if let Some(t) = device.temp_c
-                && !(-40..=150).contains(&t)
-            {
-                return Err(invalid(at("temp_c"), format!("impossible temperature {t}")));
-            }
-            if device.events.len() > MAX_EVENTS_PER_DEVICE {
-                return Err(invalid(
-                    at("events"),
-                    format!("at most {MAX_EVENTS_PER_DEVICE} events per device"),
-                ));
-            }
-            let skew = Duration::seconds(MAX_EVENT_SKEW_SECONDS);
-            let span = self.window.start - skew..=self.window.end + skew;
-            if let Some(j) = device.events.iter().position(|e| !span.contains(&e.at)) {
-                return Err(invalid(
-                    format!("devices[{i}].events[{j}].at"),
-                    "an event must lie inside its batch's window",
-                ));
-            }
-            if device.processes.len() > MAX_PROCESSES_PER_DEVICE {
-                return Err(invalid(
-                    at("processes"),
-                    format!("at most {MAX_PROCESSES_PER_DEVICE} processes per device"),
-                ));
-            }
-            for (j, p) in device.processes.iter().enumerate() {
-                let pat = |name: &str| format!("devices[{i}].processes[{j}].{name}");
-                check_pct(|| pat("sm_util_pct"), p.sm_util_pct)?;
-                if let Some(fb) = p.fb_used_bytes
-                    && fb > ctx.max_fb_bytes
-                {
-                    return Err(invalid(
-                        pat("fb_used_bytes"),
-                        "more than the GPU's framebuffer",
-                    ));
-                }
-                if p.labels.len() > MAX_LABELS_PER_PROCESS {
-                    return Err(invalid(
-                        pat("labels"),
-                        format!("at most {MAX_LABELS_PER_PROCESS} labels"),
-                    ));
-                }
-                if p.labels.iter().any(|(k, v)| {
-                    k.is_empty()
-                        || k.len() > MAX_LABEL_BYTES
-                        || v.len() > MAX_LABEL_BYTES
-                        || k.chars().chain(v.chars()).any(char::is_control)
-                }) {
-                    return Err(invalid(
-                        pat("labels"),
-                        format!(
-                            "label keys must be 1 to {MAX_LABEL_BYTES} bytes, values at most {MAX_LABEL_BYTES}, neither with control characters"
-                        ),
-                    ));
-                }
-            }
+        if let Some(fb) = self.fb_used_bytes
+            && fb > ctx.max_fb_bytes
+        {
+            return Err(invalid(
+                at("fb_used_bytes"),
+                format!(
+                    "{fb} bytes is more than the GPU's {} bytes",
+                    ctx.max_fb_bytes
+                ),
+            ));
+        }
+        if let Some(t) = self.temp_c
+            && !(-40..=150).contains(&t)
+        {
+            return Err(invalid(at("temp_c"), format!("impossible temperature {t}")));
+        }
+        Ok(())
+    }
+
+    /// Few enough events, each inside the batch's window (give or take the allowed skew).
+    fn validate_events(
+        &self,
+        i: usize,
+        at: &dyn Fn(&str) -> String,
+        window: &Window,
+    ) -> Result<(), InvalidBatch> {
+        if self.events.len() > MAX_EVENTS_PER_DEVICE {
+            return Err(invalid(
+                at("events"),
+                format!("at most {MAX_EVENTS_PER_DEVICE} events per device"),
+            ));
+        }
+        let skew = Duration::seconds(MAX_EVENT_SKEW_SECONDS);
+        let span = window.start - skew..=window.end + skew;
+        if let Some(j) = self.events.iter().position(|e| !span.contains(&e.at)) {
+            return Err(invalid(
+                format!("devices[{i}].events[{j}].at"),
+                "an event must lie inside its batch's window",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Few enough processes, each with plausible readings and labels.
+    fn validate_processes(
+        &self,
+        i: usize,
+        at: &dyn Fn(&str) -> String,
+        ctx: &ValidationContext,
+    ) -> Result<(), InvalidBatch> {
+        if self.processes.len() > MAX_PROCESSES_PER_DEVICE {
+            return Err(invalid(
+                at("processes"),
+                format!("at most {MAX_PROCESSES_PER_DEVICE} processes per device"),
+            ));
+        }
+        for (j, p) in self.processes.iter().enumerate() {
+            let pat = |name: &str| format!("devices[{i}].processes[{j}].{name}");
+            p.validate(&pat, ctx)?;
+        }
+        Ok(())
+    }
+}
+
+impl ProcessSample {
+    fn validate(
+        &self,
+        pat: &dyn Fn(&str) -> String,
+        ctx: &ValidationContext,
+    ) -> Result<(), InvalidBatch> {
+        check_pct(|| pat("sm_util_pct"), self.sm_util_pct)?;
+        if let Some(fb) = self.fb_used_bytes
+            && fb > ctx.max_fb_bytes
+        {
+            return Err(invalid(
+                pat("fb_used_bytes"),
+                "more than the GPU's framebuffer",
+            ));
+        }
+        if self.labels.len() > MAX_LABELS_PER_PROCESS {
+            return Err(invalid(
+                pat("labels"),
+                format!("at most {MAX_LABELS_PER_PROCESS} labels"),
+            ));
+        }
+        if self.labels.iter().any(|(k, v)| {
+            k.is_empty()
+                || k.len() > MAX_LABEL_BYTES
+                || v.len() > MAX_LABEL_BYTES
+                || k.chars().chain(v.chars()).any(char::is_control)
+        }) {
+            return Err(invalid(
+                pat("labels"),
+                format!(
+                    "label keys must be 1 to {MAX_LABEL_BYTES} bytes, values at most {MAX_LABEL_BYTES}, neither with control characters"
+                ),
+            ));
         }
         Ok(())
     }

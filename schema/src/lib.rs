@@ -5,6 +5,27 @@
 //! Nothing here does I/O. Agents depend on this crate without `db`, so the wire types and
 //! the domain vocabulary must never pull in database code.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 pub mod agent_api;
 pub mod clock;
 pub mod gpu;

@@ -101,7 +101,9 @@ impl MigProfile {
     /// The slots an instance starting at `start` occupies.
     pub fn mask_at(self, start: u8) -> SlotMask {
         let width = u16::from(self.slots());
-        SlotMask((((1u16 << width) - 1) << start) as u8)
+        // A GPU has 8 slots: the low byte is the mask, bits past the last slot fall off.
+        let [low, _] = (((1u16 << width) - 1) << start).to_le_bytes();
+        SlotMask(low)
     }
 
     /// Framebuffer of one instance on `model`, in whole GB as NVIDIA names it.

@@ -163,7 +163,10 @@ impl NvmlSource {
     fn read_gpu(&mut self, index: usize, out: &mut Vec<DeviceReading>) -> Result<(), SourceError> {
         let device = self
             .nvml
-            .device_by_index(index as u32)
+            .device_by_index(u32::try_from(index).map_err(|_| SourceError::Nvml {
+                call: "device_by_index",
+                reason: format!("GPU index {index} is out of range"),
+            })?)
             .map_err(call_err("device_by_index"))?;
         let uuid = device.uuid().map_err(call_err("uuid"))?;
         let name = opt(device.name());
@@ -174,7 +177,9 @@ impl NvmlSource {
         r.fb_used_bytes = memory.as_ref().map(|m| m.used);
         r.power_mw = opt(device.power_usage()).map(u64::from);
         r.energy_mj = opt(device.total_energy_consumption());
-        r.temp_c = opt(device.temperature(TemperatureSensor::Gpu)).map(|t| t as i32);
+        // A temperature past `i32::MAX` °C is no reading at all.
+        r.temp_c =
+            opt(device.temperature(TemperatureSensor::Gpu)).and_then(|t| i32::try_from(t).ok());
         r.ecc_corrected_total =
             opt(device.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile));
         r.ecc_uncorrected_total =
@@ -282,7 +287,10 @@ impl NvmlSource {
                         .is_some_and(|b| same_pci_device(b, &xid.pci_bus_id))
                 });
                 let Some(gpu) = gpu else { continue };
-                let Ok(uuid) = self.nvml.device_by_index(gpu as u32).and_then(|d| d.uuid()) else {
+                let Ok(index) = u32::try_from(gpu) else {
+                    continue;
+                };
+                let Ok(uuid) = self.nvml.device_by_index(index).and_then(|d| d.uuid()) else {
                     continue;
                 };
                 let event = HealthEvent {
@@ -355,7 +363,10 @@ fn start_event_thread(
                         let Ok(uuid) = data.device.uuid() else { continue };
                         let (kind, code) = if data.event_type.contains(EventTypes::CRITICAL_XID_ERROR) {
                             let code = match data.event_data {
-                                Some(nvml_wrapper::enums::event::XidError::Value(v)) => v as u32,
+                                // XID codes are small; saturate one that is not.
+                                Some(nvml_wrapper::enums::event::XidError::Value(v)) => {
+                                    u32::try_from(v).unwrap_or(u32::MAX)
+                                }
                                 _ => 0,
                             };
                             (HealthEventKind::Xid, code)

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::agent_api::{Assignments, Inventory};
+use neocloud_schema::agent_api::{Assignment, Assignments, Inventory};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::AllocationId;
 use neocloud_schema::ingest::{DeviceHealth, HealthEvent, HealthEventKind};
@@ -440,82 +440,110 @@ const SAMPLE_BUFFER_SECONDS: usize = 20;
 /// A clock jump longer than this is skipped rather than simulated second by second.
 const MAX_CATCH_UP_SECONDS: i64 = 3600;
 
+/// The simulated physical GPU `i` of the profile.
+fn physical_gpu(rng: &mut ChaCha8Rng, i: usize, g: &SimGpuSpec) -> SimDevice {
+    let uuid = g
+        .uuid
+        .clone()
+        .unwrap_or_else(|| format!("GPU-{}", random_uuid(rng)));
+    let memory_bytes = g.model.memory_mib() * 1024 * 1024;
+    let mut allocations = vec![AllocationId(random_uuid(rng))];
+    if g.shared {
+        allocations.push(AllocationId(random_uuid(rng)));
+        allocations.push(AllocationId(random_uuid(rng)));
+    }
+    SimDevice {
+        uuid,
+        parent: None,
+        mig_profile: None,
+        gpu_index: i,
+        model: g.model,
+        memory_bytes,
+        pci_bus_id: format!("0000:{:02x}:00", 0x18 + i * 0x10),
+        mig_mode: g.mig.is_some(),
+        allocations: if g.mig.is_some() {
+            Vec::new()
+        } else {
+            allocations
+        },
+        gpu_instance_id: None,
+        compute_instance_id: None,
+        mig_slot: None,
+        retired: false,
+        health: g.health.unwrap_or(DeviceHealth::Ok),
+        energy_mj: rng.random_range(1_000_000..1_000_000_000),
+        util_pct: 0,
+        fb_used: 0,
+        power_mw: 0,
+        temp_c: 35,
+        events: Vec::new(),
+        samples: VecDeque::new(),
+        cursor_us: 0,
+    }
+}
+
+/// A MIG instance of `profile` on the physical GPU at `parent` in the device list.
+fn mig_instance(
+    rng: &mut ChaCha8Rng,
+    parent_index: usize,
+    i: usize,
+    g: &SimGpuSpec,
+    p: MigProfile,
+    instance: Option<u32>,
+    slot: Option<u8>,
+) -> SimDevice {
+    let uuid = format!("MIG-{}", random_uuid(rng));
+    SimDevice {
+        uuid,
+        parent: Some(parent_index),
+        mig_profile: Some(p.name(g.model)),
+        gpu_index: i,
+        model: g.model,
+        memory_bytes: p.memory_mib(g.model) * 1024 * 1024,
+        pci_bus_id: String::new(),
+        mig_mode: false,
+        allocations: vec![AllocationId(random_uuid(rng))],
+        gpu_instance_id: instance,
+        compute_instance_id: Some(0),
+        mig_slot: slot,
+        retired: false,
+        health: g.health.unwrap_or(DeviceHealth::Ok),
+        energy_mj: 0,
+        util_pct: 0,
+        fb_used: 0,
+        power_mw: 0,
+        temp_c: 0,
+        events: Vec::new(),
+        samples: VecDeque::new(),
+        cursor_us: 0,
+    }
+}
+
 impl SimSource {
     pub fn new(profile: SimProfile, seed: u64) -> Result<Self, SourceError> {
         profile.check()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut devices = Vec::new();
         for (i, g) in profile.gpus.iter().enumerate() {
-            let uuid = g
-                .uuid
-                .clone()
-                .unwrap_or_else(|| format!("GPU-{}", random_uuid(&mut rng)));
-            let memory_bytes = g.model.memory_mib() * 1024 * 1024;
-            let mut allocations = vec![AllocationId(random_uuid(&mut rng))];
-            if g.shared {
-                allocations.push(AllocationId(random_uuid(&mut rng)));
-                allocations.push(AllocationId(random_uuid(&mut rng)));
-            }
             let parent_index = devices.len();
-            devices.push(SimDevice {
-                uuid,
-                parent: None,
-                mig_profile: None,
-                gpu_index: i,
-                model: g.model,
-                memory_bytes,
-                pci_bus_id: format!("0000:{:02x}:00", 0x18 + i * 0x10),
-                mig_mode: g.mig.is_some(),
-                allocations: if g.mig.is_some() {
-                    Vec::new()
-                } else {
-                    allocations
-                },
-                gpu_instance_id: None,
-                compute_instance_id: None,
-                mig_slot: None,
-                retired: false,
-                health: g.health.unwrap_or(DeviceHealth::Ok),
-                energy_mj: rng.random_range(1_000_000..1_000_000_000),
-                util_pct: 0,
-                fb_used: 0,
-                power_mw: 0,
-                temp_c: 35,
-                events: Vec::new(),
-                samples: VecDeque::new(),
-                cursor_us: 0,
-            });
+            devices.push(physical_gpu(&mut rng, i, g));
             let mut used = neocloud_schema::mig::SlotMask::default();
             for (k, p) in g.mig.iter().flatten().enumerate() {
                 let slot = used.free_starts(*p).next();
                 if let Some(start) = slot {
                     used = used.union(p.mask_at(start));
                 }
-                let uuid = format!("MIG-{}", random_uuid(&mut rng));
-                devices.push(SimDevice {
-                    uuid,
-                    parent: Some(parent_index),
-                    mig_profile: Some(p.name(g.model)),
-                    gpu_index: i,
-                    model: g.model,
-                    memory_bytes: p.memory_mib(g.model) * 1024 * 1024,
-                    pci_bus_id: String::new(),
-                    mig_mode: false,
-                    allocations: vec![AllocationId(random_uuid(&mut rng))],
-                    gpu_instance_id: Some(k as u32 + 1),
-                    compute_instance_id: Some(0),
-                    mig_slot: slot,
-                    retired: false,
-                    health: g.health.unwrap_or(DeviceHealth::Ok),
-                    energy_mj: 0,
-                    util_pct: 0,
-                    fb_used: 0,
-                    power_mw: 0,
-                    temp_c: 0,
-                    events: Vec::new(),
-                    samples: VecDeque::new(),
-                    cursor_us: 0,
-                });
+                // The k-th instance of a GPU: at most 7, numbered from 1.
+                let instance = u32::try_from(k + 1).ok();
+                devices.push(mig_instance(
+                    &mut rng,
+                    parent_index,
+                    i,
+                    g,
+                    *p,
+                    instance,
+                    slot,
+                ));
             }
         }
         Ok(Self {
@@ -571,7 +599,22 @@ impl SimSource {
     }
 
     fn step(&mut self, s: i64, record_truth: bool) {
-        let elapsed = (s - self.first_second.unwrap_or(s)).max(0) as u64;
+        self.fire_due_events(s);
+        self.end_processes(s);
+        self.keep_devices_busy(s);
+        self.draw_utilization();
+        let usage = self.account_second(s);
+        self.roll_up_mig_instances();
+        self.update_boards();
+        if record_truth {
+            self.truth.record(s, usage);
+        }
+    }
+
+    /// The profile's events due at second `s` (counted from the first second).
+    fn fire_due_events(&mut self, s: i64) {
+        // Never negative: the first second is the earliest.
+        let elapsed = u64::try_from((s - self.first_second.unwrap_or(s)).max(0)).unwrap_or(0);
         let due: Vec<SimEvent> = self
             .profile
             .events
@@ -583,8 +626,10 @@ impl SimSource {
         for e in due {
             self.apply_event(&e, at);
         }
+    }
 
-        // Processes end; their PIDs become free for reuse.
+    /// Processes end; their PIDs become free for reuse.
+    fn end_processes(&mut self, s: i64) {
         let mut ended = Vec::new();
         self.procs.retain(|p| {
             let keep = p.ends_at > s;
@@ -596,8 +641,10 @@ impl SimSource {
         for pid in ended {
             self.forget_pid(pid);
         }
+    }
 
-        // New processes keep each healthy device at its target.
+    /// New processes keep each healthy device at its target.
+    fn keep_devices_busy(&mut self, s: i64) {
         for d in 0..self.devices.len() {
             let dev = &self.devices[d];
             if dev.retired || dev.allocations.is_empty() || dev.health == DeviceHealth::Failed {
@@ -612,8 +659,10 @@ impl SimSource {
                 self.spawn(d, s, target);
             }
         }
+    }
 
-        // Utilization of this second: integers like NVML's, summing to at most 100.
+    /// Utilization of this second: integers like NVML's, summing to at most 100.
+    fn draw_utilization(&mut self) {
         for dev in &mut self.devices {
             dev.util_pct = 0;
             dev.fb_used = 0;
@@ -635,8 +684,13 @@ impl SimSource {
                 p.util = p.util * 100 / total;
             }
         }
+    }
+
+    /// Adds second `s` of every process to its device and to its allocation's truth.
+    fn account_second(&mut self, s: i64) -> BTreeMap<AllocationId, TruthSecond> {
         let mut usage: BTreeMap<AllocationId, TruthSecond> = BTreeMap::new();
-        let micros = (s as u64).saturating_mul(1_000_000);
+        // The simulated clock is after 1970.
+        let micros = u64::try_from(s).unwrap_or(0).saturating_mul(1_000_000);
         for p in &self.procs {
             let dev = &mut self.devices[p.device];
             dev.util_pct += p.util;
@@ -662,8 +716,11 @@ impl SimSource {
                 u.fb_byte_seconds += p.fb as f64;
             }
         }
-        // Parents of MIG instances: memory is the instances' sum; power and energy
-        // follow the whole board.
+        usage
+    }
+
+    /// Parents of MIG instances: memory is the instances' sum; utilization their share.
+    fn roll_up_mig_instances(&mut self) {
         for d in 0..self.devices.len() {
             if let Some(parent) = self.devices[d].parent {
                 let (fb, util) = (self.devices[d].fb_used, self.devices[d].util_pct);
@@ -671,6 +728,10 @@ impl SimSource {
                 self.devices[parent].util_pct += util * 100 / 700;
             }
         }
+    }
+
+    /// Power, energy and temperature follow the whole board; old samples age out.
+    fn update_boards(&mut self) {
         for dev in &mut self.devices {
             while dev.samples.len() > SAMPLE_BUFFER_SECONDS * 64 {
                 dev.samples.pop_front();
@@ -680,13 +741,12 @@ impl SimSource {
             }
             let max_mw = u64::from(dev.model.spec().max_power_w) * 1000;
             let idle_mw = max_mw / 8;
-            dev.power_mw = idle_mw + (max_mw - idle_mw) * u64::from(dev.util_pct.min(100)) / 100;
+            let util = dev.util_pct.min(100);
+            dev.power_mw = idle_mw + (max_mw - idle_mw) * u64::from(util) / 100;
             // mW × 1 s = mJ.
             dev.energy_mj += dev.power_mw;
-            dev.temp_c = 35 + (dev.util_pct.min(100) as i32) * 45 / 100;
-        }
-        if record_truth {
-            self.truth.record(s, usage);
+            // At most 100: fits any integer.
+            dev.temp_c = 35 + i32::try_from(util).unwrap_or(100) * 45 / 100;
         }
     }
 
@@ -787,7 +847,8 @@ impl SimSource {
         };
         let dev = &self.devices[d];
         let allocation = dev.allocations[self.rng.random_range(0..dev.allocations.len())];
-        let share = (100 / target as u32).max(2);
+        // Saturates: a target past `u32::MAX` processes leaves the least share, 2.
+        let share = (100 / u32::try_from(target).unwrap_or(u32::MAX)).max(2);
         let base_util = self.rng.random_range(1..share);
         let fb = self
             .rng
@@ -796,7 +857,9 @@ impl SimSource {
             .rng
             .random_bool(self.profile.memory_unavailable_share.clamp(0.0, 1.0));
         let mean = u64::from(self.profile.mean_process_seconds.max(2));
-        let ends_at = s + self.rng.random_range(mean / 2..=mean * 3 / 2) as i64;
+        let run_s = self.rng.random_range(mean / 2..=mean * 3 / 2);
+        // At most 1.5 × a `u32`: fits.
+        let ends_at = s + i64::try_from(run_s).unwrap_or(i64::MAX);
         let project = ["llm", "vision", "rl"][self.rng.random_range(0..3usize)];
         let start_time = self.next_start_time;
         self.next_start_time += 1;
@@ -832,7 +895,7 @@ impl SimSource {
             .collect();
         for p in parents {
             let uuid = self.devices[p].uuid.clone();
-            let mine: Vec<_> = assignments
+            let mine: Vec<&Assignment> = assignments
                 .assignments
                 .iter()
                 .filter(|a| a.gpu_uuid == uuid)
@@ -846,7 +909,9 @@ impl SimSource {
             } else if any_whole {
                 self.devices[p].mig_mode = false;
             }
-            if !self.devices[p].mig_mode {
+            if self.devices[p].mig_mode {
+                self.assign_mig(p, &mine);
+            } else {
                 let mut allocs: Vec<AllocationId> = mine
                     .iter()
                     .filter(|a| a.mig_profile.is_none())
@@ -854,77 +919,7 @@ impl SimSource {
                     .collect();
                 allocs.dedup();
                 self.devices[p].allocations = allocs;
-                for i in 0..self.devices.len() {
-                    if self.devices[i].parent == Some(p) {
-                        self.devices[i].retired = true;
-                        self.devices[i].allocations.clear();
-                    }
-                }
-                continue;
-            }
-            self.devices[p].allocations.clear();
-            let model = self.devices[p].model;
-            let mut keep: Vec<usize> = Vec::new();
-            for a in mine.iter().filter(|a| a.mig_profile.is_some()) {
-                let profile_name = a.mig_profile.clone().unwrap_or_default();
-                let existing = (0..self.devices.len()).find(|&i| {
-                    let d = &self.devices[i];
-                    d.parent == Some(p)
-                        && !d.retired
-                        && !keep.contains(&i)
-                        && d.mig_profile.as_deref() == Some(profile_name.as_str())
-                        && (a.mig_start_slot.is_none() || d.mig_slot == a.mig_start_slot)
-                });
-                let index = match existing {
-                    Some(i) => i,
-                    None => {
-                        let Ok(profile) = MigProfile::parse(&profile_name, model) else {
-                            continue;
-                        };
-                        let gi = self
-                            .devices
-                            .iter()
-                            .filter(|d| d.parent == Some(p))
-                            .filter_map(|d| d.gpu_instance_id)
-                            .max()
-                            .unwrap_or(0)
-                            + 1;
-                        let uuid = format!("MIG-{}", random_uuid(&mut self.rng));
-                        self.devices.push(SimDevice {
-                            uuid,
-                            parent: Some(p),
-                            mig_profile: Some(profile_name.clone()),
-                            gpu_index: self.devices[p].gpu_index,
-                            model,
-                            memory_bytes: profile.memory_mib(model) * 1024 * 1024,
-                            pci_bus_id: String::new(),
-                            mig_mode: false,
-                            allocations: Vec::new(),
-                            gpu_instance_id: Some(gi),
-                            compute_instance_id: Some(0),
-                            mig_slot: a.mig_start_slot,
-                            retired: false,
-                            health: self.devices[p].health,
-                            energy_mj: 0,
-                            util_pct: 0,
-                            fb_used: 0,
-                            power_mw: 0,
-                            temp_c: 0,
-                            events: Vec::new(),
-                            samples: VecDeque::new(),
-                            cursor_us: 0,
-                        });
-                        self.devices.len() - 1
-                    }
-                };
-                self.devices[index].allocations = vec![a.allocation_id];
-                keep.push(index);
-            }
-            for i in 0..self.devices.len() {
-                if self.devices[i].parent == Some(p) && !keep.contains(&i) {
-                    self.devices[i].retired = true;
-                    self.devices[i].allocations.clear();
-                }
+                self.retire_instances(p, &[]);
             }
         }
         let gone: Vec<u32> = self
@@ -936,6 +931,90 @@ impl SimSource {
         self.procs.retain(|pr| !gone.contains(&pr.pid));
         for pid in gone {
             self.forget_pid(pid);
+        }
+    }
+
+    /// GPU `p` in MIG mode: each MIG allocation gets an instance of its profile (at its
+    /// slot, when given), reusing a live one where it can; the others retire.
+    fn assign_mig(&mut self, p: usize, mine: &[&Assignment]) {
+        self.devices[p].allocations.clear();
+        let mut keep: Vec<usize> = Vec::new();
+        for a in mine.iter().filter(|a| a.mig_profile.is_some()) {
+            let profile_name = a.mig_profile.clone().unwrap_or_default();
+            let existing = (0..self.devices.len()).find(|&i| {
+                let d = &self.devices[i];
+                d.parent == Some(p)
+                    && !d.retired
+                    && !keep.contains(&i)
+                    && d.mig_profile.as_deref() == Some(profile_name.as_str())
+                    && (a.mig_start_slot.is_none() || d.mig_slot == a.mig_start_slot)
+            });
+            let index = match existing {
+                Some(i) => i,
+                None => match self.create_instance(p, profile_name, a.mig_start_slot) {
+                    Some(i) => i,
+                    None => continue,
+                },
+            };
+            self.devices[index].allocations = vec![a.allocation_id];
+            keep.push(index);
+        }
+        self.retire_instances(p, &keep);
+    }
+
+    /// A new MIG instance of `profile_name` on GPU `p` (None when the GPU's model has no
+    /// such profile); returns its index.
+    fn create_instance(
+        &mut self,
+        p: usize,
+        profile_name: String,
+        slot: Option<u8>,
+    ) -> Option<usize> {
+        let model = self.devices[p].model;
+        let profile = MigProfile::parse(&profile_name, model).ok()?;
+        let gi = self
+            .devices
+            .iter()
+            .filter(|d| d.parent == Some(p))
+            .filter_map(|d| d.gpu_instance_id)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let uuid = format!("MIG-{}", random_uuid(&mut self.rng));
+        self.devices.push(SimDevice {
+            uuid,
+            parent: Some(p),
+            mig_profile: Some(profile_name),
+            gpu_index: self.devices[p].gpu_index,
+            model,
+            memory_bytes: profile.memory_mib(model) * 1024 * 1024,
+            pci_bus_id: String::new(),
+            mig_mode: false,
+            allocations: Vec::new(),
+            gpu_instance_id: Some(gi),
+            compute_instance_id: Some(0),
+            mig_slot: slot,
+            retired: false,
+            health: self.devices[p].health,
+            energy_mj: 0,
+            util_pct: 0,
+            fb_used: 0,
+            power_mw: 0,
+            temp_c: 0,
+            events: Vec::new(),
+            samples: VecDeque::new(),
+            cursor_us: 0,
+        });
+        Some(self.devices.len() - 1)
+    }
+
+    /// Retires GPU `p`'s MIG instances other than those in `keep`.
+    fn retire_instances(&mut self, p: usize, keep: &[usize]) {
+        for i in 0..self.devices.len() {
+            if self.devices[i].parent == Some(p) && !keep.contains(&i) {
+                self.devices[i].retired = true;
+                self.devices[i].allocations.clear();
+            }
         }
     }
 

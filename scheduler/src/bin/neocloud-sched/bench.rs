@@ -4,13 +4,14 @@
 
 use std::time::{Duration, Instant};
 
+use neocloud_scheduler::replay::nearest_rank;
 use neocloud_scheduler::synthetic::{self, Kind};
 use neocloud_scheduler::{AllocationKey, Fleet, Request, Shape, Topology, TopologyLevel};
 
 fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
     samples.sort_unstable();
     let at = |q: f64| {
-        let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len().max(1));
+        let rank = nearest_rank(q, samples.len().max(1));
         samples.get(rank - 1).map_or(0.0, |d| d.as_secs_f64() * 1e6)
     };
     let mean =
