@@ -5,6 +5,27 @@
 //! Handlers are thin: `graphql/` and `http/` parse and map; the domain modules (`auth`,
 //! `tenancy`, `fleet`, `catalog`, `audit`) hold the rules and own their SQL in `store.rs`.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 pub mod audit;
 pub mod auth;
 pub mod budgets;

@@ -2,6 +2,27 @@
 //! marketplace on the embedded defaults; `migrate` brings a database up to date; `admin`
 //! bootstraps operator access; `schema` prints the GraphQL schema.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -104,6 +125,100 @@ async fn main() {
     }
 }
 
+/// `neocloud demo`: seeds the embedded marketplace, prints how to reach it, runs one
+/// simulated agent per node (unless `no_agents`) and serves until stopped.
+async fn run_demo(
+    settings: Settings,
+    credentials_out: Option<&std::path::Path>,
+    no_agents: bool,
+) -> anyhow::Result<()> {
+    let db = db::connect(&settings.database_url)
+        .await
+        .context("cannot open the database")?;
+    db::migrate(&db)
+        .await
+        .context("cannot migrate the database")?;
+    let app =
+        Application::build_with_db(settings, db.clone(), neocloud_schema::clock::system()).await?;
+    let url = format!("http://127.0.0.1:{}", app.port());
+    let credentials = demo::seed(&db, &url)
+        .await
+        .map_err(|e| anyhow::anyhow!("seeding the demo failed: {}", e.message()))?;
+    if let Some(path) = credentials_out {
+        demo::write_credentials(path, &credentials)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    print_credentials(&credentials, credentials_out);
+    let (stop_agents, agents_stopped) = tokio::sync::watch::channel(false);
+    let agents = if no_agents {
+        Vec::new()
+    } else {
+        start_agents(&url, &credentials, &agents_stopped)?
+    };
+    app.run_until_stopped().await?;
+    // Agents close their open windows into their spools; the process waits for them (a
+    // bounded time) rather than cancelling them mid-stop.
+    let _ = stop_agents.send(true);
+    let all_stopped = async {
+        for agent in agents {
+            let _ = agent.await;
+        }
+    };
+    if tokio::time::timeout(AGENTS_STOP, all_stopped)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "Simulated agents did not stop in time; their spools keep what they sampled."
+        );
+    }
+    Ok(())
+}
+
+fn print_credentials(credentials: &demo::Credentials, written_to: Option<&std::path::Path>) {
+    println!("neocloud demo is running.");
+    println!("  GraphiQL:      {}", credentials.graphiql);
+    println!("  operator key:  {}", credentials.operator_key);
+    for tenant in &credentials.tenants {
+        println!("  tenant {:<16} {}", tenant.name, tenant.key);
+    }
+    println!(
+        "  agent tokens:  {} nodes{}",
+        credentials.agents.len(),
+        written_to.map_or(String::new(), |p| format!(" (in {})", p.display()))
+    );
+}
+
+/// One simulated agent per demo node, spooling under `./neocloud-demo-spool`.
+fn start_agents(
+    url: &str,
+    credentials: &demo::Credentials,
+    shutdown: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let spool_root = std::env::current_dir()?.join("neocloud-demo-spool");
+    let mut agents = Vec::new();
+    for (seed, agent) in (0u64..).zip(&credentials.agents) {
+        let simulated = neocloud_agent::SimulatedAgent::new(
+            url,
+            &agent.token,
+            seed,
+            spool_root.join(&agent.node),
+        );
+        let node = agent.node.clone();
+        let shutdown = shutdown.clone();
+        agents.push(tokio::spawn(async move {
+            if let Err(err) = simulated.run(shutdown).await {
+                tracing::warn!(%node, error = %err, "Simulated agent stopped.");
+            }
+        }));
+    }
+    println!(
+        "  simulated agents: one per node, spooling under {}",
+        spool_root.display()
+    );
+    Ok(agents)
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Schema => {
@@ -126,78 +241,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let settings = load(&cli, database.database_url.as_deref(), listen.as_deref())?;
             let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
-            let db = db::connect(&settings.database_url)
-                .await
-                .context("cannot open the database")?;
-            db::migrate(&db)
-                .await
-                .context("cannot migrate the database")?;
-            let app =
-                Application::build_with_db(settings, db.clone(), neocloud_schema::clock::system())
-                    .await?;
-            let url = format!("http://127.0.0.1:{}", app.port());
-            let credentials = demo::seed(&db, &url)
-                .await
-                .map_err(|e| anyhow::anyhow!("seeding the demo failed: {}", e.message()))?;
-            if let Some(path) = credentials_out {
-                demo::write_credentials(path, &credentials)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            println!("neocloud demo is running.");
-            println!("  GraphiQL:      {}", credentials.graphiql);
-            println!("  operator key:  {}", credentials.operator_key);
-            for tenant in &credentials.tenants {
-                println!("  tenant {:<16} {}", tenant.name, tenant.key);
-            }
-            println!(
-                "  agent tokens:  {} nodes{}",
-                credentials.agents.len(),
-                credentials_out
-                    .as_ref()
-                    .map_or(String::new(), |p| format!(" (in {})", p.display()))
-            );
-            let (stop_agents, agents_stopped) = tokio::sync::watch::channel(false);
-            let mut agents = Vec::new();
-            if !no_agents {
-                let spool_root = std::env::current_dir()?.join("neocloud-demo-spool");
-                for (i, agent) in credentials.agents.iter().enumerate() {
-                    let simulated = neocloud_agent::SimulatedAgent::new(
-                        &url,
-                        &agent.token,
-                        i as u64,
-                        spool_root.join(&agent.node),
-                    );
-                    let node = agent.node.clone();
-                    let shutdown = agents_stopped.clone();
-                    agents.push(tokio::spawn(async move {
-                        if let Err(err) = simulated.run(shutdown).await {
-                            tracing::warn!(%node, error = %err, "Simulated agent stopped.");
-                        }
-                    }));
-                }
-                println!(
-                    "  simulated agents: one per node, spooling under {}",
-                    spool_root.display()
-                );
-            }
-            app.run_until_stopped().await?;
-            // Agents close their open windows into their spools; the process waits for
-            // them (a bounded time) rather than cancelling them mid-stop.
-            let _ = stop_agents.send(true);
-            let all_stopped = async {
-                for agent in agents {
-                    let _ = agent.await;
-                }
-            };
-            if tokio::time::timeout(AGENTS_STOP, all_stopped)
-                .await
-                .is_err()
-            {
-                tracing::warn!(
-                    "Simulated agents did not stop in time; their spools keep what they sampled."
-                );
-            }
-            Ok(())
+            run_demo(settings, credentials_out.as_deref(), *no_agents).await
         }
         Command::Migrate { database } => {
             let settings = load(&cli, database.database_url.as_deref(), None)?;

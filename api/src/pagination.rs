@@ -32,13 +32,15 @@ impl Page {
             Some(n) if n < 1 => {
                 return Err(ApiError::invalid("first", "must be at least 1"));
             }
-            Some(n) if n as u32 > max => {
-                return Err(ApiError::invalid(
-                    "first",
-                    format!("at most {max} items per page"),
-                ));
-            }
-            Some(n) => n as u32,
+            Some(n) => match u32::try_from(n) {
+                Ok(n) if n <= max => n,
+                _ => {
+                    return Err(ApiError::invalid(
+                        "first",
+                        format!("at most {max} items per page"),
+                    ));
+                }
+            },
         };
         let after = after
             .map(|cursor| {

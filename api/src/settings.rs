@@ -282,6 +282,13 @@ impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
         self.webhook_allow_list()?;
+        self.check_connections()?;
+        self.check_billing()?;
+        self.check_ranges()
+    }
+
+    /// The database and Stripe URLs.
+    fn check_connections(&self) -> Result<(), SettingsError> {
         if let Some(base) = &self.stripe_api_base {
             let ok = reqwest::Url::parse(base)
                 .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
@@ -302,6 +309,11 @@ impl Settings {
                 message: "must start with sqlite: or postgres://".into(),
             });
         }
+        Ok(())
+    }
+
+    /// What invoices and payments are made with.
+    fn check_billing(&self) -> Result<(), SettingsError> {
         let prefix = &self.billing.invoice_prefix;
         if prefix.is_empty()
             || prefix.len() > 8
@@ -324,59 +336,56 @@ impl Settings {
                 message: "1 to 200 characters".into(),
             });
         }
-        let limits = &self.limits;
-        let checks: [(&'static str, usize, usize, usize); 11] = [
+        Ok(())
+    }
+
+    /// Every numeric setting within its bounds.
+    fn check_ranges(&self) -> Result<(), SettingsError> {
+        let (limits, billing) = (&self.limits, &self.billing);
+        // A usize beyond u64 is beyond every bound below.
+        let size = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+        let checks: [(&'static str, u64, u64, u64); 11] = [
             (
                 "billing.dunning_failures",
-                self.billing.dunning_failures as usize,
+                billing.dunning_failures.into(),
                 0,
                 20,
             ),
-            (
-                "budgets.sweep_seconds",
-                self.budgets.sweep_seconds as usize,
-                1,
-                30,
-            ),
+            ("budgets.sweep_seconds", self.budgets.sweep_seconds, 1, 30),
             (
                 "billing.close_grace_seconds",
-                self.billing.close_grace_seconds as usize,
+                billing.close_grace_seconds,
                 0,
                 7 * 86_400,
             ),
             (
                 "limits.ingest_body_bytes",
-                limits.ingest_body_bytes,
+                size(limits.ingest_body_bytes),
                 1024,
                 256 << 20,
             ),
             (
                 "limits.requests_per_second",
-                limits.requests_per_second as usize,
+                limits.requests_per_second.into(),
                 0,
                 1_000_000,
             ),
-            ("limits.burst", limits.burst as usize, 1, 1_000_000),
+            ("limits.burst", limits.burst.into(), 1, 1_000_000),
             (
                 "ordering.preemption_notice_seconds",
-                self.ordering.preemption_notice_seconds as usize,
+                self.ordering.preemption_notice_seconds,
                 0,
                 86_400,
             ),
-            ("limits.body_bytes", limits.body_bytes, 1024, 64 << 20),
-            ("limits.graphql_depth", limits.graphql_depth, 2, 64),
+            ("limits.body_bytes", size(limits.body_bytes), 1024, 64 << 20),
+            ("limits.graphql_depth", size(limits.graphql_depth), 2, 64),
             (
                 "limits.graphql_complexity",
-                limits.graphql_complexity,
+                size(limits.graphql_complexity),
                 10,
                 100_000,
             ),
-            (
-                "limits.page_size_max",
-                limits.page_size_max as usize,
-                1,
-                1000,
-            ),
+            ("limits.page_size_max", limits.page_size_max.into(), 1, 1000),
         ];
         for (setting, value, min, max) in checks {
             if !(min..=max).contains(&value) {

@@ -5,6 +5,27 @@
 //!
 //! Never edit a migration that has shipped; add a new one.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 pub use sea_orm_migration::prelude::*;
 
 mod helpers;

@@ -88,37 +88,12 @@ pub async fn set(
     if actor.role == Role::TenantMember {
         return Err(ApiError::forbidden("budgets are set by tenant admins"));
     }
-    let limit = parse_plain_decimal(input.monthly_limit.trim())
-        .map_err(|e| ApiError::invalid("monthlyLimit", e))?;
-    if limit <= Decimal::ZERO {
-        return Err(ApiError::invalid("monthlyLimit", "must be positive"));
-    }
-    let mut thresholds = input.alert_thresholds.clone();
-    thresholds.sort_unstable();
-    thresholds.dedup();
-    if thresholds.len() > MAX_THRESHOLDS || thresholds.iter().any(|t| !(1..=1000).contains(t)) {
-        return Err(ApiError::invalid(
-            "alertThresholds",
-            format!("at most {MAX_THRESHOLDS} percentages from 1 to 1000"),
-        ));
-    }
-    if let Some(url) = &input.webhook_url {
-        validate_url(url, webhooks)?;
-    }
+    let (limit, thresholds) = checked_input(&input, webhooks)?;
     let txn = crate::db::begin_write(db).await?;
     let owner = tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let currency = tenancy::parse_currency(&owner.currency)?;
-    if limit.scale() > currency.minor_unit_digits() {
-        return Err(ApiError::invalid(
-            "monthlyLimit",
-            format!(
-                "{currency} has {} decimal places",
-                currency.minor_unit_digits()
-            ),
-        ));
-    }
+    tenancy::in_currency("monthlyLimit", limit, &owner.currency)?;
     // Locked, so two changes of the limit cannot take the same limit version.
     let before = store::find_for_update(&txn, tenant.into()).await?;
     let secret = match (&before, input.rotate_webhook_secret) {
@@ -167,6 +142,29 @@ pub async fn set(
         .ok_or_else(|| ApiError::not_found("budget"))?;
     view.new_webhook_secret = shown;
     Ok(view)
+}
+
+/// The limit (positive) and the alert thresholds (sorted, distinct, bounded) of a
+/// `setBudget`, its webhook URL checked.
+fn checked_input(input: &BudgetInput, webhooks: &WebhookClient) -> ApiResult<(Decimal, Vec<i32>)> {
+    let limit = parse_plain_decimal(input.monthly_limit.trim())
+        .map_err(|e| ApiError::invalid("monthlyLimit", e))?;
+    if limit <= Decimal::ZERO {
+        return Err(ApiError::invalid("monthlyLimit", "must be positive"));
+    }
+    let mut thresholds = input.alert_thresholds.clone();
+    thresholds.sort_unstable();
+    thresholds.dedup();
+    if thresholds.len() > MAX_THRESHOLDS || thresholds.iter().any(|t| !(1..=1000).contains(t)) {
+        return Err(ApiError::invalid(
+            "alertThresholds",
+            format!("at most {MAX_THRESHOLDS} percentages from 1 to 1000"),
+        ));
+    }
+    if let Some(url) = &input.webhook_url {
+        validate_url(url, webhooks)?;
+    }
+    Ok((limit, thresholds))
 }
 
 /// A budget as the audit log keeps it (without the webhook secret).

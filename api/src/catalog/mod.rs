@@ -122,6 +122,44 @@ pub(crate) struct ValidSku {
     pub currency: Currency,
 }
 
+/// A SKU's MIG profile: named by MIG SKUs (valid for the model), by no others.
+fn mig_profile_of(
+    form: SkuForm,
+    name: Option<&str>,
+    model: GpuModel,
+) -> ApiResult<Option<MigProfile>> {
+    match (form, name) {
+        (SkuForm::Mig, Some(name)) => MigProfile::parse(name, model)
+            .map(Some)
+            .map_err(|e| ApiError::invalid("migProfile", e.to_string())),
+        (SkuForm::Mig, None) => Err(ApiError::invalid(
+            "migProfile",
+            "a MIG SKU names its profile",
+        )),
+        (_, Some(_)) => Err(ApiError::invalid(
+            "migProfile",
+            "only MIG SKUs have a profile",
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// A SKU's share of a GPU: 1 to 999 milli-GPUs for fractional SKUs, none for others.
+fn milli_gpu_of(form: SkuForm, milli: Option<i32>) -> ApiResult<Option<i32>> {
+    match (form, milli) {
+        (SkuForm::Fractional, Some(m)) if (1..1000).contains(&m) => Ok(Some(m)),
+        (SkuForm::Fractional, _) => Err(ApiError::invalid(
+            "milliGpu",
+            "a fractional SKU sells 1 to 999 milli-GPUs",
+        )),
+        (_, Some(_)) => Err(ApiError::invalid(
+            "milliGpu",
+            "only fractional SKUs sell milli-GPUs",
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
 impl NewSku {
     pub(crate) fn validate(self) -> ApiResult<ValidSku> {
         let name = Slug::parse(&self.name)
@@ -133,47 +171,17 @@ impl NewSku {
                 .map_err(|e: neocloud_schema::gpu::UnknownGpuModel| {
                     ApiError::invalid("gpuModel", e.to_string())
                 })?;
-        let mig_profile = match (self.form, self.mig_profile.as_deref()) {
-            (SkuForm::Mig, Some(name)) => Some(
-                MigProfile::parse(name, model)
-                    .map_err(|e| ApiError::invalid("migProfile", e.to_string()))?,
-            ),
-            (SkuForm::Mig, None) => {
-                return Err(ApiError::invalid(
-                    "migProfile",
-                    "a MIG SKU names its profile",
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(ApiError::invalid(
-                    "migProfile",
-                    "only MIG SKUs have a profile",
-                ));
-            }
-            (_, None) => None,
-        };
-        let milli_gpu = match (self.form, self.milli_gpu) {
-            (SkuForm::Fractional, Some(m)) if (1..1000).contains(&m) => Some(m),
-            (SkuForm::Fractional, _) => {
-                return Err(ApiError::invalid(
-                    "milliGpu",
-                    "a fractional SKU sells 1 to 999 milli-GPUs",
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(ApiError::invalid(
-                    "milliGpu",
-                    "only fractional SKUs sell milli-GPUs",
-                ));
-            }
-            (_, None) => None,
-        };
+        let mig_profile = mig_profile_of(self.form, self.mig_profile.as_deref(), model)?;
+        let milli_gpu = milli_gpu_of(self.form, self.milli_gpu)?;
         let spec = model.spec();
         let memory_mib = match (mig_profile, milli_gpu) {
             (Some(profile), _) => profile.memory_mib(model),
-            (None, Some(milli)) => spec.memory_mib * milli as u64 / 1000,
+            // 1 to 999, checked above.
+            (None, Some(milli)) => spec.memory_mib * u64::try_from(milli).unwrap_or(0) / 1000,
             (None, None) => spec.memory_mib,
-        } as i64;
+        };
+        // No GPU's memory comes near i64::MAX MiB.
+        let memory_mib = i64::try_from(memory_mib).unwrap_or(i64::MAX);
         let price = parse_plain_decimal(self.list_price_per_hour.trim())
             .map_err(|e| ApiError::invalid("listPricePerHour", e))?;
         if price.is_sign_negative() || price.scale() > 6 {

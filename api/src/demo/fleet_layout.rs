@@ -151,9 +151,10 @@ pub fn nodes() -> Vec<NodeRegistration> {
                 rack: group.rack.into(),
                 gpu_model: group.model.code().into(),
                 gpus: (0..group.gpus_per_node)
-                    .map(|i| GpuInput {
+                    .zip(0i32..)
+                    .map(|(i, index)| GpuInput {
                         uuid: format!("GPU-{g:04x}{n:04x}-0000-4000-8000-{i:012x}"),
-                        index: i as i32,
+                        index,
                     })
                     .collect(),
                 mig_enabled: group.mig,
@@ -227,7 +228,7 @@ pub fn skus() -> Vec<NewSku> {
                     group.region,
                     price * Decimal::new(milli, 3),
                 );
-                s.milli_gpu = Some(milli as i32);
+                s.milli_gpu = i32::try_from(milli).ok();
                 out.push(s);
             }
         } else {

@@ -84,7 +84,59 @@ fn hostname(value: &str) -> ApiResult<String> {
     Ok(value)
 }
 
+/// The GPUs of a registration: 1 to `MAX_GPUS_PER_NODE`, NVML UUIDs and indexes, each
+/// once.
+fn check_gpus(gpus: &[GpuInput]) -> ApiResult<()> {
+    if gpus.is_empty() || gpus.len() > MAX_GPUS_PER_NODE {
+        return Err(ApiError::invalid(
+            "gpus",
+            format!("a node has 1 to {MAX_GPUS_PER_NODE} GPUs"),
+        ));
+    }
+    let mut uuids = std::collections::HashSet::new();
+    let mut indexes = std::collections::HashSet::new();
+    let indexes_allowed = 0..i32::try_from(MAX_GPUS_PER_NODE).unwrap_or(i32::MAX);
+    for (i, gpu) in gpus.iter().enumerate() {
+        let uuid = gpu.uuid.trim();
+        if !uuid.starts_with("GPU-") || uuid.len() > 96 || uuid.len() < 5 {
+            return Err(ApiError::invalid(
+                format!("gpus[{i}].uuid"),
+                "must be NVML's GPU UUID (GPU-…)",
+            ));
+        }
+        if !uuids.insert(uuid.to_owned()) {
+            return Err(ApiError::invalid(
+                format!("gpus[{i}].uuid"),
+                "appears twice",
+            ));
+        }
+        if !indexes_allowed.contains(&gpu.index) || !indexes.insert(gpu.index) {
+            return Err(ApiError::invalid(
+                format!("gpus[{i}].index"),
+                format!("indexes are unique, 0 to {}", MAX_GPUS_PER_NODE - 1),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl NodeRegistration {
+    /// The host's CPU (milli-CPUs) and memory (MiB), given or by default per GPU, within
+    /// bounds.
+    fn host_resources(&self) -> ApiResult<(i64, i64)> {
+        // At most MAX_GPUS_PER_NODE, checked first.
+        let gpu_count = i64::try_from(self.gpus.len()).unwrap_or(i64::MAX);
+        let cpu_milli = self.cpu_milli.unwrap_or(16_000 * gpu_count);
+        let memory_mib = self.memory_mib.unwrap_or(128 * 1024 * gpu_count);
+        if !(1_000..=1_024_000).contains(&cpu_milli) {
+            return Err(ApiError::invalid("cpuMilli", "1000 to 1024000 milli-CPUs"));
+        }
+        if !(1_024..=16 * 1024 * 1024).contains(&memory_mib) {
+            return Err(ApiError::invalid("memoryMib", "1 GiB to 16 TiB"));
+        }
+        Ok((cpu_milli, memory_mib))
+    }
+
     pub(crate) fn validate(self) -> ApiResult<ValidNode> {
         let model: GpuModel =
             self.gpu_model
@@ -92,35 +144,7 @@ impl NodeRegistration {
                 .map_err(|e: neocloud_schema::gpu::UnknownGpuModel| {
                     ApiError::invalid("gpuModel", e.to_string())
                 })?;
-        if self.gpus.is_empty() || self.gpus.len() > MAX_GPUS_PER_NODE {
-            return Err(ApiError::invalid(
-                "gpus",
-                format!("a node has 1 to {MAX_GPUS_PER_NODE} GPUs"),
-            ));
-        }
-        let mut uuids = std::collections::HashSet::new();
-        let mut indexes = std::collections::HashSet::new();
-        for (i, gpu) in self.gpus.iter().enumerate() {
-            let uuid = gpu.uuid.trim();
-            if !uuid.starts_with("GPU-") || uuid.len() > 96 || uuid.len() < 5 {
-                return Err(ApiError::invalid(
-                    format!("gpus[{i}].uuid"),
-                    "must be NVML's GPU UUID (GPU-…)",
-                ));
-            }
-            if !uuids.insert(uuid.to_owned()) {
-                return Err(ApiError::invalid(
-                    format!("gpus[{i}].uuid"),
-                    "appears twice",
-                ));
-            }
-            if !(0..MAX_GPUS_PER_NODE as i32).contains(&gpu.index) || !indexes.insert(gpu.index) {
-                return Err(ApiError::invalid(
-                    format!("gpus[{i}].index"),
-                    format!("indexes are unique, 0 to {}", MAX_GPUS_PER_NODE - 1),
-                ));
-            }
-        }
+        check_gpus(&self.gpus)?;
         if self.mig_enabled && !model.mig_capable() {
             return Err(ApiError::invalid(
                 "migEnabled",
@@ -133,15 +157,7 @@ impl NodeRegistration {
                 "a GPU in MIG mode is partitioned, not time-shared",
             ));
         }
-        let gpu_count = self.gpus.len() as i64;
-        let cpu_milli = self.cpu_milli.unwrap_or(16_000 * gpu_count);
-        let memory_mib = self.memory_mib.unwrap_or(128 * 1024 * gpu_count);
-        if !(1_000..=1_024_000).contains(&cpu_milli) {
-            return Err(ApiError::invalid("cpuMilli", "1000 to 1024000 milli-CPUs"));
-        }
-        if !(1_024..=16 * 1024 * 1024).contains(&memory_mib) {
-            return Err(ApiError::invalid("memoryMib", "1 GiB to 16 TiB"));
-        }
+        let (cpu_milli, memory_mib) = self.host_resources()?;
         let provider = match self.provider.as_deref() {
             Some(p) => topology_name("provider", p)?,
             None => DEFAULT_PROVIDER.to_owned(),

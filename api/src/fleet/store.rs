@@ -91,7 +91,8 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
         rack: Set(valid.rack.clone()),
         nvlink_domain: Set(valid.nvlink_domain.clone()),
         gpu_model: Set(valid.model.code().to_owned()),
-        gpu_count: Set(valid.gpus.len() as i32),
+        // At most MAX_GPUS_PER_NODE (validated).
+        gpu_count: Set(i32::try_from(valid.gpus.len()).unwrap_or(i32::MAX)),
         mig_enabled: Set(valid.mig_enabled),
         shared_gpus: Set(valid.shared_gpus),
         cpu_milli: Set(valid.cpu_milli),
@@ -110,7 +111,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
                 uuid: Set(input.uuid.clone()),
                 index: Set(input.index),
                 model: Set(valid.model.code().to_owned()),
-                memory_mib: Set(valid.model.memory_mib() as i64),
+                memory_mib: Set(i64::try_from(valid.model.memory_mib()).unwrap_or(i64::MAX)),
                 mig_enabled: Set(valid.mig_enabled),
                 health: Set(GpuHealth::Ok),
                 health_changed_at: Set(now),

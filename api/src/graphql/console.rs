@@ -175,7 +175,8 @@ impl ConsoleQuery {
                 .capacity
                 .into_iter()
                 .map(|c| {
-                    let allocated = rust_decimal::Decimal::new(c.allocated_milli as i64, 3);
+                    let allocated = rust_decimal::Decimal::from(c.allocated_milli)
+                        / rust_decimal::Decimal::ONE_THOUSAND;
                     let share = if c.gpus == 0 {
                         rust_decimal::Decimal::ZERO
                     } else {

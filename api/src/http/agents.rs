@@ -32,9 +32,9 @@ pub async fn inventory(
                 .into_iter()
                 .map(|g| InventoryGpu {
                     uuid: g.uuid,
-                    index: g.index.max(0) as u32,
+                    index: u32::try_from(g.index).unwrap_or(0),
                     model: g.model,
-                    memory_mib: g.memory_mib.max(0) as u64,
+                    memory_mib: u64::try_from(g.memory_mib).unwrap_or(0),
                     mig_enabled: g.mig_enabled,
                     health: g.health.as_str().to_owned(),
                 })
@@ -63,8 +63,10 @@ pub async fn assignments(
                     allocation_id: a.id.into(),
                     gpu_uuid: gpu.uuid.clone(),
                     mig_profile: a.mig_profile.clone(),
-                    mig_start_slot: a.mig_start_slot.map(|s| s.clamp(0, 7) as u8),
-                    milli_gpu: a.milli_gpu.map(|m| m.max(0) as u32),
+                    mig_start_slot: a
+                        .mig_start_slot
+                        .map(|s| u8::try_from(s.clamp(0, 7)).unwrap_or(0)),
+                    milli_gpu: a.milli_gpu.map(|m| u32::try_from(m).unwrap_or(0)),
                     status: a.status.as_str().to_owned(),
                     started_at: a.started_at,
                     preempt_at: a.preempt_at,

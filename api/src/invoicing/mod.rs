@@ -342,17 +342,7 @@ pub async fn grant(
     let tenant = tenancy::store::find(&txn, input.tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let currency = tenancy::parse_currency(&tenant.currency)?;
-    if amount.scale() > currency.minor_unit_digits() {
-        return Err(ApiError::invalid(
-            "amount",
-            format!(
-                "{} has {} decimal places",
-                currency,
-                currency.minor_unit_digits()
-            ),
-        ));
-    }
+    tenancy::in_currency("amount", amount, &tenant.currency)?;
     let created = billing::grant_credits(
         &txn,
         NewGrant {

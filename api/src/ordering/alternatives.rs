@@ -17,9 +17,11 @@ use neocloud_schema::mig::MigProfile;
 use neocloud_schema::vocabulary::{SkuForm, TopologyLevel};
 use serde_json::{Value, json};
 
+use super::PlaceOrder;
 use super::fleet_cache::FleetCache;
+use super::planning::place_units;
 use super::quota::Usage;
-use super::{PlaceOrder, place_units, request_for, sched_level, units_for, with_models};
+use super::shapes::{request_for, sched_level, units_for, with_models};
 use crate::error::ApiError;
 
 /// Most alternatives one refusal lists.
@@ -119,7 +121,7 @@ impl Asked<'_> {
         skus: &'s [sku::Model],
         usage: Option<&Usage>,
     ) -> Vec<Alternative<'s>> {
-        let count = self.input.count.max(0) as u32;
+        let count = u32::try_from(self.input.count).unwrap_or(0);
         let mut out = Vec::new();
         let fewer = count.saturating_sub(1).min(self.most_ever(cache, self.sku));
         if let Some(n) = self.largest_now(cache, self.sku, fewer)
@@ -139,7 +141,8 @@ impl Asked<'_> {
             let Some(n) = self.largest_now(cache, other, most) else {
                 continue;
             };
-            if usage.is_some_and(|u| u.check(other, n as i32).is_err()) {
+            let asked = i32::try_from(n).unwrap_or(i32::MAX);
+            if usage.is_some_and(|u| u.check(other, asked).is_err()) {
                 continue;
             }
             let reason = if other.region != self.sku.region {

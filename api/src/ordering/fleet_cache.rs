@@ -111,13 +111,16 @@ pub fn share_of(alloc: &allocation::Model, gpu: &gpu::Model) -> GpuShare {
         (Some(name), Some(start), _, Some(model)) => match MigProfile::parse(name, model) {
             Ok(profile) => GpuShare::Mig {
                 profile,
-                start: start.clamp(0, 7) as u8,
+                start: u8::try_from(start.clamp(0, 7)).unwrap_or(0),
             },
             Err(_) => GpuShare::Whole,
         },
         (_, _, Some(milli), _) => GpuShare::Fraction {
-            milli: milli.max(0) as u32,
-            memory_mib: fraction_memory_mib(gpu.memory_mib.max(0) as u64, milli.max(0) as u32),
+            milli: u32::try_from(milli).unwrap_or(0),
+            memory_mib: fraction_memory_mib(
+                u64::try_from(gpu.memory_mib).unwrap_or(0),
+                u32::try_from(milli).unwrap_or(0),
+            ),
         },
         _ => GpuShare::Whole,
     }
@@ -145,20 +148,7 @@ impl FleetCache {
         {
             gpus_by_node.entry(g.node_id).or_default().push(g);
         }
-        let live = allocation::Entity::find()
-            .filter(allocation::Column::Status.ne(AllocationStatus::Released))
-            .order_by_asc(allocation::Column::Id)
-            .all(conn)
-            .await?;
-        let mut held: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-        for row in allocation_gpu::Entity::find()
-            .filter(allocation_gpu::Column::AllocationId.is_in(live.iter().map(|a| a.id)))
-            .all(conn)
-            .await?
-        {
-            held.entry(row.allocation_id).or_default().push(row.gpu_id);
-        }
-
+        let (live, held) = live_allocations(conn).await?;
         let mut grouped: BTreeMap<String, Vec<node::Model>> = BTreeMap::new();
         for n in nodes {
             grouped.entry(n.region.clone()).or_default().push(n);
@@ -169,54 +159,8 @@ impl FleetCache {
                 .iter()
                 .map(|n| gpus_by_node.remove(&n.id).unwrap_or_default())
                 .collect();
-            // Built all active and healthy, so existing allocations always re-commit;
-            // states and health are applied afterwards.
-            let specs = nodes
-                .iter()
-                .zip(&gpus)
-                .map(|(n, gs)| NodeSpec {
-                    name: n.hostname.clone(),
-                    region: n.region.clone(),
-                    zone: n.zone.clone(),
-                    rack: n.rack.clone(),
-                    nvlink_domain: n.nvlink_domain.clone(),
-                    cpu_milli: u32::try_from(n.cpu_milli).unwrap_or(u32::MAX),
-                    memory_mib: n.memory_mib.max(0) as u64,
-                    state: SchedNodeState::Active,
-                    gpus: gs
-                        .iter()
-                        .map(|g| GpuSpec {
-                            model: g.model.clone(),
-                            memory_mib: g.memory_mib.max(0) as u64,
-                            health: Health::Ok,
-                            mode: if n.mig_enabled {
-                                GpuMode::Mig
-                            } else if n.shared_gpus {
-                                GpuMode::Shared
-                            } else {
-                                GpuMode::Whole
-                            },
-                        })
-                        .collect(),
-                })
-                .collect();
-            let fleet = Fleet::new(specs).map_err(|e| DbErr::Custom(e.to_string()))?;
-            let by_node = nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.id, neocloud_scheduler::NodeId(i as u32)))
-                .collect();
-            regions.insert(
-                region,
-                RegionFleet {
-                    fleet,
-                    nodes,
-                    gpus,
-                    by_node,
-                },
-            );
+            regions.insert(region, RegionFleet::build(nodes, gpus)?);
         }
-
         let mut cache = FleetCache {
             epoch: Some(epoch),
             regions,
@@ -225,25 +169,7 @@ impl FleetCache {
             cache.recommit(alloc, held.get(&alloc.id).map_or(&[][..], Vec::as_slice))?;
         }
         for region in cache.regions.values_mut() {
-            for (i, n) in region.nodes.iter().enumerate() {
-                let id = neocloud_scheduler::NodeId(i as u32);
-                region
-                    .fleet
-                    .set_node_state(id, state_of(n.state))
-                    .map_err(|e| DbErr::Custom(e.to_string()))?;
-                for (j, g) in region.gpus[i].iter().enumerate() {
-                    region
-                        .fleet
-                        .set_gpu_health(
-                            GpuRef {
-                                node: id,
-                                gpu: j as u8,
-                            },
-                            health_of(g.health),
-                        )
-                        .map_err(|e| DbErr::Custom(e.to_string()))?;
-                }
-            }
+            region.apply_states()?;
         }
         Ok(cache)
     }
@@ -262,12 +188,11 @@ impl FleetCache {
         };
         let node = region.by_node[&alloc.node_id];
         let node_gpus = &region.gpus[node.index()];
-        let mut grants: Vec<GpuGrant> = node_gpus
-            .iter()
-            .enumerate()
+        let mut grants: Vec<GpuGrant> = (0u8..=u8::MAX)
+            .zip(node_gpus)
             .filter(|(_, g)| gpu_ids.contains(&g.id))
             .map(|(i, g)| GpuGrant {
-                gpu: i as u8,
+                gpu: i,
                 share: share_of(alloc, g),
             })
             .collect();
@@ -279,7 +204,7 @@ impl FleetCache {
             nodes: vec![NodePlacement {
                 node,
                 cpu_milli: u32::try_from(alloc.cpu_milli).unwrap_or(0),
-                memory_mib: alloc.memory_mib.max(0) as u64,
+                memory_mib: u64::try_from(alloc.memory_mib).unwrap_or(0),
                 whole_node: alloc.whole_node,
                 gpus: grants,
             }],
@@ -291,5 +216,97 @@ impl FleetCache {
             .commit(allocation_key(alloc.id), &placement)
             .map(|_| ())
             .map_err(|e| DbErr::Custom(format!("allocation {} does not fit: {e}", alloc.id)))
+    }
+}
+
+/// The allocations not released, with the GPUs each holds.
+async fn live_allocations<C: ConnectionTrait>(
+    conn: &C,
+) -> Result<(Vec<allocation::Model>, HashMap<Uuid, Vec<Uuid>>), DbErr> {
+    let live = allocation::Entity::find()
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .order_by_asc(allocation::Column::Id)
+        .all(conn)
+        .await?;
+    let mut held: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    for row in allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(live.iter().map(|a| a.id)))
+        .all(conn)
+        .await?
+    {
+        held.entry(row.allocation_id).or_default().push(row.gpu_id);
+    }
+    Ok((live, held))
+}
+
+/// A node as the scheduler sees it, active and healthy: existing allocations always
+/// re-commit onto it; its state and health are applied afterwards.
+fn node_spec(n: &node::Model, gpus: &[gpu::Model]) -> NodeSpec {
+    let mode = if n.mig_enabled {
+        GpuMode::Mig
+    } else if n.shared_gpus {
+        GpuMode::Shared
+    } else {
+        GpuMode::Whole
+    };
+    NodeSpec {
+        name: n.hostname.clone(),
+        region: n.region.clone(),
+        zone: n.zone.clone(),
+        rack: n.rack.clone(),
+        nvlink_domain: n.nvlink_domain.clone(),
+        cpu_milli: u32::try_from(n.cpu_milli).unwrap_or(u32::MAX),
+        // Registration bounds these; a negative value would be a broken row: no capacity.
+        memory_mib: u64::try_from(n.memory_mib).unwrap_or(0),
+        state: SchedNodeState::Active,
+        gpus: gpus
+            .iter()
+            .map(|g| GpuSpec {
+                model: g.model.clone(),
+                memory_mib: u64::try_from(g.memory_mib).unwrap_or(0),
+                health: Health::Ok,
+                mode,
+            })
+            .collect(),
+    }
+}
+
+impl RegionFleet {
+    /// A region's scheduler fleet over its nodes (in order) and their GPUs.
+    fn build(nodes: Vec<node::Model>, gpus: Vec<Vec<gpu::Model>>) -> Result<RegionFleet, DbErr> {
+        let specs = nodes
+            .iter()
+            .zip(&gpus)
+            .map(|(n, gs)| node_spec(n, gs))
+            .collect();
+        let fleet = Fleet::new(specs).map_err(|e| DbErr::Custom(e.to_string()))?;
+        let by_node = (0u32..)
+            .zip(&nodes)
+            .map(|(i, n)| (n.id, neocloud_scheduler::NodeId(i)))
+            .collect();
+        Ok(RegionFleet {
+            fleet,
+            nodes,
+            gpus,
+            by_node,
+        })
+    }
+
+    /// Applies the nodes' states and the GPUs' health to the fleet.
+    fn apply_states(&mut self) -> Result<(), DbErr> {
+        let broken = |e: neocloud_scheduler::FleetError| DbErr::Custom(e.to_string());
+        for ((i, n), gpus) in (0u32..).zip(&self.nodes).zip(&self.gpus) {
+            let id = neocloud_scheduler::NodeId(i);
+            self.fleet
+                .set_node_state(id, state_of(n.state))
+                .map_err(broken)?;
+            for (j, g) in (0u8..=u8::MAX).zip(gpus) {
+                let gpu = GpuRef { node: id, gpu: j };
+                self.fleet
+                    .set_gpu_health(gpu, health_of(g.health))
+                    .map_err(broken)?;
+            }
+        }
+        Ok(())
     }
 }

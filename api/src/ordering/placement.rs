@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
+use neocloud_scheduler::Placement;
 use neocloud_schema::clock::{Clock, SharedClock};
 use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
 use neocloud_schema::ids::{OrderId, TenantId};
@@ -32,11 +33,10 @@ use uuid::Uuid;
 
 use super::alternatives::{Alternative, Asked};
 use super::fleet_cache::FleetCache;
+use super::planning::{Planned, Refusal, place_units, plan_part};
 use super::quota::Usage;
-use super::{
-    AllocationView, OrderView, Ordering, PlaceOrder, Planned, Refusal, hourly_price, place_units,
-    plan_part, request_for, store, units,
-};
+use super::shapes::{request_for, units};
+use super::{AllocationView, OrderView, Ordering, PlaceOrder, hourly_price, store};
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -91,9 +91,11 @@ pub(super) fn spawn(
             {
                 jobs.push(job);
             }
-            let orders = jobs.len() as u64;
+            // At most MAX_ORDERS_PER_BATCH.
+            let orders = u64::try_from(jobs.len()).unwrap_or(u64::MAX);
             if let Some(m) = &metrics {
-                m.orders_in_progress.set(orders as i64);
+                m.orders_in_progress
+                    .set(i64::try_from(orders).unwrap_or(i64::MAX));
             }
             let started = std::time::Instant::now();
             place_batch(&db, &mut cache, (notice, clock.as_ref()), jobs).await;
@@ -246,19 +248,49 @@ struct Batch<'a> {
     writes: Writes,
 }
 
+/// Where an order stands after the checks that need no placement.
+enum Admission {
+    /// Go on and place it, as this SKU.
+    Place(sku::Model),
+    /// The answer, given without placing (a refusal, or the order a retry stands for).
+    Answer(ApiResult<Placed>),
+}
+
 impl Batch<'_> {
     /// Places one order against the state the batch's earlier orders left. The outer error
     /// fails the whole batch (a database error, or a state that cannot be undone in memory).
     async fn place(&mut self, p: &Pending) -> ApiResult<ApiResult<Placed>> {
+        let sku = match self.admit(p).await? {
+            Admission::Place(sku) => sku,
+            Admission::Answer(answer) => return Ok(answer),
+        };
+        let (planned, victims) = match self.plan(p.tenant, &p.input, &sku).await? {
+            Ok(planned) => planned,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let starts_at = if victims.is_empty() {
+            self.now
+        } else {
+            self.now + chrono::Duration::from_std(self.notice).unwrap_or_default()
+        };
+        let order = order_row(p, &sku, self.now)?;
+        let view = self.record(p, order, &sku, &planned, victims, starts_at)?;
+        Ok(Ok(Placed::New(Box::new(view))))
+    }
+
+    /// The checks before placement: the tenant may order (not suspended, within its
+    /// budget), the SKU is sold, a retry gets its first answer, the quota holds.
+    async fn admit(&self, p: &Pending) -> ApiResult<Admission> {
+        let refuse = |err| Ok(Admission::Answer(Err(err)));
         let (tenant, input) = (p.tenant, &p.input);
         match self.tenants.get(&tenant) {
-            None => return Ok(Err(ApiError::not_found("tenant"))),
+            None => return refuse(ApiError::not_found("tenant")),
             Some(row) if row.status == TenantStatus::Suspended => {
                 let reason = crate::tenancy::suspension_reason(self.txn, row).await?;
-                return Ok(Err(ApiError::forbidden(format!(
+                return refuse(ApiError::forbidden(format!(
                     "the tenant is suspended and cannot place new orders: {}",
                     reason.unwrap_or_default()
-                ))));
+                )));
             }
             Some(_) => {}
         }
@@ -267,25 +299,35 @@ impl Batch<'_> {
             .get(&tenant)
             .and_then(crate::budgets::order_refusal)
         {
-            return Ok(Err(refusal));
+            return refuse(refusal);
         }
-        let Some(sku) = self.skus.get(&input.sku).filter(|s| s.active).cloned() else {
-            return Ok(Err(ApiError::invalid("sku", "no such SKU in the catalog")));
+        let Some(sku) = self.skus.get(&input.sku).filter(|s| s.active) else {
+            return refuse(ApiError::invalid("sku", "no such SKU in the catalog"));
         };
-        let sku = &sku;
         if let Some(existing) = self.known.get(&(tenant, p.idempotency_key.clone())) {
             if existing.request_hash != p.request_hash {
-                return Ok(Err(ApiError::IdempotencyConflict {
+                return refuse(ApiError::IdempotencyConflict {
                     message: "this idempotencyKey was used for a different order".into(),
-                }));
+                });
             }
-            return Ok(Ok(Placed::Existing(existing.clone())));
+            return Ok(Admission::Answer(Ok(Placed::Existing(existing.clone()))));
         }
         if let Some(usage) = self.usage.get(&tenant)
             && let Err(err) = usage.check(sku, input.count)
         {
-            return Ok(Err(err));
+            return refuse(err);
         }
+        Ok(Admission::Place(sku.clone()))
+    }
+
+    /// Every unit of the order placed and committed in the cached fleet, all or nothing:
+    /// one part per node, and the spot allocations they preempt; or the refusal.
+    async fn plan(
+        &mut self,
+        tenant: TenantId,
+        input: &PlaceOrder,
+        sku: &sku::Model,
+    ) -> ApiResult<Result<(Vec<(Uuid, Placement)>, Vec<Uuid>), ApiError>> {
         let shape_units = match units(sku, input) {
             Ok(units) => units,
             Err(err) => return Ok(Err(err)),
@@ -297,13 +339,25 @@ impl Batch<'_> {
             .into_iter()
             .map(|shape| request_for(tenant, input, &region.fleet, sku, shape))
             .collect();
-        let now = self.now;
-        // Every unit placed in memory, all or nothing.
-        let (planned, victims) = match place_units(&mut region.fleet, requests)? {
-            Ok(Planned { parts, victims }) => (parts, victims),
-            Err(Refusal::Invalid(message)) => return Ok(Err(ApiError::invalid("sku", message))),
-            Err(Refusal::NoCapacity) => return Ok(Err(self.refuse(tenant, sku, input).await?)),
-        };
+        match place_units(&mut region.fleet, requests)? {
+            Ok(Planned { parts, victims }) => Ok(Ok((parts, victims))),
+            Err(Refusal::Invalid(message)) => Ok(Err(ApiError::invalid("sku", message))),
+            Err(Refusal::NoCapacity) => Ok(Err(self.refuse(tenant, sku, input).await?)),
+        }
+    }
+
+    /// Queues the writes of a placed order (its row, allocations, audit entries and
+    /// preemptions), counts it in the tenant's usage, and returns its view.
+    fn record(
+        &mut self,
+        p: &Pending,
+        order: order::Model,
+        sku: &sku::Model,
+        planned: &[(Uuid, Placement)],
+        victims: Vec<Uuid>,
+        starts_at: DateTime<Utc>,
+    ) -> ApiResult<OrderView> {
+        let tenant = p.tenant;
         let region = self
             .cache
             .regions
@@ -311,39 +365,9 @@ impl Batch<'_> {
             .ok_or_else(|| ApiError::Internal {
                 message: "the region's fleet went away".into(),
             })?;
-
-        let starts_at = if victims.is_empty() {
-            now
-        } else {
-            now + chrono::Duration::from_std(self.notice).unwrap_or_default()
-        };
-        let order = order::Model {
-            id: OrderId::new().into(),
-            tenant_id: tenant.into(),
-            sku_id: sku.id,
-            count: input.count,
-            class: input.class,
-            topology_level: input.topology_level,
-            topology_required: input.topology_required,
-            exclusive: input.exclusive,
-            max_price_per_hour: input
-                .max_price_per_hour
-                .as_deref()
-                .map(neocloud_schema::money::parse_plain_decimal)
-                .transpose()
-                .map_err(|e| ApiError::invalid("maxPricePerHour", e))?
-                .map(Into::into),
-            labels: json!(input.labels),
-            idempotency_key: p.idempotency_key.clone(),
-            request_hash: p.request_hash.clone(),
-            status: OrderStatus::Active,
-            created_by: Some(p.actor.key_id.into()),
-            created_at: now,
-            ended_at: None,
-        };
         let mut views: Vec<AllocationView> = Vec::with_capacity(planned.len());
         let mut rows: Vec<(allocation::Model, Vec<Uuid>)> = Vec::with_capacity(planned.len());
-        for (id, part) in &planned {
+        for (id, part) in planned {
             let (view, gpu_ids) = plan_part(region, *id, part, &order, sku, starts_at)?;
             rows.push((view.allocation.clone(), gpu_ids));
             views.push(view);
@@ -355,24 +379,10 @@ impl Batch<'_> {
         }
         self.known
             .insert((tenant, p.idempotency_key.clone()), order.clone());
-        self.writes.audit.push(audit::row(
-            Some(&p.actor),
-            audit::Entry {
-                tenant_id: Some(tenant),
-                action: "order.place",
-                object_type: "order",
-                object_id: order.id.to_string(),
-                before: None,
-                after: Some(json!({
-                    "sku": sku.name,
-                    "count": input.count,
-                    "class": input.class,
-                    "allocations": planned.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-                    // Only how many: the victims are other tenants' allocations.
-                    "preempted": victims.len(),
-                })),
-            },
-        ));
+        let allocations: Vec<Uuid> = planned.iter().map(|(id, _)| *id).collect();
+        self.writes
+            .audit
+            .push(placement_entry(p, &order, sku, &allocations, victims.len()));
         if !victims.is_empty() {
             self.writes
                 .audit
@@ -381,12 +391,69 @@ impl Batch<'_> {
         }
         self.writes.orders.push(order.clone());
         self.writes.allocations.extend(rows);
-        Ok(Ok(Placed::New(Box::new(OrderView {
+        Ok(OrderView {
             order,
             sku: sku.clone(),
             allocations: views,
-        }))))
+        })
     }
+}
+
+/// The row of a newly placed order.
+fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<order::Model> {
+    let input = &p.input;
+    Ok(order::Model {
+        id: OrderId::new().into(),
+        tenant_id: p.tenant.into(),
+        sku_id: sku.id,
+        count: input.count,
+        class: input.class,
+        topology_level: input.topology_level,
+        topology_required: input.topology_required,
+        exclusive: input.exclusive,
+        max_price_per_hour: input
+            .max_price_per_hour
+            .as_deref()
+            .map(neocloud_schema::money::parse_plain_decimal)
+            .transpose()
+            .map_err(|e| ApiError::invalid("maxPricePerHour", e))?
+            .map(Into::into),
+        labels: json!(input.labels),
+        idempotency_key: p.idempotency_key.clone(),
+        request_hash: p.request_hash.clone(),
+        status: OrderStatus::Active,
+        created_by: Some(p.actor.key_id.into()),
+        created_at: now,
+        ended_at: None,
+    })
+}
+
+/// The tenant's audit entry of a placed order.
+fn placement_entry(
+    p: &Pending,
+    order: &order::Model,
+    sku: &sku::Model,
+    allocations: &[Uuid],
+    preempted: usize,
+) -> audit_log::ActiveModel {
+    audit::row(
+        Some(&p.actor),
+        audit::Entry {
+            tenant_id: Some(p.tenant),
+            action: "order.place",
+            object_type: "order",
+            object_id: order.id.to_string(),
+            before: None,
+            after: Some(json!({
+                "sku": sku.name,
+                "count": p.input.count,
+                "class": p.input.class,
+                "allocations": allocations,
+                // Only how many: the victims are other tenants' allocations.
+                "preempted": preempted,
+            })),
+        },
+    )
 }
 
 impl Batch<'_> {

@@ -20,7 +20,7 @@ pub fn milli_per_unit(sku: &sku::Model, gpus_per_node: u64) -> u64 {
     match sku.form {
         SkuForm::WholeGpu => 1000,
         SkuForm::WholeNode => 1000 * gpus_per_node,
-        SkuForm::Fractional => sku.milli_gpu.unwrap_or(0).max(0) as u64,
+        SkuForm::Fractional => u64::try_from(sku.milli_gpu.unwrap_or(0)).unwrap_or(0),
         SkuForm::Mig => sku
             .gpu_model
             .parse::<GpuModel>()
@@ -122,13 +122,13 @@ impl Usage {
     /// Fails with `QUOTA_EXCEEDED` if `count` more units of `sku` would pass any quota.
     pub fn check(&self, sku: &sku::Model, count: i32) -> ApiResult<()> {
         let gpus_per_node = 8;
-        let asked = milli_per_unit(sku, gpus_per_node) * count.max(0) as u64;
+        let asked = milli_per_unit(sku, gpus_per_node) * u64::try_from(count).unwrap_or(0);
         let allocations_asked = match sku.form {
             SkuForm::WholeGpu => 1,
-            _ => count.max(0) as u64,
+            _ => u64::try_from(count).unwrap_or(0),
         };
         for q in &self.quotas {
-            let limit = q.max_value.max(0) as u64;
+            let limit = u64::try_from(q.max_value).unwrap_or(0);
             let (used, wanted, unit) = match q.scope {
                 QuotaScope::Allocations => (self.allocations, allocations_asked, "allocations"),
                 scope => {
@@ -185,7 +185,7 @@ fn keys(sku: &sku::Model) -> [(QuotaScope, String); 3] {
 }
 
 fn display_gpus(milli: u64) -> String {
-    rust_decimal::Decimal::new(milli as i64, 3)
+    (rust_decimal::Decimal::from(milli) / rust_decimal::Decimal::ONE_THOUSAND)
         .normalize()
         .to_string()
 }
@@ -200,65 +200,13 @@ pub async fn set_quota(
     max: i64,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<Option<quota::Model>> {
-    use sea_orm::{ActiveModelTrait, Set};
     actor.require_operator()?;
-    let value = match scope {
-        QuotaScope::Allocations => String::new(),
-        QuotaScope::Sku => value
-            .parse::<Uuid>()
-            .map_err(|_| ApiError::invalid("value", "a SKU id"))?
-            .to_string(),
-        QuotaScope::GpuModel => value
-            .parse::<GpuModel>()
-            .map_err(|e| ApiError::invalid("value", e.to_string()))?
-            .code()
-            .to_owned(),
-        QuotaScope::Region => {
-            let v = value.trim();
-            if v.is_empty() || v.len() > 64 {
-                return Err(ApiError::invalid("value", "a region name"));
-            }
-            v.to_owned()
-        }
-    };
+    let value = scope_value(scope, value)?;
     let txn = crate::db::begin_write(db).await?;
     crate::tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let existing = quota::Entity::find()
-        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
-        .filter(quota::Column::Scope.eq(scope))
-        .filter(quota::Column::ScopeValue.eq(value.clone()))
-        .one(&txn)
-        .await?;
-    let before = existing
-        .as_ref()
-        .map(|q| serde_json::json!({"max": q.max_value}));
-    let result = match (existing, max) {
-        (Some(q), m) if m < 0 => {
-            quota::Entity::delete_by_id(q.id).exec(&txn).await?;
-            None
-        }
-        (None, m) if m < 0 => None,
-        (Some(q), m) => {
-            let mut active: quota::ActiveModel = q.into();
-            active.max_value = Set(m);
-            active.updated_at = Set(now);
-            Some(active.update(&txn).await?)
-        }
-        (None, m) => Some(
-            quota::ActiveModel {
-                id: Set(Uuid::now_v7()),
-                tenant_id: Set(tenant.into()),
-                scope: Set(scope),
-                scope_value: Set(value.clone()),
-                max_value: Set(m),
-                updated_at: Set(now),
-            }
-            .insert(&txn)
-            .await?,
-        ),
-    };
+    let (before, result) = write_quota(&txn, tenant, (scope, &value), max, now).await?;
     crate::audit::record(
         &txn,
         actor,
@@ -276,6 +224,77 @@ pub async fn set_quota(
     .await?;
     txn.commit().await?;
     Ok(result)
+}
+
+/// The value a quota of `scope` is about, checked: none for all allocations, a SKU id, a
+/// GPU model code or a region name.
+fn scope_value(scope: QuotaScope, value: &str) -> ApiResult<String> {
+    Ok(match scope {
+        QuotaScope::Allocations => String::new(),
+        QuotaScope::Sku => value
+            .parse::<Uuid>()
+            .map_err(|_| ApiError::invalid("value", "a SKU id"))?
+            .to_string(),
+        QuotaScope::GpuModel => value
+            .parse::<GpuModel>()
+            .map_err(|e| ApiError::invalid("value", e.to_string()))?
+            .code()
+            .to_owned(),
+        QuotaScope::Region => {
+            let v = value.trim();
+            if v.is_empty() || v.len() > 64 {
+                return Err(ApiError::invalid("value", "a region name"));
+            }
+            v.to_owned()
+        }
+    })
+}
+
+/// Creates, changes or (negative `max`) removes the tenant's quota of `scope`; returns
+/// (what it was, for the audit entry) and what it is now.
+async fn write_quota(
+    txn: &sea_orm::DatabaseTransaction,
+    tenant: TenantId,
+    (scope, value): (QuotaScope, &str),
+    max: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<(Option<serde_json::Value>, Option<quota::Model>)> {
+    use sea_orm::{ActiveModelTrait, Set};
+    let existing = quota::Entity::find()
+        .filter(quota::Column::TenantId.eq(Uuid::from(tenant)))
+        .filter(quota::Column::Scope.eq(scope))
+        .filter(quota::Column::ScopeValue.eq(value))
+        .one(txn)
+        .await?;
+    let before = existing
+        .as_ref()
+        .map(|q| serde_json::json!({"max": q.max_value}));
+    let result = match (existing, max) {
+        (Some(q), m) if m < 0 => {
+            quota::Entity::delete_by_id(q.id).exec(txn).await?;
+            None
+        }
+        (None, m) if m < 0 => None,
+        (Some(q), m) => {
+            let mut active: quota::ActiveModel = q.into();
+            active.max_value = Set(m);
+            active.updated_at = Set(now);
+            Some(active.update(txn).await?)
+        }
+        (None, m) => Some(
+            quota::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                tenant_id: Set(tenant.into()),
+                scope: Set(scope),
+                scope_value: Set(value.to_owned()),
+                max_value: Set(m),
+                updated_at: Set(now),
+            }
+            .insert(txn)
+            .await?,
+        ),
+    };
+    Ok((before, result))
 }
 
 /// A tenant's quotas (its own, or any tenant's for operators), each with what the tenant

@@ -35,26 +35,7 @@ pub async fn start(
     idempotency_key: Option<String>,
     now: chrono::DateTime<Utc>,
 ) -> ApiResult<top_up::Model> {
-    let tenant = actor.tenant()?;
-    if actor.role != Role::TenantAdmin {
-        return Err(ApiError::forbidden("top-ups are bought by tenant admins"));
-    }
-    let mut amount =
-        parse_plain_decimal(amount.trim()).map_err(|e| ApiError::invalid("amount", e))?;
-    if !(MIN_TOP_UP..=MAX_TOP_UP).contains(&amount) {
-        return Err(ApiError::invalid(
-            "amount",
-            format!("between {MIN_TOP_UP} and {MAX_TOP_UP}"),
-        ));
-    }
-    if let Some(key) = &idempotency_key
-        && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_BYTES)
-    {
-        return Err(ApiError::invalid(
-            "idempotencyKey",
-            format!("1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes"),
-        ));
-    }
+    let (tenant, amount) = checked_request(actor, amount, idempotency_key.as_deref())?;
     if !payments_configured {
         return Err(ApiError::Unavailable {
             message: "payments are not configured on this installation".into(),
@@ -64,17 +45,8 @@ pub async fn start(
     let owner = tenancy::store::find(&txn, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let currency = tenancy::parse_currency(&owner.currency)?;
-    if amount.scale() > currency.minor_unit_digits() {
-        return Err(ApiError::invalid(
-            "amount",
-            format!(
-                "{currency} has {} decimal places",
-                currency.minor_unit_digits()
-            ),
-        ));
-    }
-    amount.rescale(currency.minor_unit_digits());
+    let mut amount = tenancy::in_currency("amount", amount, &owner.currency)?;
+    amount.rescale(tenancy::parse_currency(&owner.currency)?.minor_unit_digits());
     if let Some(key) = &idempotency_key
         && let Some(found) = top_ups::find_by_key(&txn, owner.id, key).await?
     {
@@ -117,6 +89,34 @@ pub async fn start(
     .await?;
     txn.commit().await?;
     Ok(created)
+}
+
+/// Who asks (a tenant admin) and for what: an amount within bounds, a usable key.
+fn checked_request(
+    actor: &Principal,
+    amount: &str,
+    idempotency_key: Option<&str>,
+) -> ApiResult<(TenantId, Decimal)> {
+    let tenant = actor.tenant()?;
+    if actor.role != Role::TenantAdmin {
+        return Err(ApiError::forbidden("top-ups are bought by tenant admins"));
+    }
+    let amount = parse_plain_decimal(amount.trim()).map_err(|e| ApiError::invalid("amount", e))?;
+    if !(MIN_TOP_UP..=MAX_TOP_UP).contains(&amount) {
+        return Err(ApiError::invalid(
+            "amount",
+            format!("between {MIN_TOP_UP} and {MAX_TOP_UP}"),
+        ));
+    }
+    if let Some(key) = idempotency_key
+        && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_BYTES)
+    {
+        return Err(ApiError::invalid(
+            "idempotencyKey",
+            format!("1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes"),
+        ));
+    }
+    Ok((tenant, amount))
 }
 
 /// `topUps`: the tenant's top-ups, newest first (operators name the tenant).

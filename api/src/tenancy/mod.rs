@@ -7,6 +7,7 @@ use neocloud_schema::entity::tenant;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::Role;
+use rust_decimal::Decimal;
 use sea_orm::DatabaseConnection;
 
 use crate::audit;
@@ -43,6 +44,19 @@ pub fn parse_currency(raw: &str) -> ApiResult<Currency> {
         .map_err(|e: neocloud_schema::money::UnknownCurrency| {
             ApiError::invalid("currency", e.to_string())
         })
+}
+
+/// `amount` in the tenant's `currency`: at most its minor-unit digits (`field` names it).
+pub fn in_currency(field: &str, amount: Decimal, currency: &str) -> ApiResult<Decimal> {
+    let currency = parse_currency(currency)?;
+    let digits = currency.minor_unit_digits();
+    if amount.scale() > digits {
+        return Err(ApiError::invalid(
+            field,
+            format!("{currency} has {digits} decimal places"),
+        ));
+    }
+    Ok(amount)
 }
 
 #[derive(Debug)]
