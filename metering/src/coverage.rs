@@ -31,9 +31,8 @@ pub fn window_masks(
         };
         let minute_end = minute + TimeDelta::minutes(1);
         let stop = end.min(minute_end);
-        let from = (t - minute).num_seconds() as u32;
-        let to = (stop - minute).num_seconds() as u32;
-        *out.entry(minute).or_default() |= range_mask(from, to);
+        *out.entry(minute).or_default() |=
+            range_mask(second_of(minute, t), second_of(minute, stop));
         t = stop;
     }
     out
@@ -55,9 +54,15 @@ pub fn clip(
     lo: DateTime<Utc>,
     hi: DateTime<Utc>,
 ) -> MinuteMask {
-    let start = (lo - minute).num_seconds().clamp(0, 60) as u32;
-    let end = (hi - minute).num_seconds().clamp(0, 60) as u32;
-    mask & range_mask(start, end)
+    mask & range_mask(second_of(minute, lo), second_of(minute, hi))
+}
+
+/// Which second of the minute starting at `minute` the instant `at` is, bounded to the
+/// minute: 0 before it, 60 after it.
+fn second_of(minute: DateTime<Utc>, at: DateTime<Utc>) -> u32 {
+    let second = (at - minute).num_seconds().clamp(0, 60);
+    // Within 0..=60 after the clamp: the conversion cannot fail.
+    u32::try_from(second).unwrap_or(0)
 }
 
 /// An earlier batch's window on a node and the devices it carried (`None`: every device

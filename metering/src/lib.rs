@@ -8,6 +8,27 @@
 //! `invoicing` keeps each tenant's open period as a draft rated on read, and finalizes
 //! it into an immutable, numbered invoice.
 
+// No panics on values from outside, and no `as` cast where a checked conversion exists.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_lossless
+    )
+)]
+
 pub mod budgets;
 pub mod coverage;
 pub mod error;

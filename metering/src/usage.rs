@@ -211,17 +211,48 @@ pub async fn usage<C: ConnectionTrait>(
     group_by: &[GroupBy],
     now: DateTime<Utc>,
 ) -> Result<Vec<UsageRow>, DbErr> {
-    let mut rows: BTreeMap<Vec<String>, UsageRow> = BTreeMap::new();
     let skus: HashMap<Uuid, String> = sku::Entity::find()
         .all(conn)
         .await?
         .into_iter()
         .map(|s| (s.id, s.name))
         .collect();
-    let sku_name = |id: Option<Uuid>| id.and_then(|i| skus.get(&i).cloned()).unwrap_or_default();
+    let buckets = minute_buckets(conn, tenant, from, to).await?;
+    let held = holdings(conn, tenant, from, to).await?;
+    let labels = order_labels(conn, &held.allocations, &buckets).await?;
+    let mut rows = Rows {
+        group_by,
+        skus: &skus,
+        labels: &labels,
+        rows: BTreeMap::new(),
+    };
+    for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
+        let row = rows.row(sku_id, allocation_id, minute_start.date_naive());
+        row.active_seconds += active.get();
+        row.memory_gib_seconds += memory.get();
+        row.energy_kwh += energy.get();
+    }
+    for a in &held.allocations {
+        let Some(span) = overlap(
+            (a.started_at, a.ended_at.unwrap_or(now).min(to)),
+            (from, to),
+        ) else {
+            continue;
+        };
+        rows.add_held_time(a, &held, span, now);
+    }
+    Ok(rows.rows.into_values().collect())
+}
 
-    // Only the columns the sums need, as tuples: a month of a busy tenant is many rows.
-    let buckets: Vec<BucketRow> = usage_minute::Entity::find()
+/// The tenant's minute buckets in `[from, to)`: only the columns the sums need, as tuples
+/// (a month of a busy tenant is many rows).
+async fn minute_buckets<C: ConnectionTrait>(
+    conn: &C,
+    tenant: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<BucketRow>, DbErr> {
+    usage_minute::Entity::find()
         .select_only()
         .columns([
             usage_minute::Column::SkuId,
@@ -236,31 +267,41 @@ pub async fn usage<C: ConnectionTrait>(
         .filter(usage_minute::Column::MinuteStart.lt(to))
         .into_tuple()
         .all(conn)
-        .await?;
-    let held = holdings(conn, tenant, from, to).await?;
-    let labels = order_labels(conn, &held.allocations, &buckets).await?;
-    let label_of = |id: &Uuid| labels.get(id).map_or("", String::as_str);
-    for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
-        let name = sku_name(sku_id);
+        .await
+}
+
+/// The usage rows of one query, by key, with what their keys are made of.
+struct Rows<'a> {
+    group_by: &'a [GroupBy],
+    skus: &'a HashMap<Uuid, String>,
+    labels: &'a HashMap<Uuid, String>,
+    rows: BTreeMap<Vec<String>, UsageRow>,
+}
+
+impl Rows<'_> {
+    /// The row an allocation's usage of a SKU on a day goes to.
+    fn row(&mut self, sku: Option<Uuid>, allocation: Uuid, day: NaiveDate) -> &mut UsageRow {
+        let name = sku
+            .and_then(|i| self.skus.get(&i).cloned())
+            .unwrap_or_default();
         let parts = Parts {
             sku: &name,
-            allocation: allocation_id,
-            label: label_of(&allocation_id),
-            day: minute_start.date_naive(),
+            allocation,
+            label: self.labels.get(&allocation).map_or("", String::as_str),
+            day,
         };
-        let row = row_for(&mut rows, key_of(group_by, &parts));
-        row.active_seconds += active.get();
-        row.memory_gib_seconds += memory.get();
-        row.energy_kwh += energy.get();
+        row_for(&mut self.rows, key_of(self.group_by, &parts))
     }
 
-    for a in &held.allocations {
-        let Some((lo, hi)) = overlap(
-            (a.started_at, a.ended_at.unwrap_or(now).min(to)),
-            (from, to),
-        ) else {
-            continue;
-        };
+    /// The unit-seconds allocation `a` held in `[lo, hi)`, per UTC day: allocated, and SLA
+    /// credit for the time its GPUs were failed.
+    fn add_held_time(
+        &mut self,
+        a: &allocation::Model,
+        held: &Holdings,
+        (lo, hi): Span,
+        now: DateTime<Utc>,
+    ) {
         let gpus: Vec<Uuid> = held
             .gpus
             .iter()
@@ -268,25 +309,9 @@ pub async fn usage<C: ConnectionTrait>(
             .map(|h| h.gpu_id)
             .collect();
         if gpus.is_empty() {
-            continue;
+            return;
         }
-        // Per GPU, its failed stretches merged: a late event can open a stretch inside one
-        // an operator already closed, and a second counted would credit time twice.
-        let failed_spans: Vec<Span> = gpus
-            .iter()
-            .flat_map(|gpu| {
-                merged(
-                    held.failed
-                        .iter()
-                        .filter(|f| f.gpu_id == *gpu)
-                        .filter_map(|f| {
-                            overlap((f.started_at, f.ended_at.unwrap_or(now)), (lo, hi))
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        let name = sku_name(Some(a.sku_id));
+        let failed_spans = failed_spans(&gpus, &held.failed, (lo, hi), now);
         let units = units_held(a, gpus.len());
         let gpus = Decimal::from(gpus.len());
         for (day, secs) in seconds_per_day(lo, hi) {
@@ -302,18 +327,33 @@ pub async fn usage<C: ConnectionTrait>(
                 .sum();
             let held_gpu_secs = Decimal::from(secs) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
-            let parts = Parts {
-                sku: &name,
-                allocation: a.id,
-                label: label_of(&a.id),
-                day,
-            };
-            let row = row_for(&mut rows, key_of(group_by, &parts));
+            let row = self.row(Some(a.sku_id), a.id, day);
             row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
             row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }
     }
-    Ok(rows.into_values().collect())
+}
+
+/// The stretches each of `gpus` was failed within `span`. Per GPU, its failed stretches
+/// are merged: a late event can open a stretch inside one an operator already closed, and
+/// a second counted would credit time twice.
+fn failed_spans(
+    gpus: &[Uuid],
+    failed: &[gpu_health_interval::Model],
+    span: Span,
+    now: DateTime<Utc>,
+) -> Vec<Span> {
+    gpus.iter()
+        .flat_map(|gpu| {
+            merged(
+                failed
+                    .iter()
+                    .filter(|f| f.gpu_id == *gpu)
+                    .filter_map(|f| overlap((f.started_at, f.ended_at.unwrap_or(now)), span))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

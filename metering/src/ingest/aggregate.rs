@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use chrono::{DateTime, Utc};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ingest::{Batch, DeviceSample};
 use rust_decimal::Decimal;
@@ -17,7 +18,7 @@ use uuid::Uuid;
 use super::fold::Candidate;
 use super::store::{GpuFacts, NodeFacts};
 use super::{fold, journal, store};
-use crate::coverage::{self, RecordedWindow, window_masks};
+use crate::coverage::{self, MinuteMask, RecordedWindow, window_masks};
 
 /// Journal rows one pass takes at most.
 pub const PASS: u64 = 1000;
@@ -208,50 +209,57 @@ async fn fold_batches<C: ConnectionTrait>(
         .unwrap_or(from);
     let node_ids: Vec<Uuid> = nodes.keys().copied().collect();
     let all_gpus: Vec<&GpuFacts> = nodes.values().flat_map(|n| &n.gpus).collect();
-    let gpu_by_uuid: HashMap<&str, &GpuFacts> =
-        all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect();
-    let candidates = store::candidates(txn, &all_gpus, from, to).await?;
-    let mut recorded = store::recorded_windows(txn, &node_ids, from, to).await?;
-    let mut cursors = store::energy_cursors(txn, &node_ids).await?;
-    let mut cursors_changed = BTreeSet::new();
-    let mut buckets = store::Buckets::new();
-    let mut all_effects = Vec::with_capacity(items.len());
-    for item in items {
+    let mut pass = PassFold {
+        gpu_by_uuid: all_gpus.iter().map(|g| (g.uuid.as_str(), *g)).collect(),
+        candidates: store::candidates(txn, &all_gpus, from, to).await?,
+        recorded: store::recorded_windows(txn, &node_ids, from, to).await?,
+        energy: EnergyCursors {
+            cursors: store::energy_cursors(txn, &node_ids).await?,
+            changed: BTreeSet::new(),
+        },
+        buckets: store::Buckets::new(),
+    };
+    let all_effects = items.iter().map(|item| pass.fold_batch(item)).collect();
+    store::save_energy(txn, &pass.energy.changed_rows()).await?;
+    store::add_increments(txn, &pass.buckets).await?;
+    Ok(all_effects)
+}
+
+/// What a pass reads once for all its batches, and the buckets it folds them into.
+struct PassFold<'a> {
+    gpu_by_uuid: HashMap<&'a str, &'a GpuFacts>,
+    /// Allocations holding each GPU over the pass's windows.
+    candidates: HashMap<Uuid, Vec<Candidate>>,
+    /// Windows already counted, per node: aggregated before, or earlier in this pass.
+    recorded: HashMap<Uuid, Vec<RecordedWindow>>,
+    energy: EnergyCursors,
+    buckets: store::Buckets,
+}
+
+impl PassFold<'_> {
+    /// Counts one batch's seconds no earlier batch counted, and folds each device's.
+    fn fold_batch(&mut self, item: &Item<'_>) -> Effects {
         let (node, batch) = (item.node, item.batch);
         let mut effects = Effects::default();
         let masks = window_masks(batch.window.start, batch.window.end);
-        let earlier = recorded.entry(node.id).or_default();
+        let earlier = self.recorded.entry(node.id).or_default();
         // MIG instances credited in this batch, by (allocation, GPU): one each.
         let mut claimed: HashMap<(Uuid, &str), &str> = HashMap::new();
         for device in &batch.devices {
-            let mut fresh = BTreeMap::new();
-            for (minute, mask) in &masks {
-                let before = coverage::counted(earlier, &device.uuid, *minute);
-                effects.overlap_seconds += i64::from((mask & before).count_ones());
-                let new = mask & !before;
-                if new != 0 {
-                    fresh.insert(*minute, new);
-                }
-            }
+            let fresh = fresh_seconds(&masks, earlier, device, &mut effects);
             let fresh_seconds: i64 = fresh.values().map(|m| i64::from(m.count_ones())).sum();
             effects.counted_seconds += fresh_seconds;
             let physical = device.parent_uuid.as_deref().unwrap_or(&device.uuid);
-            let gpu = gpu_by_uuid.get(physical).copied();
-            let mut energy_kwh = Decimal::ZERO;
-            if let (None, Some(mj), true) =
-                (&device.parent_uuid, device.energy_mj, fresh_seconds > 0)
-            {
-                let node_cursors = cursors.entry(node.id).or_default();
-                let (kwh, cursor) =
-                    store::energy_delta(node_cursors.get(&device.uuid), mj, batch.window.end);
-                if let Some(cursor) = cursor {
-                    node_cursors.insert(device.uuid.clone(), cursor);
-                    cursors_changed.insert(node.id);
+            let gpu = self.gpu_by_uuid.get(physical).copied();
+            let energy_kwh = match (&device.parent_uuid, device.energy_mj, fresh_seconds > 0) {
+                (None, Some(mj), true) => {
+                    let kwh = self.energy.advance(node.id, device, mj, batch.window.end);
+                    bounded_energy(item, device, gpu, kwh, fresh_seconds, &mut effects)
                 }
-                energy_kwh = bounded_energy(item, device, gpu, kwh, fresh_seconds, &mut effects);
-            }
+                _ => Decimal::ZERO,
+            };
             let all = gpu
-                .and_then(|g| candidates.get(&g.id))
+                .and_then(|g| self.candidates.get(&g.id))
                 .map_or(&[][..], Vec::as_slice);
             flag_busy_processes(item, device, &mut effects);
             let device_candidates = unclaimed(item, device, physical, all, &claimed, &mut effects);
@@ -266,22 +274,68 @@ async fn fold_batches<C: ConnectionTrait>(
                 } else {
                     String::new()
                 };
-                store::add_to(&mut buckets, device, inc);
+                store::add_to(&mut self.buckets, device, inc);
             }
         }
         earlier.push(RecordedWindow {
             masks,
             devices: Some(batch.devices.iter().map(|d| d.uuid.clone()).collect()),
         });
-        all_effects.push(effects);
+        effects
     }
-    let energy_rows: Vec<(Uuid, &store::Cursors)> = cursors_changed
-        .iter()
-        .filter_map(|node| Some((*node, cursors.get(node)?)))
-        .collect();
-    store::save_energy(txn, &energy_rows).await?;
-    store::add_increments(txn, &buckets).await?;
-    Ok(all_effects)
+}
+
+/// The seconds of a batch's window (`masks`) that no `earlier` window counted for
+/// `device`, per minute; the seconds some did count are the batch's overlap.
+fn fresh_seconds(
+    masks: &BTreeMap<DateTime<Utc>, MinuteMask>,
+    earlier: &[RecordedWindow],
+    device: &DeviceSample,
+    effects: &mut Effects,
+) -> BTreeMap<DateTime<Utc>, MinuteMask> {
+    let mut fresh = BTreeMap::new();
+    for (minute, mask) in masks {
+        let before = coverage::counted(earlier, &device.uuid, *minute);
+        effects.overlap_seconds += i64::from((mask & before).count_ones());
+        let new = mask & !before;
+        if new != 0 {
+            fresh.insert(*minute, new);
+        }
+    }
+    fresh
+}
+
+/// The nodes' energy cursors as a pass moves them, and which nodes' changed.
+struct EnergyCursors {
+    cursors: HashMap<Uuid, store::Cursors>,
+    changed: BTreeSet<Uuid>,
+}
+
+impl EnergyCursors {
+    /// The energy a whole GPU drew since its last reading (`mj` at `at`), moving its cursor.
+    fn advance(
+        &mut self,
+        node: Uuid,
+        device: &DeviceSample,
+        mj: u64,
+        at: DateTime<Utc>,
+    ) -> Decimal {
+        let node_cursors = self.cursors.entry(node).or_default();
+        let (kwh, cursor) = store::energy_delta(node_cursors.get(&device.uuid), mj, at);
+        if let Some(cursor) = cursor {
+            node_cursors.insert(device.uuid.clone(), cursor);
+            self.changed.insert(node);
+        }
+        kwh
+    }
+
+    /// The cursors to write: those of the nodes whose cursors moved.
+    fn changed_rows(&self) -> Vec<(Uuid, &store::Cursors)> {
+        self.changed
+            .iter()
+            .filter_map(|node| Some((*node, self.cursors.get(node)?)))
+            .collect()
+    }
 }
 
 /// A GPU draws at most its board power limit: energy beyond the limit over the seconds

@@ -139,28 +139,7 @@ fn device_increments(
         energy_kwh: energy,
         seconds,
     };
-    // One bucket per distinct label set of the device's processes, in label-key order.
-    // Processes are grouped by their label maps first, so a key is built once a set.
-    let mut sets: BTreeMap<&BTreeMap<String, String>, (Decimal, Decimal)> = BTreeMap::new();
-    for p in &device.processes {
-        let entry = sets.entry(&p.labels).or_default();
-        entry.0 += pct(p.sm_util_pct);
-        entry.1 += Decimal::from(p.fb_used_bytes.unwrap_or(0));
-    }
-    let mut groups: Vec<(String, (Decimal, Decimal))> = sets
-        .into_iter()
-        .map(|(labels, sums)| (label_key(labels), sums))
-        .collect();
-    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    // Label values may hold `,` or `=`: distinct sets with one key are one bucket.
-    groups.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            kept.1.0 += later.1.0;
-            kept.1.1 += later.1.1;
-        }
-        same
-    });
+    let mut groups = label_groups(device);
     if groups.len() <= 1 {
         let label = groups.pop().map(|g| g.0).unwrap_or_default();
         return vec![base(label, active, memory, energy_kwh)];
@@ -190,6 +169,33 @@ fn device_increments(
             inc
         })
         .collect()
+}
+
+/// The device's processes by label key, in key order, with their SM utilization and
+/// memory summed: one bucket per distinct label set.
+fn label_groups(device: &DeviceSample) -> Vec<(String, (Decimal, Decimal))> {
+    // Processes are grouped by their label maps first, so a key is built once a set.
+    let mut sets: BTreeMap<&BTreeMap<String, String>, (Decimal, Decimal)> = BTreeMap::new();
+    for p in &device.processes {
+        let entry = sets.entry(&p.labels).or_default();
+        entry.0 += pct(p.sm_util_pct);
+        entry.1 += Decimal::from(p.fb_used_bytes.unwrap_or(0));
+    }
+    let mut groups: Vec<(String, (Decimal, Decimal))> = sets
+        .into_iter()
+        .map(|(labels, sums)| (label_key(labels), sums))
+        .collect();
+    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Label values may hold `,` or `=`: distinct sets with one key are one bucket.
+    groups.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1.0 += later.1.0;
+            kept.1.1 += later.1.1;
+        }
+        same
+    });
+    groups
 }
 
 /// A shared GPU's process: its share of the GPU (`scale`d, rounded down so the shares of
@@ -249,77 +255,106 @@ pub fn fold(
     if total_seconds == 0 {
         return Vec::new();
     }
-    let energy_per_second = energy_kwh / Decimal::from(total_seconds);
     let is_mig = device.uuid.starts_with("MIG-");
-    let mig_owner = mig_owner(device, candidates);
-    let whole: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.holding == Holding::Whole)
-        .collect();
-    let fractions: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.holding == Holding::Fraction)
-        .collect();
-
+    let holders = Holders {
+        device,
+        is_mig,
+        owners: if is_mig {
+            mig_owner(device, candidates).into_iter().collect()
+        } else {
+            candidates
+                .iter()
+                .filter(|c| c.holding == Holding::Whole)
+                .collect()
+        },
+        fractions: candidates
+            .iter()
+            .filter(|c| c.holding == Holding::Fraction)
+            .collect(),
+        energy_per_second: energy_kwh / Decimal::from(total_seconds),
+    };
     let mut out = Vec::new();
     for (&minute, &mask) in fresh {
+        holders.fold_minute(minute, mask, &mut out);
+    }
+    out
+}
+
+/// Who may own a device's seconds: the allocations holding the whole GPU or MIG instance,
+/// else those holding fractions of a shared GPU.
+struct Holders<'a> {
+    device: &'a DeviceSample,
+    is_mig: bool,
+    /// The MIG instance's owner, or the allocations holding the whole GPU.
+    owners: Vec<&'a Candidate>,
+    fractions: Vec<&'a Candidate>,
+    energy_per_second: Decimal,
+}
+
+impl Holders<'_> {
+    /// One minute's seconds: first to the owners of the whole GPU or instance; the rest to
+    /// a shared GPU's processes, or to nobody.
+    fn fold_minute(&self, minute: DateTime<Utc>, mask: MinuteMask, out: &mut Vec<Increment>) {
         let mut rest = mask;
-        let owners: Vec<&Candidate> = if is_mig {
-            mig_owner.into_iter().collect()
-        } else {
-            whole.clone()
-        };
-        for owner in owners {
-            let end = owner.end.unwrap_or(minute + chrono::TimeDelta::minutes(1));
-            let mine = clip(rest, minute, owner.start, end);
+        for &owner in &self.owners {
+            let mine = held_in(owner, rest, minute);
             rest &= !mine;
             let secs = i64::from(mine.count_ones());
             if secs > 0 {
-                let energy = if is_mig {
-                    Decimal::ZERO
-                } else {
-                    energy_per_second * Decimal::from(secs)
-                };
-                out.extend(device_increments(device, minute, Some(owner), secs, energy));
+                let energy = self.energy_for(secs);
+                out.extend(device_increments(
+                    self.device,
+                    minute,
+                    Some(owner),
+                    secs,
+                    energy,
+                ));
             }
         }
         let secs = i64::from(rest.count_ones());
         if secs == 0 {
-            continue;
+            return;
         }
-        if !is_mig && !fractions.is_empty() {
-            // A shared GPU: each process to its own allocation, if it holds this GPU then.
-            let scale = process_util_scale(device).unwrap_or(Decimal::ONE);
-            for p in &device.processes {
-                let owner = p.allocation_id.and_then(|id| {
-                    fractions
-                        .iter()
-                        .copied()
-                        .find(|c| c.allocation == id.as_uuid())
-                });
-                let owned = owner.map_or(rest, |c| {
-                    clip(
-                        rest,
-                        minute,
-                        c.start,
-                        c.end.unwrap_or(minute + chrono::TimeDelta::minutes(1)),
-                    )
-                });
-                let s = i64::from(owned.count_ones());
-                if s > 0 {
-                    out.push(process_increment(p, minute, owner, s, scale));
-                }
-            }
+        if !self.is_mig && !self.fractions.is_empty() {
+            self.shared_gpu(minute, rest, out);
         } else {
-            let energy = if is_mig {
-                Decimal::ZERO
-            } else {
-                energy_per_second * Decimal::from(secs)
-            };
-            out.extend(device_increments(device, minute, None, secs, energy));
+            let energy = self.energy_for(secs);
+            out.extend(device_increments(self.device, minute, None, secs, energy));
         }
     }
-    out
+
+    /// A shared GPU: each process to its own allocation, if it holds this GPU then.
+    fn shared_gpu(&self, minute: DateTime<Utc>, rest: MinuteMask, out: &mut Vec<Increment>) {
+        let scale = process_util_scale(self.device).unwrap_or(Decimal::ONE);
+        for p in &self.device.processes {
+            let owner = p.allocation_id.and_then(|id| {
+                self.fractions
+                    .iter()
+                    .copied()
+                    .find(|c| c.allocation == id.as_uuid())
+            });
+            let owned = owner.map_or(rest, |c| held_in(c, rest, minute));
+            let s = i64::from(owned.count_ones());
+            if s > 0 {
+                out.push(process_increment(p, minute, owner, s, scale));
+            }
+        }
+    }
+
+    /// The device's energy over `secs` seconds; a MIG instance reports none of its own.
+    fn energy_for(&self, secs: i64) -> Decimal {
+        if self.is_mig {
+            Decimal::ZERO
+        } else {
+            self.energy_per_second * Decimal::from(secs)
+        }
+    }
+}
+
+/// The seconds of `mask` (of the minute starting at `minute`) that `holder` held.
+fn held_in(holder: &Candidate, mask: MinuteMask, minute: DateTime<Utc>) -> MinuteMask {
+    let end = holder.end.unwrap_or(minute + chrono::TimeDelta::minutes(1));
+    clip(mask, minute, holder.start, end)
 }
 
 #[cfg(test)]

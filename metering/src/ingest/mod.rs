@@ -301,7 +301,8 @@ fn check(batch: &Batch, node: &NodeFacts, now: DateTime<Utc>) -> Result<(), Mete
         max_devices: gpus.len() * per_gpu,
         max_fb_bytes: gpus
             .iter()
-            .map(|g| g.memory_mib.max(0) as u64)
+            // A negative size (never stored) bounds nothing: zero.
+            .map(|g| u64::try_from(g.memory_mib).unwrap_or(0))
             .max()
             .unwrap_or(0)
             * (1 << 20),

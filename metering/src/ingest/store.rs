@@ -150,25 +150,11 @@ pub(super) async fn record_batches<C: ConnectionTrait>(
 ) -> Result<HashSet<Uuid>, DbErr> {
     let mut fresh = HashSet::new();
     for chunk in batches.chunks(CHUNK) {
-        let inserted =
-            ingest_batch::Entity::insert_many(chunk.iter().map(|(id, node, batch, _)| {
-                ingest_batch::ActiveModel {
-                    id: Set(*id),
-                    node_id: Set(*node),
-                    agent_id: Set(batch.agent_id.clone()),
-                    boot_id: Set(batch.boot_id),
-                    seq: Set(batch.seq as i64),
-                    window_start: Set(batch.window.start),
-                    window_end: Set(batch.window.end),
-                    received_at: Set(now),
-                    devices: Set(batch.devices.len() as i32),
-                    overlap_seconds: Set(0),
-                    device_uuids: Set(serde_json::to_string(
-                        &batch.devices.iter().map(|d| &d.uuid).collect::<Vec<_>>(),
-                    )
-                    .ok()),
-                }
-            }))
+        let rows = chunk
+            .iter()
+            .map(|(id, node, batch, _)| batch_row(*id, *node, batch, now))
+            .collect::<Result<Vec<_>, DbErr>>()?;
+        let inserted = ingest_batch::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([
                     ingest_batch::Column::AgentId,
@@ -187,6 +173,40 @@ pub(super) async fn record_batches<C: ConnectionTrait>(
         }
     }
     Ok(fresh)
+}
+
+/// The row that records a batch. Validation bounds its sequence number and device count
+/// to what the columns hold; a value beyond them is refused, never wrapped.
+fn batch_row(
+    id: Uuid,
+    node: Uuid,
+    batch: &Batch,
+    now: DateTime<Utc>,
+) -> Result<ingest_batch::ActiveModel, DbErr> {
+    let seq = i64::try_from(batch.seq)
+        .map_err(|_| DbErr::Custom(format!("sequence number {} is out of range", batch.seq)))?;
+    let devices = i32::try_from(batch.devices.len()).map_err(|_| {
+        DbErr::Custom(format!(
+            "{} devices are more than a batch holds",
+            batch.devices.len()
+        ))
+    })?;
+    Ok(ingest_batch::ActiveModel {
+        id: Set(id),
+        node_id: Set(node),
+        agent_id: Set(batch.agent_id.clone()),
+        boot_id: Set(batch.boot_id),
+        seq: Set(seq),
+        window_start: Set(batch.window.start),
+        window_end: Set(batch.window.end),
+        received_at: Set(now),
+        devices: Set(devices),
+        overlap_seconds: Set(0),
+        device_uuids: Set(serde_json::to_string(
+            &batch.devices.iter().map(|d| &d.uuid).collect::<Vec<_>>(),
+        )
+        .ok()),
+    })
 }
 
 /// Journals recorded batches for aggregation.
@@ -605,7 +625,8 @@ pub(super) fn energy_delta(
     now_mj: u64,
     at: DateTime<Utc>,
 ) -> (Decimal, Option<EnergyCursor>) {
-    let now_mj = now_mj.min(i64::MAX as u64) as i64;
+    // A reading beyond what storage holds (validation refuses one) counts as the largest.
+    let now_mj = i64::try_from(now_mj).unwrap_or(i64::MAX);
     let delta = match previous {
         Some(p) if at <= p.at => return (Decimal::ZERO, None),
         Some(p) if now_mj >= p.mj => now_mj - p.mj,
@@ -660,7 +681,8 @@ pub(super) async fn record_event<C: ConnectionTrait>(
         device_uuid: Set(device.to_owned()),
         gpu_uuid: Set(Some(gpu.to_owned())),
         kind: Set(health::stored_kind(event.kind).to_owned()),
-        code: Set(event.code.min(i32::MAX as u32) as i32),
+        // A code beyond the column's range is stored as its largest value.
+        code: Set(i32::try_from(event.code).unwrap_or(i32::MAX)),
         at: Set(event.at),
         received_at: Set(now),
     }

@@ -125,7 +125,8 @@ fn spawn_aggregator(db: DatabaseConnection, journaled: Arc<Notify>) {
         loop {
             loop {
                 match aggregate(&db, PASS, None).await {
-                    Ok(n) if n as u64 >= PASS => {}
+                    // A full pass may have left more in the journal (a count past `u64` is full too).
+                    Ok(n) if u64::try_from(n).unwrap_or(u64::MAX) >= PASS => {}
                     Ok(_) => break,
                     Err(error) => {
                         tracing::error!(%error, "Aggregating the ingest journal failed; retrying.");

@@ -220,26 +220,10 @@ pub(super) async fn period_input<C: ConnectionTrait>(
         .parse()
         .map_err(|_| InvoicingError::NotFound("currency"))?;
     let anchor = u32::try_from(tenant.billing_anchor_day).unwrap_or(1);
-    let skus: BTreeMap<Uuid, SkuInfo> = sku::Entity::find()
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|s| {
-            (
-                s.id,
-                SkuInfo {
-                    unit: s.unit(),
-                    list_price_per_hour: s.list_price_per_hour.get(),
-                    name: s.name,
-                    region: s.region,
-                },
-            )
-        })
-        .collect();
     let mut input = PeriodInput {
         currency: currency.code().to_owned(),
         minor_digits: currency.minor_unit_digits(),
-        skus,
+        skus: sku_infos(conn).await?,
         segments: Vec::new(),
         month_fraction: month_fraction(invoice.period_start, invoice.period_end, anchor),
         late: Vec::new(),
@@ -257,14 +241,49 @@ pub(super) async fn period_input<C: ConnectionTrait>(
         return Ok(input);
     }
     input.late = late_usage(conn, tenant.id, now).await?;
-    for (grant, remaining) in store::grants_with_remaining(conn, tenant.id).await? {
+    input.grants = grant_balances(conn, invoice, until, now, &input.currency).await?;
+    Ok(input)
+}
+
+/// Every SKU as invoices name and price it.
+async fn sku_infos<C: ConnectionTrait>(conn: &C) -> Result<BTreeMap<Uuid, SkuInfo>, DbErr> {
+    Ok(sku::Entity::find()
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|s| {
+            (
+                s.id,
+                SkuInfo {
+                    unit: s.unit(),
+                    list_price_per_hour: s.list_price_per_hour.get(),
+                    name: s.name,
+                    region: s.region,
+                },
+            )
+        })
+        .collect())
+}
+
+/// The tenant's grants in `currency` with something left that can pay for `invoice`'s
+/// period up to `until`, each capped at the charges accrued within its coverage when that
+/// is narrower than the period.
+async fn grant_balances<C: ConnectionTrait>(
+    conn: &C,
+    invoice: &invoice::Model,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    currency: &str,
+) -> Result<Vec<GrantBalance>, InvoicingError> {
+    let mut balances = Vec::new();
+    for (grant, remaining) in store::grants_with_remaining(conn, invoice.tenant_id).await? {
         // Grants older than recorded coverage pay the charges from their effective time.
         let covers_from = grant.covers_from.unwrap_or(grant.effective_at);
         if remaining <= Decimal::ZERO
             || grant.effective_at >= until
             || covers_from >= until
             || grant.expires_at.is_some_and(|e| e <= invoice.period_start)
-            || grant.currency != input.currency
+            || grant.currency != currency
         {
             continue;
         }
@@ -278,7 +297,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
         } else {
             None
         };
-        input.grants.push(GrantBalance {
+        balances.push(GrantBalance {
             grant: grant.id,
             description: grant_description(&grant),
             available: remaining,
@@ -286,7 +305,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
             accrued_cap,
         });
     }
-    Ok(input)
+    Ok(balances)
 }
 
 fn grant_description(grant: &neocloud_schema::entity::credit_grant::Model) -> String {

@@ -142,7 +142,40 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     payment_state: PaymentState,
     now: DateTime<Utc>,
 ) -> Result<invoice::Model, DbErr> {
-    for (position, line) in rated.lines.iter().enumerate() {
+    insert_lines(conn, &draft, &rated.lines).await?;
+    insert_credit_applications(conn, &draft, &rated.credit_uses, now).await?;
+    let plan = input
+        .segments
+        .iter()
+        .map(|s| s.plan.label.clone())
+        .collect::<Vec<_>>()
+        .join(", then ");
+    let end = draft.period_end;
+    let mut active: invoice::ActiveModel = draft.into();
+    active.status = Set(InvoiceStatus::Open);
+    active.number = Set(Some(number.to_owned()));
+    active.period_end = Set(end);
+    active.subtotal = Set(rated.subtotal.into());
+    active.credits = Set(rated.credits.into());
+    active.total = Set(rated.total.into());
+    active.plan = Set(plan);
+    active.rating = Set(Some(rating_record(input, rated)));
+    active.finalized_at = Set(Some(now));
+    if payment_state == PaymentState::Paid {
+        active.status = Set(InvoiceStatus::Paid);
+        active.paid_at = Set(Some(now));
+    }
+    active.payment_state = Set(payment_state);
+    active.update(conn).await
+}
+
+/// Writes the invoice's lines, numbered in order.
+async fn insert_lines<C: ConnectionTrait>(
+    conn: &C,
+    draft: &invoice::Model,
+    lines: &[Line],
+) -> Result<(), DbErr> {
+    for (position, line) in lines.iter().enumerate() {
         invoice_line::ActiveModel {
             id: Set(Uuid::now_v7()),
             invoice_id: Set(draft.id),
@@ -165,7 +198,17 @@ pub(super) async fn finalize<C: ConnectionTrait>(
         .insert(conn)
         .await?;
     }
-    for (grant, amount) in &rated.credit_uses {
+    Ok(())
+}
+
+/// Records what each grant gave to the invoice.
+async fn insert_credit_applications<C: ConnectionTrait>(
+    conn: &C,
+    draft: &invoice::Model,
+    credit_uses: &[(Uuid, Decimal)],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for (grant, amount) in credit_uses {
         credit_application::ActiveModel {
             id: Set(Uuid::now_v7()),
             grant_id: Set(*grant),
@@ -177,13 +220,13 @@ pub(super) async fn finalize<C: ConnectionTrait>(
         .insert(conn)
         .await?;
     }
-    let plan = input
-        .segments
-        .iter()
-        .map(|s| s.plan.label.clone())
-        .collect::<Vec<_>>()
-        .join(", then ");
-    let rating = serde_json::json!({
+    Ok(())
+}
+
+/// What a finalized invoice keeps of its rating: the input, the output and the rules
+/// they were rated by.
+fn rating_record(input: &PeriodInput, rated: &RatedInvoice) -> serde_json::Value {
+    serde_json::json!({
         "allocated_unit": crate::rating::period::ALLOCATED_UNIT_RULE,
         "tier_numbering": crate::rating::period::TIER_NUMBERING_RULE,
         "input": input,
@@ -192,24 +235,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
             "each line rounded half-even to {} decimal places; total = sum of rounded lines",
             input.minor_digits
         ),
-    });
-    let end = draft.period_end;
-    let mut active: invoice::ActiveModel = draft.into();
-    active.status = Set(InvoiceStatus::Open);
-    active.number = Set(Some(number.to_owned()));
-    active.period_end = Set(end);
-    active.subtotal = Set(rated.subtotal.into());
-    active.credits = Set(rated.credits.into());
-    active.total = Set(rated.total.into());
-    active.plan = Set(plan);
-    active.rating = Set(Some(rating));
-    active.finalized_at = Set(Some(now));
-    if payment_state == PaymentState::Paid {
-        active.status = Set(InvoiceStatus::Paid);
-        active.paid_at = Set(Some(now));
-    }
-    active.payment_state = Set(payment_state);
-    active.update(conn).await
+    })
 }
 
 pub(super) async fn mark_void<C: ConnectionTrait>(

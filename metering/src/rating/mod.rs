@@ -135,71 +135,13 @@ impl PriceModel {
             return Err(RateError::NegativeQuantity(quantity));
         }
         self.validate()?;
-        let part = |tier, quantity: Decimal, unit_price: Decimal, flat_fee: Decimal| {
-            let amount = quantity
-                .checked_mul(unit_price)
-                .and_then(|a| a.checked_add(flat_fee))
-                .ok_or(RateError::Overflow)?;
-            Ok::<_, RateError>(ChargePart {
-                tier,
-                quantity,
-                unit_price,
-                flat_fee,
-                amount,
-            })
-        };
         let parts = match self {
             PriceModel::PerUnit { unit_price } => {
-                vec![part(0, quantity, *unit_price, Decimal::ZERO)?]
+                vec![charge_part(0, quantity, *unit_price, Decimal::ZERO)?]
             }
-            PriceModel::Graduated { tiers } => {
-                let mut parts = Vec::new();
-                let mut floor = Decimal::ZERO;
-                for (i, tier) in tiers.iter().enumerate() {
-                    if quantity <= floor && !(i == 0 && quantity.is_zero()) {
-                        break;
-                    }
-                    let ceiling = tier.up_to.map_or(quantity, |u| u.min(quantity));
-                    let in_tier = (ceiling - floor).max(Decimal::ZERO);
-                    if in_tier.is_zero() && !quantity.is_zero() {
-                        break;
-                    }
-                    let fee = if quantity.is_zero() {
-                        Decimal::ZERO
-                    } else {
-                        tier.flat_fee
-                    };
-                    parts.push(part(i, in_tier, tier.unit_price, fee)?);
-                    match tier.up_to {
-                        Some(up_to) => floor = up_to,
-                        None => break,
-                    }
-                }
-                parts
-            }
-            PriceModel::Volume { tiers } => {
-                let (i, tier) = tiers
-                    .iter()
-                    .enumerate()
-                    .find(|(_, t)| t.up_to.is_none_or(|u| quantity <= u))
-                    .ok_or(RateError::BadTiers)?;
-                let fee = if quantity.is_zero() {
-                    Decimal::ZERO
-                } else {
-                    tier.flat_fee
-                };
-                vec![part(i, quantity, tier.unit_price, fee)?]
-            }
-            PriceModel::Package { size, price } => {
-                let packages = (quantity / size).ceil();
-                vec![ChargePart {
-                    tier: 0,
-                    quantity,
-                    unit_price: *price,
-                    flat_fee: Decimal::ZERO,
-                    amount: packages.checked_mul(*price).ok_or(RateError::Overflow)?,
-                }]
-            }
+            PriceModel::Graduated { tiers } => graduated_parts(tiers, quantity)?,
+            PriceModel::Volume { tiers } => vec![volume_part(tiers, quantity)?],
+            PriceModel::Package { size, price } => vec![package_part(*size, *price, quantity)?],
         };
         let amount = parts
             .iter()
@@ -211,6 +153,81 @@ impl PriceModel {
             amount,
         })
     }
+}
+
+/// `quantity` at `unit_price` in one tier, plus its flat fee.
+fn charge_part(
+    tier: usize,
+    quantity: Decimal,
+    unit_price: Decimal,
+    flat_fee: Decimal,
+) -> Result<ChargePart, RateError> {
+    let amount = quantity
+        .checked_mul(unit_price)
+        .and_then(|a| a.checked_add(flat_fee))
+        .ok_or(RateError::Overflow)?;
+    Ok(ChargePart {
+        tier,
+        quantity,
+        unit_price,
+        flat_fee,
+        amount,
+    })
+}
+
+/// A tier's flat fee is owed once anything is used.
+fn fee_if_used(tier: &Tier, quantity: Decimal) -> Decimal {
+    if quantity.is_zero() {
+        Decimal::ZERO
+    } else {
+        tier.flat_fee
+    }
+}
+
+/// Graduated: each tier the quantity reaches prices the units within it (a zero quantity
+/// is one part of the first tier).
+fn graduated_parts(tiers: &[Tier], quantity: Decimal) -> Result<Vec<ChargePart>, RateError> {
+    let mut parts = Vec::new();
+    let mut floor = Decimal::ZERO;
+    for (i, tier) in tiers.iter().enumerate() {
+        if quantity <= floor && !(i == 0 && quantity.is_zero()) {
+            break;
+        }
+        let ceiling = tier.up_to.map_or(quantity, |u| u.min(quantity));
+        let in_tier = (ceiling - floor).max(Decimal::ZERO);
+        if in_tier.is_zero() && !quantity.is_zero() {
+            break;
+        }
+        let fee = fee_if_used(tier, quantity);
+        parts.push(charge_part(i, in_tier, tier.unit_price, fee)?);
+        match tier.up_to {
+            Some(up_to) => floor = up_to,
+            None => break,
+        }
+    }
+    Ok(parts)
+}
+
+/// Volume: the whole quantity at the price of the tier it falls in.
+fn volume_part(tiers: &[Tier], quantity: Decimal) -> Result<ChargePart, RateError> {
+    let (i, tier) = tiers
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.up_to.is_none_or(|u| quantity <= u))
+        .ok_or(RateError::BadTiers)?;
+    charge_part(i, quantity, tier.unit_price, fee_if_used(tier, quantity))
+}
+
+/// Package: whole packages of `size`, each at `price`.
+fn package_part(size: Decimal, price: Decimal, quantity: Decimal) -> Result<ChargePart, RateError> {
+    let packages = (quantity / size).ceil();
+    Ok(ChargePart {
+        tier: 0,
+        quantity,
+        unit_price: price,
+        flat_fee: Decimal::ZERO,
+        amount: packages.checked_mul(price).ok_or(RateError::Overflow)?,
+    })
 }
 
 /// GPU-seconds (or GiB-seconds) to hours, exact where the decimal terminates.

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{PriceModel, RateError, seconds_to_hours};
+use super::{ChargePart, PriceModel, RateError, seconds_to_hours};
 
 /// One rate of a plan version, for one SKU and metric.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -467,28 +467,145 @@ impl LineBuilder<'_> {
         (sku, metric, spot): (Uuid, Metric, bool),
         raw: Raw,
     ) -> Result<(), RateError> {
-        let plan = &segment.plan;
-        let name = self
-            .input
-            .skus
-            .get(&sku)
-            .map_or_else(|| sku.to_string(), |i| i.name.clone());
-        let rate = plan
+        let info = self.input.skus.get(&sku);
+        let rate = segment
+            .plan
             .rates
             .iter()
             .find(|r| r.sku == sku && r.metric == metric);
-        let list_price = self.input.skus.get(&sku).map(|i| i.list_price_per_hour);
+        let list_price = info.map(|i| i.list_price_per_hour);
         let Some((model, priced_as)) = price_model(rate, metric, spot, list_price) else {
             return Ok(());
         };
         let quantity = to_unit(metric, raw.amount);
-        let sku_unit = self
-            .input
-            .skus
-            .get(&sku)
-            .map_or(DEFAULT_UNIT, |i| i.unit.as_str());
-        let unit = unit_of(metric, sku_unit);
-        let unit = unit.as_str();
+        let billed = Billed::new(sku, info, (metric, spot), priced_as, suffix);
+        let charge = model.rate(quantity)?;
+        let rated = Rated {
+            priced_as,
+            model: &model,
+            quantity,
+            unit: &billed.unit,
+        };
+        let base_trace = quantity_trace(segment, (metric, spot), &raw, &rated);
+        for part in &charge.parts {
+            let mut trace = base_trace.clone();
+            trace["tier"] = json!(part.tier + 1);
+            if let PriceModel::Package { size, price } = &model {
+                self.package_line(&billed, quantity, (*size, *price), trace)?;
+            } else {
+                self.tier_lines(&billed, &model, part, trace)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A packaged quantity: the whole packages it takes, at the package price.
+    fn package_line(
+        &mut self,
+        billed: &Billed<'_>,
+        quantity: Decimal,
+        (size, price): (Decimal, Decimal),
+        mut trace: serde_json::Value,
+    ) -> Result<(), RateError> {
+        let packages = (quantity / size).ceil();
+        trace["packages"] = json!(packages.to_string());
+        trace["package_size"] = json!(size.normalize().to_string());
+        self.push(
+            billed.kind,
+            format!(
+                "{} · packages of {}{}",
+                billed.what,
+                size.normalize(),
+                billed.suffix
+            ),
+            Some(billed.sku),
+            Some(billed.metric),
+            Some(0),
+            packages,
+            &format!("package of {} {}", size.normalize(), billed.unit),
+            price * billed.sign,
+            trace,
+        )
+    }
+
+    /// One part of a charge: its usage line (naming its tier, when the rate is tiered)
+    /// and its tier's flat fee, if any.
+    fn tier_lines(
+        &mut self,
+        billed: &Billed<'_>,
+        model: &PriceModel,
+        part: &ChargePart,
+        trace: serde_json::Value,
+    ) -> Result<(), RateError> {
+        let tiered = matches!(
+            model,
+            PriceModel::Graduated { .. } | PriceModel::Volume { .. }
+        );
+        let tier_text = if tiered {
+            format!(" · tier {}", part.tier + 1)
+        } else {
+            String::new()
+        };
+        self.push(
+            billed.kind,
+            format!("{}{tier_text}{}", billed.what, billed.suffix),
+            Some(billed.sku),
+            Some(billed.metric),
+            tiered.then_some(part.tier),
+            part.quantity,
+            &billed.unit,
+            part.unit_price * billed.sign,
+            trace.clone(),
+        )?;
+        if part.flat_fee.is_zero() {
+            return Ok(());
+        }
+        self.push(
+            LineKind::FlatFee,
+            format!(
+                "{} · {} · tier {} flat fee{}",
+                billed.name,
+                metric_text(billed.metric, billed.sku_unit),
+                part.tier + 1,
+                billed.suffix
+            ),
+            Some(billed.sku),
+            Some(billed.metric),
+            Some(part.tier),
+            Decimal::ONE,
+            "fee",
+            part.flat_fee * billed.sign,
+            trace,
+        )
+    }
+}
+
+/// What the lines of one (SKU, metric, spot?) quantity say they bill, and with which sign.
+struct Billed<'a> {
+    sku: Uuid,
+    metric: Metric,
+    name: String,
+    sku_unit: &'a str,
+    /// The unit the quantity counts in.
+    unit: String,
+    /// The SKU, metric and how it was priced, e.g. `H100 · GPU-hours allocated · spot`.
+    what: String,
+    /// The segment's plan and span, when the period has several.
+    suffix: &'a str,
+    kind: LineKind,
+    sign: Decimal,
+}
+
+impl<'a> Billed<'a> {
+    fn new(
+        sku: Uuid,
+        info: Option<&'a SkuInfo>,
+        (metric, spot): (Metric, bool),
+        priced_as: &str,
+        suffix: &'a str,
+    ) -> Self {
+        let name = info.map_or_else(|| sku.to_string(), |i| i.name.clone());
+        let sku_unit = info.map_or(DEFAULT_UNIT, |i| i.unit.as_str());
         let mut what = format!("{name} · {}", metric_text(metric, sku_unit));
         if spot && priced_as == "spot" {
             what.push_str(" · spot");
@@ -502,73 +619,17 @@ impl LineBuilder<'_> {
         } else {
             (LineKind::Usage, Decimal::ONE)
         };
-        let charge = model.rate(quantity)?;
-        let tiered = matches!(
-            model,
-            PriceModel::Graduated { .. } | PriceModel::Volume { .. }
-        );
-        let rated = Rated {
-            priced_as,
-            model: &model,
-            quantity,
-            unit,
-        };
-        let base_trace = quantity_trace(segment, (metric, spot), &raw, &rated);
-        for part in &charge.parts {
-            let tier_text = if tiered {
-                format!(" · tier {}", part.tier + 1)
-            } else {
-                String::new()
-            };
-            let mut trace = base_trace.clone();
-            trace["tier"] = json!(part.tier + 1);
-            if let PriceModel::Package { size, price } = &model {
-                let packages = (quantity / size).ceil();
-                trace["packages"] = json!(packages.to_string());
-                trace["package_size"] = json!(size.normalize().to_string());
-                self.push(
-                    kind,
-                    format!("{what} · packages of {}{suffix}", size.normalize()),
-                    Some(sku),
-                    Some(metric),
-                    Some(0),
-                    packages,
-                    &format!("package of {} {unit}", size.normalize()),
-                    *price * sign,
-                    trace,
-                )?;
-                continue;
-            }
-            self.push(
-                kind,
-                format!("{what}{tier_text}{suffix}"),
-                Some(sku),
-                Some(metric),
-                tiered.then_some(part.tier),
-                part.quantity,
-                unit,
-                part.unit_price * sign,
-                trace.clone(),
-            )?;
-            if !part.flat_fee.is_zero() {
-                self.push(
-                    LineKind::FlatFee,
-                    format!(
-                        "{name} · {} · tier {} flat fee{suffix}",
-                        metric_text(metric, sku_unit),
-                        part.tier + 1
-                    ),
-                    Some(sku),
-                    Some(metric),
-                    Some(part.tier),
-                    Decimal::ONE,
-                    "fee",
-                    part.flat_fee * sign,
-                    trace,
-                )?;
-            }
+        Billed {
+            sku,
+            metric,
+            name,
+            sku_unit,
+            unit: unit_of(metric, sku_unit),
+            what,
+            suffix,
+            kind,
+            sign,
         }
-        Ok(())
     }
 }
 
@@ -696,18 +757,47 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
     for segment in &input.segments {
         builder.segment(segment, several)?;
     }
-
     // Commitment: of the plan in force at the period's end.
     if let Some(commitment) = input
         .segments
         .last()
-        .and_then(|s| s.plan.commitment.clone())
+        .and_then(|s| s.plan.commitment.as_ref())
     {
-        let usage: Decimal = builder.lines.iter().map(|l| l.amount).sum();
+        builder.commitment(commitment)?;
+    }
+    for late in &input.late {
+        builder.late_adjustments(late)?;
+    }
+    let subtotal = builder.rounded_sum();
+    let (credits, credit_uses) = builder.credits(subtotal)?;
+    let total = builder.rounded_sum();
+    Ok(RatedInvoice {
+        lines: builder.lines,
+        subtotal,
+        credits,
+        total,
+        credit_uses,
+    })
+}
+
+impl LineBuilder<'_> {
+    /// The sum of the lines so far, at the currency's minor unit.
+    fn rounded_sum(&self) -> Decimal {
+        round(
+            self.lines.iter().map(|l| l.amount).sum(),
+            self.input.minor_digits,
+        )
+    }
+
+    /// The commitment's discount on the usage so far, and its true-up when the discounted
+    /// usage falls short of the prorated minimum.
+    fn commitment(&mut self, commitment: &Commitment) -> Result<(), RateError> {
+        let input = self.input;
+        let usage: Decimal = self.lines.iter().map(|l| l.amount).sum();
         let pct = commitment.discount_pct / Decimal::ONE_HUNDRED;
         let mut discounted = usage;
         if !pct.is_zero() && !usage.is_zero() {
-            builder.push(
+            self.push(
                 LineKind::CommitmentDiscount,
                 format!(
                     "Commitment discount {}% on usage",
@@ -721,14 +811,14 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
                 -pct,
                 json!({"usage": usage.to_string(), "discount_pct": commitment.discount_pct}),
             )?;
-            discounted += builder.lines.last().map_or(Decimal::ZERO, |l| l.amount);
+            discounted += self.lines.last().map_or(Decimal::ZERO, |l| l.amount);
         }
         let minimum = round(
             commitment.monthly_minimum * input.month_fraction,
             input.minor_digits,
         );
         if discounted < minimum {
-            builder.push(
+            self.push(
                 LineKind::CommitmentTrueUp,
                 format!(
                     "Commitment true-up to the minimum of {} {} ({}% of a month)",
@@ -750,9 +840,11 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
                 }),
             )?;
         }
+        Ok(())
     }
 
-    for late in &input.late {
+    /// One adjustment line for each line of a closed period whose quantity changed.
+    fn late_adjustments(&mut self, late: &LateUsage) -> Result<(), RateError> {
         for (quantity, line) in adjustments(late).into_values() {
             if quantity.is_zero() {
                 continue;
@@ -762,7 +854,7 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
                 None => &line.description,
             };
             let description = format!("Late usage for {}: {original}", late.number);
-            builder.push(
+            self.push(
                 LineKind::Adjustment,
                 description,
                 line.sku,
@@ -773,54 +865,47 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
                 line.unit_price,
                 json!({"adjusts": late.invoice, "number": late.number, "original": line.trace}),
             )?;
-            if let Some(last) = builder.lines.last_mut() {
+            if let Some(last) = self.lines.last_mut() {
                 last.adjusts_invoice = Some(late.invoice);
             }
         }
+        Ok(())
     }
 
-    let subtotal = round(
-        builder.lines.iter().map(|l| l.amount).sum(),
-        input.minor_digits,
-    );
-    let mut credit_uses = Vec::new();
-    let mut grants: Vec<&GrantBalance> = input.grants.iter().collect();
-    grants.sort_by_key(|g| (g.expires_at.is_none(), g.expires_at, g.grant));
-    let mut applied = round(Decimal::ZERO, input.minor_digits);
-    for grant in grants {
-        let owed = subtotal - applied;
-        let cap = grant
-            .accrued_cap
-            .map_or(owed, |cap| (cap - applied).min(owed));
-        let take = round(grant.available.min(cap), input.minor_digits).max(Decimal::ZERO);
-        if take.is_zero() {
-            continue;
+    /// Applies the grants to what is owed (`subtotal`), oldest expiry first: what they
+    /// took off together, and what each gave.
+    fn credits(&mut self, subtotal: Decimal) -> Result<(Decimal, Vec<(Uuid, Decimal)>), RateError> {
+        let input = self.input;
+        let digits = input.minor_digits;
+        let mut credit_uses = Vec::new();
+        let mut grants: Vec<&GrantBalance> = input.grants.iter().collect();
+        grants.sort_by_key(|g| (g.expires_at.is_none(), g.expires_at, g.grant));
+        let mut applied = round(Decimal::ZERO, digits);
+        for grant in grants {
+            let owed = subtotal - applied;
+            let cap = grant
+                .accrued_cap
+                .map_or(owed, |cap| (cap - applied).min(owed));
+            let take = round(grant.available.min(cap), digits).max(Decimal::ZERO);
+            if take.is_zero() {
+                continue;
+            }
+            applied += take;
+            credit_uses.push((grant.grant, take));
+            self.push(
+                LineKind::Credit,
+                grant.description.clone(),
+                None,
+                None,
+                None,
+                Decimal::ONE,
+                "credit",
+                -take,
+                json!({"grant": grant.grant, "available": grant.available, "accrued_cap": grant.accrued_cap}),
+            )?;
         }
-        applied += take;
-        credit_uses.push((grant.grant, take));
-        builder.push(
-            LineKind::Credit,
-            grant.description.clone(),
-            None,
-            None,
-            None,
-            Decimal::ONE,
-            "credit",
-            -take,
-            json!({"grant": grant.grant, "available": grant.available, "accrued_cap": grant.accrued_cap}),
-        )?;
+        Ok((applied, credit_uses))
     }
-    let total = round(
-        builder.lines.iter().map(|l| l.amount).sum(),
-        input.minor_digits,
-    );
-    Ok(RatedInvoice {
-        lines: builder.lines,
-        subtotal,
-        credits: applied,
-        total,
-        credit_uses,
-    })
 }
 
 #[cfg(test)]
