@@ -246,7 +246,7 @@ async fn refused_charges_are_retried_on_schedule_until_dunning_then_paid(backend
         return;
     };
     let Some(app) = with_localstripe(backend, &stripe, |s| {
-        s.billing.charge_retry_seconds = "1,1".into();
+        s.billing.charge_retry_seconds = "86400,172800".into();
         s.billing.dunning_failures = 3;
     })
     .await
@@ -255,19 +255,29 @@ async fn refused_charges_are_retried_on_schedule_until_dunning_then_paid(backend
     };
     let declining = card(&app, &stripe, "4000000000000341").await;
     let (invoice, key) = charged_tenant(&app, "initech", &declining).await;
-    // The first charge and two scheduled retries are refused: three failures suspend.
-    let mut last = Value::Null;
-    for _ in 0..150 {
-        last = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
-        if last["paymentFailures"] == 3 {
-            break;
+    // The first charge and the retries a day and then two days later are refused: three
+    // failures suspend. Nothing is retried before its day comes.
+    let mut last = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
+    for failures in [1, 2] {
+        assert_eq!(last["paymentFailures"], failures, "{last}");
+        app.advance(chrono::TimeDelta::hours(23));
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let early = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
+        assert_eq!(early["paymentFailures"], failures, "retried early: {early}");
+        app.advance(chrono::TimeDelta::days(if failures == 1 { 1 } else { 2 }));
+        for _ in 0..100 {
+            last = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
+            if last["paymentFailures"] == failures + 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(last["paymentFailures"], 3, "{last}");
     assert_eq!(tenant_status(&app, &key).await, "SUSPENDED");
-    // The schedule is used up: no fourth try on its own.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The schedule is used up: no fourth try on its own, however long one waits.
+    app.advance(chrono::TimeDelta::days(30));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     let still = wait_for_state(&app, &invoice["id"], "PAYMENT_FAILED").await;
     assert_eq!(still["paymentFailures"], 3, "{still}");
     let tries = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
