@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
+use chrono::TimeDelta;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -212,6 +213,7 @@ async fn a_hard_cap_stops_new_orders_and_alerts_once_per_threshold(backend: Back
     // 1.00 a second: the cap holds a few seconds after the order.
     let r = place(&app, &key, &sku).await;
     assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    app.advance(TimeDelta::seconds(4));
     let budget = wait_for(&app, &key, |b| !b["blockedSince"].is_null()).await;
     let kinds: Vec<i64> = budget["events"]
         .as_array()
@@ -276,6 +278,7 @@ async fn at_the_limit_without_credit_running_allocations_get_notice(backend: Bac
         )
         .await;
     assert!(r["data"]["setBudget"].is_object(), "{r}");
+    app.advance(TimeDelta::seconds(3));
     let budget = wait_for(&app, &key, |b| {
         b["events"]
             .as_array()
@@ -460,12 +463,13 @@ async fn raising_the_limit_judges_alerts_against_the_new_limit(backend: Backend)
     assert!(r["data"]["setBudget"].is_object(), "{r}");
     let r = place(&app, &key, &sku).await;
     assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    app.advance(TimeDelta::seconds(4));
     wait_for_events(&app, &key, |b, e| {
         e.len() == 2 && !b["blockedSince"].is_null()
     })
     .await;
 
-    // The spend (about 3.00, 1.00 a second) is below the new limit: the cap lifts at once.
+    // The spend (about 4.00, 1.00 a second) is below the new limit: the cap lifts at once.
     let r = app.gql(Some(&key), SET, budget("8.00")).await;
     assert!(
         r["data"]["setBudget"]["budget"]["blockedSince"].is_null(),
@@ -473,6 +477,7 @@ async fn raising_the_limit_judges_alerts_against_the_new_limit(backend: Backend)
     );
     let r = place(&app, &key, &sku).await;
     assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    app.advance(TimeDelta::seconds(3));
 
     // Passing the new limit alerts again (both thresholds of the new limit) and blocks.
     let at_new = wait_for_events(&app, &key, |b, e| {
