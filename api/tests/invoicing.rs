@@ -1096,6 +1096,24 @@ async fn a_stored_amount_is_the_exact_decimal_and_garbage_never_reads_as_zero(ba
         .expect("the SKU");
     assert_eq!(stored.list_price_per_hour.to_string(), "2.1050");
 
+    // A finalized invoice reads back in minor units on both databases, zeros included
+    // (PostgreSQL keeps a stored zero as `0`).
+    app.advance(TimeDelta::seconds(3));
+    let closed = close(&app, &s.tenant).await;
+    let reread = invoice_by_id(&app, &s.key, &closed["id"]).await;
+    for invoice in [&closed, &reread] {
+        assert_eq!(invoice["credits"], "0.00", "{invoice}");
+        for line in invoice["lines"].as_array().expect("lines") {
+            let amount = line["amount"].as_str().expect("amount");
+            assert!(
+                amount
+                    .split_once('.')
+                    .is_some_and(|(_, cents)| cents.len() == 2),
+                "{invoice}"
+            );
+        }
+    }
+
     use sea_orm::ConnectionTrait;
     let corrupt = app
         .db

@@ -102,6 +102,7 @@ async fn finalized_view(
     invoice: invoice::Model,
 ) -> ApiResult<InvoiceView> {
     let legacy_tiers = counts_tiers_from_zero(&invoice);
+    let money = in_minor_units(&invoice.currency);
     let lines = billing::store::lines(db, invoice.tenant_id, invoice.id)
         .await?
         .iter()
@@ -110,17 +111,28 @@ async fn finalized_view(
             if legacy_tiers {
                 number_trace_tier_from_one(&mut line);
             }
+            line.amount = money(line.amount);
             line
         })
         .collect();
     Ok(InvoiceView {
-        subtotal: invoice.subtotal.get(),
-        credits: invoice.credits.get(),
-        total: invoice.total.get(),
+        subtotal: money(invoice.subtotal.get()),
+        credits: money(invoice.credits.get()),
+        total: money(invoice.total.get()),
         rating: invoice.rating.clone().unwrap_or_default(),
         invoice,
         lines,
     })
+}
+
+/// Stored money as an invoice shows it, in its currency's minor units: `0.00`, not `0`
+/// (PostgreSQL's `NUMERIC` keeps a zero without its digits). Stored amounts are already
+/// rounded to the minor unit, so this only adds the digits.
+fn in_minor_units(currency: &str) -> impl Fn(Decimal) -> Decimal + use<> {
+    let digits = currency
+        .parse::<neocloud_schema::money::Currency>()
+        .map_or(2, |c| c.minor_unit_digits());
+    move |amount| neocloud_metering::rating::period::round(amount, digits)
 }
 
 /// Whether a finalized invoice's stored traces count tiers from 0 (finalized before tiers
@@ -207,6 +219,12 @@ pub async fn list(
         listed.subtotal = draft.rated.subtotal.into();
         listed.credits = draft.rated.credits.into();
         listed.total = draft.rated.total.into();
+    }
+    for listed in &mut found.items {
+        let money = in_minor_units(&listed.currency);
+        listed.subtotal = money(listed.subtotal.get()).into();
+        listed.credits = money(listed.credits.get()).into();
+        listed.total = money(listed.total.get()).into();
     }
     Ok(found)
 }
