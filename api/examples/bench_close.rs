@@ -19,6 +19,7 @@ use std::time::Instant;
 use bench_support::{BenchServer, arg, gql};
 use chrono::{Duration, Utc};
 use neocloud_metering::invoicing::{self, BillingPolicy};
+use neocloud_schema::ids::TenantId;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -146,7 +147,7 @@ async fn main() {
         sql(&db, &format!(
             "INSERT INTO usage_minutes (id, minute_start, device_uuid, allocation_id, tenant_id, sku_id, label, active_seconds, memory_gib_seconds, energy_kwh, sampled_seconds)
              SELECT gen_random_uuid(), $1::timestamptz + m * interval '1 minute', g.uuid, a.id, a.tenant_id, a.sku_id, '',
-                    (30 + m % 30)::text || '.125', '4096.5', '0.011666', 60
+                    ((30 + m % 30)::text || '.125')::numeric, 4096.5, 0.011666, 60
              FROM allocations a JOIN allocation_gpus ag ON ag.allocation_id = a.id JOIN gpus g ON g.id = ag.gpu_id,
                   generate_series(0, {}) m
              WHERE a.tenant_id IN ({})", minutes - 1, list.join(",")), vec![start.into()]).await;
@@ -188,7 +189,7 @@ async fn main() {
             let txn = db.begin().await.expect("begin");
             invoicing::close_period(
                 &txn,
-                tenant,
+                TenantId(tenant),
                 closed_at,
                 closed_at,
                 &BillingPolicy::default(),

@@ -24,6 +24,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{
     Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_minute,
 };
+use neocloud_schema::ids::TenantId;
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
@@ -123,7 +124,7 @@ struct Holdings {
 
 async fn holdings<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Holdings, DbErr> {
@@ -205,7 +206,7 @@ fn merged(mut spans: Vec<Span>) -> Vec<Span> {
 /// rows of any grouping add up to the ungrouped totals.
 pub async fn usage<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     group_by: &[GroupBy],
@@ -248,7 +249,7 @@ pub async fn usage<C: ConnectionTrait>(
 /// (a month of a busy tenant is many rows).
 async fn minute_buckets<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<BucketRow>, DbErr> {

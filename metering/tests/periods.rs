@@ -6,18 +6,18 @@ use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::{self, BillingPolicy, store};
 use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::tenant;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::{InvoiceStatus, TenantStatus};
 use sea_orm::{ActiveModelTrait, Database, DatabaseConnection, Set};
-use uuid::Uuid;
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().expect("time")
 }
 
-async fn tenant_created_at(created: &str, anchor: i32) -> (DatabaseConnection, Uuid) {
+async fn tenant_created_at(created: &str, anchor: i32) -> (DatabaseConnection, TenantId) {
     let db = Database::connect("sqlite::memory:").await.expect("sqlite");
     Migrator::up(&db, None).await.expect("migrate");
-    let id = Uuid::now_v7();
+    let id = TenantId::new();
     tenant::ActiveModel {
         id: Set(id),
         name: Set("acme".into()),

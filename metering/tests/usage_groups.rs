@@ -14,6 +14,7 @@ use neocloud_metering::usage::{self, GroupBy, UsageRow};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu_health_interval, order, sku, tenant, usage_minute,
 };
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::{
     AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
 };
@@ -148,10 +149,10 @@ struct Expected {
 
 /// Writes a case for a tenant of its own; returns the tenant and what each allocation
 /// should show.
-async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (Uuid, Vec<Expected>) {
+async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Vec<Expected>) {
     let db = &fleet.db;
     let tenant = tenant::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(TenantId::new()),
         name: Set(format!("t-{}", Uuid::new_v4().simple())),
         currency: Set("EUR".into()),
         status: Set(TenantStatus::Active),
@@ -265,7 +266,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (Uuid, Vec<Ex
 
 async fn write_buckets(
     db: &DatabaseConnection,
-    tenant: Uuid,
+    tenant: TenantId,
     sku: Uuid,
     allocation: Uuid,
     h: &Held,

@@ -56,7 +56,7 @@ pub fn row(actor: Option<&Principal>, entry: Entry) -> audit_log::ActiveModel {
         at: Set(Utc::now()),
         actor_key_id: Set(actor.map(|a| Uuid::from(a.key_id))),
         actor_role: Set(actor.map_or("system", |a| a.role.as_str()).to_owned()),
-        tenant_id: Set(entry.tenant_id.map(Uuid::from)),
+        tenant_id: Set(entry.tenant_id),
         action: Set(entry.action.to_owned()),
         object_type: Set(entry.object_type.to_owned()),
         object_id: Set(entry.object_id),

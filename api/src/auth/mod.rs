@@ -233,7 +233,7 @@ pub async fn revoke_key(
         &txn,
         actor,
         audit::Entry {
-            tenant_id: key.tenant_id.map(TenantId::from),
+            tenant_id: key.tenant_id,
             action: "api_key.revoke",
             object_type: "api_key",
             object_id: key.id.to_string(),

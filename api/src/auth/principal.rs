@@ -21,7 +21,7 @@ impl Principal {
         Principal {
             key_id: row.id.into(),
             role: row.role,
-            tenant_id: row.tenant_id.map(TenantId::from),
+            tenant_id: row.tenant_id,
             node_id: row.node_id.map(NodeId::from),
         }
     }

@@ -37,7 +37,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
         prefix: Set(new.prefix.to_owned()),
         secret_hash: Set(new.secret_hash.to_owned()),
         role: Set(new.role),
-        tenant_id: Set(new.tenant_id.map(Uuid::from)),
+        tenant_id: Set(new.tenant_id),
         node_id: Set(new.node_id.map(Uuid::from)),
         label: Set(new.label.to_owned()),
         created_by: Set(new.created_by.map(Uuid::from)),

@@ -95,7 +95,7 @@ pub async fn set(
         .ok_or_else(|| ApiError::not_found("tenant"))?;
     tenancy::in_currency("monthlyLimit", limit, &owner.currency)?;
     // Locked, so two changes of the limit cannot take the same limit version.
-    let before = store::find_for_update(&txn, tenant.into()).await?;
+    let before = store::find_for_update(&txn, tenant).await?;
     let secret = match (&before, input.rotate_webhook_secret) {
         (Some(b), false) => b.webhook_secret.clone(),
         _ => new_secret(),
@@ -103,12 +103,12 @@ pub async fn set(
     let shown = (before.is_none() || input.rotate_webhook_secret).then(|| secret.clone());
     let limit_version = match &before {
         Some(b) if b.monthly_limit.get() == limit => b.limit_version,
-        _ => store::next_limit_version(&txn, tenant.into(), before.as_ref()).await?,
+        _ => store::next_limit_version(&txn, tenant, before.as_ref()).await?,
     };
     let saved = store::upsert(
         &txn,
         budget::Model {
-            tenant_id: tenant.into(),
+            tenant_id: tenant,
             monthly_limit: limit.into(),
             currency: owner.currency.clone(),
             alert_thresholds: json!(thresholds),
@@ -184,10 +184,10 @@ pub async fn remove(
         return Err(ApiError::forbidden("budgets are set by tenant admins"));
     }
     let txn = crate::db::begin_write(db).await?;
-    let Some(before) = store::find(&txn, tenant.into()).await? else {
+    let Some(before) = store::find(&txn, tenant).await? else {
         return Ok(false);
     };
-    store::delete(&txn, tenant.into()).await?;
+    store::delete(&txn, tenant).await?;
     audit::record(
         &txn,
         actor,
@@ -213,12 +213,12 @@ pub async fn get(
     now: DateTime<Utc>,
 ) -> ApiResult<Option<BudgetView>> {
     let tenant = actor.acting_tenant(asked)?;
-    let Some(found) = store::find(db, tenant.into()).await? else {
+    let Some(found) = store::find(db, tenant).await? else {
         return Ok(None);
     };
     ingest::settle(db).await?;
-    let standing = budgets::standing(db, tenant.into(), now).await?;
-    let events = store::events(db, tenant.into(), standing.period_start).await?;
+    let standing = budgets::standing(db, tenant, now).await?;
+    let events = store::events(db, tenant, standing.period_start).await?;
     Ok(Some(BudgetView {
         budget: found,
         spend: standing.spend,
@@ -246,7 +246,7 @@ pub fn order_refusal(budget: &budget::Model) -> Option<ApiError> {
 async fn evaluate(
     db: &DatabaseConnection,
     ordering: &Ordering,
-    tenant: uuid::Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
 ) -> ApiResult<Option<BudgetView>> {
     ingest::settle(db).await?;
@@ -256,7 +256,7 @@ async fn evaluate(
         return Ok(None);
     };
     if judged.stop_allocations {
-        let stopped = ordering.stop_tenant(&txn, TenantId(tenant), now).await?;
+        let stopped = ordering.stop_tenant(&txn, tenant, now).await?;
         if stopped > 0 {
             budgets::record_stopped(&txn, &judged).await?;
             tracing::warn!(tenant = %tenant, allocations = stopped, "Budget reached with no credit left: allocations stopped.");

@@ -92,7 +92,7 @@ pub async fn unit_prices<C: ConnectionTrait>(
     tenant: Option<TenantId>,
     skus: &[sku::Model],
 ) -> ApiResult<HashMap<Uuid, UnitPrice>> {
-    Ok(prices::unit_prices(conn, tenant.map(Uuid::from), Utc::now(), skus).await?)
+    Ok(prices::unit_prices(conn, tenant, Utc::now(), skus).await?)
 }
 
 /// A new SKU, as an operator describes it.

@@ -14,7 +14,7 @@ use chrono::{TimeDelta, TimeZone, Utc};
 use neocloud_metering::rating::{PriceModel, Tier};
 use neocloud_metering::{invoicing, plans};
 use neocloud_schema::entity::{api_key, sku, tenant};
-use neocloud_schema::ids::{NodeId, TenantId};
+use neocloud_schema::ids::NodeId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm};
 use rust_decimal::Decimal;
@@ -71,7 +71,7 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
         let key = auth::mint(
             &txn,
             Role::TenantAdmin,
-            Some(TenantId::from(tenant.id)),
+            Some(tenant.id),
             None,
             DEMO_LABEL,
             None,

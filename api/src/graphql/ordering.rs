@@ -374,14 +374,9 @@ impl Order {
     async fn price_per_hour(&self, ctx: &Context<'_>) -> Result<String> {
         let db = super::db(ctx)?;
         let order = &self.0.order;
-        let price = ordering::hourly_price(
-            db,
-            order.tenant_id.into(),
-            &self.0.sku,
-            order.class,
-            order.count,
-        )
-        .await?;
+        let price =
+            ordering::hourly_price(db, order.tenant_id, &self.0.sku, order.class, order.count)
+                .await?;
         Ok(price.to_string())
     }
 }

@@ -78,7 +78,7 @@ impl TenantQuery {
     ) -> Result<Connection<String, Tenant>> {
         let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
         let result = tenancy::list_tenants(super::db(ctx)?, super::principal(ctx)?, page).await?;
-        Ok(connection(result, |t| t.id, Tenant))
+        Ok(connection(result, |t| t.id.into(), Tenant))
     }
 }
 

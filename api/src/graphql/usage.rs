@@ -147,7 +147,7 @@ impl UsageQuery {
         }
         let db = super::db(ctx)?;
         ingest::settle(db).await.map_err(ApiError::from)?;
-        let rows = usage::usage(db, tenant.into(), from, to, &group, super::now(ctx)?)
+        let rows = usage::usage(db, tenant, from, to, &group, super::now(ctx)?)
             .await
             .map_err(ApiError::from)?;
         Ok(Usage {

@@ -17,7 +17,7 @@ impl Viewer {
 
     /// The id of the API key in use.
     async fn api_key_id(&self) -> ID {
-        to_id(self.0.key_id.into())
+        to_id(self.0.key_id)
     }
 
     /// The caller's tenant; null for operators and agents.

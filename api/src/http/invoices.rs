@@ -29,7 +29,7 @@ pub async fn export(
         let format = export::Format::parse(query.format.as_deref().unwrap_or("json"))?;
         let id = Uuid::parse_str(&path).map_err(|_| ApiError::not_found("invoice"))?;
         let view = invoicing::get(&state.db, &principal, InvoiceId(id), state.clock.now()).await?;
-        let tenant = tenancy::store::find(&state.db, view.invoice.tenant_id.into())
+        let tenant = tenancy::store::find(&state.db, view.invoice.tenant_id)
             .await?
             .map(|t| t.name)
             .unwrap_or_default();

@@ -172,7 +172,7 @@ async fn rated_draft(
 ) -> ApiResult<billing::Draft> {
     ingest::settle(db).await?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
-    Ok(billing::rate_open(db, tenant.into(), now).await?)
+    Ok(billing::rate_open(db, tenant, now).await?)
 }
 
 /// `invoice(id)`: one of the caller's invoices (any, for operators).
@@ -183,7 +183,7 @@ pub async fn get(
     now: DateTime<Utc>,
 ) -> ApiResult<InvoiceView> {
     actor.require_user()?;
-    let scope = actor.tenant_scope_or_all().map(Into::into);
+    let scope = actor.tenant_scope_or_all();
     let found = billing::store::find(db, scope, id.into())
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
@@ -211,7 +211,7 @@ pub async fn list(
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let open = billing::store::open_draft(db, tenant.into()).await?;
+    let open = billing::store::open_draft(db, tenant).await?;
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
     let mut found = page.fetch(db, select, invoice::Column::Id).await?;
     if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
@@ -244,7 +244,7 @@ pub async fn close(
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
     let (invoice, _) =
-        billing::close_period(&txn, tenant.into(), now, now, &billing_config.policy).await?;
+        billing::close_period(&txn, tenant, now, now, &billing_config.policy).await?;
     audit::record(
         &txn,
         actor,
@@ -287,7 +287,7 @@ pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> Api
 async fn close_one(
     db: &DatabaseConnection,
     billing_config: &Billing,
-    tenant: uuid::Uuid,
+    tenant: TenantId,
     end: chrono::DateTime<Utc>,
     now: chrono::DateTime<Utc>,
 ) -> ApiResult<()> {
@@ -318,7 +318,7 @@ pub async fn void(
         &txn,
         actor,
         audit::Entry {
-            tenant_id: Some(TenantId(invoice.tenant_id)),
+            tenant_id: Some(invoice.tenant_id),
             action: "invoice.void",
             object_type: "invoice",
             object_id: invoice.id.to_string(),
@@ -400,5 +400,5 @@ pub async fn grants(
     asked: Option<TenantId>,
 ) -> ApiResult<Vec<(credit_grant::Model, Decimal)>> {
     let tenant = actor.acting_tenant(asked)?;
-    Ok(billing::grant_balances(db, tenant.into()).await?)
+    Ok(billing::grant_balances(db, tenant).await?)
 }

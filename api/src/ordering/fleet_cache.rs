@@ -198,7 +198,7 @@ impl FleetCache {
             .collect();
         grants.sort_by_key(|g| g.gpu);
         let placement = Placement {
-            tenant: tenant_key(alloc.tenant_id),
+            tenant: tenant_key(alloc.tenant_id.into()),
             class: class_of(alloc.class),
             exclusive: exclusive_of(alloc.exclusive.as_deref()),
             nodes: vec![NodePlacement {

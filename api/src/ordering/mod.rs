@@ -189,7 +189,7 @@ impl Ordering {
             &txn,
             actor,
             audit::Entry {
-                tenant_id: Some(TenantId::from(row.tenant_id)),
+                tenant_id: Some(row.tenant_id),
                 action: "allocation.release",
                 object_type: "allocation",
                 object_id: row.id.to_string(),
@@ -225,7 +225,7 @@ impl Ordering {
             &txn,
             actor,
             audit::Entry {
-                tenant_id: Some(TenantId::from(order.tenant_id)),
+                tenant_id: Some(order.tenant_id),
                 action: "order.release",
                 object_type: "order",
                 object_id: order.id.to_string(),

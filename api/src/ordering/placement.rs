@@ -180,7 +180,7 @@ async fn attempt(
     let known = store::find_by_idempotency_keys(&txn, &keys)
         .await?
         .into_iter()
-        .map(|o| ((TenantId::from(o.tenant_id), o.idempotency_key.clone()), o))
+        .map(|o| ((o.tenant_id, o.idempotency_key.clone()), o))
         .collect();
     let mut tenants: Vec<TenantId> = batch.iter().map(|p| p.tenant).collect();
     tenants.sort_unstable();
@@ -189,13 +189,13 @@ async fn attempt(
     let tenant_rows = crate::tenancy::store::find_many(&txn, &tenants)
         .await?
         .into_iter()
-        .map(|t| (TenantId::from(t.id), t))
+        .map(|t| (t.id, t))
         .collect();
     let tenant_ids: Vec<Uuid> = tenants.iter().map(|t| Uuid::from(*t)).collect();
     let budgets = neocloud_metering::budgets::store::find_many(&txn, &tenant_ids)
         .await?
         .into_iter()
-        .map(|b| (TenantId::from(b.tenant_id), b))
+        .map(|b| (b.tenant_id, b))
         .collect();
     let mut sku_ids: Vec<Uuid> = batch.iter().map(|p| p.input.sku).collect();
     sku_ids.sort_unstable();
@@ -404,7 +404,7 @@ fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<ord
     let input = &p.input;
     Ok(order::Model {
         id: OrderId::new().into(),
-        tenant_id: p.tenant.into(),
+        tenant_id: p.tenant,
         sku_id: sku.id,
         count: input.count,
         class: input.class,

@@ -58,7 +58,7 @@ impl Usage {
             .all(conn)
             .await?;
         for q in quotas {
-            if let Some(usage) = out.get_mut(&TenantId::from(q.tenant_id)) {
+            if let Some(usage) = out.get_mut(&q.tenant_id) {
                 usage.quotas.push(q);
             }
         }
@@ -284,7 +284,7 @@ async fn write_quota(
         (None, m) => Some(
             quota::ActiveModel {
                 id: Set(Uuid::now_v7()),
-                tenant_id: Set(tenant.into()),
+                tenant_id: Set(tenant),
                 scope: Set(scope),
                 scope_value: Set(value.to_owned()),
                 max_value: Set(m),

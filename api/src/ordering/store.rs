@@ -45,7 +45,7 @@ pub(crate) async fn find_by_idempotency_keys<C: ConnectionTrait>(
         .into_iter()
         .filter(|o| {
             keys.iter()
-                .any(|(t, k)| Uuid::from(*t) == o.tenant_id && *k == o.idempotency_key)
+                .any(|(t, k)| *t == o.tenant_id && *k == o.idempotency_key)
         })
         .collect())
 }

@@ -39,7 +39,7 @@ pub async fn account(
     asked: Option<neocloud_schema::ids::TenantId>,
 ) -> ApiResult<Option<payment_account::Model>> {
     let tenant = actor.acting_tenant(asked)?;
-    Ok(accounts::find(db, tenant.into()).await?)
+    Ok(accounts::find(db, tenant).await?)
 }
 
 /// `setDefaultPaymentMethod` (tenant admin): attaches a payment method collected by the
@@ -121,7 +121,7 @@ pub async fn dunning<C: sea_orm::ConnectionTrait>(
         conn,
         None,
         audit::Entry {
-            tenant_id: Some(TenantId(tenant.id)),
+            tenant_id: Some(tenant.id),
             action: if suspend { "tenant.suspend" } else { "tenant.resume" },
             object_type: "tenant",
             object_id: tenant.id.to_string(),

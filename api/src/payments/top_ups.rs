@@ -126,5 +126,5 @@ pub async fn list(
     asked: Option<TenantId>,
 ) -> ApiResult<Vec<top_up::Model>> {
     let tenant = actor.acting_tenant(asked)?;
-    Ok(top_ups::latest(db, tenant.into(), LISTED).await?)
+    Ok(top_ups::latest(db, tenant, LISTED).await?)
 }

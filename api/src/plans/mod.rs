@@ -92,7 +92,7 @@ pub async fn assign(
             ),
         ));
     }
-    let assigned = plans::assign(&txn, tenant.into(), &version, now).await?;
+    let assigned = plans::assign(&txn, tenant, &version, now).await?;
     audit::record(
         &txn,
         actor,

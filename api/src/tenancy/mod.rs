@@ -102,7 +102,7 @@ pub(crate) async fn create_in(
         });
     }
     let tenant = store::insert(txn, name.as_str(), currency, billing_anchor_day).await?;
-    let tenant_id = TenantId::from(tenant.id);
+    let tenant_id = tenant.id;
     let admin_key = auth::mint(
         txn,
         Role::TenantAdmin,
@@ -158,7 +158,7 @@ pub async fn suspension_reason<C: sea_orm::ConnectionTrait>(
     if tenant.status != neocloud_schema::vocabulary::TenantStatus::Suspended {
         return Ok(None);
     }
-    let entry = audit::latest(conn, TenantId::from(tenant.id), "tenant.suspend").await?;
+    let entry = audit::latest(conn, tenant.id, "tenant.suspend").await?;
     let reason = entry
         .and_then(|e| e.after)
         .and_then(|after| after.get("reason")?.as_str().map(str::to_owned))

@@ -19,7 +19,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     billing_anchor_day: i32,
 ) -> Result<tenant::Model, DbErr> {
     tenant::ActiveModel {
-        id: Set(TenantId::new().into()),
+        id: Set(TenantId::new()),
         name: Set(name.to_owned()),
         currency: Set(currency.code().to_owned()),
         status: Set(TenantStatus::Active),

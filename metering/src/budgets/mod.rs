@@ -15,9 +15,9 @@ pub mod store;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::budget;
+use neocloud_schema::ids::TenantId;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
-use uuid::Uuid;
 
 use crate::invoicing::{self, InvoicingError};
 
@@ -35,7 +35,7 @@ pub struct Standing {
 /// decisions are written).
 pub async fn standing(
     db: &DatabaseConnection,
-    tenant: Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<Standing, InvoicingError> {
     let draft = invoicing::rate_open(db, tenant, now).await?;
@@ -62,7 +62,7 @@ pub struct Judged {
 /// clears the block. `None` when the tenant has no budget (any more).
 pub async fn judge<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     standing: Standing,
     now: DateTime<Utc>,
 ) -> Result<Option<Judged>, DbErr> {

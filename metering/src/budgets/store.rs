@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{Exact, budget, budget_event};
+use neocloud_schema::ids::TenantId;
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -14,7 +15,7 @@ use uuid::Uuid;
 
 pub async fn find<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<Option<budget::Model>, DbErr> {
     budget::Entity::find_by_id(tenant).one(conn).await
 }
@@ -23,7 +24,7 @@ pub async fn find<C: ConnectionTrait>(
 /// (PostgreSQL; SQLite's write transaction already holds the database).
 pub async fn find_for_update<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<Option<budget::Model>, DbErr> {
     budget::Entity::find_by_id(tenant)
         .lock_exclusive()
@@ -35,7 +36,7 @@ pub async fn find_for_update<C: ConnectionTrait>(
 /// budget removed and set again starts afresh too.
 pub async fn next_limit_version<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     before: Option<&budget::Model>,
 ) -> Result<i32, DbErr> {
     let latest_event = budget_event::Entity::find()
@@ -91,7 +92,7 @@ pub async fn upsert<C: ConnectionTrait>(
     }
 }
 
-pub async fn delete<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), DbErr> {
+pub async fn delete<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<(), DbErr> {
     budget::Entity::delete_by_id(tenant)
         .exec(conn)
         .await
@@ -100,7 +101,7 @@ pub async fn delete<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), Db
 
 pub async fn set_blocked<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     since: Option<DateTime<Utc>>,
 ) -> Result<(), DbErr> {
     budget::Entity::update_many()
@@ -113,7 +114,7 @@ pub async fn set_blocked<C: ConnectionTrait>(
 
 /// An event to record.
 pub struct NewEvent<'a> {
-    pub tenant: Uuid,
+    pub tenant: TenantId,
     pub period_start: DateTime<Utc>,
     pub kind: &'a str,
     pub threshold: i32,
@@ -158,7 +159,7 @@ pub async fn record_event<C: ConnectionTrait>(conn: &C, event: NewEvent<'_>) -> 
 /// The tenant's events of the period starting at `period_start`, oldest first.
 pub async fn events<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     period_start: DateTime<Utc>,
 ) -> Result<Vec<budget_event::Model>, DbErr> {
     budget_event::Entity::find()

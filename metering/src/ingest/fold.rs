@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::ingest::{DeviceSample, ProcessSample};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::FromPrimitive;
@@ -34,7 +35,7 @@ pub enum Holding {
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub allocation: Uuid,
-    pub tenant: Uuid,
+    pub tenant: TenantId,
     pub sku: Uuid,
     pub start: DateTime<Utc>,
     pub end: Option<DateTime<Utc>>,
@@ -47,7 +48,7 @@ pub struct Increment {
     pub minute: DateTime<Utc>,
     /// `Uuid::nil()` when no allocation holds these seconds.
     pub allocation: Uuid,
-    pub tenant: Option<Uuid>,
+    pub tenant: Option<TenantId>,
     pub sku: Option<Uuid>,
     pub label: String,
     pub active_seconds: Decimal,
@@ -396,7 +397,7 @@ mod tests {
     fn candidate(holding: Holding, start: &str, end: Option<&str>) -> Candidate {
         Candidate {
             allocation: Uuid::now_v7(),
-            tenant: Uuid::now_v7(),
+            tenant: TenantId::new(),
             sku: Uuid::now_v7(),
             start: t(start),
             end: end.map(t),

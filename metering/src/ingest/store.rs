@@ -8,6 +8,7 @@ use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu, gpu_event, ingest_anomaly, ingest_batch, ingest_pending,
     ingest_quarantine, node, node_energy, usage_minute,
 };
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, LockType, OnConflict};
@@ -510,7 +511,7 @@ pub(super) async fn candidates<C: ConnectionTrait>(
         };
         out.entry(gpu).or_default().push(Candidate {
             allocation,
-            tenant,
+            tenant: TenantId(tenant),
             sku,
             start,
             end,

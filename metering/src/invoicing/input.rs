@@ -8,6 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
     Exact, allocation, allocation_gpu, invoice, plan_rate, plan_version, sku, tenant, tenant_plan,
 };
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{AllocationClass, Metric};
 use rust_decimal::Decimal;
@@ -89,7 +90,7 @@ pub(super) fn list_prices() -> PlanTerms {
 /// The plan versions in force over `[from, to)`, as consecutive segments.
 async fn segments<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, PlanTerms)>, DbErr> {
@@ -132,7 +133,7 @@ async fn segments<C: ConnectionTrait>(
 /// The plan version in force over `[from, to)` at its start (the list prices when none).
 pub(super) async fn plan_in_force<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<PlanTerms, DbErr> {
@@ -146,7 +147,7 @@ pub(super) async fn plan_in_force<C: ConnectionTrait>(
 /// Per-allocation usage of the tenant in `[from, to)`.
 async fn allocation_usage<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -326,7 +327,7 @@ fn grant_description(grant: &neocloud_schema::entity::credit_grant::Model) -> St
 /// Recently closed periods whose usage changed since they were billed.
 async fn late_usage<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<Vec<LateUsage>, InvoicingError> {
     let mut out = Vec::new();
@@ -423,7 +424,7 @@ mod tests {
     fn an_invoice_is_known_as_billed_in_sku_units_by_its_rating() {
         let invoice = |rating: Option<serde_json::Value>| invoice::Model {
             id: Uuid::nil(),
-            tenant_id: Uuid::nil(),
+            tenant_id: TenantId(Uuid::nil()),
             status: neocloud_schema::vocabulary::InvoiceStatus::Open,
             number: None,
             currency: "USD".into(),

@@ -14,11 +14,11 @@ pub mod store;
 
 use chrono::{DateTime, Datelike, DurationRound, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{credit_grant, invoice, invoice_line};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::ids::{CreditGrantId, InvoiceId};
 use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
-use uuid::Uuid;
 
 use crate::rating::RateError;
 use crate::rating::period::{PeriodInput, RatedInvoice, rate_period};
@@ -140,7 +140,7 @@ pub struct Draft {
 /// `now` (or to the period's end, if that has passed).
 pub async fn rate_open<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<Draft, InvoicingError> {
     let invoice = store::open_draft(conn, tenant).await?;
@@ -160,7 +160,7 @@ pub async fn rate_open<C: ConnectionTrait>(
 /// inside a write transaction.
 pub async fn close_period<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     end: DateTime<Utc>,
     now: DateTime<Utc>,
     policy: &BillingPolicy,
@@ -203,7 +203,7 @@ pub async fn due_for_close<C: ConnectionTrait>(
     conn: &C,
     now: DateTime<Utc>,
     policy: &BillingPolicy,
-) -> Result<Vec<(Uuid, DateTime<Utc>)>, DbErr> {
+) -> Result<Vec<(TenantId, DateTime<Utc>)>, DbErr> {
     store::drafts_ended_before(conn, now - policy.close_grace).await
 }
 
@@ -211,7 +211,7 @@ pub async fn due_for_close<C: ConnectionTrait>(
 /// stays used; its credit applications stop counting against their grants.
 pub async fn void<C: ConnectionTrait>(
     conn: &C,
-    tenant: Option<Uuid>,
+    tenant: Option<TenantId>,
     id: InvoiceId,
     reason: &str,
     now: DateTime<Utc>,
@@ -241,7 +241,7 @@ pub async fn void<C: ConnectionTrait>(
 
 /// A credit grant to create.
 pub struct NewGrant {
-    pub tenant: Uuid,
+    pub tenant: TenantId,
     pub kind: CreditKind,
     pub currency: String,
     pub amount: Decimal,
@@ -301,7 +301,7 @@ pub async fn grant_credits<C: ConnectionTrait>(
 /// voided used).
 pub async fn grant_balances<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<Vec<(credit_grant::Model, Decimal)>, DbErr> {
     store::grants_with_remaining(conn, tenant).await
 }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::sku;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::Metric;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
@@ -67,7 +68,7 @@ fn price_of(plan: &PlanTerms, sku: &sku::Model, list_price: Decimal) -> UnitPric
 /// SKU id. A SKU whose stored list price does not parse is an error, never a price of zero.
 pub async fn unit_prices<C: ConnectionTrait>(
     conn: &C,
-    tenant: Option<Uuid>,
+    tenant: Option<TenantId>,
     at: DateTime<Utc>,
     skus: &[sku::Model],
 ) -> Result<HashMap<Uuid, UnitPrice>, DbErr> {

@@ -8,6 +8,7 @@ use neocloud_schema::entity::{
     Exact, credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
 };
 use neocloud_schema::ids::InvoiceId;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::{InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
@@ -21,7 +22,10 @@ use super::{NewGrant, next_anchor, whole_minute};
 use crate::rating::period::{Line, PeriodInput, RatedInvoice};
 
 /// A no-op write on the tenant's row: closes of one tenant wait for each other.
-pub(super) async fn lock_tenant<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<(), DbErr> {
+pub(super) async fn lock_tenant<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<(), DbErr> {
     tenant::Entity::update_many()
         .col_expr(tenant::Column::Name, Expr::col(tenant::Column::Name))
         .filter(tenant::Column::Id.eq(tenant))
@@ -34,7 +38,7 @@ pub(super) async fn lock_tenant<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> R
 /// last finalized invoice is created when missing.
 pub async fn open_draft<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<invoice::Model, DbErr> {
     if let Some(draft) = invoice::Entity::find()
         .filter(invoice::Column::TenantId.eq(tenant))
@@ -255,7 +259,7 @@ pub(super) async fn mark_void<C: ConnectionTrait>(
 /// One invoice; with `tenant`, only if it belongs to that tenant.
 pub async fn find<C: ConnectionTrait>(
     conn: &C,
-    tenant: Option<Uuid>,
+    tenant: Option<TenantId>,
     id: Uuid,
 ) -> Result<Option<invoice::Model>, DbErr> {
     let mut query = invoice::Entity::find_by_id(id);
@@ -268,7 +272,7 @@ pub async fn find<C: ConnectionTrait>(
 /// The lines of a finalized invoice, in order.
 pub async fn lines<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     invoice: Uuid,
 ) -> Result<Vec<invoice_line::Model>, DbErr> {
     invoice_line::Entity::find()
@@ -301,7 +305,7 @@ pub fn line_of(model: &invoice_line::Model) -> Line {
 /// Finalized, not voided invoices of the tenant whose period ended after `since`.
 pub(super) async fn finalized_since<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     since: DateTime<Utc>,
 ) -> Result<Vec<invoice::Model>, DbErr> {
     invoice::Entity::find()
@@ -319,7 +323,7 @@ pub(super) async fn finalized_since<C: ConnectionTrait>(
 
 /// Ids of the tenant's voided invoices (their lines and credit applications no longer
 /// count).
-async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<Vec<Uuid>, DbErr> {
+async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<Vec<Uuid>, DbErr> {
     invoice::Entity::find()
         .select_only()
         .column(invoice::Column::Id)
@@ -334,7 +338,7 @@ async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: Uuid) -> Result<Vec<Uu
 /// later finalized invoices that were not voided.
 pub(super) async fn billed_lines<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     closed: Uuid,
 ) -> Result<Vec<Line>, DbErr> {
     let voided = voided_ids(conn, tenant).await?;
@@ -362,7 +366,7 @@ pub(super) async fn billed_lines<C: ConnectionTrait>(
 pub(super) async fn drafts_ended_before<C: ConnectionTrait>(
     conn: &C,
     before: DateTime<Utc>,
-) -> Result<Vec<(Uuid, DateTime<Utc>)>, DbErr> {
+) -> Result<Vec<(TenantId, DateTime<Utc>)>, DbErr> {
     Ok(invoice::Entity::find()
         .filter(invoice::Column::Status.eq(InvoiceStatus::Draft))
         .filter(invoice::Column::PeriodEnd.lte(before))
@@ -398,7 +402,7 @@ pub(super) async fn insert_grant<C: ConnectionTrait>(
 /// The tenant's grants with what is left of each.
 pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<Vec<(credit_grant::Model, Decimal)>, DbErr> {
     let grants = credit_grant::Entity::find()
         .filter(credit_grant::Column::TenantId.eq(tenant))

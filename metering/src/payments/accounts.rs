@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::payment_account;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::CollectionMode;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, Set};
-use uuid::Uuid;
 
 /// Payment terms of a hosted invoice unless the operator sets others.
 pub const DEFAULT_DAYS_UNTIL_DUE: i32 = 30;
@@ -15,7 +15,7 @@ pub const MAX_DAYS_UNTIL_DUE: i32 = 365;
 
 pub async fn find<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<Option<payment_account::Model>, DbErr> {
     payment_account::Entity::find_by_id(tenant).one(conn).await
 }
@@ -23,7 +23,7 @@ pub async fn find<C: ConnectionTrait>(
 /// How the tenant's finalized invoices are collected.
 pub async fn collection_mode<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
 ) -> Result<CollectionMode, DbErr> {
     Ok(find(conn, tenant)
         .await?
@@ -34,7 +34,7 @@ pub async fn collection_mode<C: ConnectionTrait>(
 /// nothing set) when it has none.
 async fn upsert<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
     change: impl FnOnce(&mut payment_account::ActiveModel),
 ) -> Result<payment_account::Model, DbErr> {
@@ -64,7 +64,7 @@ async fn upsert<C: ConnectionTrait>(
 /// The tenant's Stripe customer and its default payment method.
 pub async fn set_payment_method<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     customer: &str,
     method: &str,
     now: DateTime<Utc>,
@@ -79,7 +79,7 @@ pub async fn set_payment_method<C: ConnectionTrait>(
 /// The tenant's Stripe customer, created by a payment call.
 pub async fn set_customer<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     customer: &str,
     now: DateTime<Utc>,
 ) -> Result<payment_account::Model, DbErr> {
@@ -91,7 +91,7 @@ pub async fn set_customer<C: ConnectionTrait>(
 
 pub async fn set_collection_mode<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     mode: CollectionMode,
     days_until_due: i32,
     now: DateTime<Utc>,
@@ -106,7 +106,7 @@ pub async fn set_collection_mode<C: ConnectionTrait>(
 /// When dunning suspended the tenant (`None`: it did not, or it has paid since).
 pub async fn set_dunning_suspended<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     since: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<payment_account::Model, DbErr> {

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use neocloud_schema::ids::TenantId;
 use serde::Serialize;
 use serde_json::Value;
 use stripe::{
@@ -86,7 +87,11 @@ impl Gateway {
     }
 
     /// Creates the tenant's customer (once: the key is the tenant's id).
-    pub async fn create_customer(&self, tenant: Uuid, name: &str) -> Result<String, GatewayError> {
+    pub async fn create_customer(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> Result<String, GatewayError> {
         let metadata = HashMap::from([("tenant_id".to_owned(), tenant.to_string())]);
         let customer = Customer::create(
             &self.idempotent(format!("neocloud-customer-{tenant}")),

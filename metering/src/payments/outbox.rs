@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, top_up};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CollectionMode, InvoiceStatus, TopUpStatus};
 use rust_decimal::Decimal;
@@ -94,7 +95,7 @@ pub fn invoice_key(invoice: Uuid, refusals: i32) -> String {
 
 fn new_row(
     kind: &str,
-    tenant: Uuid,
+    tenant: TenantId,
     key: String,
     now: DateTime<Utc>,
 ) -> payment_outbox::ActiveModel {
@@ -122,7 +123,7 @@ fn new_row(
 /// sent as a hosted invoice when the tenant pays by transfer.
 pub async fn queue_invoice<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     invoice: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -139,7 +140,7 @@ pub async fn queue_invoice<C: ConnectionTrait>(
 /// Queues paying a top-up (inside the transaction that records it).
 pub async fn queue_top_up<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     top_up: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -158,7 +159,7 @@ pub async fn queue_top_up<C: ConnectionTrait>(
 /// will be: delivering it finds the invoice void.
 pub async fn queue_void_hosted<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     invoice: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -188,7 +189,7 @@ pub async fn queue_void_hosted<C: ConnectionTrait>(
 /// (their key was already renewed at the refusal).
 pub async fn wake<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     payment_outbox::Entity::update_many()
@@ -654,7 +655,7 @@ async fn void_hosted_invoice<C: ConnectionTrait>(d: &Delivery<'_, C>) -> Result<
 async fn ensure_customer<C: ConnectionTrait>(
     conn: &C,
     gateway: &Gateway,
-    tenant_id: Uuid,
+    tenant_id: TenantId,
     now: DateTime<Utc>,
 ) -> Result<Result<String, GatewayError>, DbErr> {
     let name = tenant::Entity::find_by_id(tenant_id)

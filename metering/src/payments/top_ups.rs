@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::top_up;
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::TopUpStatus;
 use rust_decimal::Decimal;
 use sea_orm::{
@@ -17,7 +18,7 @@ use super::outbox;
 /// The tenant's top-up made under the client's idempotency key, if any.
 pub async fn find_by_key<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     key: &str,
 ) -> Result<Option<top_up::Model>, DbErr> {
     top_up::Entity::find()
@@ -31,7 +32,7 @@ pub async fn find_by_key<C: ConnectionTrait>(
 /// payment queued.
 pub async fn start<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     (amount, currency): (Decimal, &str),
     client_key: Option<String>,
     now: DateTime<Utc>,
@@ -58,7 +59,7 @@ pub async fn start<C: ConnectionTrait>(
 /// The tenant's latest `limit` top-ups, newest first.
 pub async fn latest<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     limit: u64,
 ) -> Result<Vec<top_up::Model>, DbErr> {
     top_up::Entity::find()

@@ -8,6 +8,7 @@ pub mod store;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{plan_rate, plan_version, tenant_plan};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::{Currency, parse_plain_decimal};
 use neocloud_schema::slug::Slug;
 use neocloud_schema::vocabulary::{Metric, TiersMode};
@@ -257,7 +258,7 @@ pub async fn create<C: ConnectionTrait>(
 /// minute boundary splits them exactly.
 pub async fn assign<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     version: &plan_version::Model,
     now: DateTime<Utc>,
 ) -> Result<tenant_plan::Model, DbErr> {

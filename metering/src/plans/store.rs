@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{plan, plan_rate, plan_version, tenant_plan};
+use neocloud_schema::ids::TenantId;
 use neocloud_schema::ids::{PlanId, PlanVersionId};
 use neocloud_schema::vocabulary::TiersMode;
 use sea_orm::{
@@ -126,7 +127,7 @@ pub async fn version<C: ConnectionTrait>(
 
 pub async fn assign<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     version: Uuid,
     from: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -204,7 +205,7 @@ pub async fn first_version_named<C: ConnectionTrait>(
 /// The tenant's assignments that start before `to`, in the order they take effect.
 pub(crate) async fn assignments_before<C: ConnectionTrait>(
     conn: &C,
-    tenant: Uuid,
+    tenant: TenantId,
     to: DateTime<Utc>,
 ) -> Result<Vec<tenant_plan::Model>, DbErr> {
     tenant_plan::Entity::find()

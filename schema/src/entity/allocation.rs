@@ -1,6 +1,7 @@
 //! A placed piece of an order on one node: GPUs, a MIG instance, a GPU fraction or the
 //! whole node. Its lifetime is what `allocated_seconds` bills.
 
+use crate::ids::TenantId;
 pub use crate::vocabulary::{AllocationClass, AllocationStatus};
 use sea_orm::entity::prelude::*;
 
@@ -10,7 +11,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub order_id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub sku_id: Uuid,
     pub node_id: Uuid,
     pub class: AllocationClass,

@@ -1,5 +1,6 @@
 //! Which GPUs an allocation holds (one row per GPU).
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -9,7 +10,7 @@ pub struct Model {
     pub allocation_id: Uuid,
     #[sea_orm(primary_key, auto_increment = false)]
     pub gpu_id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

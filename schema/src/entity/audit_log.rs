@@ -1,6 +1,7 @@
 //! Who did what: one row per operator or tenant-admin mutation, with the object's state
 //! before and after. Append-only.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -11,7 +12,7 @@ pub struct Model {
     pub at: DateTimeUtc,
     pub actor_key_id: Option<Uuid>,
     pub actor_role: String,
-    pub tenant_id: Option<Uuid>,
+    pub tenant_id: Option<TenantId>,
     pub action: String,
     pub object_type: String,
     pub object_id: String,

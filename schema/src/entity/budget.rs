@@ -2,13 +2,14 @@
 //! go, and what happens at the limit. `blocked_since` is set while a hard cap holds.
 //! `limit_version` moves whenever the limit changes, so the limit's alerts start afresh.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "budgets")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub monthly_limit: super::Exact,
     pub currency: String,
     /// Percentages of the limit, ascending, e.g. `[50, 80, 100]`.

@@ -1,6 +1,7 @@
 //! A budget threshold crossed in one billing period (once per threshold, period and limit
 //! version), or allocations stopped at the limit; with how its webhook delivery went.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub period_start: DateTimeUtc,
     /// `threshold_crossed` or `allocations_stopped`.
     pub kind: String,

@@ -1,5 +1,6 @@
 //! How much of a credit grant one finalized invoice used.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -9,7 +10,7 @@ pub struct Model {
     pub id: Uuid,
     pub grant_id: Uuid,
     pub invoice_id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub amount: super::Exact,
     pub created_at: DateTimeUtc,
 }

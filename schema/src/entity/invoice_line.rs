@@ -1,6 +1,7 @@
 //! One line of a finalized invoice (drafts are rated on read and keep no lines). Lines
 //! are only ever inserted, while their invoice is being finalized.
 
+use crate::ids::TenantId;
 pub use crate::vocabulary::{LineKind, Metric};
 use sea_orm::entity::prelude::*;
 
@@ -10,7 +11,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub invoice_id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub position: i32,
     pub kind: LineKind,
     pub description: String,

@@ -1,6 +1,7 @@
 //! A tenant's account with the payment provider: its Stripe customer, default payment
 //! method and how its invoices are collected.
 
+use crate::ids::TenantId;
 pub use crate::vocabulary::CollectionMode;
 use sea_orm::entity::prelude::*;
 
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "payment_accounts")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub stripe_customer_id: Option<String>,
     pub default_payment_method: Option<String>,
     pub collection_mode: CollectionMode,

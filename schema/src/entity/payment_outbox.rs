@@ -2,6 +2,7 @@
 //! finalized invoice), written in the same transaction as that change and delivered by a
 //! worker with retries. Its idempotency key makes a repeated delivery create nothing new.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -11,7 +12,7 @@ pub struct Model {
     pub id: Uuid,
     /// `charge_invoice`, `send_invoice` or `charge_top_up`.
     pub kind: String,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub invoice_id: Option<Uuid>,
     #[sea_orm(unique)]
     pub idempotency_key: String,

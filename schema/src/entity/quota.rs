@@ -1,5 +1,6 @@
 //! Per-tenant limits on concurrent usage.
 
+use crate::ids::TenantId;
 pub use crate::vocabulary::QuotaScope;
 use sea_orm::entity::prelude::*;
 
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     pub scope: QuotaScope,
     pub scope_value: String,
     pub max_value: i64,

@@ -1,5 +1,6 @@
 //! A customer organisation. Every tenant-owned row carries `tenant_id`.
 
+use crate::ids::TenantId;
 pub use crate::vocabulary::TenantStatus;
 use sea_orm::entity::prelude::*;
 
@@ -7,7 +8,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "tenants")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: TenantId,
     #[sea_orm(unique)]
     pub name: String,
     pub currency: String,

@@ -1,5 +1,6 @@
 //! A prepaid top-up: a tenant admin buys credit, paid through Stripe; the payment's
 //! success grants the credit (once).
+use crate::ids::TenantId;
 pub use crate::vocabulary::TopUpStatus;
 use sea_orm::entity::prelude::*;
 
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub tenant_id: Uuid,
+    pub tenant_id: TenantId,
     /// Exact decimal in `currency`.
     pub amount: super::Exact,
     pub currency: String,

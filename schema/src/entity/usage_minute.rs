@@ -3,6 +3,7 @@
 //! allocation id, for utilization reports, never billed.
 //! Quantities are exact decimals stored as TEXT.
 
+use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -15,7 +16,7 @@ pub struct Model {
     /// allocation's buckets, which sum all its devices.
     pub device_uuid: String,
     pub allocation_id: Uuid,
-    pub tenant_id: Option<Uuid>,
+    pub tenant_id: Option<TenantId>,
     pub sku_id: Option<Uuid>,
     pub label: String,
     pub active_seconds: super::Exact,
