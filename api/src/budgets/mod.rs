@@ -76,6 +76,7 @@ fn validate_url(url: &str, webhooks: &WebhookClient) -> ApiResult<()> {
 }
 
 /// `setBudget` (tenant admin for its tenant, operator for any).
+#[tracing::instrument(name = "budgets.set", skip_all)]
 pub async fn set(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -277,6 +278,7 @@ async fn evaluate(
 }
 
 /// Evaluates every budget, then delivers pending webhooks. Returns how many budgets.
+#[tracing::instrument(name = "budgets.sweep", skip_all)]
 pub async fn sweep(
     db: &DatabaseConnection,
     ordering: &Ordering,

@@ -432,6 +432,7 @@ pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<O
 
 /// `setGpuHealth` (operator): marks a GPU repaired (`ok`) or takes it out of service by
 /// hand, audited. A fleet change: the scheduler sees it at once.
+#[tracing::instrument(name = "fleet.set_gpu_health", skip_all, fields(gpu = %uuid))]
 pub async fn set_gpu_health(
     db: &DatabaseConnection,
     actor: &Principal,

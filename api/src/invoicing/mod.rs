@@ -230,6 +230,7 @@ pub async fn list(
 }
 
 /// `closeBillingPeriod` (operator): ends the tenant's open period now and finalizes it.
+#[tracing::instrument(name = "invoicing.close", skip_all, fields(tenant = %tenant))]
 pub async fn close(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -264,6 +265,7 @@ pub async fn close(
 
 /// Closes every period whose end plus the grace has passed (run periodically). Returns
 /// how many invoices were finalized.
+#[tracing::instrument(name = "invoicing.close_due", skip_all)]
 pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> ApiResult<usize> {
     ingest::settle(db).await?;
     let now = billing_config.clock.now();
@@ -300,6 +302,7 @@ async fn close_one(
 }
 
 /// `voidInvoice` (operator).
+#[tracing::instrument(name = "invoicing.void", skip_all, fields(invoice = %id))]
 pub async fn void(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -344,6 +347,7 @@ pub struct GrantInput {
 }
 
 /// `grantCredits` (operator).
+#[tracing::instrument(name = "invoicing.grant", skip_all, fields(tenant = %input.tenant))]
 pub async fn grant(
     db: &DatabaseConnection,
     actor: &Principal,

@@ -113,6 +113,7 @@ impl Ordering {
     }
 
     /// `placeOrder`.
+    #[tracing::instrument(name = "ordering.place_order", skip_all, fields(key = %actor.key_id))]
     pub async fn place_order(
         &self,
         db: &DatabaseConnection,
@@ -168,6 +169,7 @@ impl Ordering {
     }
 
     /// `releaseAllocation`: ends one allocation now.
+    #[tracing::instrument(name = "ordering.release_allocation", skip_all, fields(allocation = %id))]
     pub async fn release_allocation(
         &self,
         db: &DatabaseConnection,
@@ -203,6 +205,7 @@ impl Ordering {
     }
 
     /// `releaseOrder`: ends every live allocation of an order.
+    #[tracing::instrument(name = "ordering.release_order", skip_all, fields(order = %id))]
     pub async fn release_order(
         &self,
         db: &DatabaseConnection,
@@ -267,6 +270,7 @@ impl Ordering {
     /// Gives every running allocation of `tenant` the preemption notice window from `at`
     /// (a budget's hard stop): they end when it passes, as preempted spot allocations do.
     /// Returns how many were running.
+    #[tracing::instrument(name = "ordering.stop_tenant", skip_all, fields(tenant = %tenant))]
     pub async fn stop_tenant<C: ConnectionTrait>(
         &self,
         conn: &C,
@@ -287,6 +291,7 @@ impl Ordering {
     }
 
     /// Ends preempted allocations whose notice window has passed. Returns how many.
+    #[tracing::instrument(name = "ordering.end_due_preemptions", skip_all)]
     pub async fn end_due_preemptions(&self, db: &DatabaseConnection) -> ApiResult<usize> {
         let due = store::due_preemptions(db, self.clock.now()).await?;
         if due.is_empty() {

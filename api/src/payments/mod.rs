@@ -45,6 +45,7 @@ pub async fn account(
 /// `setDefaultPaymentMethod` (tenant admin): attaches a payment method collected by the
 /// portal (Stripe.js) to the tenant's Stripe customer, created on first use, and makes it
 /// the default; invoices waiting for a payment method are charged next.
+#[tracing::instrument(name = "payments.set_default_payment_method", skip_all)]
 pub async fn set_default_payment_method(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -142,6 +143,7 @@ pub async fn dunning<C: sea_orm::ConnectionTrait>(
 /// `setCollectionMode(tenantId, mode, daysUntilDue)` (operator): how the tenant's next
 /// finalized invoices are collected — charged to its card, or sent as a Stripe-hosted
 /// invoice payable by transfer within `daysUntilDue` days.
+#[tracing::instrument(name = "payments.set_collection_mode", skip_all, fields(tenant = %tenant))]
 pub async fn set_collection_mode(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -185,6 +187,7 @@ pub async fn set_collection_mode(
 
 /// Applies one verified Stripe event (from the webhook or the event log) in its own
 /// transaction, with dunning when it changed an invoice.
+#[tracing::instrument(name = "payments.handle_event", skip_all, fields(event = %event.id, kind = %event.kind))]
 pub async fn handle_event(
     db: &DatabaseConnection,
     event: &stripe_events::Event,

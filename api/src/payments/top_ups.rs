@@ -27,6 +27,7 @@ pub const MIN_TOP_UP: Decimal = Decimal::ONE;
 const LISTED: u64 = 100;
 
 /// `startTopUp(amount, idempotencyKey)`.
+#[tracing::instrument(name = "payments.start_top_up", skip_all)]
 pub async fn start(
     db: &DatabaseConnection,
     actor: &Principal,

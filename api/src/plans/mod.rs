@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::tenancy;
 
 /// `createPlanVersion` (operator): the plan is created with its first version.
+#[tracing::instrument(name = "plans.create_version", skip_all, fields(plan = %input.plan))]
 pub async fn create_version(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -68,6 +69,7 @@ pub(crate) async fn check_skus<C: ConnectionTrait>(
 
 /// `assignPlan` (operator): the tenant is rated by this version from the later of now and
 /// the version's effective date (from the start of that minute).
+#[tracing::instrument(name = "plans.assign", skip_all, fields(tenant = %tenant))]
 pub async fn assign(
     db: &DatabaseConnection,
     actor: &Principal,

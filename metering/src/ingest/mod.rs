@@ -151,6 +151,7 @@ pub type Answer = Result<Outcome, MeteringError>;
 /// nodes' share a transaction, so its statements and commit are paid once for all). If a
 /// shared transaction fails, each of its batches is tried on its own, so one batch cannot
 /// fail another.
+#[tracing::instrument(name = "ingest.accept_many", skip_all, fields(batches = submissions.len()))]
 pub async fn accept_many(
     db: &DatabaseConnection,
     submissions: Vec<Submission>,

@@ -158,6 +158,7 @@ pub async fn rate_open<C: ConnectionTrait>(
 /// end when it closes by itself): the draft is rated one last time and finalized with
 /// its lines, credit applications and number, and the next period opens at `end`. Run
 /// inside a write transaction.
+#[tracing::instrument(name = "invoicing.close_period", skip_all, fields(tenant = %tenant))]
 pub async fn close_period<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,

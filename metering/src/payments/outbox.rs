@@ -283,6 +283,7 @@ enum Delivered {
 }
 
 /// Delivers due rows; returns how many were attempted.
+#[tracing::instrument(name = "payments.deliver_due", skip_all)]
 pub async fn deliver_due<C: ConnectionTrait>(
     conn: &C,
     gateway: &Gateway,
