@@ -209,6 +209,14 @@ impl ApiError {
         ApiError::NotFound { what: what.into() }
     }
 
+    /// A state the code itself rules out (not bad input, not bad data): a panic in debug
+    /// builds, so tests stop at it; `INTERNAL` in production, logged.
+    pub fn invariant(message: impl Into<String>) -> Self {
+        let message = message.into();
+        debug_assert!(false, "broken invariant: {message}");
+        ApiError::Internal { message }
+    }
+
     /// Logs internal failures (the client sees only `INTERNAL`).
     fn log_if_internal(&self) {
         match self {

@@ -157,9 +157,7 @@ impl CatalogMutation {
         let price = catalog::unit_prices(db, None, std::slice::from_ref(&sku))
             .await?
             .remove(&sku.id)
-            .ok_or_else(|| ApiError::Internal {
-                message: "the new SKU has no price".into(),
-            })?;
+            .ok_or_else(|| ApiError::invariant("the new SKU has no price"))?;
         Ok(CreateSkuPayload {
             sku: Sku(CatalogEntry {
                 unit: catalog::unit_of(db, &sku).await?,

@@ -110,18 +110,14 @@ pub fn sdl() -> String {
 
 pub(crate) fn db<'a>(ctx: &Context<'a>) -> ApiResult<&'a DatabaseConnection> {
     ctx.data::<DatabaseConnection>()
-        .map_err(|_| ApiError::Internal {
-            message: "schema built without a database".into(),
-        })
+        .map_err(|_| ApiError::invariant("schema built without a database"))
 }
 
 /// What time it is, by the application's clock.
 pub(crate) fn now(ctx: &Context<'_>) -> ApiResult<DateTime<Utc>> {
     ctx.data::<SharedClock>()
         .map(|clock| clock.now())
-        .map_err(|_| ApiError::Internal {
-            message: "schema built without a clock".into(),
-        })
+        .map_err(|_| ApiError::invariant("schema built without a clock"))
 }
 
 /// The authenticated caller, or `UNAUTHENTICATED`.
@@ -136,21 +132,17 @@ pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
 
 pub(crate) fn webhook_client<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<WebhookClient>> {
     ctx.data::<Arc<WebhookClient>>()
-        .map_err(|_| ApiError::Internal {
-            message: "schema built without the webhook client".into(),
-        })
+        .map_err(|_| ApiError::invariant("schema built without the webhook client"))
 }
 
 pub(crate) fn ordering_service<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Ordering>> {
-    ctx.data::<Arc<Ordering>>().map_err(|_| ApiError::Internal {
-        message: "schema built without the ordering service".into(),
-    })
+    ctx.data::<Arc<Ordering>>()
+        .map_err(|_| ApiError::invariant("schema built without the ordering service"))
 }
 
 pub(crate) fn billing<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Billing>> {
-    ctx.data::<Arc<Billing>>().map_err(|_| ApiError::Internal {
-        message: "schema built without billing settings".into(),
-    })
+    ctx.data::<Arc<Billing>>()
+        .map_err(|_| ApiError::invariant("schema built without billing settings"))
 }
 
 pub(crate) fn page_limit(ctx: &Context<'_>) -> u32 {

@@ -52,9 +52,7 @@ type Extracted<T> = Pin<Box<dyn Future<Output = Result<T, RestError>>>>;
 fn state(req: &HttpRequest) -> ApiResult<web::Data<AppState>> {
     req.app_data::<web::Data<AppState>>()
         .cloned()
-        .ok_or_else(|| ApiError::Internal {
-            message: "the application state is missing".into(),
-        })
+        .ok_or_else(|| ApiError::invariant("the application state is missing"))
 }
 
 fn key<'r>(req: &'r HttpRequest, what: &str) -> ApiResult<&'r str> {

@@ -362,9 +362,7 @@ impl Batch<'_> {
             .cache
             .regions
             .get(&sku.region)
-            .ok_or_else(|| ApiError::Internal {
-                message: "the region's fleet went away".into(),
-            })?;
+            .ok_or_else(|| ApiError::invariant("the region's fleet went away"))?;
         let mut views: Vec<AllocationView> = Vec::with_capacity(planned.len());
         let mut rows: Vec<(allocation::Model, Vec<Uuid>)> = Vec::with_capacity(planned.len());
         for (id, part) in planned {

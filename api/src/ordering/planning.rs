@@ -40,15 +40,14 @@ pub(super) fn plan_part(
     sku: &sku::Model,
     starts_at: chrono::DateTime<Utc>,
 ) -> ApiResult<(AllocationView, Vec<Uuid>)> {
-    let np = part.nodes.first().ok_or_else(|| ApiError::Internal {
-        message: "an empty placement".into(),
-    })?;
+    let np = part
+        .nodes
+        .first()
+        .ok_or_else(|| ApiError::invariant("an empty placement"))?;
     let node = region
         .node(np.node)
         .cloned()
-        .ok_or_else(|| ApiError::Internal {
-            message: "placement on an unknown node".into(),
-        })?;
+        .ok_or_else(|| ApiError::invariant("placement on an unknown node"))?;
     let (gpus, share) = granted_gpus(region, np)?;
     let row = allocation::Model {
         id,
@@ -105,9 +104,7 @@ fn granted_gpus(
                 gpu: grant.gpu,
             })
             .cloned()
-            .ok_or_else(|| ApiError::Internal {
-                message: "placement on an unknown GPU".into(),
-            })?;
+            .ok_or_else(|| ApiError::invariant("placement on an unknown GPU"))?;
         match grant.share {
             GpuShare::Mig { profile, start } => {
                 let model: Option<GpuModel> = gpu.model.parse().ok();
@@ -187,9 +184,9 @@ pub(super) fn place_units(
         Some(before) => *fleet = before,
         None if planned.parts.is_empty() => {}
         None => {
-            return Err(ApiError::Internal {
-                message: "a refused order left placements behind".into(),
-            });
+            return Err(ApiError::invariant(
+                "a refused order left placements behind",
+            ));
         }
     }
     Ok(Err(refusal))

@@ -36,9 +36,7 @@ pub async fn view_order(db: &DatabaseConnection, order: order::Model) -> ApiResu
     view_orders(db, vec![order])
         .await?
         .pop()
-        .ok_or_else(|| ApiError::Internal {
-            message: "an order without its view".into(),
-        })
+        .ok_or_else(|| ApiError::invariant("an order without its view"))
 }
 
 /// Orders with their SKUs and allocations, in a fixed number of reads for any number of
