@@ -159,7 +159,7 @@ async fn order_labels<C: ConnectionTrait>(
     let key = |a: &allocation::Model| {
         let labels = serde_json::from_value::<BTreeMap<String, String>>(a.labels.clone())
             .unwrap_or_default();
-        (a.id, label_key(&labels))
+        (a.id.into(), label_key(&labels))
     };
     let mut labels: HashMap<Uuid, String> = held.iter().map(key).collect();
     // A bucket of the range's last minute may belong to an allocation that started after
@@ -328,7 +328,7 @@ impl Rows<'_> {
                 .sum();
             let held_gpu_secs = Decimal::from(secs) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
-            let row = self.row(Some(a.sku_id), a.id, day);
+            let row = self.row(Some(a.sku_id), a.id.into(), day);
             row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
             row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }

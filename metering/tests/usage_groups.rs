@@ -14,7 +14,7 @@ use neocloud_metering::usage::{self, GroupBy, UsageRow};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu_health_interval, order, sku, tenant, usage_minute,
 };
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
 use neocloud_schema::vocabulary::{
     AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
 };
@@ -169,7 +169,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         let (form, gpu_count, whole_node) = FORMS[h.form];
         let labels: serde_json::Value = serde_json::from_str(ORDER_LABELS[h.labels]).expect("json");
         let order = order::ActiveModel {
-            id: Set(Uuid::now_v7()),
+            id: Set(OrderId::new()),
             tenant_id: Set(tenant),
             sku_id: Set(fleet.skus[h.form]),
             count: Set(1),
@@ -191,7 +191,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         .expect("order");
         let ended = h.length.map(|l| at(h.start + l));
         let allocation = allocation::ActiveModel {
-            id: Set(Uuid::now_v7()),
+            id: Set(AllocationId::new()),
             order_id: Set(order.id),
             tenant_id: Set(tenant),
             sku_id: Set(fleet.skus[h.form]),
@@ -245,7 +245,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             db,
             tenant,
             fleet.skus[h.form],
-            allocation.id,
+            allocation.id.into(),
             h,
             at(h.start),
         )
@@ -254,7 +254,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         let held_from = h.start.max(case.from);
         let held_to = h.length.map_or(case.to, |l| (h.start + l).min(case.to));
         expected.push(Expected {
-            id: allocation.id,
+            id: allocation.id.into(),
             sku: format!("sku-{}", h.form),
             label: ORDER_LABEL_KEYS[h.labels],
             units,
@@ -282,7 +282,7 @@ async fn write_buckets(
             id: Set(Uuid::now_v7()),
             minute_start: Set(first_minute + Duration::minutes(*minute)),
             device_uuid: Set(String::new()),
-            allocation_id: Set(allocation),
+            allocation_id: Set(allocation.into()),
             tenant_id: Set(Some(tenant)),
             sku_id: Set(Some(sku)),
             label: Set(PROCESS_LABELS[*label].into()),

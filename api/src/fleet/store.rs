@@ -187,7 +187,7 @@ pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
         .all(conn)
         .await?
         .into_iter()
-        .map(|a| (a.id, a))
+        .map(|a| (Uuid::from(a.id), a))
         .collect();
     let mut held = std::collections::HashMap::new();
     for row in allocation_gpu::Entity::find()
@@ -195,7 +195,7 @@ pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
         .all(conn)
         .await?
     {
-        let Some(a) = live.get(&row.allocation_id) else {
+        let Some(a) = live.get(&Uuid::from(row.allocation_id)) else {
             continue;
         };
         let milli = a.milli_per_gpu();

@@ -293,7 +293,7 @@ impl InvoiceQuery {
             super::now(ctx)?,
         )
         .await?;
-        Ok(connection(result, |i| i.id, InvoiceSummary::from))
+        Ok(connection(result, |i| i.id.into(), InvoiceSummary::from))
     }
 
     /// One invoice with its lines (a draft is rated as of now).

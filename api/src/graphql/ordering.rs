@@ -413,7 +413,7 @@ impl OrderingQuery {
             page,
         )
         .await?;
-        Ok(connection(result, |o| o.order.id, Order))
+        Ok(connection(result, |o| o.order.id.into(), Order))
     }
 
     async fn order(&self, ctx: &Context<'_>, id: ID) -> Result<Order> {
@@ -439,7 +439,7 @@ impl OrderingQuery {
             page,
         )
         .await?;
-        Ok(connection(result, |a| a.allocation.id, Allocation))
+        Ok(connection(result, |a| a.allocation.id.into(), Allocation))
     }
 
     async fn allocation(&self, ctx: &Context<'_>, id: ID) -> Result<Allocation> {

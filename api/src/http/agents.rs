@@ -60,7 +60,7 @@ pub async fn assignments(
             let a = &view.allocation;
             for gpu in &view.gpus {
                 assignments.push(Assignment {
-                    allocation_id: a.id.into(),
+                    allocation_id: a.id,
                     gpu_uuid: gpu.uuid.clone(),
                     mig_profile: a.mig_profile.clone(),
                     mig_start_slot: a

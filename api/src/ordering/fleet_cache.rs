@@ -166,7 +166,11 @@ impl FleetCache {
             regions,
         };
         for alloc in &live {
-            cache.recommit(alloc, held.get(&alloc.id).map_or(&[][..], Vec::as_slice))?;
+            cache.recommit(
+                alloc,
+                held.get(&Uuid::from(alloc.id))
+                    .map_or(&[][..], Vec::as_slice),
+            )?;
         }
         for region in cache.regions.values_mut() {
             region.apply_states()?;
@@ -213,7 +217,7 @@ impl FleetCache {
         };
         region
             .fleet
-            .commit(allocation_key(alloc.id), &placement)
+            .commit(allocation_key(alloc.id.into()), &placement)
             .map(|_| ())
             .map_err(|e| DbErr::Custom(format!("allocation {} does not fit: {e}", alloc.id)))
     }
@@ -234,7 +238,9 @@ async fn live_allocations<C: ConnectionTrait>(
         .all(conn)
         .await?
     {
-        held.entry(row.allocation_id).or_default().push(row.gpu_id);
+        held.entry(row.allocation_id.into())
+            .or_default()
+            .push(row.gpu_id);
     }
     Ok((live, held))
 }

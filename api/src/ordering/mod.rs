@@ -219,7 +219,7 @@ impl Ordering {
             .await?
             .ok_or_else(|| ApiError::not_found("order"))?;
         Self::current(&mut cache, &txn).await?;
-        for row in store::allocations_of_orders(&txn, &[order.id]).await? {
+        for row in store::allocations_of_orders(&txn, &[order.id.into()]).await? {
             if row.status != AllocationStatus::Released {
                 self.end(&txn, &mut cache, &row).await?;
             }
@@ -255,10 +255,10 @@ impl Ordering {
         let now = self.clock.now();
         let at = row.preempt_at.filter(|p| *p < now).unwrap_or(now);
         let ended = store::end_allocation(txn, row, at).await?;
-        store::settle_order(txn, row.order_id, at).await?;
+        store::settle_order(txn, row.order_id.into(), at).await?;
         for region in cache.regions.values_mut() {
             if region.node_id(row.node_id).is_some() {
-                if let Err(err) = region.fleet.release(allocation_key(row.id)) {
+                if let Err(err) = region.fleet.release(allocation_key(row.id.into())) {
                     tracing::warn!(error = %err, allocation = %row.id, "Released allocation was not in the fleet.");
                 }
                 break;
@@ -281,7 +281,7 @@ impl Ordering {
             .await?
             .iter()
             .filter(|(a, _)| a.status == AllocationStatus::Active)
-            .map(|(a, _)| a.id)
+            .map(|(a, _)| Uuid::from(a.id))
             .collect();
         if !running.is_empty() {
             let notice = chrono::TimeDelta::from_std(self.notice).unwrap_or_default();

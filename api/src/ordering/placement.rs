@@ -401,7 +401,7 @@ impl Batch<'_> {
 fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<order::Model> {
     let input = &p.input;
     Ok(order::Model {
-        id: OrderId::new().into(),
+        id: OrderId::new(),
         tenant_id: p.tenant,
         sku_id: sku.id,
         count: input.count,

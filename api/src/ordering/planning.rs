@@ -50,7 +50,7 @@ pub(super) fn plan_part(
         .ok_or_else(|| ApiError::invariant("placement on an unknown node"))?;
     let (gpus, share) = granted_gpus(region, np)?;
     let row = allocation::Model {
-        id,
+        id: id.into(),
         order_id: order.id,
         tenant_id: order.tenant_id,
         sku_id: sku.id,

@@ -78,14 +78,15 @@ impl Usage {
     ) -> ApiResult<()> {
         let live = super::store::live_allocations_of(conn, tenant).await?;
         // One read of every live allocation's GPUs (this runs inside the serialized section).
-        let ids: Vec<Uuid> = live.iter().map(|(a, _)| a.id).collect();
+        let ids: Vec<Uuid> = live.iter().map(|(a, _)| Uuid::from(a.id)).collect();
         let mut gpus_held: HashMap<Uuid, u64> = HashMap::new();
         for (allocation, _) in super::store::gpus_of(conn, &ids).await? {
             *gpus_held.entry(allocation).or_default() += 1;
         }
         for (alloc, alloc_sku) in &live {
             let Some(alloc_sku) = alloc_sku else { continue };
-            let held = alloc.milli_per_gpu() * gpus_held.get(&alloc.id).copied().unwrap_or(0);
+            let held =
+                alloc.milli_per_gpu() * gpus_held.get(&Uuid::from(alloc.id)).copied().unwrap_or(0);
             for key in keys(alloc_sku) {
                 *self.milli.entry(key).or_default() += held;
             }

@@ -149,7 +149,7 @@ pub(crate) async fn gpus_of<C: ConnectionTrait>(
     let mut out = Vec::new();
     for g in gpus {
         for r in rows.iter().filter(|r| r.gpu_id == g.id) {
-            out.push((r.allocation_id, g.clone()));
+            out.push((r.allocation_id.into(), g.clone()));
         }
     }
     Ok(out)

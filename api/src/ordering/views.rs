@@ -45,7 +45,7 @@ pub async fn view_orders(
     db: &DatabaseConnection,
     orders: Vec<order::Model>,
 ) -> ApiResult<Vec<OrderView>> {
-    let ids: Vec<Uuid> = orders.iter().map(|o| o.id).collect();
+    let ids: Vec<Uuid> = orders.iter().map(|o| Uuid::from(o.id)).collect();
     let mut allocations =
         view_allocations(db, store::allocations_of_orders(db, &ids).await?).await?;
     let skus = skus_by_id(db, orders.iter().map(|o| o.sku_id)).await?;
@@ -89,7 +89,7 @@ pub async fn view_allocations(
     db: &DatabaseConnection,
     allocations: Vec<allocation::Model>,
 ) -> ApiResult<Vec<AllocationView>> {
-    let ids: Vec<Uuid> = allocations.iter().map(|a| a.id).collect();
+    let ids: Vec<Uuid> = allocations.iter().map(|a| Uuid::from(a.id)).collect();
     let gpus = store::gpus_of(db, &ids).await?;
     let node_ids: Vec<Uuid> = allocations.iter().map(|a| a.node_id).collect();
     let nodes = store::nodes_by_id(db, &node_ids).await?;
@@ -105,7 +105,7 @@ pub async fn view_allocations(
             })?;
         let mine = gpus
             .iter()
-            .filter(|(a, _)| *a == allocation.id)
+            .filter(|(a, _)| *a == Uuid::from(allocation.id))
             .map(|(_, g)| g.clone())
             .collect();
         out.push(AllocationView {

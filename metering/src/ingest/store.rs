@@ -851,7 +851,7 @@ async fn current_buckets<C: ConnectionTrait>(
         .map(|row| {
             (
                 (
-                    row.allocation_id,
+                    row.allocation_id.into(),
                     row.minute_start,
                     row.device_uuid.clone(),
                     row.label.clone(),
@@ -889,7 +889,7 @@ fn bucket_row(
         id: Set(id),
         minute_start: Set(key.1),
         device_uuid: Set(key.2.clone()),
-        allocation_id: Set(key.0),
+        allocation_id: Set(key.0.into()),
         tenant_id: Set(inc.tenant),
         sku_id: Set(inc.sku),
         label: Set(key.3.clone()),

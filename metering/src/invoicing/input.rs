@@ -166,7 +166,7 @@ async fn allocation_usage<C: ConnectionTrait>(
         .all(conn)
         .await?
         .into_iter()
-        .map(|a| (a.id, a))
+        .map(|a| (a.id.into(), a))
         .collect();
     let mut gpus_held: HashMap<Uuid, usize> = HashMap::new();
     for h in allocation_gpu::Entity::find()
@@ -174,7 +174,7 @@ async fn allocation_usage<C: ConnectionTrait>(
         .all(conn)
         .await?
     {
-        *gpus_held.entry(h.allocation_id).or_default() += 1;
+        *gpus_held.entry(h.allocation_id.into()).or_default() += 1;
     }
     Ok(rows
         .into_iter()
@@ -423,7 +423,7 @@ mod tests {
     #[test]
     fn an_invoice_is_known_as_billed_in_sku_units_by_its_rating() {
         let invoice = |rating: Option<serde_json::Value>| invoice::Model {
-            id: Uuid::nil(),
+            id: neocloud_schema::ids::InvoiceId(Uuid::nil()),
             tenant_id: TenantId(Uuid::nil()),
             status: neocloud_schema::vocabulary::InvoiceStatus::Open,
             number: None,

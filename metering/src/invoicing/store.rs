@@ -63,7 +63,7 @@ pub async fn open_draft<C: ConnectionTrait>(
     let start = last_end.unwrap_or_else(|| whole_minute(owner.created_at));
     let end = next_anchor(start, u32::try_from(owner.billing_anchor_day).unwrap_or(1));
     let draft = invoice::ActiveModel {
-        id: Set(InvoiceId::new().into()),
+        id: Set(InvoiceId::new()),
         tenant_id: Set(tenant),
         status: Set(InvoiceStatus::Draft),
         number: Set(None),
@@ -273,7 +273,7 @@ pub async fn find<C: ConnectionTrait>(
 pub async fn lines<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> Result<Vec<invoice_line::Model>, DbErr> {
     invoice_line::Entity::find()
         .filter(invoice_line::Column::TenantId.eq(tenant))
@@ -323,7 +323,10 @@ pub(super) async fn finalized_since<C: ConnectionTrait>(
 
 /// Ids of the tenant's voided invoices (their lines and credit applications no longer
 /// count).
-async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<Vec<Uuid>, DbErr> {
+async fn voided_ids<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<Vec<InvoiceId>, DbErr> {
     invoice::Entity::find()
         .select_only()
         .column(invoice::Column::Id)
@@ -339,7 +342,7 @@ async fn voided_ids<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<Ve
 pub(super) async fn billed_lines<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    closed: Uuid,
+    closed: InvoiceId,
 ) -> Result<Vec<Line>, DbErr> {
     let voided = voided_ids(conn, tenant).await?;
     Ok(invoice_line::Entity::find()

@@ -15,6 +15,7 @@ pub mod webhook;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{invoice, stripe_event, top_up};
+use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState, TopUpStatus};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
@@ -43,7 +44,7 @@ pub struct Event {
     pub kind: String,
     pub created: i64,
     /// Our invoice (`metadata.invoice_id`).
-    pub invoice: Option<Uuid>,
+    pub invoice: Option<InvoiceId>,
     /// Our top-up (`metadata.top_up_id`).
     pub top_up: Option<Uuid>,
     /// The idempotency key of the outbox call that created the object
@@ -84,7 +85,7 @@ pub fn event_from(value: &Value) -> Result<Event, BadEvent> {
         id: id.to_owned(),
         kind: kind.to_owned(),
         created: value["created"].as_i64().unwrap_or_default(),
-        invoice: uuid("invoice_id"),
+        invoice: uuid("invoice_id").map(InvoiceId),
         top_up: uuid("top_up_id"),
         key: text(&metadata["neocloud_key"]),
         object_id: text(&object["id"]),
@@ -273,14 +274,14 @@ pub(crate) async fn top_up_refused<C: ConnectionTrait>(
         > 0)
 }
 
-async fn exists<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<bool, DbErr> {
+async fn exists<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<bool, DbErr> {
     Ok(invoice::Entity::find_by_id(id).one(conn).await?.is_some())
 }
 
 /// Moves a finalized, owed invoice to paid.
 async fn paid<C: ConnectionTrait>(
     conn: &C,
-    id: Uuid,
+    id: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
     let changed = invoice::Entity::update_many()
@@ -305,7 +306,7 @@ async fn paid<C: ConnectionTrait>(
 }
 
 /// Counts a failed attempt on an invoice still owed.
-async fn failed<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<Outcome, DbErr> {
+async fn failed<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<Outcome, DbErr> {
     let changed = invoice::Entity::update_many()
         .col_expr(
             invoice::Column::PaymentState,
@@ -323,7 +324,7 @@ async fn failed<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<Outcome, DbErr
     settle(conn, id, changed).await
 }
 
-async fn uncollectible<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<Outcome, DbErr> {
+async fn uncollectible<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<Outcome, DbErr> {
     let changed = invoice::Entity::update_many()
         .col_expr(
             invoice::Column::Status,
@@ -341,7 +342,11 @@ async fn uncollectible<C: ConnectionTrait>(conn: &C, id: Uuid) -> Result<Outcome
     settle(conn, id, changed).await
 }
 
-async fn settle<C: ConnectionTrait>(conn: &C, id: Uuid, changed: u64) -> Result<Outcome, DbErr> {
+async fn settle<C: ConnectionTrait>(
+    conn: &C,
+    id: InvoiceId,
+    changed: u64,
+) -> Result<Outcome, DbErr> {
     Ok(if changed > 0 {
         Outcome::Applied
     } else if exists(conn, id).await? {

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, top_up};
+use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CollectionMode, InvoiceStatus, TopUpStatus};
@@ -85,7 +86,7 @@ impl Default for RetrySchedule {
 
 /// The idempotency key of charging `invoice` after `refusals` refused charges: a refused
 /// request replays its refusal under the same key, so each retry has its own.
-pub fn invoice_key(invoice: Uuid, refusals: i32) -> String {
+pub fn invoice_key(invoice: InvoiceId, refusals: i32) -> String {
     if refusals == 0 {
         format!("neocloud-invoice-{invoice}")
     } else {
@@ -124,7 +125,7 @@ fn new_row(
 pub async fn queue_invoice<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let mode = accounts::collection_mode(conn, tenant).await?;
@@ -160,7 +161,7 @@ pub async fn queue_top_up<C: ConnectionTrait>(
 pub async fn queue_void_hosted<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let sent = payment_outbox::Entity::find()
@@ -220,7 +221,7 @@ pub async fn wake<C: ConnectionTrait>(
     Ok(())
 }
 
-async fn owed<C: ConnectionTrait>(conn: &C, invoice: Option<Uuid>) -> Result<bool, DbErr> {
+async fn owed<C: ConnectionTrait>(conn: &C, invoice: Option<InvoiceId>) -> Result<bool, DbErr> {
     Ok(match invoice {
         Some(id) => invoice::Entity::find_by_id(id)
             .one(conn)

@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::vocabulary::{LineKind, Metric};
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
@@ -192,7 +193,7 @@ pub struct GrantBalance {
 /// adjustments since) and what rating it again today gives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LateUsage {
-    pub invoice: Uuid,
+    pub invoice: InvoiceId,
     pub number: String,
     pub billed: Vec<Line>,
     pub rerated: Vec<Line>,
@@ -240,7 +241,7 @@ pub struct Line {
     #[serde(default)]
     pub amount: Decimal,
     #[serde(default)]
-    pub adjusts_invoice: Option<Uuid>,
+    pub adjusts_invoice: Option<InvoiceId>,
     #[serde(default)]
     pub trace: serde_json::Value,
 }

@@ -1,6 +1,8 @@
 //! A placed piece of an order on one node: GPUs, a MIG instance, a GPU fraction or the
 //! whole node. Its lifetime is what `allocated_seconds` bills.
 
+use crate::ids::AllocationId;
+use crate::ids::OrderId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{AllocationClass, AllocationStatus};
 use sea_orm::entity::prelude::*;
@@ -9,8 +11,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "allocations")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
-    pub order_id: Uuid,
+    pub id: AllocationId,
+    pub order_id: OrderId,
     pub tenant_id: TenantId,
     pub sku_id: Uuid,
     pub node_id: Uuid,

@@ -1,5 +1,6 @@
 //! Which GPUs an allocation holds (one row per GPU).
 
+use crate::ids::AllocationId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -7,7 +8,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "allocation_gpus")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub allocation_id: Uuid,
+    pub allocation_id: AllocationId,
     #[sea_orm(primary_key, auto_increment = false)]
     pub gpu_id: Uuid,
     pub tenant_id: TenantId,

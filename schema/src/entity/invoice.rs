@@ -3,6 +3,7 @@
 //! by the store, and on PostgreSQL and SQLite by a trigger as well; only the payment state
 //! (`paid_at`, `voided_at`, `void_reason`, `status`) moves on.
 
+use crate::ids::InvoiceId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{InvoiceStatus, PaymentState};
 use sea_orm::entity::prelude::*;
@@ -11,7 +12,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "invoices")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: InvoiceId,
     pub tenant_id: TenantId,
     pub status: InvoiceStatus,
     /// `NC-2026-000123`, gapless per operator and year; set when finalized.

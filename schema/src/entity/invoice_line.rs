@@ -1,6 +1,7 @@
 //! One line of a finalized invoice (drafts are rated on read and keep no lines). Lines
 //! are only ever inserted, while their invoice is being finalized.
 
+use crate::ids::InvoiceId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{LineKind, Metric};
 use sea_orm::entity::prelude::*;
@@ -10,7 +11,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub invoice_id: Uuid,
+    pub invoice_id: InvoiceId,
     pub tenant_id: TenantId,
     pub position: i32,
     pub kind: LineKind,
@@ -28,7 +29,7 @@ pub struct Model {
     /// The exact amount before rounding.
     pub amount_exact: super::Exact,
     /// For adjustments: the invoice whose period the late usage belongs to.
-    pub adjusts_invoice_id: Option<Uuid>,
+    pub adjusts_invoice_id: Option<InvoiceId>,
     pub trace: Json,
 }
 

@@ -1,5 +1,6 @@
 //! A tenant's order: what was asked for, under which idempotency key.
 
+use crate::ids::OrderId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{AllocationClass, OrderStatus, TopologyLevel};
 use sea_orm::entity::prelude::*;
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "orders")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: OrderId,
     pub tenant_id: TenantId,
     pub sku_id: Uuid,
     pub count: i32,

@@ -2,6 +2,7 @@
 //! finalized invoice), written in the same transaction as that change and delivered by a
 //! worker with retries. Its idempotency key makes a repeated delivery create nothing new.
 
+use crate::ids::InvoiceId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -13,7 +14,7 @@ pub struct Model {
     /// `charge_invoice`, `send_invoice` or `charge_top_up`.
     pub kind: String,
     pub tenant_id: TenantId,
-    pub invoice_id: Option<Uuid>,
+    pub invoice_id: Option<InvoiceId>,
     #[sea_orm(unique)]
     pub idempotency_key: String,
     /// `pending`, `done` or `failed`.

@@ -1,5 +1,6 @@
 //! A Stripe webhook event already handled (events are deduplicated by id).
 
+use crate::ids::InvoiceId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -10,7 +11,7 @@ pub struct Model {
     pub event_type: String,
     /// Stripe's `created` (unix seconds).
     pub created: i64,
-    pub invoice_id: Option<Uuid>,
+    pub invoice_id: Option<InvoiceId>,
     /// What handling it did: `applied`, `ignored`, `unknown_object` (no invoice or top-up of ours), `superseded`.
     pub outcome: String,
     pub received_at: DateTimeUtc,

@@ -3,6 +3,7 @@
 //! allocation id, for utilization reports, never billed.
 //! Quantities are exact decimals stored as TEXT.
 
+use crate::ids::AllocationId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -15,7 +16,7 @@ pub struct Model {
     /// The device of seconds no allocation held (kept for utilization); empty in an
     /// allocation's buckets, which sum all its devices.
     pub device_uuid: String,
-    pub allocation_id: Uuid,
+    pub allocation_id: AllocationId,
     pub tenant_id: Option<TenantId>,
     pub sku_id: Option<Uuid>,
     pub label: String,
