@@ -216,7 +216,7 @@ pub async fn usage<C: ConnectionTrait>(
         .all(conn)
         .await?
         .into_iter()
-        .map(|s| (s.id, s.name))
+        .map(|s| (s.id.into(), s.name))
         .collect();
     let buckets = minute_buckets(conn, tenant, from, to).await?;
     let held = holdings(conn, tenant, from, to).await?;
@@ -328,7 +328,7 @@ impl Rows<'_> {
                 .sum();
             let held_gpu_secs = Decimal::from(secs) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
-            let row = self.row(Some(a.sku_id), a.id.into(), day);
+            let row = self.row(Some(a.sku_id.into()), a.id.into(), day);
             row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
             row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }

@@ -14,7 +14,7 @@ use neocloud_metering::usage::{self, GroupBy, UsageRow};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu_health_interval, order, sku, tenant, usage_minute,
 };
-use neocloud_schema::ids::{AllocationId, OrderId, TenantId};
+use neocloud_schema::ids::{AllocationId, OrderId, SkuId, TenantId};
 use neocloud_schema::vocabulary::{
     AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
 };
@@ -100,7 +100,7 @@ struct Fleet {
     db: DatabaseConnection,
     node: Uuid,
     gpus: Vec<Uuid>,
-    skus: Vec<Uuid>,
+    skus: Vec<SkuId>,
 }
 
 async fn fleet() -> Fleet {
@@ -111,7 +111,7 @@ async fn fleet() -> Fleet {
     let mut skus = Vec::new();
     for (i, (form, gpus, _)) in FORMS.iter().enumerate() {
         let sku = sku::ActiveModel {
-            id: Set(Uuid::now_v7()),
+            id: Set(SkuId::new()),
             name: Set(format!("sku-{i}")),
             gpu_model: Set("H100".into()),
             form: Set(*form),
@@ -244,7 +244,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         write_buckets(
             db,
             tenant,
-            fleet.skus[h.form],
+            fleet.skus[h.form].into(),
             allocation.id.into(),
             h,
             at(h.start),
@@ -284,7 +284,7 @@ async fn write_buckets(
             device_uuid: Set(String::new()),
             allocation_id: Set(allocation.into()),
             tenant_id: Set(Some(tenant)),
-            sku_id: Set(Some(sku)),
+            sku_id: Set(Some(sku.into())),
             label: Set(PROCESS_LABELS[*label].into()),
             active_seconds: Set(Decimal::new(i64::from(*active), 2).into()),
             memory_gib_seconds: Set(Decimal::new(i64::from(*memory), 3).into()),

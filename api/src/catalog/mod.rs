@@ -50,7 +50,7 @@ pub async fn list(
         .into_iter()
         .zip(available)
         .filter_map(|(sku, available)| {
-            let price = prices.remove(&sku.id)?;
+            let price = prices.remove(&Uuid::from(sku.id))?;
             Some(CatalogEntry {
                 unit: unit_in(&sizes, &sku),
                 sku,

@@ -84,7 +84,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     valid: &ValidSku,
 ) -> Result<sku::Model, DbErr> {
     sku::ActiveModel {
-        id: Set(SkuId::new().into()),
+        id: Set(SkuId::new()),
         name: Set(valid.name.clone()),
         gpu_model: Set(valid.model.code().to_owned()),
         form: Set(valid.form),

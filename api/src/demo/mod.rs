@@ -14,13 +14,12 @@ use chrono::{TimeDelta, TimeZone, Utc};
 use neocloud_metering::rating::{PriceModel, Tier};
 use neocloud_metering::{invoicing, plans};
 use neocloud_schema::entity::{api_key, sku, tenant};
-use neocloud_schema::ids::NodeId;
+use neocloud_schema::ids::{NodeId, PlanVersionId};
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait, QueryFilter};
 use serde::Serialize;
-use uuid::Uuid;
 
 use crate::auth;
 use crate::catalog;
@@ -185,7 +184,10 @@ const DEMO_PLANS: [DemoPlan; 2] = [
 ];
 
 /// The demo plans' versions (created once), in `DEMO_PLANS` order.
-async fn seed_plans(txn: &DatabaseTransaction, skus: &[sku::Model]) -> ApiResult<Vec<Uuid>> {
+async fn seed_plans(
+    txn: &DatabaseTransaction,
+    skus: &[sku::Model],
+) -> ApiResult<Vec<PlanVersionId>> {
     let mut versions = Vec::new();
     for demo in &DEMO_PLANS {
         versions.push(seed_plan(txn, demo, skus).await?);
@@ -197,7 +199,7 @@ async fn seed_plan(
     txn: &DatabaseTransaction,
     demo: &DemoPlan,
     skus: &[sku::Model],
-) -> ApiResult<Uuid> {
+) -> ApiResult<PlanVersionId> {
     if let Some(version) = plans::store::first_version_named(txn, demo.name).await? {
         return Ok(version);
     }
@@ -223,7 +225,7 @@ fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
     let share = |pct: i64, price: Decimal| (price * Decimal::new(pct, 2)).round_dp(6).normalize();
     let list = sku.list_price_per_hour.get();
     let rate = |metric, model, spot| plans::Rate {
-        sku: sku.id,
+        sku: sku.id.into(),
         metric,
         model,
         spot_unit_price: spot,
@@ -262,7 +264,7 @@ fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
 async fn ensure_tenant(
     txn: &DatabaseTransaction,
     name: &str,
-    plan_version: Uuid,
+    plan_version: PlanVersionId,
     credits: bool,
 ) -> ApiResult<tenant::Model> {
     if let Some(existing) = tenancy::store::find_by_name(txn, name).await? {

@@ -156,7 +156,7 @@ impl CatalogMutation {
         .await?;
         let price = catalog::unit_prices(db, None, std::slice::from_ref(&sku))
             .await?
-            .remove(&sku.id)
+            .remove(&sku.id.into())
             .ok_or_else(|| ApiError::invariant("the new SKU has no price"))?;
         Ok(CreateSkuPayload {
             sku: Sku(CatalogEntry {

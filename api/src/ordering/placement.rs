@@ -203,7 +203,7 @@ async fn attempt(
     let skus = crate::catalog::store::find_many(&txn, &sku_ids)
         .await?
         .into_iter()
-        .map(|s| (s.id, s))
+        .map(|s| (s.id.into(), s))
         .collect();
     let mut run = Batch {
         txn: &txn,

@@ -95,7 +95,7 @@ pub async fn hourly_price<C: ConnectionTrait>(
 ) -> ApiResult<Decimal> {
     let price = catalog::unit_prices(conn, Some(tenant), std::slice::from_ref(sku))
         .await?
-        .remove(&sku.id)
+        .remove(&sku.id.into())
         .ok_or_else(|| ApiError::not_found("SKU"))?;
     let unit = if class == AllocationClass::Spot {
         price.spot

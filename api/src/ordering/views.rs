@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use neocloud_schema::entity::{allocation, gpu, node, order, sku};
+use neocloud_schema::ids::SkuId;
 use neocloud_schema::vocabulary::{AllocationStatus, OrderStatus};
 use sea_orm::DatabaseConnection;
 use uuid::Uuid;
@@ -66,11 +67,12 @@ pub async fn view_orders(
 
 pub(super) async fn skus_by_id(
     db: &DatabaseConnection,
-    ids: impl Iterator<Item = Uuid>,
-) -> ApiResult<BTreeMap<Uuid, sku::Model>> {
+    ids: impl Iterator<Item = SkuId>,
+) -> ApiResult<BTreeMap<SkuId, sku::Model>> {
     let ids: Vec<Uuid> = ids
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
+        .map(Uuid::from)
         .collect();
     Ok(catalog::store::find_many(db, &ids)
         .await?
@@ -79,7 +81,7 @@ pub(super) async fn skus_by_id(
         .collect())
 }
 
-pub(super) fn sku_of(skus: &BTreeMap<Uuid, sku::Model>, id: Uuid) -> ApiResult<sku::Model> {
+pub(super) fn sku_of(skus: &BTreeMap<SkuId, sku::Model>, id: SkuId) -> ApiResult<sku::Model> {
     skus.get(&id).cloned().ok_or_else(|| ApiError::Internal {
         message: format!("SKU {id} is missing"),
     })

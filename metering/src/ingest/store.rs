@@ -8,7 +8,7 @@ use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu, gpu_event, ingest_anomaly, ingest_batch, ingest_pending,
     ingest_quarantine, node, node_energy, usage_minute,
 };
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{SkuId, TenantId};
 use neocloud_schema::ingest::{Batch, HealthEvent};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, LockType, OnConflict};
@@ -891,7 +891,7 @@ fn bucket_row(
         device_uuid: Set(key.2.clone()),
         allocation_id: Set(key.0.into()),
         tenant_id: Set(inc.tenant),
-        sku_id: Set(inc.sku),
+        sku_id: Set(inc.sku.map(SkuId)),
         label: Set(key.3.clone()),
         active_seconds: Set(active.into()),
         memory_gib_seconds: Set(memory.into()),

@@ -8,6 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{
     Exact, allocation, allocation_gpu, invoice, plan_rate, plan_version, sku, tenant, tenant_plan,
 };
+use neocloud_schema::ids::PlanVersionId;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{AllocationClass, Metric};
@@ -53,7 +54,7 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
                 _ => return None,
             };
             Some(Rate {
-                sku: r.sku_id,
+                sku: r.sku_id.into(),
                 metric: r.metric,
                 model,
                 spot_unit_price: r.spot_unit_price.map(Exact::get),
@@ -62,7 +63,7 @@ fn terms(name: &str, version: &plan_version::Model, rates: &[plan_rate::Model]) 
         .collect();
     PlanTerms {
         label: format!("{name} v{}", version.version),
-        version_id: Some(version.id),
+        version_id: Some(version.id.into()),
         minimum_billable_seconds: version.minimum_billable_seconds,
         rates,
         commitment: version
@@ -95,7 +96,7 @@ async fn segments<C: ConnectionTrait>(
     to: DateTime<Utc>,
 ) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, PlanTerms)>, DbErr> {
     let assignments = plans::store::assignments_before(conn, tenant, to).await?;
-    let version_ids: Vec<Uuid> = assignments.iter().map(|a| a.plan_version_id).collect();
+    let version_ids: Vec<PlanVersionId> = assignments.iter().map(|a| a.plan_version_id).collect();
     let versions = plans::store::versions(conn, &version_ids).await?;
     let names = plans::store::names(conn).await?;
     let rates = plans::store::rates_of(conn, &version_ids).await?;
@@ -187,7 +188,7 @@ async fn allocation_usage<C: ConnectionTrait>(
             let held_to = a.ended_at.map_or(to, |e| e.min(to));
             Some(AllocationUsage {
                 allocation: id,
-                sku: a.sku_id,
+                sku: a.sku_id.into(),
                 spot: a.class == AllocationClass::Spot,
                 units,
                 allocated_seconds: row.allocated_seconds,
@@ -254,7 +255,7 @@ async fn sku_infos<C: ConnectionTrait>(conn: &C) -> Result<BTreeMap<Uuid, SkuInf
         .into_iter()
         .map(|s| {
             (
-                s.id,
+                s.id.into(),
                 SkuInfo {
                     unit: s.unit(),
                     list_price_per_hour: s.list_price_per_hour.get(),

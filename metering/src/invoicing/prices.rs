@@ -46,7 +46,7 @@ fn price_of(plan: &PlanTerms, sku: &sku::Model, list_price: Decimal) -> UnitPric
     let rate = plan
         .rates
         .iter()
-        .find(|r| r.sku == sku.id && r.metric == Metric::Allocated);
+        .find(|r| r.sku == Uuid::from(sku.id) && r.metric == Metric::Allocated);
     match rate {
         Some(rate) => {
             let on_demand = first_unit_price(&rate.model);
@@ -77,6 +77,11 @@ pub async fn unit_prices<C: ConnectionTrait>(
         None => list_prices(),
     };
     skus.iter()
-        .map(|sku| Ok((sku.id, price_of(&plan, sku, sku.list_price_per_hour.get()))))
+        .map(|sku| {
+            Ok((
+                sku.id.into(),
+                price_of(&plan, sku, sku.list_price_per_hour.get()),
+            ))
+        })
         .collect()
 }

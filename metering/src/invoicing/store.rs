@@ -8,7 +8,7 @@ use neocloud_schema::entity::{
     Exact, credit_application, credit_grant, invoice, invoice_line, invoice_sequence, tenant,
 };
 use neocloud_schema::ids::InvoiceId;
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{SkuId, TenantId};
 use neocloud_schema::vocabulary::{InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
@@ -187,7 +187,7 @@ async fn insert_lines<C: ConnectionTrait>(
             position: Set(i32::try_from(position).unwrap_or(i32::MAX)),
             kind: Set(line.kind),
             description: Set(line.description.clone()),
-            sku_id: Set(line.sku),
+            sku_id: Set(line.sku.map(SkuId)),
             sku_name: Set(line.sku_name.clone()),
             metric: Set(line.metric),
             tier: Set(line.tier.and_then(|t| i32::try_from(t).ok())),
@@ -288,7 +288,7 @@ pub fn line_of(model: &invoice_line::Model) -> Line {
     Line {
         kind: model.kind,
         description: model.description.clone(),
-        sku: model.sku_id,
+        sku: model.sku_id.map(Uuid::from),
         sku_name: model.sku_name.clone(),
         metric: model.metric,
         tier: model.tier.and_then(|t| usize::try_from(t).ok()),

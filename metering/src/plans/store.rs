@@ -21,7 +21,7 @@ pub(crate) async fn plan_by_name_or_create<C: ConnectionTrait>(
     conn: &C,
     name: &str,
     now: DateTime<Utc>,
-) -> Result<Uuid, DbErr> {
+) -> Result<PlanId, DbErr> {
     if let Some(found) = plan::Entity::find()
         .filter(plan::Column::Name.eq(name))
         .one(conn)
@@ -30,7 +30,7 @@ pub(crate) async fn plan_by_name_or_create<C: ConnectionTrait>(
         return Ok(found.id);
     }
     Ok(plan::ActiveModel {
-        id: Set(PlanId::new().into()),
+        id: Set(PlanId::new()),
         name: Set(name.to_owned()),
         created_at: Set(now),
     }
@@ -41,7 +41,7 @@ pub(crate) async fn plan_by_name_or_create<C: ConnectionTrait>(
 
 pub(crate) async fn insert_version<C: ConnectionTrait>(
     conn: &C,
-    plan: Uuid,
+    plan: PlanId,
     new: &PlanVersion,
     now: DateTime<Utc>,
 ) -> Result<plan_version::Model, DbErr> {
@@ -52,7 +52,7 @@ pub(crate) async fn insert_version<C: ConnectionTrait>(
         .await?
         .map_or(0, |v| v.version);
     plan_version::ActiveModel {
-        id: Set(PlanVersionId::new().into()),
+        id: Set(PlanVersionId::new()),
         plan_id: Set(plan),
         version: Set(latest + 1),
         currency: Set(new.currency.code().to_owned()),
@@ -68,7 +68,7 @@ pub(crate) async fn insert_version<C: ConnectionTrait>(
 
 pub(crate) async fn insert_rate<C: ConnectionTrait>(
     conn: &C,
-    version: Uuid,
+    version: PlanVersionId,
     rate: &Rate,
 ) -> Result<plan_rate::Model, DbErr> {
     let tiers_json = |tiers| serde_json::to_value(tiers).map_err(|e| DbErr::Custom(e.to_string()));
@@ -105,7 +105,7 @@ pub(crate) async fn insert_rate<C: ConnectionTrait>(
     plan_rate::ActiveModel {
         id: Set(Uuid::now_v7()),
         plan_version_id: Set(version),
-        sku_id: Set(rate.sku),
+        sku_id: Set(rate.sku.into()),
         metric: Set(rate.metric),
         tiers_mode: Set(mode),
         unit_price: Set(unit_price),
@@ -128,7 +128,7 @@ pub async fn version<C: ConnectionTrait>(
 pub async fn assign<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    version: Uuid,
+    version: PlanVersionId,
     from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<tenant_plan::Model, DbErr> {
@@ -186,7 +186,7 @@ pub async fn all<C: ConnectionTrait>(
 pub async fn first_version_named<C: ConnectionTrait>(
     conn: &C,
     name: &str,
-) -> Result<Option<Uuid>, DbErr> {
+) -> Result<Option<PlanVersionId>, DbErr> {
     let Some(found) = plan::Entity::find()
         .filter(plan::Column::Name.eq(name))
         .one(conn)
@@ -220,8 +220,8 @@ pub(crate) async fn assignments_before<C: ConnectionTrait>(
 /// The versions `ids`, by id.
 pub(crate) async fn versions<C: ConnectionTrait>(
     conn: &C,
-    ids: &[Uuid],
-) -> Result<HashMap<Uuid, plan_version::Model>, DbErr> {
+    ids: &[PlanVersionId],
+) -> Result<HashMap<PlanVersionId, plan_version::Model>, DbErr> {
     Ok(plan_version::Entity::find()
         .filter(plan_version::Column::Id.is_in(ids.iter().copied()))
         .all(conn)
@@ -232,7 +232,7 @@ pub(crate) async fn versions<C: ConnectionTrait>(
 }
 
 /// Every plan's name, by id.
-pub(crate) async fn names<C: ConnectionTrait>(conn: &C) -> Result<HashMap<Uuid, String>, DbErr> {
+pub(crate) async fn names<C: ConnectionTrait>(conn: &C) -> Result<HashMap<PlanId, String>, DbErr> {
     Ok(plan::Entity::find()
         .all(conn)
         .await?
@@ -244,7 +244,7 @@ pub(crate) async fn names<C: ConnectionTrait>(conn: &C) -> Result<HashMap<Uuid, 
 /// The rates of the versions `ids`.
 pub(crate) async fn rates_of<C: ConnectionTrait>(
     conn: &C,
-    ids: &[Uuid],
+    ids: &[PlanVersionId],
 ) -> Result<Vec<plan_rate::Model>, DbErr> {
     plan_rate::Entity::find()
         .filter(plan_rate::Column::PlanVersionId.is_in(ids.iter().copied()))

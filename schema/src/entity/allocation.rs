@@ -3,6 +3,7 @@
 
 use crate::ids::AllocationId;
 use crate::ids::OrderId;
+use crate::ids::SkuId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{AllocationClass, AllocationStatus};
 use sea_orm::entity::prelude::*;
@@ -14,7 +15,7 @@ pub struct Model {
     pub id: AllocationId,
     pub order_id: OrderId,
     pub tenant_id: TenantId,
-    pub sku_id: Uuid,
+    pub sku_id: SkuId,
     pub node_id: Uuid,
     pub class: AllocationClass,
     pub status: AllocationStatus,

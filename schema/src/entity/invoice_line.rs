@@ -2,6 +2,7 @@
 //! are only ever inserted, while their invoice is being finalized.
 
 use crate::ids::InvoiceId;
+use crate::ids::SkuId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{LineKind, Metric};
 use sea_orm::entity::prelude::*;
@@ -16,7 +17,7 @@ pub struct Model {
     pub position: i32,
     pub kind: LineKind,
     pub description: String,
-    pub sku_id: Option<Uuid>,
+    pub sku_id: Option<SkuId>,
     pub sku_name: Option<String>,
     pub metric: Option<Metric>,
     pub tier: Option<i32>,

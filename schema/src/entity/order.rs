@@ -1,6 +1,7 @@
 //! A tenant's order: what was asked for, under which idempotency key.
 
 use crate::ids::OrderId;
+use crate::ids::SkuId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::{AllocationClass, OrderStatus, TopologyLevel};
 use sea_orm::entity::prelude::*;
@@ -11,7 +12,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: OrderId,
     pub tenant_id: TenantId,
-    pub sku_id: Uuid,
+    pub sku_id: SkuId,
     pub count: i32,
     pub class: AllocationClass,
     pub topology_level: TopologyLevel,

@@ -1,6 +1,8 @@
 //! One rate of a plan version: a SKU × metric with its pricing model. Money and
 //! quantities are decimal strings; `tiers` is a JSON list of `{up_to, unit_price, flat_fee}`.
 
+use crate::ids::PlanVersionId;
+use crate::ids::SkuId;
 pub use crate::vocabulary::{Metric, TiersMode};
 use sea_orm::entity::prelude::*;
 
@@ -9,8 +11,8 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub plan_version_id: Uuid,
-    pub sku_id: Uuid,
+    pub plan_version_id: PlanVersionId,
+    pub sku_id: SkuId,
     pub metric: Metric,
     pub tiers_mode: TiersMode,
     pub unit_price: Option<super::Exact>,

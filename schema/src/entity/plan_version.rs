@@ -1,13 +1,15 @@
 //! An immutable version of a plan, in force from `effective_from`.
 
+use crate::ids::PlanId;
+use crate::ids::PlanVersionId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "plan_versions")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
-    pub plan_id: Uuid,
+    pub id: PlanVersionId,
+    pub plan_id: PlanId,
     pub version: i32,
     pub currency: String,
     pub effective_from: DateTimeUtc,

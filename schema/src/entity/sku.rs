@@ -1,6 +1,7 @@
 //! The catalog: what can be ordered (whole GPU, MIG profile, fraction, whole node), per
 //! model and region, with its list price.
 
+use crate::ids::SkuId;
 pub use crate::vocabulary::{GPU_UNIT, SkuForm};
 use sea_orm::entity::prelude::*;
 
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "skus")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: SkuId,
     #[sea_orm(unique)]
     pub name: String,
     pub gpu_model: String,

@@ -4,6 +4,7 @@
 //! Quantities are exact decimals stored as TEXT.
 
 use crate::ids::AllocationId;
+use crate::ids::SkuId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -18,7 +19,7 @@ pub struct Model {
     pub device_uuid: String,
     pub allocation_id: AllocationId,
     pub tenant_id: Option<TenantId>,
-    pub sku_id: Option<Uuid>,
+    pub sku_id: Option<SkuId>,
     pub label: String,
     pub active_seconds: super::Exact,
     pub memory_gib_seconds: super::Exact,
