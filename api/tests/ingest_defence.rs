@@ -474,7 +474,7 @@ async fn an_unaggregatable_journal_row_is_quarantined_and_the_rest_goes_on(backe
 async fn journal(app: &TestApp, batch_id: uuid::Uuid, node_id: uuid::Uuid, payload: Vec<u8>) {
     ingest_pending::ActiveModel {
         batch_id: Set(batch_id),
-        node_id: Set(node_id),
+        node_id: Set(node_id.into()),
         payload: Set(payload),
     }
     .insert(&app.db)

@@ -140,7 +140,7 @@ async fn holdings<C: ConnectionTrait>(
         .filter(allocation_gpu::Column::AllocationId.is_in(allocations.iter().map(|a| a.id)))
         .all(conn)
         .await?;
-    let gpu_ids: Vec<Uuid> = gpus.iter().map(|h| h.gpu_id).collect();
+    let gpu_ids: Vec<Uuid> = gpus.iter().map(|h| Uuid::from(h.gpu_id)).collect();
     let failed = health::failed_intervals(conn, &gpu_ids, from, to).await?;
     Ok(Holdings {
         allocations,
@@ -307,7 +307,7 @@ impl Rows<'_> {
             .gpus
             .iter()
             .filter(|h| h.allocation_id == a.id)
-            .map(|h| h.gpu_id)
+            .map(|h| Uuid::from(h.gpu_id))
             .collect();
         if gpus.is_empty() {
             return;
@@ -349,7 +349,7 @@ fn failed_spans(
             merged(
                 failed
                     .iter()
-                    .filter(|f| f.gpu_id == *gpu)
+                    .filter(|f| Uuid::from(f.gpu_id) == *gpu)
                     .filter_map(|f| overlap((f.started_at, f.ended_at.unwrap_or(now)), span))
                     .collect(),
             )

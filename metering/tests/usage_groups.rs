@@ -195,7 +195,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             order_id: Set(order.id),
             tenant_id: Set(tenant),
             sku_id: Set(fleet.skus[h.form]),
-            node_id: Set(fleet.node),
+            node_id: Set(fleet.node.into()),
             class: Set(AllocationClass::OnDemand),
             status: Set(if ended.is_some() {
                 AllocationStatus::Released
@@ -221,7 +221,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         for g in gpus {
             allocation_gpu::ActiveModel {
                 allocation_id: Set(allocation.id),
-                gpu_id: Set(*g),
+                gpu_id: Set((*g).into()),
                 tenant_id: Set(tenant),
             }
             .insert(db)
@@ -231,7 +231,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         if let Some((g, start, length)) = h.failure {
             gpu_health_interval::ActiveModel {
                 id: Set(Uuid::now_v7()),
-                gpu_id: Set(gpus[g % gpus.len()]),
+                gpu_id: Set(gpus[g % gpus.len()].into()),
                 health: Set(GpuHealth::Failed.as_str().into()),
                 started_at: Set(at(h.start + start)),
                 ended_at: Set(length.map(|l| at(h.start + start + l))),

@@ -22,7 +22,7 @@ impl Principal {
             key_id: row.id.into(),
             role: row.role,
             tenant_id: row.tenant_id,
-            node_id: row.node_id.map(NodeId::from),
+            node_id: row.node_id,
         }
     }
 

@@ -38,7 +38,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
         secret_hash: Set(new.secret_hash.to_owned()),
         role: Set(new.role),
         tenant_id: Set(new.tenant_id),
-        node_id: Set(new.node_id.map(Uuid::from)),
+        node_id: Set(new.node_id),
         label: Set(new.label.to_owned()),
         created_by: Set(new.created_by.map(Uuid::from)),
         created_at: Set(Utc::now()),

@@ -14,7 +14,7 @@ use chrono::{TimeDelta, TimeZone, Utc};
 use neocloud_metering::rating::{PriceModel, Tier};
 use neocloud_metering::{invoicing, plans};
 use neocloud_schema::entity::{api_key, sku, tenant};
-use neocloud_schema::ids::{NodeId, PlanVersionId};
+use neocloud_schema::ids::PlanVersionId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::vocabulary::{CreditKind, Metric, Role, SkuForm};
 use rust_decimal::Decimal;
@@ -87,15 +87,7 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
         .all(&txn)
         .await?
     {
-        let token = auth::mint(
-            &txn,
-            Role::Agent,
-            None,
-            Some(NodeId::from(node.id)),
-            DEMO_LABEL,
-            None,
-        )
-        .await?;
+        let token = auth::mint(&txn, Role::Agent, None, Some(node.id), DEMO_LABEL, None).await?;
         agents.push(AgentCredentials {
             node: node.hostname,
             token: token.secret,

@@ -292,7 +292,7 @@ pub async fn find_node(
         NodeLookup::Hostname(hostname) => store::find_by_hostname(db, hostname).await?,
     };
     let node = found.ok_or_else(|| ApiError::not_found("node"))?;
-    let gpus = store::gpus_of(db, &[node.id]).await?;
+    let gpus = store::gpus_of(db, &[node.id.into()]).await?;
     Ok((node, gpus))
 }
 
@@ -319,7 +319,7 @@ pub async fn list_nodes(
 ) -> ApiResult<PageOf<(node::Model, Vec<gpu::Model>)>> {
     actor.require_operator()?;
     let nodes = store::page(db, page).await?;
-    let ids: Vec<_> = nodes.items.iter().map(|n| n.id).collect();
+    let ids: Vec<uuid::Uuid> = nodes.items.iter().map(|n| n.id.into()).collect();
     let mut gpus = store::gpus_of(db, &ids).await?;
     let items = nodes
         .items
@@ -370,7 +370,7 @@ pub async fn set_node_state(
         .await?;
         updated
     };
-    let gpus = store::gpus_of(&txn, &[updated.id]).await?;
+    let gpus = store::gpus_of(&txn, &[updated.id.into()]).await?;
     txn.commit().await?;
     Ok((updated, gpus))
 }
@@ -398,7 +398,7 @@ pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<O
     use std::collections::BTreeMap;
     actor.require_operator()?;
     let nodes = store::all_nodes(db).await?;
-    let ids: Vec<_> = nodes.iter().map(|n| n.id).collect();
+    let ids: Vec<uuid::Uuid> = nodes.iter().map(|n| n.id.into()).collect();
     let gpus = store::gpus_of(db, &ids).await?;
     let held = store::held_milli_by_gpu(db).await?;
     let mut by_state: BTreeMap<String, u64> = BTreeMap::new();
@@ -420,7 +420,11 @@ pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<O
                     allocated_milli: 0,
                 });
             row.gpus += 1;
-            row.allocated_milli += held.get(&g.id).copied().unwrap_or(0).min(1000);
+            row.allocated_milli += held
+                .get(&uuid::Uuid::from(g.id))
+                .copied()
+                .unwrap_or(0)
+                .min(1000);
         }
     }
     Ok(Overview {

@@ -83,7 +83,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
 ) -> Result<(node::Model, Vec<gpu::Model>), DbErr> {
     let now = Utc::now();
     let node = node::ActiveModel {
-        id: Set(id.into()),
+        id: Set(id),
         provider_id: Set(provider.into()),
         hostname: Set(valid.hostname.clone()),
         region: Set(valid.region.clone()),
@@ -106,7 +106,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
     for input in &valid.gpus {
         gpus.push(
             gpu::ActiveModel {
-                id: Set(GpuId::new().into()),
+                id: Set(GpuId::new()),
                 node_id: Set(node.id),
                 uuid: Set(input.uuid.clone()),
                 index: Set(input.index),
@@ -199,7 +199,7 @@ pub(crate) async fn held_milli_by_gpu<C: ConnectionTrait>(
             continue;
         };
         let milli = a.milli_per_gpu();
-        *held.entry(row.gpu_id).or_insert(0u64) += milli;
+        *held.entry(row.gpu_id.into()).or_insert(0u64) += milli;
     }
     Ok(held)
 }

@@ -46,7 +46,7 @@ impl Loader<TokensOf> for NodeExtras {
         let mut out: HashMap<TokensOf, Self::Value> = HashMap::new();
         for token in tokens {
             if let Some(node) = token.node_id {
-                out.entry(TokensOf(node)).or_default().push(token);
+                out.entry(TokensOf(node.into())).or_default().push(token);
             }
         }
         Ok(out)
@@ -62,7 +62,7 @@ impl Loader<LiveOn> for NodeExtras {
         let live = crate::ordering::live_on_nodes(&self.db, &self.caller, &nodes).await?;
         let mut out: HashMap<LiveOn, Self::Value> = HashMap::new();
         for view in live {
-            out.entry(LiveOn(view.allocation.node_id))
+            out.entry(LiveOn(view.allocation.node_id.into()))
                 .or_default()
                 .push(view);
         }

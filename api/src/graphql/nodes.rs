@@ -77,7 +77,8 @@ impl Node {
     /// The agent tokens this node was given, oldest first, revoked ones included
     /// (operator).
     async fn agent_tokens(&self, ctx: &Context<'_>) -> Result<Vec<AgentToken>> {
-        let tokens = super::loaders::load(ctx, super::loaders::TokensOf(self.node.id)).await?;
+        let tokens =
+            super::loaders::load(ctx, super::loaders::TokensOf(self.node.id.into())).await?;
         Ok(tokens
             .into_iter()
             .map(|k| AgentToken {
@@ -93,7 +94,7 @@ impl Node {
     /// The allocations running on this node now, oldest first: what a drain waits for
     /// (operator).
     async fn allocations(&self, ctx: &Context<'_>) -> Result<Vec<super::ordering::Allocation>> {
-        let live = super::loaders::load(ctx, super::loaders::LiveOn(self.node.id)).await?;
+        let live = super::loaders::load(ctx, super::loaders::LiveOn(self.node.id.into())).await?;
         Ok(live
             .into_iter()
             .map(super::ordering::Allocation::from)
@@ -214,7 +215,7 @@ impl NodeQuery {
         let result = fleet::list_nodes(super::db(ctx)?, super::principal(ctx)?, page).await?;
         Ok(connection(
             result,
-            |(n, _)| n.id,
+            |(n, _)| n.id.into(),
             |(node, gpus)| Node { node, gpus },
         ))
     }

@@ -18,7 +18,7 @@ pub async fn inventory(
         let node = fleet::store::find(&state.db, node_id)
             .await?
             .ok_or_else(|| ApiError::not_found("node"))?;
-        let gpus = fleet::store::gpus_of(&state.db, &[node.id]).await?;
+        let gpus = fleet::store::gpus_of(&state.db, &[node.id.into()]).await?;
         Ok::<_, ApiError>(Inventory {
             hostname: node.hostname,
             region: node.region,
@@ -53,7 +53,7 @@ pub async fn assignments(
         let node = fleet::store::find(&state.db, node_id)
             .await?
             .ok_or_else(|| ApiError::not_found("node"))?;
-        let live = crate::ordering::store::live_on_nodes(&state.db, &[node.id]).await?;
+        let live = crate::ordering::store::live_on_nodes(&state.db, &[node.id.into()]).await?;
         let views = crate::ordering::view_allocations(&state.db, live).await?;
         let mut assignments = Vec::new();
         for view in views {

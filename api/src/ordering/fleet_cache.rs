@@ -146,7 +146,7 @@ impl FleetCache {
             .all(conn)
             .await?
         {
-            gpus_by_node.entry(g.node_id).or_default().push(g);
+            gpus_by_node.entry(g.node_id.into()).or_default().push(g);
         }
         let (live, held) = live_allocations(conn).await?;
         let mut grouped: BTreeMap<String, Vec<node::Model>> = BTreeMap::new();
@@ -157,7 +157,7 @@ impl FleetCache {
         for (region, nodes) in grouped {
             let gpus: Vec<Vec<gpu::Model>> = nodes
                 .iter()
-                .map(|n| gpus_by_node.remove(&n.id).unwrap_or_default())
+                .map(|n| gpus_by_node.remove(&Uuid::from(n.id)).unwrap_or_default())
                 .collect();
             regions.insert(region, RegionFleet::build(nodes, gpus)?);
         }
@@ -183,18 +183,18 @@ impl FleetCache {
         let Some(region) = self
             .regions
             .values_mut()
-            .find(|r| r.by_node.contains_key(&alloc.node_id))
+            .find(|r| r.by_node.contains_key(&Uuid::from(alloc.node_id)))
         else {
             return Err(DbErr::Custom(format!(
                 "allocation {} is on an unknown node",
                 alloc.id
             )));
         };
-        let node = region.by_node[&alloc.node_id];
+        let node = region.by_node[&Uuid::from(alloc.node_id)];
         let node_gpus = &region.gpus[node.index()];
         let mut grants: Vec<GpuGrant> = (0u8..=u8::MAX)
             .zip(node_gpus)
-            .filter(|(_, g)| gpu_ids.contains(&g.id))
+            .filter(|(_, g)| gpu_ids.contains(&Uuid::from(g.id)))
             .map(|(i, g)| GpuGrant {
                 gpu: i,
                 share: share_of(alloc, g),
@@ -240,7 +240,7 @@ async fn live_allocations<C: ConnectionTrait>(
     {
         held.entry(row.allocation_id.into())
             .or_default()
-            .push(row.gpu_id);
+            .push(row.gpu_id.into());
     }
     Ok((live, held))
 }
@@ -288,7 +288,7 @@ impl RegionFleet {
         let fleet = Fleet::new(specs).map_err(|e| DbErr::Custom(e.to_string()))?;
         let by_node = (0u32..)
             .zip(&nodes)
-            .map(|(i, n)| (n.id, neocloud_scheduler::NodeId(i)))
+            .map(|(i, n)| (n.id.into(), neocloud_scheduler::NodeId(i)))
             .collect();
         Ok(RegionFleet {
             fleet,

@@ -257,7 +257,7 @@ impl Ordering {
         let ended = store::end_allocation(txn, row, at).await?;
         store::settle_order(txn, row.order_id.into(), at).await?;
         for region in cache.regions.values_mut() {
-            if region.node_id(row.node_id).is_some() {
+            if region.node_id(row.node_id.into()).is_some() {
                 if let Err(err) = region.fleet.release(allocation_key(row.id.into())) {
                     tracing::warn!(error = %err, allocation = %row.id, "Released allocation was not in the fleet.");
                 }

@@ -70,7 +70,7 @@ pub(super) fn plan_part(
         exclusive: exclusive_name(part.exclusive),
         whole_node: np.whole_node,
     };
-    let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| g.id).collect();
+    let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| Uuid::from(g.id)).collect();
     Ok((
         AllocationView {
             allocation: row,

@@ -180,7 +180,7 @@ pub(crate) async fn insert_placed<C: ConnectionTrait>(
         for gpu_id in gpu_ids {
             held.push(allocation_gpu::ActiveModel {
                 allocation_id: Set(row.id),
-                gpu_id: Set(gpu_id),
+                gpu_id: Set(gpu_id.into()),
                 tenant_id: Set(row.tenant_id),
             });
         }

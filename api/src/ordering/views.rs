@@ -93,7 +93,7 @@ pub async fn view_allocations(
 ) -> ApiResult<Vec<AllocationView>> {
     let ids: Vec<Uuid> = allocations.iter().map(|a| Uuid::from(a.id)).collect();
     let gpus = store::gpus_of(db, &ids).await?;
-    let node_ids: Vec<Uuid> = allocations.iter().map(|a| a.node_id).collect();
+    let node_ids: Vec<Uuid> = allocations.iter().map(|a| Uuid::from(a.node_id)).collect();
     let nodes = store::nodes_by_id(db, &node_ids).await?;
     let skus = skus_by_id(db, allocations.iter().map(|a| a.sku_id)).await?;
     let mut out = Vec::new();

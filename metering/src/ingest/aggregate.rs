@@ -125,7 +125,7 @@ async fn pass(db: &DatabaseConnection, take: Take) -> Result<usize, DbErr> {
     let mut batches = Vec::with_capacity(rows.len());
     for row in &rows {
         match journal::decode(&row.payload) {
-            Ok(batch) => batches.push((row.batch_id, row.node_id, batch)),
+            Ok(batch) => batches.push((row.batch_id, row.node_id.into(), batch)),
             // Kept aside, never dropped, for a build that reads its format.
             Err(error) => {
                 let reason = format!("the journaled batch cannot be read: {error}");

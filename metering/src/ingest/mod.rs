@@ -382,7 +382,7 @@ pub async fn anomalies(
         .into_iter()
         .map(|a| IngestAnomaly {
             batch_id: a.batch_id,
-            node_id: a.node_id,
+            node_id: a.node_id.into(),
             kind: a.kind,
             device: a.device,
             detail: a.detail,

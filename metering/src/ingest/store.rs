@@ -194,7 +194,7 @@ fn batch_row(
     })?;
     Ok(ingest_batch::ActiveModel {
         id: Set(id),
-        node_id: Set(node),
+        node_id: Set(node.into()),
         agent_id: Set(batch.agent_id.clone()),
         boot_id: Set(batch.boot_id),
         seq: Set(seq),
@@ -219,7 +219,7 @@ pub(super) async fn journal<C: ConnectionTrait>(
         ingest_pending::Entity::insert_many(chunk.iter().map(|(id, node, _, payload)| {
             ingest_pending::ActiveModel {
                 batch_id: Set(*id),
-                node_id: Set(*node),
+                node_id: Set((*node).into()),
                 payload: Set(payload.clone()),
             }
         }))
@@ -373,7 +373,7 @@ pub(super) async fn record_anomalies<C: ConnectionTrait>(
         let models = chunk.iter().map(|a| ingest_anomaly::ActiveModel {
             id: Set(Uuid::now_v7()),
             batch_id: Set(a.batch_id),
-            node_id: Set(a.node_id),
+            node_id: Set(a.node_id.into()),
             kind: Set(a.kind.to_owned()),
             device: Set(a.device.clone()),
             detail: Set(a.detail.clone()),
@@ -612,7 +612,7 @@ pub(super) async fn energy_cursors<C: ConnectionTrait>(
         .into_iter()
         .map(|row| {
             serde_json::from_str(&row.cursors)
-                .map(|cursors| (row.node_id, cursors))
+                .map(|cursors| (row.node_id.into(), cursors))
                 .map_err(|e| DbErr::Json(format!("energy cursors of node {}: {e}", row.node_id)))
         })
         .collect()
@@ -650,7 +650,7 @@ pub(super) async fn save_energy<C: ConnectionTrait>(
             .iter()
             .map(|(node, cursors)| {
                 Ok(node_energy::ActiveModel {
-                    node_id: Set(*node),
+                    node_id: Set((*node).into()),
                     cursors: Set(
                         serde_json::to_string(cursors).map_err(|e| DbErr::Json(e.to_string()))?
                     ),
@@ -678,7 +678,7 @@ pub(super) async fn record_event<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     gpu_event::ActiveModel {
         id: Set(Uuid::now_v7()),
-        node_id: Set(node),
+        node_id: Set(node.into()),
         device_uuid: Set(device.to_owned()),
         gpu_uuid: Set(Some(gpu.to_owned())),
         kind: Set(health::stored_kind(event.kind).to_owned()),

@@ -4,6 +4,7 @@
 use chrono::Utc;
 use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::{gpu, node, provider};
+use neocloud_schema::ids::{GpuId, NodeId};
 use neocloud_schema::vocabulary::{GpuHealth, NodeState};
 use sea_orm::{ActiveModelTrait, Database, DatabaseConnection, Set};
 use uuid::Uuid;
@@ -23,7 +24,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
     .await
     .expect("provider");
     let node = node::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(NodeId::new()),
         provider_id: Set(provider.id),
         hostname: Set("hgx-1".into()),
         region: Set("eu-west".into()),
@@ -45,7 +46,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
     let mut gpus = Vec::new();
     for (index, uuid) in uuids.iter().enumerate() {
         let gpu = gpu::ActiveModel {
-            id: Set(Uuid::now_v7()),
+            id: Set(GpuId::new()),
             node_id: Set(node.id),
             uuid: Set((*uuid).into()),
             index: Set(i32::try_from(index).expect("index")),
@@ -58,7 +59,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         .insert(&db)
         .await
         .expect("gpu");
-        gpus.push(gpu.id);
+        gpus.push(gpu.id.into());
     }
-    (db, node.id, gpus)
+    (db, node.id.into(), gpus)
 }

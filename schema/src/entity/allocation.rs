@@ -2,6 +2,7 @@
 //! whole node. Its lifetime is what `allocated_seconds` bills.
 
 use crate::ids::AllocationId;
+use crate::ids::NodeId;
 use crate::ids::OrderId;
 use crate::ids::SkuId;
 use crate::ids::TenantId;
@@ -16,7 +17,7 @@ pub struct Model {
     pub order_id: OrderId,
     pub tenant_id: TenantId,
     pub sku_id: SkuId,
-    pub node_id: Uuid,
+    pub node_id: NodeId,
     pub class: AllocationClass,
     pub status: AllocationStatus,
     pub mig_profile: Option<String>,

@@ -1,6 +1,7 @@
 //! Which GPUs an allocation holds (one row per GPU).
 
 use crate::ids::AllocationId;
+use crate::ids::GpuId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -10,7 +11,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub allocation_id: AllocationId,
     #[sea_orm(primary_key, auto_increment = false)]
-    pub gpu_id: Uuid,
+    pub gpu_id: GpuId,
     pub tenant_id: TenantId,
 }
 

@@ -1,6 +1,7 @@
 //! API keys and agent tokens. Only a SHA-256 hash of the secret is stored; `prefix` is the
 //! public, unique part of the key that finds the row.
 
+use crate::ids::NodeId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::Role;
 use sea_orm::entity::prelude::*;
@@ -15,7 +16,7 @@ pub struct Model {
     pub secret_hash: String,
     pub role: Role,
     pub tenant_id: Option<TenantId>,
-    pub node_id: Option<Uuid>,
+    pub node_id: Option<NodeId>,
     pub label: String,
     pub created_by: Option<Uuid>,
     pub created_at: DateTimeUtc,

@@ -1,5 +1,7 @@
 //! Physical GPUs of registered nodes, with their health.
 
+use crate::ids::GpuId;
+use crate::ids::NodeId;
 pub use crate::vocabulary::GpuHealth;
 use sea_orm::entity::prelude::*;
 
@@ -7,8 +9,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "gpus")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
-    pub node_id: Uuid,
+    pub id: GpuId,
+    pub node_id: NodeId,
     #[sea_orm(unique)]
     pub uuid: String,
     #[sea_orm(column_name = "index")]

@@ -1,5 +1,6 @@
 //! XID and ECC events as agents reported them.
 
+use crate::ids::NodeId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -7,7 +8,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub node_id: Uuid,
+    pub node_id: NodeId,
     pub device_uuid: String,
     /// The physical GPU (a MIG instance's parent); none on events stored before it was kept
     /// from MIG instances.

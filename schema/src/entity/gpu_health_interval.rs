@@ -1,6 +1,7 @@
 //! How long each GPU spent in each health state: failed intervals turn allocated time
 //! into SLA credit.
 
+use crate::ids::GpuId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub gpu_id: Uuid,
+    pub gpu_id: GpuId,
     pub health: String,
     pub started_at: DateTimeUtc,
     pub ended_at: Option<DateTimeUtc>,

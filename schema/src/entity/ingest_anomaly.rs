@@ -1,5 +1,6 @@
 //! Values ingest clamped or did not count, one row each, for operators (`ingestHealth`).
 
+use crate::ids::NodeId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -8,7 +9,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub batch_id: Uuid,
-    pub node_id: Uuid,
+    pub node_id: NodeId,
     /// `energy_clamped`, `mig_instance_unattributed`.
     pub kind: String,
     /// The device UUID the value came from.

@@ -1,6 +1,7 @@
 //! Every accepted ingest batch, by its identity `(agent_id, boot_id, seq)`, kept for ever:
 //! a batch seen once is answered `duplicate` and changes nothing, however late it comes.
 
+use crate::ids::NodeId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub node_id: Uuid,
+    pub node_id: NodeId,
     pub agent_id: String,
     pub boot_id: Uuid,
     pub seq: i64,

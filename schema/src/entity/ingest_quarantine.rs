@@ -2,6 +2,7 @@
 //! of the journal goes on. Nothing is dropped: an operator can put a batch back in the
 //! journal once the cause is fixed.
 
+use crate::ids::NodeId;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -9,7 +10,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub batch_id: Uuid,
-    pub node_id: Uuid,
+    pub node_id: NodeId,
     /// The journal payload, unchanged.
     pub payload: Vec<u8>,
     pub reason: String,

@@ -1,5 +1,6 @@
 //! Registered hosts with their place in the topology: region → zone → rack → NVLink domain.
 
+use crate::ids::NodeId;
 pub use crate::vocabulary::NodeState;
 use sea_orm::entity::prelude::*;
 
@@ -7,7 +8,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "nodes")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: NodeId,
     pub provider_id: Uuid,
     #[sea_orm(unique)]
     pub hostname: String,
