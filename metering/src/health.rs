@@ -160,7 +160,7 @@ pub async fn worsen<C: ConnectionTrait>(
     }
     transition(conn, gpu, health, at, cause).await?;
     audit_log::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(neocloud_schema::ids::AuditId::new()),
         at: Set(at),
         actor_key_id: Set(None),
         actor_role: Set("system".to_owned()),

@@ -52,9 +52,9 @@ pub async fn record_all<C: ConnectionTrait>(
 /// The row an entry becomes, stamped now.
 pub fn row(actor: Option<&Principal>, entry: Entry) -> audit_log::ActiveModel {
     audit_log::ActiveModel {
-        id: Set(AuditId::new().into()),
+        id: Set(AuditId::new()),
         at: Set(Utc::now()),
-        actor_key_id: Set(actor.map(|a| Uuid::from(a.key_id))),
+        actor_key_id: Set(actor.map(|a| a.key_id)),
         actor_role: Set(actor.map_or("system", |a| a.role.as_str()).to_owned()),
         tenant_id: Set(entry.tenant_id),
         action: Set(entry.action.to_owned()),

@@ -19,7 +19,7 @@ pub struct Principal {
 impl Principal {
     pub(crate) fn from_row(row: &api_key::Model) -> Self {
         Principal {
-            key_id: row.id.into(),
+            key_id: row.id,
             role: row.role,
             tenant_id: row.tenant_id,
             node_id: row.node_id,

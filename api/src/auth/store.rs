@@ -33,14 +33,14 @@ pub(super) async fn insert<C: ConnectionTrait>(
     new: NewKey<'_>,
 ) -> Result<api_key::Model, DbErr> {
     api_key::ActiveModel {
-        id: Set(ApiKeyId::new().into()),
+        id: Set(ApiKeyId::new()),
         prefix: Set(new.prefix.to_owned()),
         secret_hash: Set(new.secret_hash.to_owned()),
         role: Set(new.role),
         tenant_id: Set(new.tenant_id),
         node_id: Set(new.node_id),
         label: Set(new.label.to_owned()),
-        created_by: Set(new.created_by.map(Uuid::from)),
+        created_by: Set(new.created_by),
         created_at: Set(Utc::now()),
         last_used_at: Set(None),
         revoked_at: Set(None),
@@ -104,7 +104,7 @@ pub(super) async fn agent_tokens_of<C: ConnectionTrait>(
 
 pub(super) async fn touch<C: ConnectionTrait>(
     conn: &C,
-    id: Uuid,
+    id: ApiKeyId,
     at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     ApiKeys::update_many()

@@ -5,7 +5,7 @@ pub(crate) mod store;
 
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
-use neocloud_schema::ids::{NodeId, ProviderId};
+use neocloud_schema::ids::NodeId;
 use neocloud_schema::slug::Slug;
 use neocloud_schema::vocabulary::Role;
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
@@ -243,7 +243,7 @@ pub(crate) async fn register_in(
     let provider = store::provider_id(txn, &valid.provider).await?;
     store::bump_epoch(txn).await?;
     let node_id = NodeId::new();
-    let (node, gpus) = store::insert_node(txn, node_id, ProviderId::from(provider), valid).await?;
+    let (node, gpus) = store::insert_node(txn, node_id, provider, valid).await?;
     let agent_token = auth::mint(
         txn,
         Role::Agent,

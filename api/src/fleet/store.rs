@@ -57,7 +57,10 @@ pub(crate) async fn find_in_nvlink_domain<C: ConnectionTrait>(
 }
 
 /// The provider's id, creating the provider on first use.
-pub(crate) async fn provider_id<C: ConnectionTrait>(conn: &C, name: &str) -> Result<Uuid, DbErr> {
+pub(crate) async fn provider_id<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<ProviderId, DbErr> {
     if let Some(found) = Providers::find()
         .filter(provider::Column::Name.eq(name))
         .one(conn)
@@ -66,7 +69,7 @@ pub(crate) async fn provider_id<C: ConnectionTrait>(conn: &C, name: &str) -> Res
         return Ok(found.id);
     }
     let created = provider::ActiveModel {
-        id: Set(ProviderId::new().into()),
+        id: Set(ProviderId::new()),
         name: Set(name.to_owned()),
         created_at: Set(Utc::now()),
     }
@@ -84,7 +87,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
     let now = Utc::now();
     let node = node::ActiveModel {
         id: Set(id),
-        provider_id: Set(provider.into()),
+        provider_id: Set(provider),
         hostname: Set(valid.hostname.clone()),
         region: Set(valid.region.clone()),
         zone: Set(valid.zone.clone()),

@@ -225,7 +225,7 @@ impl ConsoleQuery {
             object_id: filter.object_id,
         };
         let result = audit::page(super::db(ctx)?, super::principal(ctx)?, filter, page).await?;
-        Ok(connection(result, |e| e.id, AuditEntry::from))
+        Ok(connection(result, |e| e.id.into(), AuditEntry::from))
     }
 }
 

@@ -420,7 +420,7 @@ fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<ord
         idempotency_key: p.idempotency_key.clone(),
         request_hash: p.request_hash.clone(),
         status: OrderStatus::Active,
-        created_by: Some(p.actor.key_id.into()),
+        created_by: Some(p.actor.key_id),
         created_at: now,
         ended_at: None,
     })

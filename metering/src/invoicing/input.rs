@@ -300,7 +300,7 @@ async fn grant_balances<C: ConnectionTrait>(
             None
         };
         balances.push(GrantBalance {
-            grant: grant.id,
+            grant: grant.id.into(),
             description: grant_description(&grant),
             available: remaining,
             expires_at: grant.expires_at,

@@ -215,7 +215,7 @@ async fn insert_credit_applications<C: ConnectionTrait>(
     for (grant, amount) in credit_uses {
         credit_application::ActiveModel {
             id: Set(Uuid::now_v7()),
-            grant_id: Set(*grant),
+            grant_id: Set((*grant).into()),
             invoice_id: Set(draft.id),
             tenant_id: Set(draft.tenant_id),
             amount: Set((*amount).into()),
@@ -387,7 +387,7 @@ pub(super) async fn insert_grant<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<credit_grant::Model, DbErr> {
     credit_grant::ActiveModel {
-        id: Set(id),
+        id: Set(id.into()),
         tenant_id: Set(grant.tenant),
         kind: Set(grant.kind),
         currency: Set(grant.currency),
@@ -420,13 +420,13 @@ pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
         .await?
     {
         if !voided.contains(&application.invoice_id) {
-            *used.entry(application.grant_id).or_default() += application.amount.get();
+            *used.entry(application.grant_id.into()).or_default() += application.amount.get();
         }
     }
     Ok(grants
         .into_iter()
         .map(|g| {
-            let left = g.amount.get() - used.get(&g.id).copied().unwrap_or_default();
+            let left = g.amount.get() - used.get(&Uuid::from(g.id)).copied().unwrap_or_default();
             (g, left)
         })
         .collect())

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::{gpu, node, provider};
-use neocloud_schema::ids::{GpuId, NodeId};
+use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
 use neocloud_schema::vocabulary::{GpuHealth, NodeState};
 use sea_orm::{ActiveModelTrait, Database, DatabaseConnection, Set};
 use uuid::Uuid;
@@ -16,7 +16,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
     Migrator::up(&db, None).await.expect("migrate");
     let now = Utc::now();
     let provider = provider::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(ProviderId::new()),
         name: Set("operator".into()),
         created_at: Set(now),
     }

@@ -1,6 +1,7 @@
 //! API keys and agent tokens. Only a SHA-256 hash of the secret is stored; `prefix` is the
 //! public, unique part of the key that finds the row.
 
+use crate::ids::ApiKeyId;
 use crate::ids::NodeId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::Role;
@@ -10,7 +11,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "api_keys")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: ApiKeyId,
     #[sea_orm(unique)]
     pub prefix: String,
     pub secret_hash: String,
@@ -18,7 +19,7 @@ pub struct Model {
     pub tenant_id: Option<TenantId>,
     pub node_id: Option<NodeId>,
     pub label: String,
-    pub created_by: Option<Uuid>,
+    pub created_by: Option<ApiKeyId>,
     pub created_at: DateTimeUtc,
     pub last_used_at: Option<DateTimeUtc>,
     pub revoked_at: Option<DateTimeUtc>,

@@ -1,6 +1,8 @@
 //! Who did what: one row per operator or tenant-admin mutation, with the object's state
 //! before and after. Append-only.
 
+use crate::ids::ApiKeyId;
+use crate::ids::AuditId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
 
@@ -8,9 +10,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "audit_log")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: AuditId,
     pub at: DateTimeUtc,
-    pub actor_key_id: Option<Uuid>,
+    pub actor_key_id: Option<ApiKeyId>,
     pub actor_role: String,
     pub tenant_id: Option<TenantId>,
     pub action: String,

@@ -1,5 +1,6 @@
 //! How much of a credit grant one finalized invoice used.
 
+use crate::ids::CreditGrantId;
 use crate::ids::InvoiceId;
 use crate::ids::TenantId;
 use sea_orm::entity::prelude::*;
@@ -9,7 +10,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub grant_id: Uuid,
+    pub grant_id: CreditGrantId,
     pub invoice_id: InvoiceId,
     pub tenant_id: TenantId,
     pub amount: super::Exact,

@@ -3,6 +3,7 @@
 //! made before coverage was recorded). Never changed: what is left is the amount minus its applications on
 //! invoices that were not voided.
 
+use crate::ids::CreditGrantId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::CreditKind;
 use sea_orm::entity::prelude::*;
@@ -11,7 +12,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "credit_grants")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: CreditGrantId,
     pub tenant_id: TenantId,
     pub kind: CreditKind,
     pub currency: String,

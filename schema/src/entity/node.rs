@@ -1,6 +1,7 @@
 //! Registered hosts with their place in the topology: region → zone → rack → NVLink domain.
 
 use crate::ids::NodeId;
+use crate::ids::ProviderId;
 pub use crate::vocabulary::NodeState;
 use sea_orm::entity::prelude::*;
 
@@ -9,7 +10,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: NodeId,
-    pub provider_id: Uuid,
+    pub provider_id: ProviderId,
     #[sea_orm(unique)]
     pub hostname: String,
     pub region: String,

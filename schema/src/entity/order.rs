@@ -1,5 +1,6 @@
 //! A tenant's order: what was asked for, under which idempotency key.
 
+use crate::ids::ApiKeyId;
 use crate::ids::OrderId;
 use crate::ids::SkuId;
 use crate::ids::TenantId;
@@ -23,7 +24,7 @@ pub struct Model {
     pub idempotency_key: String,
     pub request_hash: String,
     pub status: OrderStatus,
-    pub created_by: Option<Uuid>,
+    pub created_by: Option<ApiKeyId>,
     pub created_at: DateTimeUtc,
     pub ended_at: Option<DateTimeUtc>,
 }

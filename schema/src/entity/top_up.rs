@@ -1,5 +1,6 @@
 //! A prepaid top-up: a tenant admin buys credit, paid through Stripe; the payment's
 //! success grants the credit (once).
+use crate::ids::CreditGrantId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::TopUpStatus;
 use sea_orm::entity::prelude::*;
@@ -18,7 +19,7 @@ pub struct Model {
     pub client_key: Option<String>,
     pub stripe_payment_intent: Option<String>,
     /// The credit grant the payment bought.
-    pub credit_grant_id: Option<Uuid>,
+    pub credit_grant_id: Option<CreditGrantId>,
     /// Why the payment was refused.
     pub failure: Option<String>,
     pub created_at: DateTimeUtc,
