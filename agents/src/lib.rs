@@ -18,14 +18,16 @@
 //!
 //! This crate depends on `neocloud-schema` without its `db` feature: no database code.
 
-// No panics on values from outside, and no `as` cast where a checked conversion exists.
+// No panics on values from outside, no `as` cast where a checked conversion exists, and
+// no function longer than `too-many-lines-threshold` (clippy.toml).
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
-    clippy::cast_lossless
+    clippy::cast_lossless,
+    clippy::too_many_lines
 )]
 #![cfg_attr(
     test,
@@ -35,7 +37,8 @@
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_possible_wrap,
-        clippy::cast_lossless
+        clippy::cast_lossless,
+        clippy::too_many_lines
     )
 )]
 

@@ -2,14 +2,16 @@
 //! marketplace on the embedded defaults; `migrate` brings a database up to date; `admin`
 //! bootstraps operator access; `schema` prints the GraphQL schema.
 
-// No panics on values from outside, and no `as` cast where a checked conversion exists.
+// No panics on values from outside, no `as` cast where a checked conversion exists, and
+// no function longer than `too-many-lines-threshold` (clippy.toml).
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
-    clippy::cast_lossless
+    clippy::cast_lossless,
+    clippy::too_many_lines
 )]
 #![cfg_attr(
     test,
@@ -19,7 +21,8 @@
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_possible_wrap,
-        clippy::cast_lossless
+        clippy::cast_lossless,
+        clippy::too_many_lines
     )
 )]
 

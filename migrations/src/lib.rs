@@ -5,14 +5,16 @@
 //!
 //! Never edit a migration that has shipped; add a new one.
 
-// No panics on values from outside, and no `as` cast where a checked conversion exists.
+// No panics on values from outside, no `as` cast where a checked conversion exists, and
+// no function longer than `too-many-lines-threshold` (clippy.toml).
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
-    clippy::cast_lossless
+    clippy::cast_lossless,
+    clippy::too_many_lines
 )]
 #![cfg_attr(
     test,
@@ -22,7 +24,8 @@
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_possible_wrap,
-        clippy::cast_lossless
+        clippy::cast_lossless,
+        clippy::too_many_lines
     )
 )]
 
