@@ -11,6 +11,9 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use neocloud_metering::payments::gateway::Gateway;
+use neocloud_metering::payments::outbox::{self, RetrySchedule};
+use neocloud_schema::clock::Clock;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use support::{Backend, TestApp};
@@ -193,6 +196,32 @@ async fn with_localstripe(
     )
     .await;
     Some(app)
+}
+
+/// Two payment workers (two replicas) find the same due charge: one claims it and calls
+/// Stripe, the other leaves it alone — one PaymentIntent, not two (the emulator, unlike
+/// Stripe, does not dedupe by idempotency key, so a second call would show).
+async fn two_payment_workers_charge_a_due_invoice_once(backend: Backend) {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let Some(app) = with_localstripe(backend, &stripe, |_| {}).await else {
+        return;
+    };
+    let good = card(&app, &stripe, "4242424242424242").await;
+    let (invoice, _) = charged_tenant(&app, "umbrella", &good).await;
+    let gateway = Gateway::new("sk_test_localstripe", Some(&stripe.url));
+    let retries = RetrySchedule(vec![chrono::TimeDelta::days(1)]);
+    let now = app.clock.now();
+    let (a, b) = tokio::join!(
+        outbox::deliver_due(&app.db, &gateway, &retries, now),
+        outbox::deliver_due(&app.db, &gateway, &retries, now),
+    );
+    assert!(a.expect("a worker") + b.expect("a worker") <= 1);
+    let paid = wait_for_state(&app, &invoice["id"], "PAID").await;
+    assert_eq!(paid["status"], "PAID");
+    let ours = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
+    assert_eq!(ours.len(), 1, "charged more than once: {ours:?}");
 }
 
 async fn an_invoice_is_charged_once_and_paid_by_the_signed_webhook(backend: Backend) {
@@ -497,6 +526,7 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
 }
 
 on_both_databases!(
+    two_payment_workers_charge_a_due_invoice_once,
     an_invoice_is_charged_once_and_paid_by_the_signed_webhook,
     refused_charges_are_retried_on_schedule_until_dunning_then_paid,
     a_top_up_is_paid_once_and_grants_its_credit_once,

@@ -283,7 +283,8 @@ enum Delivered {
     Transient(String),
 }
 
-/// Delivers due rows; returns how many were attempted.
+/// Delivers the due rows this worker claims (one worker may run per replica); returns how
+/// many it attempted.
 #[tracing::instrument(name = "payments.deliver_due", skip_all)]
 pub async fn deliver_due<C: ConnectionTrait>(
     conn: &C,
@@ -298,11 +299,42 @@ pub async fn deliver_due<C: ConnectionTrait>(
         .limit(50)
         .all(conn)
         .await?;
+    let mut delivered = 0;
     for row in &due {
+        if !claim(conn, row, now).await? {
+            continue;
+        }
         let outcome = deliver(conn, gateway, row, now).await?;
         record(conn, row, outcome, retries, now).await?;
+        delivered += 1;
     }
-    Ok(due.len())
+    Ok(delivered)
+}
+
+/// How long a claimed row belongs to the worker that claimed it. A worker that dies in the
+/// middle of a call leaves the row due again after this; the retry carries the same
+/// idempotency key, so Stripe creates nothing twice.
+const CLAIM: TimeDelta = TimeDelta::minutes(5);
+
+/// Takes a due row for this worker: moves its next attempt past the claim while it is
+/// still pending and due, so that another worker (another replica) reading the same row
+/// finds it no longer due and leaves it alone. False when another worker took it first.
+async fn claim<C: ConnectionTrait>(
+    conn: &C,
+    row: &payment_outbox::Model,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let taken = payment_outbox::Entity::update_many()
+        .col_expr(
+            payment_outbox::Column::NextAttemptAt,
+            Expr::value(now + CLAIM),
+        )
+        .filter(payment_outbox::Column::Id.eq(row.id))
+        .filter(payment_outbox::Column::Status.eq("pending"))
+        .filter(payment_outbox::Column::NextAttemptAt.lte(now))
+        .exec(conn)
+        .await?;
+    Ok(taken.rows_affected == 1)
 }
 
 async fn record<C: ConnectionTrait>(
