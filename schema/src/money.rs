@@ -52,6 +52,13 @@ impl Currency {
     }
 }
 
+/// Minor-unit digits of a stored currency code. Codes are checked when they are written, so
+/// an unknown one only comes from a broken row: it is read with cents, the common case.
+pub fn minor_unit_digits_of(code: &str) -> u32 {
+    code.parse::<Currency>()
+        .map_or(2, |c| c.minor_unit_digits())
+}
+
 impl fmt::Display for Currency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())

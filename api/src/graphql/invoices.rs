@@ -232,13 +232,8 @@ pub struct CreditGrant {
 }
 
 fn grant_of((g, remaining): (credit_grant::Model, rust_decimal::Decimal)) -> CreditGrant {
-    let money = |amount: rust_decimal::Decimal| {
-        let digits = g
-            .currency
-            .parse::<neocloud_schema::money::Currency>()
-            .map_or(2, |c| c.minor_unit_digits());
-        neocloud_metering::rating::period::round(amount, digits).to_string()
-    };
+    let in_minor_units = crate::invoicing::in_minor_units(&g.currency);
+    let money = |amount| in_minor_units(amount).to_string();
     CreditGrant {
         id: to_id(g.id),
         kind: g.kind.into(),

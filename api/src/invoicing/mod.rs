@@ -128,10 +128,8 @@ async fn finalized_view(
 /// Stored money as an invoice shows it, in its currency's minor units: `0.00`, not `0`
 /// (PostgreSQL's `NUMERIC` keeps a zero without its digits). Stored amounts are already
 /// rounded to the minor unit, so this only adds the digits.
-fn in_minor_units(currency: &str) -> impl Fn(Decimal) -> Decimal + use<> {
-    let digits = currency
-        .parse::<neocloud_schema::money::Currency>()
-        .map_or(2, |c| c.minor_unit_digits());
+pub(crate) fn in_minor_units(currency: &str) -> impl Fn(Decimal) -> Decimal + use<> {
+    let digits = neocloud_schema::money::minor_unit_digits_of(currency);
     move |amount| neocloud_metering::rating::period::round(amount, digits)
 }
 

@@ -47,7 +47,9 @@ pub async fn start(
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
     let mut amount = tenancy::in_currency("amount", amount, &owner.currency)?;
-    amount.rescale(tenancy::parse_currency(&owner.currency)?.minor_unit_digits());
+    amount.rescale(neocloud_schema::money::minor_unit_digits_of(
+        &owner.currency,
+    ));
     if let Some(key) = &idempotency_key
         && let Some(found) = top_ups::find_by_key(&txn, owner.id, key).await?
     {

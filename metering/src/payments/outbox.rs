@@ -16,7 +16,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, top_up};
 use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::ids::TenantId;
-use neocloud_schema::money::Currency;
+use neocloud_schema::money::minor_unit_digits_of;
 use neocloud_schema::vocabulary::{CollectionMode, InvoiceStatus, TopUpStatus};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
@@ -410,9 +410,7 @@ impl From<GatewayError> for Delivered {
 /// The amount in the currency's minor units (amounts are already rounded to them); `None`
 /// when it does not fit the provider's integer amounts.
 pub fn minor_units(amount: Decimal, currency: &str) -> Option<i64> {
-    let digits = currency
-        .parse::<Currency>()
-        .map_or(2, |c| c.minor_unit_digits());
+    let digits = minor_unit_digits_of(currency);
     amount
         .checked_mul(Decimal::from(10i64.pow(digits)))?
         .trunc()
