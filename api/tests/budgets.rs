@@ -13,7 +13,6 @@ use std::time::Duration as StdDuration;
 
 use chrono::TimeDelta;
 use hmac::{Hmac, Mac};
-use neocloud_schema::clock::Clock;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use support::{Backend, TestApp, error_code};
@@ -139,58 +138,6 @@ async fn wait_for(app: &TestApp, key: &str, done: impl Fn(&Value) -> bool) -> Va
 
 async fn spawn(backend: Backend) -> Option<TestApp> {
     TestApp::spawn_with(backend, |s| s.budgets.sweep_seconds = 1).await
-}
-
-/// Two replicas' sweeps find the same crossed threshold at once: its webhook is sent once.
-async fn two_sweeps_send_a_budget_webhook_once(backend: Backend) {
-    // The server's own sweep ran at start and waits 30 s for the next: the test's two
-    // sweeps are the ones that find the event.
-    let Some(app) = TestApp::spawn_with(backend, |s| s.budgets.sweep_seconds = 30).await else {
-        return;
-    };
-    let (_, key, sku) = setup(&app).await;
-    let (url, received) = receiver().await;
-    let r = app
-        .gql(
-            Some(&key),
-            SET,
-            json!({"i": {"monthlyLimit": "1.00", "alertThresholds": [50], "webhookUrl": url}}),
-        )
-        .await;
-    assert!(r["data"]["setBudget"].is_object(), "{r}");
-    let r = place(&app, &key, &sku).await;
-    assert!(r["data"]["placeOrder"].is_object(), "{r}");
-    app.advance(TimeDelta::seconds(2));
-
-    let mut settings = neocloud_api::settings::Settings::for_tests("sqlite::memory:");
-    settings.webhook_allow_hosts = "127.0.0.1".into();
-    let webhooks = neocloud_api::outbound::WebhookClient::new(
-        settings.webhook_allow_list().expect("allow list"),
-    );
-    let ordering =
-        neocloud_api::ordering::Ordering::new(StdDuration::from_secs(60), app.clock.clone());
-    let now = app.clock.now();
-    let (a, b) = tokio::join!(
-        neocloud_api::budgets::sweep(&app.db, &ordering, &webhooks, now),
-        neocloud_api::budgets::sweep(&app.db, &ordering, &webhooks, now),
-    );
-    assert!(a.is_ok() && b.is_ok());
-    let budget = wait_for(&app, &key, |b| {
-        b["events"]
-            .as_array()
-            .is_some_and(|e| !e.is_empty() && e.iter().all(|e| e["webhookStatus"] == "DELIVERED"))
-    })
-    .await;
-    assert_eq!(
-        budget["events"].as_array().map(Vec::len),
-        Some(1),
-        "{budget}"
-    );
-    assert_eq!(
-        received.lock().expect("lock").len(),
-        1,
-        "the webhook was sent twice"
-    );
 }
 
 async fn a_hard_cap_stops_new_orders_and_alerts_once_per_threshold(backend: Backend) {
@@ -567,7 +514,6 @@ async fn raising_the_limit_judges_alerts_against_the_new_limit(backend: Backend)
 }
 
 on_both_databases!(
-    two_sweeps_send_a_budget_webhook_once,
     a_hard_cap_stops_new_orders_and_alerts_once_per_threshold,
     at_the_limit_without_credit_running_allocations_get_notice,
     a_webhook_url_on_a_private_address_is_refused_when_set,

@@ -316,10 +316,6 @@ async fn deliver_pending(
         let Some(url) = &found.webhook_url else {
             continue;
         };
-        // Another replica's sweep may hold the same pending event: only one sends it.
-        if !store::claim_delivery(db, &event).await? {
-            continue;
-        }
         let delivered = deliver(webhooks, url, &event, &found, now).await;
         let attempts = event.webhook_attempts + 1;
         let status = match (delivered, attempts >= WEBHOOK_ATTEMPTS) {

@@ -190,26 +190,6 @@ pub async fn pending_deliveries<C: ConnectionTrait>(
     Ok(out)
 }
 
-/// Takes one delivery attempt of a pending event: counts the attempt while it is still the
-/// one read, so of two sweeps (two replicas) reading the same event only one sends it. An
-/// attempt whose sender dies is counted, and the next sweep makes the next one.
-pub async fn claim_delivery<C: ConnectionTrait>(
-    conn: &C,
-    event: &budget_event::Model,
-) -> Result<bool, DbErr> {
-    let taken = budget_event::Entity::update_many()
-        .col_expr(
-            budget_event::Column::WebhookAttempts,
-            Expr::value(event.webhook_attempts + 1),
-        )
-        .filter(budget_event::Column::Id.eq(event.id))
-        .filter(budget_event::Column::WebhookStatus.eq("pending"))
-        .filter(budget_event::Column::WebhookAttempts.eq(event.webhook_attempts))
-        .exec(conn)
-        .await?;
-    Ok(taken.rows_affected == 1)
-}
-
 pub async fn set_delivery<C: ConnectionTrait>(
     conn: &C,
     event: Uuid,
