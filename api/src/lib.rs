@@ -50,3 +50,4 @@ pub mod settings;
 pub mod startup;
 pub mod telemetry;
 pub mod tenancy;
+pub mod webhooks;

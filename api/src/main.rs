@@ -96,6 +96,8 @@ enum Command {
     },
     /// Print the GraphQL schema (SDL).
     Schema,
+    /// Print the event catalog as JSON Schema (`GET /v1/events/schema`).
+    EventSchema,
 }
 
 #[derive(Debug, Subcommand)]
@@ -226,6 +228,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Schema => {
             print!("{}", graphql::sdl());
+            Ok(())
+        }
+        Command::EventSchema => {
+            let doc = neocloud_metering::events::catalog::document();
+            println!("{}", serde_json::to_string_pretty(&doc)?);
             Ok(())
         }
         Command::Serve { database, listen } => {

@@ -279,14 +279,15 @@ impl WebhookClient {
         &self.allow
     }
 
-    /// POSTs `body` as JSON with `headers`; returns the answer's status code once at most
-    /// [`MAX_RESPONSE_BYTES`] of its body are read. A redirect is returned, not followed.
+    /// POSTs `body` as JSON with `headers`; returns the answer's status code and the
+    /// first [`ANSWER_HEAD_BYTES`] of its body once at most [`MAX_RESPONSE_BYTES`] of the
+    /// body are read. A redirect is returned, not followed.
     pub async fn post_json(
         &self,
         url: &str,
         headers: &[(&str, String)],
         body: Vec<u8>,
-    ) -> Result<u16, OutboundError> {
+    ) -> Result<Answer, OutboundError> {
         let url = check_url(url, &self.allow).map_err(OutboundError::Refused)?;
         let mut request = self
             .client
@@ -297,15 +298,37 @@ impl WebhookClient {
         }
         let mut response = request.body(body).send().await.map_err(failure)?;
         let status = response.status().as_u16();
+        let mut head = Vec::new();
         let mut read = 0;
         while read < MAX_RESPONSE_BYTES {
             match response.chunk().await {
-                Ok(Some(chunk)) => read += chunk.len(),
+                Ok(Some(chunk)) => {
+                    let room = ANSWER_HEAD_BYTES.saturating_sub(head.len());
+                    head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                    read += chunk.len();
+                }
                 Ok(None) => break,
                 Err(err) => return Err(failure(err)),
             }
         }
-        Ok(status)
+        Ok(Answer { status, head })
+    }
+}
+
+/// Bytes of an answer's body kept for the delivery log.
+pub const ANSWER_HEAD_BYTES: usize = 512;
+
+/// What a receiver answered.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    /// The first [`ANSWER_HEAD_BYTES`] of the body.
+    pub head: Vec<u8>,
+}
+
+impl Answer {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::error::{Code, rest_error};
 use crate::graphql::build_schema;
 use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
-use crate::http::{agents, graphql, health, ingest, invoices, metrics, observe, stripe};
+use crate::http::{agents, events, graphql, health, ingest, invoices, metrics, observe, stripe};
 use crate::invoicing::Billing;
 use crate::metrics::Metrics;
 use crate::ordering::Ordering;
@@ -100,6 +100,7 @@ fn routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         .route("/v1/agents/assignments", web::get().to(agents::assignments))
         .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
+        .route("/v1/events/schema", web::get().to(events::catalog))
         .service(
             web::resource("/v1/ingest")
                 .app_data(web::PayloadConfig::new(ingest_limit))
@@ -145,6 +146,12 @@ fn start_services(
     }
     spawn_period_closer(db.clone(), billing.clone());
     let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
+    crate::webhooks::delivery::spawn_worker(
+        db.clone(),
+        webhooks.clone(),
+        clock.clone(),
+        WEBHOOK_SWEEP,
+    );
     spawn_budget_sweep(
         db.clone(),
         ordering.clone(),
@@ -233,6 +240,9 @@ const INGEST_GROUP: usize = 64;
 
 /// How often the payment outbox is delivered.
 const OUTBOX_SWEEP: Duration = Duration::from_secs(2);
+
+/// How often due webhook deliveries are looked for.
+const WEBHOOK_SWEEP: Duration = Duration::from_secs(1);
 
 /// How often billing periods are checked for closing.
 const PERIOD_CLOSE_SWEEP: Duration = Duration::from_secs(60);

@@ -469,6 +469,55 @@ async fn an_unaggregatable_journal_row_is_quarantined_and_the_rest_goes_on(backe
         )
         .await;
     assert_eq!(support::error_code(&r), Some("FORBIDDEN"), "{r}");
+    // Operators are told through the event log, with the reason.
+    let told = operator_events(&app, "ingest.quarantined").await;
+    assert!(
+        told.iter()
+            .any(|e| e["data"]["batch_id"] == unreadable.to_string()
+                && e["data"]["reason"].is_string()),
+        "{told:?}"
+    );
+}
+
+/// The operator's events of one type, oldest first.
+async fn operator_events(app: &TestApp, kind: &str) -> Vec<Value> {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($t: [String!]!) { events(types: $t, first: 100) { events { data } } }",
+            json!({"t": [kind]}),
+        )
+        .await;
+    r["data"]["events"]["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone()
+}
+
+/// A stream that skips sequence numbers is reported once, as the numbers missing; a late
+/// batch that fills the hole raises nothing more.
+async fn a_gap_in_a_stream_is_told_to_the_operator(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let n = whole_gpu_node(&app, "hgx-gap").await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    accepted(&app, &n, &batch(&n, &boot, 1, 0, 1000)).await;
+    accepted(&app, &n, &batch(&n, &boot, 2, 10, 2000)).await;
+    assert!(
+        operator_events(&app, "ingest.gap_detected")
+            .await
+            .is_empty()
+    );
+    accepted(&app, &n, &batch(&n, &boot, 5, 40, 5000)).await;
+    accepted(&app, &n, &batch(&n, &boot, 3, 20, 3000)).await;
+    let told = operator_events(&app, "ingest.gap_detected").await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (&told[0]["data"]["from_seq"], &told[0]["data"]["to_seq"]),
+        (&json!(3), &json!(4))
+    );
+    assert_eq!(told[0]["data"]["boot_id"], boot.as_str());
 }
 
 async fn journal(app: &TestApp, batch_id: uuid::Uuid, node_id: uuid::Uuid, payload: Vec<u8>) {
@@ -489,4 +538,5 @@ on_both_databases!(
     made_up_mig_instances_are_refused_or_not_counted,
     a_shared_gpu_is_never_more_than_fully_busy,
     an_unaggregatable_journal_row_is_quarantined_and_the_rest_goes_on,
+    a_gap_in_a_stream_is_told_to_the_operator,
 );

@@ -3,7 +3,12 @@
 //! data or the device mark it failed, and failed time becomes SLA credit.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{audit_log, fleet_epoch, gpu, gpu_event, gpu_health_interval};
+use neocloud_schema::entity::{
+    allocation, allocation_gpu, audit_log, fleet_epoch, gpu, gpu_event, gpu_health_interval, node,
+};
+use serde_json::json;
+
+use crate::events::{self, NewEvent};
 use neocloud_schema::ingest::HealthEventKind;
 use neocloud_schema::vocabulary::GpuHealth;
 use sea_orm::{
@@ -213,7 +218,67 @@ pub async fn transition<C: ConnectionTrait>(
     let updated = active.update(conn).await?;
     fleet_epoch::bump(conn).await?;
     tracing::warn!(gpu = %gpu.uuid, health = health.as_str(), %cause, "GPU health changed.");
+    tell(conn, gpu, health, at, cause).await?;
     Ok(updated)
+}
+
+/// `gpu.health_changed` for the operator and, when the GPU failed, `allocation.gpu_failed`
+/// and `sla_credit.accrued` for every allocation on it (slices and fractions too).
+async fn tell<C: ConnectionTrait>(
+    conn: &C,
+    gpu: &gpu::Model,
+    health: GpuHealth,
+    at: DateTime<Utc>,
+    cause: &str,
+) -> Result<(), DbErr> {
+    let hostname = node::Entity::find_by_id(gpu.node_id)
+        .one(conn)
+        .await?
+        .map(|n| n.hostname)
+        .unwrap_or_default();
+    let mut out = vec![NewEvent::operator(
+        "gpu.health_changed",
+        at,
+        json!({"gpu_uuid": gpu.uuid, "hostname": hostname, "before": gpu.health.as_str(),
+            "after": health.as_str(), "cause": cause, "at": at}),
+    )];
+    if health == GpuHealth::Failed && gpu.health != GpuHealth::Failed {
+        for held in live_allocations_on(conn, gpu).await? {
+            out.push(NewEvent::tenant(
+                "allocation.gpu_failed",
+                held.tenant_id,
+                at,
+                json!({"allocation_id": held.id, "gpu_uuid": gpu.uuid, "at": at, "cause": cause}),
+            ));
+            out.push(NewEvent::tenant(
+                "sla_credit.accrued",
+                held.tenant_id,
+                at,
+                json!({"allocation_id": held.id, "gpu_uuid": gpu.uuid, "from": at}),
+            ));
+        }
+    }
+    events::record_all(conn, out, at).await
+}
+
+/// Allocations holding `gpu` that have not ended.
+async fn live_allocations_on<C: ConnectionTrait>(
+    conn: &C,
+    gpu: &gpu::Model,
+) -> Result<Vec<allocation::Model>, DbErr> {
+    let held: Vec<_> = allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::GpuId.eq(gpu.id))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|h| h.allocation_id)
+        .collect();
+    allocation::Entity::find()
+        .filter(allocation::Column::Id.is_in(held))
+        .filter(allocation::Column::EndedAt.is_null())
+        .order_by_asc(allocation::Column::Id)
+        .all(conn)
+        .await
 }
 
 /// Failed intervals of the given GPUs overlapping `[from, to)`.

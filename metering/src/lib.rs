@@ -35,6 +35,7 @@
 pub mod budgets;
 pub mod coverage;
 pub mod error;
+pub mod events;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;

@@ -49,6 +49,7 @@ mod m20261201_000014_ingest_quarantine;
 mod m20261201_000015_credit_coverage;
 mod m20261202_000016_gpu_event_gpu;
 mod m20261202_000017_numeric_money;
+mod m20261202_000018_events;
 
 pub struct Migrator;
 
@@ -73,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000015_credit_coverage::Migration),
             Box::new(m20261202_000016_gpu_event_gpu::Migration),
             Box::new(m20261202_000017_numeric_money::Migration),
+            Box::new(m20261202_000018_events::Migration),
         ]
     }
 }

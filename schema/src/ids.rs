@@ -92,6 +92,10 @@ uuid_id!(
     InvoiceId,
     /// Prepaid or promotional credit granted to a tenant.
     CreditGrantId,
+    /// One entry of the event log, the same in the feed and in every webhook delivery.
+    EventId,
+    /// Where a tenant (or the operator) wants events sent.
+    WebhookEndpointId,
 );
 
 #[cfg(test)]

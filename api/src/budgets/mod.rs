@@ -353,7 +353,7 @@ async fn deliver(
         .post_json(url, &[("Neocloud-Signature", sig)], body)
         .await
     {
-        Ok(status) => (200..300).contains(&status),
+        Ok(answer) => answer.is_success(),
         Err(OutboundError::Refused(why)) => {
             tracing::warn!(tenant = %found.tenant_id, event = %event.id, reason = %why, "Budget webhook refused: not a public address.");
             false

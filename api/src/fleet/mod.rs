@@ -3,6 +3,7 @@
 
 pub(crate) mod store;
 
+use neocloud_metering::events::{self, NewEvent};
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::NodeId;
@@ -253,6 +254,10 @@ pub(crate) async fn register_in(
         actor.map(|a| a.key_id),
     )
     .await?;
+    let data = serde_json::json!({"node_id": node.id, "hostname": node.hostname, "region": node.region,
+        "gpu_model": node.gpu_model, "gpu_count": node.gpu_count});
+    let event = NewEvent::operator("node.registered", node.created_at, data);
+    events::record(txn, event, node.created_at).await?;
     audit::record_as(
         txn,
         actor,
@@ -344,6 +349,7 @@ pub async fn set_node_state(
     actor: &Principal,
     id: NodeId,
     state: neocloud_schema::vocabulary::NodeState,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
     actor.require_operator()?;
     let txn = crate::db::begin_write(db).await?;
@@ -355,6 +361,10 @@ pub async fn set_node_state(
     } else {
         store::bump_epoch(&txn).await?;
         let updated = store::set_state(&txn, &node, state).await?;
+        if state == neocloud_schema::vocabulary::NodeState::Draining {
+            let data = serde_json::json!({"node_id": node.id, "hostname": node.hostname});
+            events::record(&txn, NewEvent::operator("node.drained", now, data), now).await?;
+        }
         audit::record(
             &txn,
             actor,

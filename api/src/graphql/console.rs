@@ -242,6 +242,7 @@ impl ConsoleMutation {
             super::principal(ctx)?,
             id,
             NodeState::Draining,
+            super::now(ctx)?,
         )
         .await?;
         Ok(Node::new(node, gpus))
@@ -250,9 +251,14 @@ impl ConsoleMutation {
     /// Sets a node active, draining or down (operator).
     async fn set_node_state(&self, ctx: &Context<'_>, id: ID, state: GqlNodeState) -> Result<Node> {
         let id: NodeId = parse_id("id", &id)?;
-        let (node, gpus) =
-            fleet::set_node_state(super::db(ctx)?, super::principal(ctx)?, id, state.into())
-                .await?;
+        let (node, gpus) = fleet::set_node_state(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            state.into(),
+            super::now(ctx)?,
+        )
+        .await?;
         Ok(Node::new(node, gpus))
     }
 
@@ -321,6 +327,7 @@ impl ConsoleMutation {
             id,
             TenantStatus::Suspended,
             &reason,
+            super::now(ctx)?,
         )
         .await?;
         Ok(Tenant(t))
@@ -335,6 +342,7 @@ impl ConsoleMutation {
             id,
             TenantStatus::Active,
             "",
+            super::now(ctx)?,
         )
         .await?;
         Ok(Tenant(t))

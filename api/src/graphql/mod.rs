@@ -18,6 +18,7 @@ mod scalars;
 mod tenants;
 mod usage;
 mod viewer;
+mod webhooks;
 
 use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub struct Query(
     invoices::InvoiceQuery,
     budgets::BudgetQuery,
     payments::PaymentQuery,
+    webhooks::WebhookQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -63,6 +65,7 @@ pub struct Mutation(
     budgets::BudgetMutation,
     payments::PaymentMutation,
     usage::IngestMutation,
+    webhooks::WebhookMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

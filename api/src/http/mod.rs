@@ -2,6 +2,7 @@
 //! and the request middleware (a span per request, Prometheus counters).
 
 pub mod agents;
+pub mod events;
 pub mod extract;
 pub mod graphql;
 pub mod health;

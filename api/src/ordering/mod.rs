@@ -6,6 +6,7 @@
 //! transaction, by the placement loop (see `placement`).
 
 mod alternatives;
+mod events;
 pub mod fleet_cache;
 mod placement;
 mod planning;
@@ -256,6 +257,7 @@ impl Ordering {
         let at = row.preempt_at.filter(|p| *p < now).unwrap_or(now);
         let ended = store::end_allocation(txn, row, at).await?;
         store::settle_order(txn, row.order_id.into(), at).await?;
+        events::ended(txn, row, &ended, now).await?;
         for region in cache.regions.values_mut() {
             if region.node_id(row.node_id.into()).is_some() {
                 if let Err(err) = region.fleet.release(allocation_key(row.id.into())) {
@@ -286,6 +288,7 @@ impl Ordering {
         if !running.is_empty() {
             let notice = chrono::TimeDelta::from_std(self.notice).unwrap_or_default();
             store::mark_preempting(conn, &running, at + notice).await?;
+            events::preempting(conn, &running, "budget_stop", at).await?;
         }
         Ok(running.len())
     }

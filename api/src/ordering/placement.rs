@@ -222,7 +222,7 @@ async fn attempt(
     for pending in batch {
         outcomes.push(run.place(pending).await?);
     }
-    let preempted = run.writes.apply(&txn).await?;
+    let preempted = run.writes.apply(&txn, &run.skus, run.now).await?;
     txn.commit().await?;
     for (tenant, count) in preempted {
         tracing::info!(%tenant, preempted = count, "Spot allocations preempted for an order.");
@@ -532,13 +532,22 @@ struct Writes {
 
 impl Writes {
     /// Writes everything; returns how many allocations each preempting order preempted.
-    async fn apply(self, txn: &DatabaseTransaction) -> ApiResult<Vec<(TenantId, usize)>> {
+    async fn apply(
+        self,
+        txn: &DatabaseTransaction,
+        skus: &HashMap<Uuid, sku::Model>,
+        now: DateTime<Utc>,
+    ) -> ApiResult<Vec<(TenantId, usize)>> {
+        let placed: Vec<allocation::Model> =
+            self.allocations.iter().map(|(a, _)| a.clone()).collect();
         store::insert_placed(txn, self.orders, self.allocations).await?;
+        super::events::placed(txn, &placed, skus, now).await?;
         // After the inserts: an order may preempt a spot allocation placed earlier in
         // the same batch.
         let mut preempted = Vec::with_capacity(self.preempting.len());
         for (tenant, victims, at) in self.preempting {
             store::mark_preempting(txn, &victims, at).await?;
+            super::events::preempting(txn, &victims, "preempted", now).await?;
             preempted.push((tenant, victims.len()));
         }
         audit::record_all(txn, self.audit).await?;

@@ -208,6 +208,13 @@ pub async fn set_quota(
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
     let (before, result) = write_quota(&txn, tenant, (scope, &value), max, now).await?;
+    let data = serde_json::json!({
+        "scope": if value.is_empty() { scope.to_string() } else { format!("{scope}:{value}") },
+        "limit": result.as_ref().map(|q| q.max_value),
+        "previous_limit": before.as_ref().and_then(|b| b["max"].as_i64()),
+    });
+    let event = neocloud_metering::events::NewEvent::tenant("quota.changed", tenant, now, data);
+    neocloud_metering::events::record(&txn, event, now).await?;
     crate::audit::record(
         &txn,
         actor,

@@ -190,6 +190,17 @@ pub(crate) async fn insert_placed<C: ConnectionTrait>(
     crate::db::insert_all(conn, held).await
 }
 
+pub(crate) async fn allocations_by_id<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<Vec<allocation::Model>, DbErr> {
+    allocation::Entity::find()
+        .filter(allocation::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(allocation::Column::Id)
+        .all(conn)
+        .await
+}
+
 pub(crate) async fn mark_preempting<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],

@@ -168,7 +168,8 @@ async fn an_allow_listed_host_is_reached() {
     let status = WebhookClient::new(loopback())
         .post_json(&format!("http://{addr}/hook"), &[], b"{}".to_vec())
         .await
-        .expect("delivered");
+        .expect("delivered")
+        .status;
     assert_eq!(status, 200);
     assert_eq!(count.load(Ordering::SeqCst), 1);
     let by_name = AllowList::parse("localhost").expect("parses");
@@ -179,7 +180,8 @@ async fn an_allow_listed_host_is_reached() {
             b"{}".to_vec(),
         )
         .await
-        .expect("delivered by name");
+        .expect("delivered by name")
+        .status;
     assert_eq!(status, 200);
 }
 
@@ -193,7 +195,8 @@ async fn a_redirect_is_not_followed() {
     let status = WebhookClient::new(loopback())
         .post_json(&format!("http://{addr}/hook"), &[], b"{}".to_vec())
         .await
-        .expect("answered");
+        .expect("answered")
+        .status;
     assert_eq!(status, 302);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
@@ -247,7 +250,8 @@ async fn an_endless_answer_is_read_only_up_to_the_bound() {
     let status = client
         .post_json(&format!("http://{addr}/hook"), &[], b"{}".to_vec())
         .await
-        .expect("answered");
+        .expect("answered")
+        .status;
     assert_eq!(status, 200);
     assert!(
         started.elapsed() < Duration::from_secs(4),

@@ -117,19 +117,28 @@ pub async fn dunning<C: sea_orm::ConnectionTrait>(
         return Ok(());
     };
     let (tenant, invoice, suspend) = (&verdict.tenant, &verdict.invoice, verdict.suspends());
-    tenancy::store::set_status(conn, tenant, verdict.status).await?;
+    let reason = if suspend {
+        "dunning: payments of an invoice kept failing"
+    } else {
+        "dunning: paid"
+    };
+    tenancy::change_status(conn, tenant, verdict.status, reason, now).await?;
     audit::record_as(
         conn,
         None,
         audit::Entry {
             tenant_id: Some(tenant.id),
-            action: if suspend { "tenant.suspend" } else { "tenant.resume" },
+            action: if suspend {
+                "tenant.suspend"
+            } else {
+                "tenant.resume"
+            },
             object_type: "tenant",
             object_id: tenant.id.to_string(),
             before: Some(json!({"status": tenant.status})),
             after: Some(json!({
                 "status": verdict.status,
-                "reason": if suspend { "dunning: payments of an invoice kept failing" } else { "dunning: paid" },
+                "reason": reason,
                 "invoice": invoice.id,
                 "payment_failures": invoice.payment_failures,
             })),

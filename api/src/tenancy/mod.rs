@@ -175,6 +175,7 @@ pub async fn set_status(
     id: TenantId,
     status: neocloud_schema::vocabulary::TenantStatus,
     reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<tenant::Model> {
     actor.require_operator()?;
     let txn = crate::db::begin_write(db).await?;
@@ -184,7 +185,7 @@ pub async fn set_status(
     if tenant.status == status {
         return Ok(tenant);
     }
-    let updated = store::set_status(&txn, &tenant, status).await?;
+    let updated = change_status(&txn, &tenant, status, reason, now).await?;
     audit::record(
         &txn,
         actor,
@@ -202,6 +203,40 @@ pub async fn set_status(
     )
     .await?;
     txn.commit().await?;
+    Ok(updated)
+}
+
+/// Sets a tenant's status and tells the tenant (`tenant.suspended` with the reason, or
+/// `tenant.resumed`), in the caller's transaction.
+pub(crate) async fn change_status<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    status: neocloud_schema::vocabulary::TenantStatus,
+    reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<tenant::Model, sea_orm::DbErr> {
+    use neocloud_metering::events::{self, NewEvent};
+    use neocloud_schema::vocabulary::TenantStatus;
+    let updated = store::set_status(conn, tenant, status).await?;
+    let event = match status {
+        TenantStatus::Suspended => {
+            let reason = if reason.trim().is_empty() {
+                "no reason was given"
+            } else {
+                reason
+            };
+            NewEvent::tenant(
+                "tenant.suspended",
+                tenant.id,
+                now,
+                serde_json::json!({"reason": reason}),
+            )
+        }
+        TenantStatus::Active => {
+            NewEvent::tenant("tenant.resumed", tenant.id, now, serde_json::json!({}))
+        }
+    };
+    events::record(conn, event, now).await?;
     Ok(updated)
 }
 

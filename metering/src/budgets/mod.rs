@@ -19,7 +19,9 @@ use neocloud_schema::ids::TenantId;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
 
+use crate::events::{self, NewEvent};
 use crate::invoicing::{self, InvoicingError};
+use serde_json::json;
 
 /// Where a tenant's open period stands, rated.
 #[derive(Debug, Clone)]
@@ -88,6 +90,9 @@ pub async fn judge<C: ConnectionTrait>(
     let blocked = judged.budget.hard_cap && over;
     if blocked != judged.budget.blocked_since.is_some() {
         store::set_blocked(conn, tenant, blocked.then_some(now)).await?;
+        if blocked {
+            tell(conn, &judged, "budget.blocked", json!({})).await?;
+        }
     }
     Ok(Some(judged))
 }
@@ -114,7 +119,7 @@ async fn record<C: ConnectionTrait>(
     } else {
         "none"
     };
-    store::record_event(
+    let recorded = store::record_event(
         conn,
         store::NewEvent {
             tenant: judged.budget.tenant_id,
@@ -129,5 +134,29 @@ async fn record<C: ConnectionTrait>(
         },
     )
     .await?;
+    if recorded && kind == "threshold_crossed" {
+        let extra = json!({"threshold_pct": threshold});
+        tell(conn, judged, "budget.threshold_crossed", extra).await?;
+    }
     Ok(())
+}
+
+/// Records a budget event of the event log: the spend against the limit, with `extra`.
+async fn tell<C: ConnectionTrait>(
+    conn: &C,
+    judged: &Judged,
+    kind: &'static str,
+    extra: serde_json::Value,
+) -> Result<(), DbErr> {
+    let mut data = json!({
+        "spend": judged.standing.spend.to_string(),
+        "monthly_limit": judged.budget.monthly_limit.get().to_string(),
+        "currency": judged.budget.currency,
+        "period_start": judged.standing.period_start,
+    });
+    if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
+        data.extend(extra.clone());
+    }
+    let event = NewEvent::tenant(kind, judged.budget.tenant_id, judged.now, data);
+    events::record(conn, event, judged.now).await.map(|_| ())
 }

@@ -125,8 +125,12 @@ pub struct NewEvent<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// Records an event once per tenant, period, kind, threshold and limit version.
-pub async fn record_event<C: ConnectionTrait>(conn: &C, event: NewEvent<'_>) -> Result<(), DbErr> {
+/// Records an event once per tenant, period, kind, threshold and limit version; whether
+/// this call recorded it.
+pub async fn record_event<C: ConnectionTrait>(
+    conn: &C,
+    event: NewEvent<'_>,
+) -> Result<bool, DbErr> {
     budget_event::Entity::insert(budget_event::ActiveModel {
         id: Set(Uuid::now_v7()),
         tenant_id: Set(event.tenant),
@@ -153,7 +157,7 @@ pub async fn record_event<C: ConnectionTrait>(conn: &C, event: NewEvent<'_>) -> 
     )
     .exec_without_returning(conn)
     .await
-    .map(|_| ())
+    .map(|inserted| inserted > 0)
 }
 
 /// The tenant's events of the period starting at `period_start`, oldest first.

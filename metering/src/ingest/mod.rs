@@ -18,7 +18,7 @@ pub mod writer;
 
 pub use aggregate::{aggregate, settle};
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::gpu::GpuModel;
@@ -254,11 +254,50 @@ async fn apply(
     }
     journal.retain(|(id, ..)| fresh.contains(id));
     store::journal(&txn, &journal).await?;
+    tell_gaps(&txn, &journal, now).await?;
     txn.commit().await?;
     Ok(answers
         .into_iter()
         .map(|a| a.unwrap_or_else(unanswered))
         .collect())
+}
+
+/// `ingest.gap_detected` for each stream whose new batches skip sequence numbers past the
+/// highest it had sent (a batch that arrives late, below it, fills a gap already told).
+async fn tell_gaps<C: ConnectionTrait>(
+    txn: &C,
+    fresh: &[store::Journaled<'_>],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    if fresh.is_empty() {
+        return Ok(());
+    }
+    let before = store::highest_seq_before(txn, fresh).await?;
+    let mut streams: BTreeMap<(&str, Uuid), (Uuid, Vec<u64>)> = BTreeMap::new();
+    for (_, node, batch, _) in fresh {
+        let entry = streams
+            .entry((batch.agent_id.as_str(), batch.boot_id))
+            .or_insert_with(|| (*node, Vec::new()));
+        entry.1.push(batch.seq);
+    }
+    let mut events = Vec::new();
+    for ((agent, boot), (node, mut seqs)) in streams {
+        seqs.sort_unstable();
+        let mut last = before.get(&(agent.to_owned(), boot)).copied();
+        for seq in seqs {
+            if let Some(prev) = last.filter(|prev| seq > prev + 1) {
+                let data = serde_json::json!({"node_id": node, "agent_id": agent, "boot_id": boot,
+                    "from_seq": prev + 1, "to_seq": seq - 1});
+                events.push(crate::events::NewEvent::operator(
+                    "ingest.gap_detected",
+                    now,
+                    data,
+                ));
+            }
+            last = Some(last.map_or(seq, |prev| prev.max(seq)));
+        }
+    }
+    crate::events::record_all(txn, events, now).await
 }
 
 /// Stores a new batch's XID/ECC events and applies the health transitions they cause

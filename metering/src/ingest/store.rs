@@ -139,7 +139,7 @@ pub(super) async fn gpu_by_uuid<C: ConnectionTrait>(
 }
 
 /// A batch to record and journal: its new id, its node, the batch and its journal payload.
-pub(super) type Journaled<'a> = (Uuid, Uuid, &'a Batch, Vec<u8>);
+pub(crate) type Journaled<'a> = (Uuid, Uuid, &'a Batch, Vec<u8>);
 
 /// Records the batches' ids; returns the ids of those recorded now. The unique batch
 /// identity is the last word on duplicates: a batch recorded before (or by a concurrent
@@ -208,6 +208,36 @@ fn batch_row(
         )
         .ok()),
     })
+}
+
+/// Per stream (agent, boot) of `fresh`, the highest sequence number recorded before them.
+pub(super) async fn highest_seq_before<C: ConnectionTrait>(
+    conn: &C,
+    fresh: &[Journaled<'_>],
+) -> Result<HashMap<(String, Uuid), u64>, DbErr> {
+    let agents: HashSet<&str> = fresh
+        .iter()
+        .map(|(_, _, b, _)| b.agent_id.as_str())
+        .collect();
+    let boots: HashSet<Uuid> = fresh.iter().map(|(_, _, b, _)| b.boot_id).collect();
+    let ids = fresh.iter().map(|(id, ..)| *id);
+    let rows: Vec<(String, Uuid, i64)> = ingest_batch::Entity::find()
+        .select_only()
+        .column(ingest_batch::Column::AgentId)
+        .column(ingest_batch::Column::BootId)
+        .column_as(ingest_batch::Column::Seq.max(), "last_seq")
+        .filter(ingest_batch::Column::AgentId.is_in(agents))
+        .filter(ingest_batch::Column::BootId.is_in(boots))
+        .filter(ingest_batch::Column::Id.is_not_in(ids))
+        .group_by(ingest_batch::Column::AgentId)
+        .group_by(ingest_batch::Column::BootId)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(agent, boot, seq)| Some(((agent, boot), u64::try_from(seq).ok()?)))
+        .collect())
 }
 
 /// Journals recorded batches for aggregation.
@@ -301,15 +331,19 @@ pub(super) async fn quarantine<C: ConnectionTrait>(
     reason: &str,
 ) -> Result<(), DbErr> {
     tracing::error!(batch_id = %row.batch_id, reason, "A journaled batch was quarantined.");
+    let now = Utc::now();
     ingest_quarantine::ActiveModel {
         batch_id: Set(row.batch_id),
         node_id: Set(row.node_id),
         payload: Set(row.payload.clone()),
         reason: Set(printable(reason)),
-        quarantined_at: Set(Utc::now()),
+        quarantined_at: Set(now),
     }
     .insert(conn)
     .await?;
+    let data = serde_json::json!({"batch_id": row.batch_id, "node_id": row.node_id, "reason": printable(reason)});
+    let event = crate::events::NewEvent::operator("ingest.quarantined", now, data);
+    crate::events::record(conn, event, now).await?;
     delete_pending(conn, &[row.batch_id]).await
 }
 

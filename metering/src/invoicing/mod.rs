@@ -19,6 +19,7 @@ use neocloud_schema::ids::{CreditGrantId, InvoiceId};
 use neocloud_schema::vocabulary::{CreditKind, InvoiceStatus, PaymentState};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
+use serde_json::json;
 
 use crate::rating::RateError;
 use crate::rating::period::{PeriodInput, RatedInvoice, rate_period};
@@ -194,9 +195,39 @@ pub async fn close_period<C: ConnectionTrait>(
         // Charged through the outbox: committed with the invoice, or not at all.
         crate::payments::outbox::queue_invoice(conn, tenant, finalized.id, now).await?;
     }
+    let period =
+        json!({"period_start": finalized.period_start, "period_end": finalized.period_end});
+    record_invoice_event(conn, "invoice.finalized", &finalized, period, now).await?;
+    if payment_state == PaymentState::Paid {
+        record_invoice_event(conn, "invoice.paid", &finalized, json!({}), now).await?;
+    }
     let lines = store::lines(conn, tenant, finalized.id).await?;
     store::open_draft(conn, tenant).await?;
     Ok((finalized, lines))
+}
+
+/// Records an invoice event: the invoice's id, number, total and currency, with `extra`
+/// (an object) for its type, except what the type does not carry.
+pub(crate) async fn record_invoice_event<C: ConnectionTrait>(
+    conn: &C,
+    kind: &'static str,
+    invoice: &invoice::Model,
+    extra: serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mut data = json!({
+        "invoice_id": invoice.id,
+        "number": invoice.number.clone().unwrap_or_default(),
+    });
+    if kind != "invoice.voided" {
+        data["total"] = json!(invoice.total.get().to_string());
+        data["currency"] = json!(invoice.currency);
+    }
+    if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
+        data.extend(extra.clone());
+    }
+    let event = crate::events::NewEvent::tenant(kind, invoice.tenant_id, now, data);
+    crate::events::record(conn, event, now).await.map(|_| ())
 }
 
 /// Tenants whose open period ended more than the grace ago, to close.
@@ -235,6 +266,14 @@ pub async fn void<C: ConnectionTrait>(
         )));
     }
     let voided = store::mark_void(conn, found, reason, now).await?;
+    record_invoice_event(
+        conn,
+        "invoice.voided",
+        &voided,
+        json!({"reason": reason}),
+        now,
+    )
+    .await?;
     // A hosted invoice already sent must not stay payable at Stripe.
     crate::payments::outbox::queue_void_hosted(conn, voided.tenant_id, voided.id, now).await?;
     Ok(voided)

@@ -24,6 +24,7 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::events::NewEvent;
 use crate::invoicing::{self, NewGrant};
 
 /// The event kinds neocloud acts on; others are acknowledged and ignored.
@@ -152,7 +153,7 @@ pub async fn apply_event<C: ConnectionTrait>(
             paid(conn, id, now).await?
         }
         ("payment_intent.payment_failed" | "invoice.payment_failed", None, Some(id)) => {
-            failed(conn, id).await?
+            failed(conn, id, now).await?
         }
         ("invoice.marked_uncollectible", None, Some(id)) => uncollectible(conn, id).await?,
         (kind, _, _) if HANDLED.contains(&kind) => Outcome::UnknownObject,
@@ -226,6 +227,9 @@ async fn top_up_paid<C: ConnectionTrait>(
     )
     .await
     .map_err(|e| DbErr::Custom(e.to_string()))?;
+    let data = serde_json::json!({"top_up_id": found.id, "amount": amount.to_string(), "currency": found.currency});
+    let event = NewEvent::tenant("top_up.succeeded", found.tenant_id, now, data);
+    crate::events::record(conn, event, now).await?;
     let mut active: top_up::ActiveModel = found.into();
     active.credit_grant_id = Set(Some(grant.id));
     active.update(conn).await?;
@@ -252,8 +256,24 @@ async fn top_up_failed<C: ConnectionTrait>(
     })
 }
 
-/// Marks a pending top-up failed; whether it changed.
+/// Marks a pending top-up failed, telling the tenant; whether it changed.
 pub(crate) async fn top_up_refused<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let changed = mark_top_up_failed(conn, id, reason, now).await?;
+    if changed && let Some(found) = top_up::Entity::find_by_id(id).one(conn).await? {
+        let data = serde_json::json!({"top_up_id": found.id, "amount": found.amount.get().to_string(),
+            "currency": found.currency, "failure": reason});
+        let event = NewEvent::tenant("top_up.failed", found.tenant_id, now, data);
+        crate::events::record(conn, event, now).await?;
+    }
+    Ok(changed)
+}
+
+async fn mark_top_up_failed<C: ConnectionTrait>(
     conn: &C,
     id: Uuid,
     reason: &str,
@@ -302,11 +322,35 @@ async fn paid<C: ConnectionTrait>(
         .exec(conn)
         .await?
         .rows_affected;
+    if changed > 0 {
+        tell(conn, "invoice.paid", id, now).await?;
+    }
     settle(conn, id, changed).await
 }
 
+/// Records an invoice event about `id`, as it now stands.
+async fn tell<C: ConnectionTrait>(
+    conn: &C,
+    kind: &'static str,
+    id: InvoiceId,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(found) = invoice::Entity::find_by_id(id).one(conn).await? else {
+        return Ok(());
+    };
+    let extra = match kind {
+        "invoice.payment_failed" => serde_json::json!({"failures": found.payment_failures}),
+        _ => serde_json::json!({}),
+    };
+    invoicing::record_invoice_event(conn, kind, &found, extra, now).await
+}
+
 /// Counts a failed attempt on an invoice still owed.
-async fn failed<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<Outcome, DbErr> {
+async fn failed<C: ConnectionTrait>(
+    conn: &C,
+    id: InvoiceId,
+    now: DateTime<Utc>,
+) -> Result<Outcome, DbErr> {
     let changed = invoice::Entity::update_many()
         .col_expr(
             invoice::Column::PaymentState,
@@ -321,6 +365,9 @@ async fn failed<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<Outcome, 
         .exec(conn)
         .await?
         .rows_affected;
+    if changed > 0 {
+        tell(conn, "invoice.payment_failed", id, now).await?;
+    }
     settle(conn, id, changed).await
 }
 
