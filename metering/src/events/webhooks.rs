@@ -175,18 +175,16 @@ pub async fn fan_out<C: ConnectionTrait>(
     event: &event::Model,
     now: DateTime<Utc>,
 ) -> Result<usize, DbErr> {
-    let mut candidates = webhook_endpoint::Entity::find()
+    // The operator's endpoints, and the event's tenant's; `takes` applies the filters.
+    let owners = match event.tenant_id {
+        Some(tenant) => webhook_endpoint::Column::TenantId
+            .is_null()
+            .or(webhook_endpoint::Column::TenantId.eq(tenant)),
+        None => webhook_endpoint::Column::TenantId.is_null(),
+    };
+    let candidates = webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::Enabled.eq(true))
-        .filter(webhook_endpoint::Column::TenantId.is_null());
-    if let Some(tenant) = event.tenant_id {
-        candidates = webhook_endpoint::Entity::find()
-            .filter(webhook_endpoint::Column::Enabled.eq(true))
-            .filter(
-                webhook_endpoint::Column::TenantId
-                    .is_null()
-                    .or(webhook_endpoint::Column::TenantId.eq(tenant)),
-            );
-    }
+        .filter(owners);
     let rows: Vec<_> = candidates
         .all(conn)
         .await?
