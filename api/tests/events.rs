@@ -421,8 +421,7 @@ async fn real_actions_produce_their_events(backend: Backend) {
         assert!(found.is_some(), "{want} missing after {at} in {seen:?}");
         at += found.unwrap_or(0) + 1;
     }
-    // The budget judged the spend of the new, empty period: no alert yet, and none of
-    // another tenant's or the operator's events.
+    // A tenant's feed holds none of the operator's events.
     assert!(
         seen.iter()
             .all(|t| !t.starts_with("node.") && !t.starts_with("gpu."))

@@ -63,6 +63,10 @@ fn managing_owner(actor: &Principal, asked: Option<TenantId>) -> ApiResult<store
     Ok(owner)
 }
 
+fn no_endpoint() -> ApiError {
+    ApiError::not_found("webhook endpoint")
+}
+
 fn new_secret() -> String {
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
@@ -234,7 +238,7 @@ pub async fn update(
     let txn = crate::db::begin_write(db).await?;
     let before = store::find_endpoint_for_update(&txn, owner, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(no_endpoint)?;
     let mut after = before.clone();
     if let Some(url) = &input.url {
         after.url = checked_url(url, client)?;
@@ -319,7 +323,7 @@ pub async fn rotate_secret(
     let txn = crate::db::begin_write(db).await?;
     let before = store::find_endpoint_for_update(&txn, owner, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(no_endpoint)?;
     let secret = new_secret();
     let mut after = before.clone();
     after.previous_secret = Some(before.secret.clone());
@@ -356,7 +360,7 @@ pub async fn send_test(
     let txn = crate::db::begin_write(db).await?;
     store::find_endpoint(&txn, owner, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(no_endpoint)?;
     let data = json!({"endpoint_id": id, "note": note});
     let event = NewEvent {
         kind: "webhook.test",
@@ -382,7 +386,7 @@ pub async fn redeliver(
     let txn = crate::db::begin_write(db).await?;
     let found = store::find_endpoint(&txn, owner, endpoint)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(no_endpoint)?;
     // `takes` also says whether the endpoint's owner may see the event at all.
     let row = event_store::by_ids(&txn, vec![event])
         .await?
@@ -408,7 +412,7 @@ pub async fn redeliver_since(
     let txn = crate::db::begin_write(db).await?;
     let found = store::find_endpoint(&txn, owner, endpoint)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(no_endpoint)?;
     let candidates = match owner {
         Some(_) => event_store::since(&txn, owner, since, MAX_REDELIVER).await?,
         None => event_store::all_since(&txn, since, MAX_REDELIVER).await?,

@@ -32,10 +32,6 @@ pub enum Kind {
     Labels,
     /// The GPUs of an allocation: `[{uuid, index}]`.
     Gpus,
-    /// A list of strings.
-    Texts,
-    /// Anything (a test event's note).
-    Any,
 }
 
 #[derive(Debug)]
@@ -75,7 +71,7 @@ const fn opt(name: &'static str, kind: Kind, doc: &'static str) -> Field {
 }
 
 use Audience::{Operator, Owner, Tenant};
-use Kind::{Decimal, Gpus, Id, Integer, Labels, Text, Texts, Time};
+use Kind::{Decimal, Gpus, Id, Integer, Labels, Text, Time};
 
 const ALLOCATION: Field = req("allocation_id", Id, "the allocation");
 const ORDER: Field = req("order_id", Id, "the order it belongs to");
@@ -422,8 +418,6 @@ fn kind_schema(kind: Kind) -> Value {
             "additionalProperties": false,
             "properties": {"uuid": {"type": "string"}, "index": {"type": "integer"}}
         }}),
-        Texts => json!({"type": "array", "items": {"type": "string"}}),
-        Kind::Any => json!({}),
     }
 }
 
@@ -506,10 +500,6 @@ fn holds(kind: Kind, value: &Value) -> bool {
             gpus.iter()
                 .all(|g| g["uuid"].is_string() && g["index"].is_u64())
         }),
-        Texts => value
-            .as_array()
-            .is_some_and(|items| items.iter().all(Value::is_string)),
-        Kind::Any => true,
     }
 }
 

@@ -75,18 +75,6 @@ pub async fn page<C: ConnectionTrait>(
         .await
 }
 
-/// One event, if `reader` may see it.
-pub async fn find<C: ConnectionTrait>(
-    conn: &C,
-    reader: Reader,
-    id: EventId,
-) -> Result<Option<event::Model>, DbErr> {
-    of_reader(reader)
-        .filter(event::Column::Id.eq(id))
-        .one(conn)
-        .await
-}
-
 /// Events of a tenant (or the operator's) from `since` on, oldest first, at most `limit`.
 pub async fn since<C: ConnectionTrait>(
     conn: &C,
