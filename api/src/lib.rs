@@ -29,6 +29,7 @@
     )
 )]
 
+pub mod access;
 pub mod audit;
 pub mod auth;
 pub mod budgets;

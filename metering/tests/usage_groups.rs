@@ -16,7 +16,8 @@ use neocloud_schema::entity::{
 };
 use neocloud_schema::ids::{AllocationId, OrderId, SkuId, TenantId};
 use neocloud_schema::vocabulary::{
-    AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus, TopologyLevel,
+    AccessState, AllocationClass, AllocationStatus, GpuHealth, OrderStatus, SkuForm, TenantStatus,
+    TopologyLevel,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -185,6 +186,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             created_by: Set(None),
             created_at: Set(at(h.start)),
             ended_at: Set(None),
+            ssh_key_ids: Set(None),
         }
         .insert(db)
         .await
@@ -213,6 +215,10 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             memory_mib: Set(1024),
             exclusive: Set(None),
             whole_node: Set(whole_node),
+            access_state: Set(AccessState::Pending),
+            access_endpoints: Set(None),
+            access_reason: Set(None),
+            access_changed_at: Set(None),
         }
         .insert(db)
         .await

@@ -50,6 +50,7 @@ mod m20261201_000015_credit_coverage;
 mod m20261202_000016_gpu_event_gpu;
 mod m20261202_000017_numeric_money;
 mod m20261202_000018_events;
+mod m20261202_000019_provisioning;
 
 pub struct Migrator;
 
@@ -75,6 +76,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000016_gpu_event_gpu::Migration),
             Box::new(m20261202_000017_numeric_money::Migration),
             Box::new(m20261202_000018_events::Migration),
+            Box::new(m20261202_000019_provisioning::Migration),
         ]
     }
 }

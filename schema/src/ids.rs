@@ -96,6 +96,8 @@ uuid_id!(
     EventId,
     /// Where a tenant (or the operator) wants events sent.
     WebhookEndpointId,
+    /// A tenant's SSH public key, handed to provisioners with its allocations.
+    SshKeyId,
 );
 
 #[cfg(test)]

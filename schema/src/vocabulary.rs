@@ -188,6 +188,16 @@ string_enum!(
 );
 
 string_enum!(
+    /// Where handing an allocation to its customer stands: the operator's provisioner
+    /// reports it `ready` (with where to connect) or `failed` (released unbilled).
+    AccessState {
+        Pending = "pending",
+        Ready = "ready",
+        Failed = "failed",
+    }
+);
+
+string_enum!(
     /// A billed metric (docs/architecture.md, billing semantics).
     Metric {
         Allocated = "allocated",

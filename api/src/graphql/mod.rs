@@ -2,6 +2,7 @@
 //! read arguments, call the domain service, map the result. Every request runs under
 //! depth and complexity limits.
 
+mod access;
 mod api_keys;
 pub mod bounds;
 mod budgets;
@@ -50,6 +51,7 @@ pub struct Query(
     budgets::BudgetQuery,
     payments::PaymentQuery,
     webhooks::WebhookQuery,
+    access::AccessQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -66,6 +68,7 @@ pub struct Mutation(
     payments::PaymentMutation,
     usage::IngestMutation,
     webhooks::WebhookMutation,
+    access::AccessMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

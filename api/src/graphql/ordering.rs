@@ -92,6 +92,9 @@ pub struct PlaceOrderInput {
     pub labels: Vec<Label>,
     /// Retrying with the same key and input returns the same order.
     pub idempotency_key: Option<String>,
+    /// The SSH keys (`sshKeys`) to hand to the provisioner; omitted: every key the tenant
+    /// has now; empty: none.
+    pub ssh_key_ids: Option<Vec<ID>>,
 }
 
 /// Where an allocation runs.
@@ -305,6 +308,11 @@ impl Allocation {
     async fn labels(&self) -> Vec<Label> {
         labels_of(&self.0.allocation.labels)
     }
+
+    /// How to reach it, once the operator's provisioner has handed it over.
+    async fn access(&self) -> super::access::AllocationAccess {
+        super::access::access_of(&self.0.allocation)
+    }
 }
 
 fn labels_of(value: &serde_json::Value) -> Vec<Label> {
@@ -358,6 +366,14 @@ impl Order {
 
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.order.created_at
+    }
+
+    /// The SSH keys the order hands to the provisioner (keys removed since are not shown).
+    async fn ssh_keys(&self, ctx: &Context<'_>) -> Result<Vec<super::access::SshKey>> {
+        let order = &self.0.order;
+        let ids = crate::access::key_ids_of(order);
+        let keys = crate::access::keys(super::db(ctx)?, order.tenant_id, &ids).await?;
+        Ok(keys.into_iter().map(Into::into).collect())
     }
 
     async fn ended_at(&self) -> Option<DateTime<Utc>> {
@@ -482,6 +498,10 @@ impl OrderingMutation {
             max_price_per_hour: input.max_price_per_hour,
             labels,
             idempotency_key: input.idempotency_key,
+            ssh_key_ids: input
+                .ssh_key_ids
+                .map(|ids| ids.iter().map(|id| parse_id("sshKeyIds", id)).collect())
+                .transpose()?,
         };
         let view = super::ordering_service(ctx)?
             .place_order(super::db(ctx)?, super::principal(ctx)?, request)

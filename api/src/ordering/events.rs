@@ -1,12 +1,13 @@
 //! What ordering tells the event log, in the transaction of the change:
 //! `allocation.placed` (with everything a provisioner needs: node, GPUs, MIG slot or
-//! fraction, labels), `allocation.preempting` and `allocation.ended`.
+//! fraction, labels, the SSH keys the order hands over), `allocation.ready`,
+//! `allocation.preempting` and `allocation.ended`.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_metering::events::{self, NewEvent};
-use neocloud_schema::entity::{allocation, gpu, node};
+use neocloud_schema::entity::{allocation, gpu, node, order, sku};
 use neocloud_schema::vocabulary::AllocationStatus;
 use sea_orm::{ConnectionTrait, DbErr};
 use serde_json::{Value, json};
@@ -56,13 +57,20 @@ impl Where {
 pub(crate) async fn placed<C: ConnectionTrait>(
     conn: &C,
     rows: &[allocation::Model],
-    skus: &HashMap<Uuid, neocloud_schema::entity::sku::Model>,
+    orders: &[order::Model],
+    skus: &HashMap<Uuid, sku::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }
     let at = Where::of(conn, rows).await?;
+    let mut keys = HashMap::with_capacity(orders.len());
+    for order in orders {
+        let ids = crate::access::key_ids_of(order);
+        let material = crate::access::material(conn, order.tenant_id, &ids).await?;
+        keys.insert(order.id, material);
+    }
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let sku = skus.get(&row.sku_id.into());
@@ -81,6 +89,7 @@ pub(crate) async fn placed<C: ConnectionTrait>(
             "mig_start_slot": row.mig_start_slot,
             "milli_gpu": row.milli_gpu,
             "labels": row.labels,
+            "ssh_keys": keys.get(&row.order_id).cloned().unwrap_or_else(|| json!([])),
             "started_at": row.started_at,
         });
         out.push(NewEvent::tenant(
@@ -121,17 +130,40 @@ pub(crate) async fn preempting<C: ConnectionTrait>(
     events::record_all(conn, out, now).await
 }
 
-/// `allocation.ended` for an allocation that was `before` and has just ended.
+/// `allocation.ready`: the provisioner handed the allocation over at `endpoints`.
+pub(crate) async fn ready<C: ConnectionTrait>(
+    conn: &C,
+    row: &allocation::Model,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let at = Where::of(conn, std::slice::from_ref(row)).await?;
+    let data = json!({
+        "allocation_id": row.id,
+        "order_id": row.order_id,
+        "hostname": at.hostname(row),
+        "endpoints": row.access_endpoints.clone().unwrap_or_else(|| json!([])),
+    });
+    let event = NewEvent::tenant("allocation.ready", row.tenant_id, now, data);
+    events::record(conn, event, now).await.map(|_| ())
+}
+
+/// `allocation.ended` for an allocation that was `before` and has just ended; `failure`
+/// is why its provisioning failed, if that ended it.
 pub(crate) async fn ended<C: ConnectionTrait>(
     conn: &C,
     before: &allocation::Model,
     ended: &allocation::Model,
+    failure: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let at = Where::of(conn, std::slice::from_ref(ended)).await?;
     let noticed = before.status == AllocationStatus::Preempting
         && before.preempt_at.is_some_and(|t| t <= now);
-    let reason = if noticed { "preempted" } else { "released" };
+    let reason = match (failure, noticed) {
+        (Some(_), _) => "provisioning_failed",
+        (None, true) => "preempted",
+        (None, false) => "released",
+    };
     let data = json!({
         "allocation_id": ended.id,
         "order_id": ended.order_id,
@@ -140,6 +172,7 @@ pub(crate) async fn ended<C: ConnectionTrait>(
         "gpus": at.gpus(ended),
         "ended_at": ended.ended_at.unwrap_or(now),
         "reason": reason,
+        "failure": failure,
     });
     let event = NewEvent::tenant(
         "allocation.ended",

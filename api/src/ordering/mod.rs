@@ -8,6 +8,7 @@
 mod alternatives;
 mod events;
 pub mod fleet_cache;
+mod handoff;
 mod placement;
 mod planning;
 pub mod quota;
@@ -16,6 +17,7 @@ mod shapes;
 pub(crate) mod store;
 mod views;
 
+pub use handoff::{AccessEndpoint, MAX_ENDPOINTS, MAX_FAILURE_CHARS};
 pub use request::{
     MAX_GPUS_PER_ORDER, MAX_IDEMPOTENCY_KEY_BYTES, MAX_LABELS, MAX_NODES_PER_ORDER,
     MAX_SLICES_PER_ORDER, PlaceOrder, hourly_price,
@@ -146,7 +148,7 @@ impl Ordering {
         self.enqueue(db, job).await?;
         match answer.await {
             Ok(Ok(placement::Placed::New(view))) => Ok(*view),
-            Ok(Ok(placement::Placed::Existing(order))) => view_order(db, order).await,
+            Ok(Ok(placement::Placed::Existing(order))) => view_order(db, *order).await,
             Ok(Err(err)) => Err(err),
             Err(_) => Err(ApiError::Internal {
                 message: "the placement loop stopped before answering".into(),
@@ -246,7 +248,8 @@ impl Ordering {
         view_order(db, order).await
     }
 
-    /// Ends an allocation in the database and in the cached fleet.
+    /// Ends an allocation now (or when its notice ran out) in the database and in the
+    /// cached fleet.
     async fn end(
         &self,
         txn: &DatabaseTransaction,
@@ -255,9 +258,22 @@ impl Ordering {
     ) -> ApiResult<allocation::Model> {
         let now = self.clock.now();
         let at = row.preempt_at.filter(|p| *p < now).unwrap_or(now);
+        self.end_at(txn, cache, row, at, None).await
+    }
+
+    /// Ends an allocation at `at`; `failure` says why provisioning failed, if that is why.
+    async fn end_at(
+        &self,
+        txn: &DatabaseTransaction,
+        cache: &mut FleetCache,
+        row: &allocation::Model,
+        at: chrono::DateTime<Utc>,
+        failure: Option<&str>,
+    ) -> ApiResult<allocation::Model> {
+        let now = self.clock.now();
         let ended = store::end_allocation(txn, row, at).await?;
         store::settle_order(txn, row.order_id.into(), at).await?;
-        events::ended(txn, row, &ended, now).await?;
+        events::ended(txn, row, &ended, failure, now).await?;
         for region in cache.regions.values_mut() {
             if region.node_id(row.node_id.into()).is_some() {
                 if let Err(err) = region.fleet.release(allocation_key(row.id.into())) {

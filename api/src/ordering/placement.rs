@@ -23,7 +23,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use neocloud_scheduler::Placement;
 use neocloud_schema::clock::{Clock, SharedClock};
 use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
-use neocloud_schema::ids::{OrderId, TenantId};
+use neocloud_schema::ids::{OrderId, SshKeyId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
 use neocloud_schema::vocabulary::{OrderStatus, TenantStatus};
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
@@ -69,7 +69,7 @@ pub(super) enum Placed {
     /// Placed now.
     New(Box<OrderView>),
     /// A retry: the order placed earlier under the same idempotency key and input.
-    Existing(order::Model),
+    Existing(Box<order::Model>),
 }
 
 /// Starts the placement loop over `cache`; it runs until every sender is dropped.
@@ -250,8 +250,8 @@ struct Batch<'a> {
 
 /// Where an order stands after the checks that need no placement.
 enum Admission {
-    /// Go on and place it, as this SKU.
-    Place(sku::Model),
+    /// Go on and place it, as this SKU, handing over these SSH keys.
+    Place(sku::Model, Vec<SshKeyId>),
     /// The answer, given without placing (a refusal, or the order a retry stands for).
     Answer(ApiResult<Placed>),
 }
@@ -260,8 +260,8 @@ impl Batch<'_> {
     /// Places one order against the state the batch's earlier orders left. The outer error
     /// fails the whole batch (a database error, or a state that cannot be undone in memory).
     async fn place(&mut self, p: &Pending) -> ApiResult<ApiResult<Placed>> {
-        let sku = match self.admit(p).await? {
-            Admission::Place(sku) => sku,
+        let (sku, keys) = match self.admit(p).await? {
+            Admission::Place(sku, keys) => (sku, keys),
             Admission::Answer(answer) => return Ok(answer),
         };
         let (planned, victims) = match self.plan(p.tenant, &p.input, &sku).await? {
@@ -273,7 +273,7 @@ impl Batch<'_> {
         } else {
             self.now + chrono::Duration::from_std(self.notice).unwrap_or_default()
         };
-        let order = order_row(p, &sku, self.now)?;
+        let order = order_row(p, &sku, &keys, self.now)?;
         let view = self.record(p, order, &sku, &planned, victims, starts_at)?;
         Ok(Ok(Placed::New(Box::new(view))))
     }
@@ -310,14 +310,20 @@ impl Batch<'_> {
                     message: "this idempotencyKey was used for a different order".into(),
                 });
             }
-            return Ok(Admission::Answer(Ok(Placed::Existing(existing.clone()))));
+            return Ok(Admission::Answer(Ok(Placed::Existing(Box::new(
+                existing.clone(),
+            )))));
         }
         if let Some(usage) = self.usage.get(&tenant)
             && let Err(err) = usage.check(sku, input.count)
         {
             return refuse(err);
         }
-        Ok(Admission::Place(sku.clone()))
+        match crate::access::for_order(self.txn, tenant, input.ssh_key_ids.as_deref()).await {
+            Ok(keys) => Ok(Admission::Place(sku.clone(), keys)),
+            Err(ApiError::Database { source }) => Err(source.into()),
+            Err(refusal) => refuse(refusal),
+        }
     }
 
     /// Every unit of the order placed and committed in the cached fleet, all or nothing:
@@ -398,7 +404,12 @@ impl Batch<'_> {
 }
 
 /// The row of a newly placed order.
-fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<order::Model> {
+fn order_row(
+    p: &Pending,
+    sku: &sku::Model,
+    keys: &[SshKeyId],
+    now: DateTime<Utc>,
+) -> ApiResult<order::Model> {
     let input = &p.input;
     Ok(order::Model {
         id: OrderId::new(),
@@ -417,6 +428,7 @@ fn order_row(p: &Pending, sku: &sku::Model, now: DateTime<Utc>) -> ApiResult<ord
             .map_err(|e| ApiError::invalid("maxPricePerHour", e))?
             .map(Into::into),
         labels: json!(input.labels),
+        ssh_key_ids: Some(json!(keys)),
         idempotency_key: p.idempotency_key.clone(),
         request_hash: p.request_hash.clone(),
         status: OrderStatus::Active,
@@ -540,8 +552,9 @@ impl Writes {
     ) -> ApiResult<Vec<(TenantId, usize)>> {
         let placed: Vec<allocation::Model> =
             self.allocations.iter().map(|(a, _)| a.clone()).collect();
+        let orders = self.orders.clone();
         store::insert_placed(txn, self.orders, self.allocations).await?;
-        super::events::placed(txn, &placed, skus, now).await?;
+        super::events::placed(txn, &placed, &orders, skus, now).await?;
         // After the inserts: an order may preempt a spot allocation placed earlier in
         // the same batch.
         let mut preempted = Vec::with_capacity(self.preempting.len());

@@ -7,7 +7,7 @@ use neocloud_scheduler::{Fleet, GpuShare, NoFit, Placement, Request};
 use neocloud_schema::entity::{allocation, order, sku};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::AllocationId;
-use neocloud_schema::vocabulary::AllocationStatus;
+use neocloud_schema::vocabulary::{AccessState, AllocationStatus};
 use uuid::Uuid;
 
 use super::fleet_cache::{RegionFleet, allocation_key, exclusive_name};
@@ -69,6 +69,10 @@ pub(super) fn plan_part(
         memory_mib: i64::try_from(np.memory_mib).unwrap_or(i64::MAX),
         exclusive: exclusive_name(part.exclusive),
         whole_node: np.whole_node,
+        access_state: AccessState::Pending,
+        access_endpoints: None,
+        access_reason: None,
+        access_changed_at: None,
     };
     let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| Uuid::from(g.id)).collect();
     Ok((

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use neocloud_schema::entity::sku;
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{SshKeyId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
 use neocloud_schema::vocabulary::{AllocationClass, TopologyLevel};
 use rust_decimal::Decimal;
@@ -36,6 +36,8 @@ pub struct PlaceOrder {
     pub max_price_per_hour: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub idempotency_key: Option<String>,
+    /// The SSH keys handed to the provisioner; `None`: every key the tenant has.
+    pub ssh_key_ids: Option<Vec<SshKeyId>>,
 }
 
 pub(super) fn validate(input: &PlaceOrder) -> ApiResult<()> {
@@ -61,6 +63,14 @@ pub(super) fn validate(input: &PlaceOrder) -> ApiResult<()> {
             format!("1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes"),
         ));
     }
+    if let Some(keys) = &input.ssh_key_ids
+        && keys.len() > crate::access::MAX_KEYS_PER_ORDER
+    {
+        return Err(ApiError::invalid(
+            "sshKeyIds",
+            format!("at most {} keys", crate::access::MAX_KEYS_PER_ORDER),
+        ));
+    }
     if let Some(max) = &input.max_price_per_hour {
         let max = parse_plain_decimal(max).map_err(|e| ApiError::invalid("maxPricePerHour", e))?;
         if max.is_sign_negative() {
@@ -72,7 +82,7 @@ pub(super) fn validate(input: &PlaceOrder) -> ApiResult<()> {
 
 /// A stable digest of what was asked, to tell a retry from a different order.
 pub(super) fn request_hash(input: &PlaceOrder) -> String {
-    let canonical = json!({
+    let mut canonical = json!({
         "sku": input.sku,
         "count": input.count,
         "topology": [input.topology_level.as_str(), input.topology_required.to_string()],
@@ -81,6 +91,13 @@ pub(super) fn request_hash(input: &PlaceOrder) -> String {
         "max_price_per_hour": input.max_price_per_hour,
         "labels": input.labels,
     });
+    // Only when named, so orders from before keys keep their digest.
+    if let Some(keys) = &input.ssh_key_ids {
+        let mut keys = keys.clone();
+        keys.sort_unstable();
+        keys.dedup();
+        canonical["ssh_key_ids"] = json!(keys);
+    }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node, order, sku};
 use neocloud_schema::ids::TenantId;
-use neocloud_schema::vocabulary::{AllocationStatus, OrderStatus};
+use neocloud_schema::vocabulary::{AccessState, AllocationStatus, OrderStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
@@ -226,6 +226,23 @@ pub(crate) async fn end_allocation<C: ConnectionTrait>(
     let mut active: allocation::ActiveModel = row.clone().into();
     active.status = Set(AllocationStatus::Released);
     active.ended_at = Set(Some(at));
+    active.update(conn).await
+}
+
+/// Records where an allocation's hand-off stands.
+pub(crate) async fn set_access<C: ConnectionTrait>(
+    conn: &C,
+    row: &allocation::Model,
+    state: AccessState,
+    endpoints: Option<serde_json::Value>,
+    reason: Option<String>,
+    at: DateTime<Utc>,
+) -> Result<allocation::Model, DbErr> {
+    let mut active: allocation::ActiveModel = row.clone().into();
+    active.access_state = Set(state);
+    active.access_endpoints = Set(endpoints);
+    active.access_reason = Set(reason);
+    active.access_changed_at = Set(Some(at));
     active.update(conn).await
 }
 

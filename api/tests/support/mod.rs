@@ -6,6 +6,8 @@
 //! skipping it.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};

@@ -32,6 +32,10 @@ pub enum Kind {
     Labels,
     /// The GPUs of an allocation: `[{uuid, index}]`.
     Gpus,
+    /// SSH public keys: `[{id, name, fingerprint, public_key}]`.
+    SshKeys,
+    /// Where a customer connects: `[{kind, host, port, username?, description?}]`.
+    Endpoints,
 }
 
 #[derive(Debug)]
@@ -71,7 +75,7 @@ const fn opt(name: &'static str, kind: Kind, doc: &'static str) -> Field {
 }
 
 use Audience::{Operator, Owner, Tenant};
-use Kind::{Decimal, Gpus, Id, Integer, Labels, Text, Time};
+use Kind::{Decimal, Endpoints, Gpus, Id, Integer, Labels, SshKeys, Text, Time};
 
 const ALLOCATION: Field = req("allocation_id", Id, "the allocation");
 const ORDER: Field = req("order_id", Id, "the order it belongs to");
@@ -106,6 +110,11 @@ const PLACED: &[Field] = &[
         "a fraction's share of its GPU, in thousandths",
     ),
     req("labels", Labels, "the order's labels"),
+    req(
+        "ssh_keys",
+        SshKeys,
+        "the tenant's SSH public keys the order hands over, to install for its people",
+    ),
     req("started_at", Time, "billing starts here"),
 ];
 
@@ -116,6 +125,18 @@ const CATALOG: &[Spec] = &[
         version: 1,
         summary: "An allocation of an order was placed on hardware; billing starts at `started_at`.",
         fields: PLACED,
+    },
+    Spec {
+        name: "allocation.ready",
+        audience: Tenant,
+        version: 1,
+        summary: "The operator's provisioner handed an allocation over: `endpoints` are where to connect.",
+        fields: &[
+            ALLOCATION,
+            ORDER,
+            HOSTNAME,
+            req("endpoints", Endpoints, "where the customer connects"),
+        ],
     },
     Spec {
         name: "allocation.preempting",
@@ -145,7 +166,16 @@ const CATALOG: &[Spec] = &[
             HOSTNAME,
             req("gpus", Gpus, "the physical GPUs it used"),
             req("ended_at", Time, "billing stops here"),
-            req("reason", Text, "`released` or `preempted`"),
+            req(
+                "reason",
+                Text,
+                "`released`, `preempted` or `provisioning_failed` (nothing of it is billed)",
+            ),
+            opt(
+                "failure",
+                Text,
+                "why provisioning failed, as the provisioner said",
+            ),
         ],
     },
     Spec {
@@ -418,6 +448,29 @@ fn kind_schema(kind: Kind) -> Value {
             "additionalProperties": false,
             "properties": {"uuid": {"type": "string"}, "index": {"type": "integer"}}
         }}),
+        SshKeys => json!({"type": "array", "items": {
+            "type": "object",
+            "required": ["id", "name", "fingerprint", "public_key"],
+            "additionalProperties": false,
+            "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "name": {"type": "string"},
+                "fingerprint": {"type": "string", "description": "`SHA256:<base64>`, as `ssh-keygen -l` prints it"},
+                "public_key": {"type": "string", "description": "`<type> <base64>`, one `authorized_keys` line"}
+            }
+        }}),
+        Endpoints => json!({"type": "array", "items": {
+            "type": "object",
+            "required": ["kind", "host", "port"],
+            "additionalProperties": false,
+            "properties": {
+                "kind": {"type": "string", "description": "e.g. `ssh`, `https`, `jupyter`"},
+                "host": {"type": "string", "description": "a host name or IP address"},
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "username": {"type": ["string", "null"]},
+                "description": {"type": ["string", "null"]}
+            }
+        }}),
     }
 }
 
@@ -499,6 +552,20 @@ fn holds(kind: Kind, value: &Value) -> bool {
         Gpus => value.as_array().is_some_and(|gpus| {
             gpus.iter()
                 .all(|g| g["uuid"].is_string() && g["index"].is_u64())
+        }),
+        SshKeys => value.as_array().is_some_and(|keys| {
+            keys.iter().all(|k| {
+                ["id", "name", "fingerprint", "public_key"]
+                    .iter()
+                    .all(|f| k[f].is_string())
+            })
+        }),
+        Endpoints => value.as_array().is_some_and(|endpoints| {
+            endpoints.iter().all(|e| {
+                e["kind"].is_string()
+                    && e["host"].is_string()
+                    && e["port"].as_u64().is_some_and(|p| (1..=65535).contains(&p))
+            })
         }),
     }
 }

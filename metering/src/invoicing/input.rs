@@ -11,7 +11,7 @@ use neocloud_schema::entity::{
 use neocloud_schema::ids::PlanVersionId;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
-use neocloud_schema::vocabulary::{AllocationClass, Metric};
+use neocloud_schema::vocabulary::{AccessState, AllocationClass, Metric};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
@@ -181,7 +181,10 @@ async fn allocation_usage<C: ConnectionTrait>(
         .into_iter()
         .filter_map(|row| {
             let id: Uuid = row.key.first()?.parse().ok()?;
-            let a = allocations.get(&id)?;
+            // Provisioning failed: the customer never had it, so none of it is billed.
+            let a = allocations
+                .get(&id)
+                .filter(|a| a.access_state != AccessState::Failed)?;
             let units = usage::units_held(a, gpus_held.get(&id).copied().unwrap_or(0));
             let ended_here = a.ended_at.filter(|e| *e > from && *e <= to);
             let held_from = a.started_at.max(from);

@@ -6,7 +6,7 @@ use crate::ids::NodeId;
 use crate::ids::OrderId;
 use crate::ids::SkuId;
 use crate::ids::TenantId;
-pub use crate::vocabulary::{AllocationClass, AllocationStatus};
+pub use crate::vocabulary::{AccessState, AllocationClass, AllocationStatus};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -33,6 +33,13 @@ pub struct Model {
     pub exclusive: Option<String>,
     /// Bare metal: the node is held whole.
     pub whole_node: bool,
+    /// Whether the operator's provisioner has handed it to the customer.
+    pub access_state: AccessState,
+    /// Where the customer connects once `ready`: `[{kind, host, port, username?, description?}]`.
+    pub access_endpoints: Option<Json>,
+    /// Why provisioning failed.
+    pub access_reason: Option<String>,
+    pub access_changed_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

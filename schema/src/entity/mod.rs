@@ -40,6 +40,7 @@ pub mod plan_version;
 pub mod provider;
 pub mod quota;
 pub mod sku;
+pub mod ssh_key;
 pub mod stripe_event;
 pub mod tenant;
 pub mod tenant_plan;

@@ -21,6 +21,8 @@ pub struct Model {
     pub exclusive: bool,
     pub max_price_per_hour: Option<super::Exact>,
     pub labels: Json,
+    /// The SSH keys handed to its provisioner, as ids (null on orders from before keys).
+    pub ssh_key_ids: Option<Json>,
     pub idempotency_key: String,
     pub request_hash: String,
     pub status: OrderStatus,
