@@ -386,7 +386,10 @@ async fn the_reference_receiver_prints_its_plan_and_reports_ready() {
         printed.push_str(&line);
         printed.push('\n');
     }
-    assert!(printed.contains(&format!("allocation.placed {allocation} on gpu-1")), "{printed}");
+    assert!(
+        printed.contains(&format!("allocation.placed {allocation} on gpu-1")),
+        "{printed}"
+    );
     assert!(printed.contains("\"nodeName\": \"gpu-1\""), "{printed}");
     assert!(printed.contains("\"value\": \"GPU-gpu-1-0\""), "{printed}");
     let public_key = alice["publicKey"].as_str().expect("key");
