@@ -48,7 +48,9 @@ def authorized_keys(data):
 
 
 def name_of(data):
-    return "nc-" + data["allocation_id"][:8]
+    """A name for what is created: the random end of the allocation's id (its start is
+    a timestamp, shared by allocations placed together)."""
+    return "nc-" + data["allocation_id"].replace("-", "")[-12:]
 
 
 def visible_devices(data):
@@ -56,7 +58,7 @@ def visible_devices(data):
     device the provisioner creates at the placed start slot (its UUID is read back
     with `nvidia-smi -L` on the node)."""
     if data.get("mig_profile"):
-        return "<MIG device UUID of the instance created below>"
+        return "<MIG device UUID of the instance created first>"
     return ",".join(g["uuid"] for g in data["gpus"])
 
 
@@ -111,7 +113,7 @@ def nova(data):
         f"--property pci_passthrough:alias=gpu-{data['sku']}:{count}",
         f"cat > {name}.yaml <<'CLOUD'\n{cloud_init}CLOUD",
         f"openstack server create {name} --flavor {name} --image ubuntu-24.04 "
-        f"--network tenant-{data['tenant_id'][:8]} --availability-zone nova:{data['hostname']} "
+        f"--network tenant-{data['tenant_id']} --availability-zone nova:{data['hostname']} "
         f"--user-data {name}.yaml --property neocloud_allocation={data['allocation_id']} --wait",
     ]
 
