@@ -155,7 +155,6 @@ fn start_services(
     spawn_budget_sweep(
         db.clone(),
         ordering.clone(),
-        webhooks.clone(),
         Duration::from_secs(settings.budgets.sweep_seconds),
     );
     Ok(AppState {
@@ -215,19 +214,14 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
     });
 }
 
-/// Compares every budget with its tenant's spend and delivers budget webhooks.
-fn spawn_budget_sweep(
-    db: DatabaseConnection,
-    ordering: Arc<Ordering>,
-    webhooks: Arc<WebhookClient>,
-    every: Duration,
-) {
+/// Compares every budget with its tenant's spend.
+fn spawn_budget_sweep(db: DatabaseConnection, ordering: Arc<Ordering>, every: Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
             let now = ordering.clock.now();
-            if let Err(err) = crate::budgets::sweep(&db, &ordering, &webhooks, now).await {
+            if let Err(err) = crate::budgets::sweep(&db, &ordering, now).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Budget sweep failed.");
             }
         }

@@ -1,5 +1,6 @@
-//! Budgets through the API: thresholds raise one signed webhook each per period and
-//! limit, a hard cap refuses new orders within seconds of the limit and lets them through
+//! Budgets through the API: thresholds raise one webhook each per period and limit,
+//! delivered through the budget's webhook endpoint with both the Standard Webhooks
+//! signature and the older `Neocloud-Signature` header, a hard cap refuses new orders within seconds of the limit and lets them through
 //! again when the limit is raised (and alerts again at the new limit), `stopAllocations`
 //! ends running work when no credit is left, another tenant can neither read nor set the
 //! budget, and webhooks reach only public addresses or the operator's allow-list, without
@@ -7,80 +8,20 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use chrono::TimeDelta;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
+use support::receiver::{receiver, verifies};
 use support::{Backend, TestApp, error_code};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
-
-/// A webhook receiver: records (Neocloud-Signature, body) of each POST, answers 200.
-async fn receiver() -> (String, Received) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!(
-        "http://{}/hooks/budget",
-        listener.local_addr().expect("addr")
-    );
-    let received: Received = Arc::default();
-    let store = received.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let mut data = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    let Ok(n) = socket.read(&mut buf).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&data).to_string();
-                    let Some(end) = text.find("\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = text[..end].to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if data.len() < end + 4 + length {
-                        continue;
-                    }
-                    let signature = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            l.split_once(':')
-                                .filter(|(k, _)| k.eq_ignore_ascii_case("neocloud-signature"))
-                                .map(|(_, v)| v.trim().to_owned())
-                        })
-                        .unwrap_or_default();
-                    let body = data[end + 4..end + 4 + length].to_vec();
-                    store.lock().expect("lock").push((signature, body));
-                    let _ = socket
-                        .write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
-                    return;
-                }
-            });
-        }
-    });
-    (url, received)
-}
-
+/// The `Neocloud-Signature` check budget receivers have: `t=<unix>,v1=<hex HMAC-SHA256
+/// of "<t>.<body>" keyed with the secret string>`.
 fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
     let mut t = "";
     let mut v1 = "";
@@ -233,18 +174,52 @@ async fn a_hard_cap_stops_new_orders_and_alerts_once_per_threshold(backend: Back
     })
     .await;
     tokio::time::sleep(StdDuration::from_millis(2500)).await;
-    let deliveries = received.lock().expect("lock").clone();
-    assert_eq!(deliveries.len(), 2, "{deliveries:?}");
-    for (signature, body) in &deliveries {
+    let deliveries = received.got();
+    let kinds: Vec<String> = deliveries
+        .iter()
+        .map(|d| serde_json::from_slice::<Value>(&d.body).expect("json")["type"].to_string())
+        .collect();
+    let crossed = kinds
+        .iter()
+        .filter(|k| k.contains("threshold_crossed"))
+        .count();
+    let blocked = kinds
+        .iter()
+        .filter(|k| k.contains("budget.blocked"))
+        .count();
+    assert_eq!((crossed, blocked, deliveries.len()), (2, 1, 3), "{kinds:?}");
+    for delivery in &deliveries {
+        let (signature, body) = (&delivery.headers["neocloud-signature"], &delivery.body);
         assert!(
             verify(&secret, signature, body),
             "bad signature {signature}"
         );
         assert!(!verify("whsec_wrong", signature, body));
+        assert!(verifies(&secret, delivery), "{:?}", delivery.headers);
         let event: Value = serde_json::from_slice(body).expect("json");
-        assert_eq!(event["type"], "budget.threshold_crossed");
         assert_eq!(event["tenant_id"], json!(tenant));
+        assert_eq!(event["data"]["monthly_limit"], "3.00");
     }
+
+    // The budget's URL is one of the tenant's endpoints, changed only through setBudget.
+    let r = app
+        .gql(
+            Some(&key),
+            "{ webhookEndpoints { id url eventTypes } }",
+            json!({}),
+        )
+        .await;
+    let endpoints = r["data"]["webhookEndpoints"].as_array().expect("endpoints");
+    assert_eq!(endpoints.len(), 1, "{r}");
+    assert_eq!(endpoints[0]["url"], url.as_str());
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($id: ID!) { deleteWebhookEndpoint(id: $id) }",
+            json!({"id": endpoints[0]["id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
 
     // Raising the limit lifts the cap at once; the secret is not shown again.
     let r = app
@@ -286,6 +261,13 @@ async fn at_the_limit_without_credit_running_allocations_get_notice(backend: Bac
     })
     .await;
     assert_eq!(budget["events"][0]["webhookStatus"], "NONE", "{budget}");
+    let stopped = app.events_of(&key, "budget.allocations_stopped").await;
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["monthly_limit"], "2.00");
+    assert_eq!(app.events_of(&key, "budget.blocked").await.len(), 1);
+    let notices = app.events_of(&key, "allocation.preempting").await;
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["reason"], "budget_stop");
     let r = app
         .gql(
             Some(&key),
@@ -338,6 +320,21 @@ async fn wait_for_events(
         tokio::time::sleep(StdDuration::from_millis(250)).await;
     }
     panic!("the events never got there: {last}");
+}
+
+/// The first delivery attempt to the budget's endpoint, once there is one (at most ~20 s).
+async fn first_attempt(app: &TestApp, key: &str) -> Value {
+    let query = "{ webhookEndpoints { attempts(first: 10) { statusCode error } } }";
+    let mut last = Value::Null;
+    for _ in 0..80 {
+        last = app.gql(Some(key), query, json!({})).await;
+        let attempts = &last["data"]["webhookEndpoints"][0]["attempts"];
+        if let Some(first) = attempts.as_array().and_then(|a| a.last()) {
+            return first.clone();
+        }
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    panic!("no attempt was made: {last}");
 }
 
 /// Without the operator's allow-list: budget webhooks may reach public addresses only.
@@ -406,10 +403,9 @@ async fn a_webhook_to_a_name_resolving_to_loopback_is_refused_when_sent(backend:
     assert!(r["data"]["setBudget"].is_object(), "{r}");
     let r = place(&app, &key, &sku).await;
     assert!(r["data"]["placeOrder"].is_object(), "{r}");
-    wait_for_events(&app, &key, |_, e| {
-        !e.is_empty() && e.iter().all(|e| e["webhookStatus"] == "FAILED")
-    })
-    .await;
+    let attempt = first_attempt(&app, &key).await;
+    assert!(attempt["statusCode"].is_null(), "{attempt}");
+    assert!(attempt["error"].is_string(), "{attempt}");
     assert_eq!(
         reached.load(Ordering::SeqCst),
         0,
@@ -437,10 +433,8 @@ async fn a_webhook_redirect_is_not_followed(backend: Backend) {
     assert!(r["data"]["setBudget"].is_object(), "{r}");
     let r = place(&app, &key, &sku).await;
     assert!(r["data"]["placeOrder"].is_object(), "{r}");
-    wait_for_events(&app, &key, |_, e| {
-        !e.is_empty() && e.iter().all(|e| e["webhookStatus"] == "FAILED")
-    })
-    .await;
+    let attempt = first_attempt(&app, &key).await;
+    assert_eq!(attempt["statusCode"], 302, "{attempt}");
     assert!(
         reached.load(Ordering::SeqCst) >= 1,
         "the receiver was never asked"
@@ -499,12 +493,11 @@ async fn raising_the_limit_judges_alerts_against_the_new_limit(backend: Backend)
     let r = place(&app, &key, &sku).await;
     assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
     let limits: Vec<Value> = received
-        .lock()
-        .expect("lock")
+        .got()
         .iter()
-        .map(|(_, body)| {
-            serde_json::from_slice::<Value>(body).expect("json")["monthly_limit"].clone()
-        })
+        .map(|r| serde_json::from_slice::<Value>(&r.body).expect("json"))
+        .filter(|event| event["type"] == "budget.threshold_crossed")
+        .map(|event| event["data"]["monthly_limit"].clone())
         .collect();
     assert_eq!(
         limits.iter().filter(|l| **l == json!("8.00")).count(),

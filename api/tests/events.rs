@@ -58,6 +58,7 @@ on_both_databases!(
     a_delivery_is_signed_retried_with_its_id_and_logged,
     a_rotated_secret_signs_beside_the_new_one_for_its_grace,
     the_feed_pages_by_cursor_and_shows_a_tenant_only_its_own,
+    an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told,
     real_actions_produce_their_events,
     endpoints_are_checked_owned_and_redelivered,
 );
@@ -455,4 +456,65 @@ async fn the_event_catalog_is_served_as_json_schema() {
             "docs/events.md does not describe {name}"
         );
     }
+}
+
+async fn an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    let (broken_url, broken) = receiver().await;
+    broken.answers.lock().expect("lock").extend([500; 50]);
+    let (healthy_url, healthy) = receiver().await;
+    let (broken_id, _) = endpoint(&app, &key, &broken_url, json!(["webhook.test"])).await;
+    let (_, secret) = endpoint(
+        &app,
+        &key,
+        &healthy_url,
+        json!(["webhook_endpoint.disabled"]),
+    )
+    .await;
+    let send_test = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
+    let r = app
+        .gql(Some(&key), send_test, json!({"id": broken_id}))
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    wait_for(&broken, 1).await;
+
+    // Four days of failures: retried, still enabled.
+    app.advance(TimeDelta::days(4));
+    wait_for(&broken, 2).await;
+    let state = "{ webhookEndpoints { id enabled disabledReason failingSince } }";
+    let r = app.gql(Some(&key), state, json!({})).await;
+    let shown = |r: &Value| {
+        r["data"]["webhookEndpoints"]
+            .as_array()
+            .expect("endpoints")
+            .iter()
+            .find(|e| e["id"] == broken_id.as_str())
+            .cloned()
+            .expect("the broken endpoint")
+    };
+    assert_eq!(shown(&r)["enabled"], true, "{r}");
+    assert!(shown(&r)["failingSince"].is_string(), "{r}");
+
+    // Past five days, the next failure disables it; the owner's other endpoint is told.
+    app.advance(TimeDelta::days(1) + TimeDelta::hours(1));
+    let r = app
+        .gql(Some(&key), send_test, json!({"id": broken_id}))
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let told = wait_for(&healthy, 1).await;
+    assert!(verifies(&secret, &told[0]));
+    let event = body(&told[0]);
+    assert_eq!(event["type"], "webhook_endpoint.disabled");
+    assert_eq!(event["data"]["endpoint_id"], broken_id.as_str());
+    let r = app.gql(Some(&key), state, json!({})).await;
+    assert_eq!(shown(&r)["enabled"], false, "{r}");
+    assert!(
+        shown(&r)["disabledReason"]
+            .as_str()
+            .is_some_and(|why| why.contains("failed since")),
+        "{r}"
+    );
 }

@@ -933,6 +933,13 @@ async fn a_preempting_order_shows_its_tenant_no_id_of_the_victims(backend: Backe
         .to_owned();
     let r = place(&app, &a, json!({"sku": skus["h100"], "count": 8})).await;
     assert_eq!(r["data"]["placeOrder"]["order"]["status"], "ACTIVE", "{r}");
+    // The victim's tenant is told when its allocation ends; the preemptor is not.
+    let notices = app.events_of(&b, "allocation.preempting").await;
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["allocation_id"], b_alloc.as_str());
+    assert_eq!(notices[0]["reason"], "preempted");
+    assert!(notices[0]["preempt_at"].is_string(), "{notices:?}");
+    assert!(app.events_of(&a, "allocation.preempting").await.is_empty());
 
     let log =
         "{ auditLog(first: 100) { edges { node { tenantId action objectId before after } } } }";

@@ -105,6 +105,12 @@ async fn only_genuine_events_move_payment_state_once_and_forward(backend: Backen
         (&json!("OPEN"), &json!("PAYMENT_FAILED"), &json!(1)),
         "{s}"
     );
+    let failed = app.events_of(&key, "invoice.payment_failed").await;
+    assert_eq!(failed.len(), 1, "one event for one failure: {failed:?}");
+    assert_eq!(
+        (&failed[0]["invoice_id"], &failed[0]["failures"]),
+        (&json!(id), &json!(1))
+    );
 
     // Paid; a failure reported late does not undo it.
     let paid = event("evt_paid_1", "payment_intent.succeeded", &id);
@@ -119,6 +125,10 @@ async fn only_genuine_events_move_payment_state_once_and_forward(backend: Backen
         (&json!("PAID"), &json!("PAID")),
         "{s}"
     );
+    let paid = app.events_of(&key, "invoice.paid").await;
+    assert_eq!(paid.len(), 1, "{paid:?}");
+    assert_eq!(paid[0]["invoice_id"], json!(id));
+    assert_eq!(app.events_of(&key, "invoice.payment_failed").await.len(), 1);
 
     // Unknown kinds and unknown invoices are acknowledged and change nothing.
     let other = event("evt_other", "customer.created", &id);

@@ -517,6 +517,16 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
     assert!(failed["failure"].is_string(), "{failed}");
     assert!(failed["creditGrantId"].is_null(), "{failed}");
 
+    // The tenant was told of each, once.
+    let succeeded = app.events_of(&key, "top_up.succeeded").await;
+    assert_eq!(succeeded.len(), 1, "{succeeded:?}");
+    assert_eq!(succeeded[0]["top_up_id"], top_up["id"]);
+    assert_eq!(succeeded[0]["amount"], "250.00");
+    let refused = app.events_of(&key, "top_up.failed").await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["top_up_id"], failed["id"]);
+    assert_eq!(refused[0]["failure"], failed["failure"]);
+
     // Another tenant sees none of it.
     let (_, other_key) = app.create_tenant("globex").await;
     let r = app

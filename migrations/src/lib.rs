@@ -51,6 +51,7 @@ mod m20261202_000016_gpu_event_gpu;
 mod m20261202_000017_numeric_money;
 mod m20261202_000018_events;
 mod m20261202_000019_provisioning;
+mod m20261203_000020_budget_endpoints;
 
 pub struct Migrator;
 
@@ -77,6 +78,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000017_numeric_money::Migration),
             Box::new(m20261202_000018_events::Migration),
             Box::new(m20261202_000019_provisioning::Migration),
+            Box::new(m20261203_000020_budget_endpoints::Migration),
         ]
     }
 }

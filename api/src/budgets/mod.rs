@@ -5,20 +5,20 @@
 //! after every `setBudget`:
 //!
 //! - each alert threshold (percent of the limit) crossed in a period is recorded once per
-//!   limit, as a tenant-visible event, and POSTed to the tenant's webhook URL if it has
-//!   one, signed `Neocloud-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret,
-//!   "<t>.<body>")>`. Changing the limit starts a new limit version: the new limit's
+//!   limit, as an event of the log (`budget.threshold_crossed`) that reaches the tenant's
+//!   webhook endpoints. Changing the limit starts a new limit version: the new limit's
 //!   thresholds are judged afresh, whatever was sent for the old one;
 //! - with a hard cap, new orders are refused (`BUDGET_EXCEEDED`) while the spend is at or
 //!   over the limit in force (re-judged at once when the limit changes);
 //! - with `stopAllocations` too, once the limit is reached and no prepaid credit is left
 //!   to pay for the period, running allocations get the preemption notice window and end.
 //!
-//! Webhooks go out only through [`crate::outbound::WebhookClient`] (public addresses, no
-//! redirects, bounded time and answer); the URL is checked when it is set as well.
+//! The budget's webhook URL is a webhook endpoint of the tenant that `setBudget` manages
+//! ([`crate::webhooks::set_budget_endpoint`]): retried, logged and signed like every
+//! endpoint, with the budget's secret, plus the `Neocloud-Signature` header budget
+//! receivers verified before. The URL is checked when it is set, and at each send.
 
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
 use neocloud_metering::budgets::{self, store};
 use neocloud_metering::ingest;
 use neocloud_schema::entity::{budget, budget_event};
@@ -29,17 +29,15 @@ use rand::RngCore;
 use rust_decimal::Decimal;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
-use sha2::Sha256;
 
 use crate::audit;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::ordering::Ordering;
-use crate::outbound::{self, OutboundError, WebhookClient};
-use crate::tenancy;
+use crate::outbound::{self, WebhookClient};
+use crate::{tenancy, webhooks};
 
 pub const MAX_THRESHOLDS: usize = 10;
-const WEBHOOK_ATTEMPTS: i32 = 5;
 
 /// `setBudget`'s input.
 pub struct BudgetInput {
@@ -58,7 +56,9 @@ pub struct BudgetView {
     pub spend: Decimal,
     pub period_start: DateTime<Utc>,
     pub period_end: DateTime<Utc>,
-    pub events: Vec<budget_event::Model>,
+    /// With how each one's webhook delivery stands: `none`, `pending`, `delivered`,
+    /// `failed`.
+    pub events: Vec<(budget_event::Model, String)>,
     /// The webhook secret, only when it was just created or rotated.
     pub new_webhook_secret: Option<String>,
 }
@@ -124,6 +124,8 @@ pub async fn set(
         before.is_some(),
     )
     .await?;
+    let url = saved.webhook_url.as_deref();
+    webhooks::set_budget_endpoint(&txn, tenant, url, &saved.webhook_secret, now).await?;
     audit::record(
         &txn,
         actor,
@@ -179,6 +181,7 @@ pub async fn remove(
     db: &DatabaseConnection,
     actor: &Principal,
     asked: Option<TenantId>,
+    now: DateTime<Utc>,
 ) -> ApiResult<bool> {
     let tenant = actor.acting_tenant(asked)?;
     if actor.role == Role::TenantMember {
@@ -189,6 +192,7 @@ pub async fn remove(
         return Ok(false);
     };
     store::delete(&txn, tenant).await?;
+    webhooks::set_budget_endpoint(&txn, tenant, None, "", now).await?;
     audit::record(
         &txn,
         actor,
@@ -219,7 +223,7 @@ pub async fn get(
     };
     ingest::settle(db).await?;
     let standing = budgets::standing(db, tenant, now).await?;
-    let events = store::events(db, tenant, standing.period_start).await?;
+    let events = events_of(db, tenant, standing.period_start).await?;
     Ok(Some(BudgetView {
         budget: found,
         spend: standing.spend,
@@ -265,7 +269,7 @@ async fn evaluate(
     }
     txn.commit().await?;
     let period = judged.standing.period_start;
-    let events = store::events(db, tenant, period).await?;
+    let events = events_of(db, tenant, period).await?;
     let budget = store::find(db, tenant).await?.unwrap_or(judged.budget);
     Ok(Some(BudgetView {
         budget,
@@ -277,12 +281,33 @@ async fn evaluate(
     }))
 }
 
-/// Evaluates every budget, then delivers pending webhooks. Returns how many budgets.
+/// The period's budget events, each with how its delivery to the budget's endpoint
+/// stands (events from before budget alerts were events keep the status they had).
+async fn events_of(
+    db: &DatabaseConnection,
+    tenant: TenantId,
+    period_start: DateTime<Utc>,
+) -> ApiResult<Vec<(budget_event::Model, String)>> {
+    let endpoint = webhooks::budget_endpoint(db, tenant).await?;
+    let mut out = Vec::new();
+    for found in store::events(db, tenant, period_start).await? {
+        let status = match (found.event_id, &endpoint) {
+            (None, _) => found.webhook_status.clone(),
+            (Some(_), None) => "none".to_owned(),
+            (Some(event), Some(endpoint)) => {
+                webhooks::delivery_status(db, tenant, event, endpoint).await?
+            }
+        };
+        out.push((found, status));
+    }
+    Ok(out)
+}
+
+/// Evaluates every budget. Returns how many.
 #[tracing::instrument(name = "budgets.sweep", skip_all)]
 pub async fn sweep(
     db: &DatabaseConnection,
     ordering: &Ordering,
-    webhooks: &WebhookClient,
     now: DateTime<Utc>,
 ) -> ApiResult<usize> {
     let budgets = store::all(db).await?;
@@ -291,76 +316,5 @@ pub async fn sweep(
             tracing::warn!(tenant = %found.tenant_id, code = err.code().as_str(), message = %err.message(), "Budget evaluation failed.");
         }
     }
-    deliver_pending(db, webhooks, now).await?;
     Ok(budgets.len())
-}
-
-/// `t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
-pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-    mac.update(format!("{timestamp}.").as_bytes());
-    mac.update(body);
-    format!(
-        "t={timestamp},v1={}",
-        hex::encode(mac.finalize().into_bytes())
-    )
-}
-
-async fn deliver_pending(
-    db: &DatabaseConnection,
-    webhooks: &WebhookClient,
-    now: DateTime<Utc>,
-) -> ApiResult<()> {
-    for (event, found) in store::pending_deliveries(db, WEBHOOK_ATTEMPTS).await? {
-        let Some(url) = &found.webhook_url else {
-            continue;
-        };
-        let delivered = deliver(webhooks, url, &event, &found, now).await;
-        let attempts = event.webhook_attempts + 1;
-        let status = match (delivered, attempts >= WEBHOOK_ATTEMPTS) {
-            (true, _) => "delivered",
-            (false, true) => "failed",
-            (false, false) => "pending",
-        };
-        store::set_delivery(db, event.id, status, attempts).await?;
-    }
-    Ok(())
-}
-
-/// POSTs one event, signed; true when the receiver answered 2xx.
-async fn deliver(
-    webhooks: &WebhookClient,
-    url: &str,
-    event: &budget_event::Model,
-    found: &budget::Model,
-    now: DateTime<Utc>,
-) -> bool {
-    let body = serde_json::to_vec(&json!({
-        "id": event.id,
-        "type": format!("budget.{}", event.kind),
-        "tenant_id": event.tenant_id,
-        "period_start": event.period_start,
-        "threshold_pct": event.threshold,
-        "spend": event.spend,
-        "monthly_limit": event.monthly_limit,
-        "currency": found.currency,
-        "created_at": event.created_at,
-    }))
-    .unwrap_or_default();
-    let sig = signature(&found.webhook_secret, now.timestamp(), &body);
-    match webhooks
-        .post_json(url, &[("Neocloud-Signature", sig)], body)
-        .await
-    {
-        Ok(answer) => answer.is_success(),
-        Err(OutboundError::Refused(why)) => {
-            tracing::warn!(tenant = %found.tenant_id, event = %event.id, reason = %why, "Budget webhook refused: not a public address.");
-            false
-        }
-        Err(OutboundError::Failed(why)) => {
-            tracing::info!(tenant = %found.tenant_id, event = %event.id, reason = %why, "Budget webhook delivery failed.");
-            false
-        }
-    }
 }

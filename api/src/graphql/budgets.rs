@@ -17,10 +17,14 @@ pub struct BudgetInput {
     /// the limit judges them afresh against the new one.
     #[graphql(default_with = "vec![50, 80, 100]")]
     pub alert_thresholds: Vec<i32>,
-    /// Alerts are POSTed here, signed with the budget's webhook secret: an http(s) URL of
-    /// at most 2048 bytes without user name or password, reaching a public address
-    /// (loopback, private, link-local and metadata addresses are refused, also after the
-    /// host name is resolved; redirects are not followed).
+    /// The budget events (`budget.threshold_crossed`, `budget.blocked`,
+    /// `budget.allocations_stopped`) are delivered here as a webhook endpoint of the
+    /// tenant (in `webhookEndpoints`, retried and logged), signed with the budget's
+    /// webhook secret by the Standard Webhooks scheme and, for this release, also with
+    /// `Neocloud-Signature`. An http(s) URL of at most 2048 bytes without user name or
+    /// password, reaching a public address (loopback, private, link-local and metadata
+    /// addresses are refused, also after the host name is resolved; redirects are not
+    /// followed). Omitted: no endpoint.
     pub webhook_url: Option<String>,
     /// Refuse new orders while the spend is at or over the limit.
     #[graphql(default)]
@@ -44,7 +48,8 @@ pub struct BudgetEvent {
     /// The limit in force when the event was recorded, which it was judged against.
     pub monthly_limit: String,
     pub at: DateTime<Utc>,
-    /// `NONE`, `PENDING`, `DELIVERED` or `FAILED`.
+    /// How its delivery to the budget's webhook URL stands: `NONE`, `PENDING`,
+    /// `DELIVERED` or `FAILED` (retries ran out; the endpoint's log says why).
     pub webhook_status: String,
 }
 
@@ -93,14 +98,14 @@ fn budget_of(view: BudgetView) -> Budget {
         events: view
             .events
             .into_iter()
-            .map(|e| BudgetEvent {
+            .map(|(e, webhook_status)| BudgetEvent {
                 id: to_id(e.id),
                 kind: e.kind.to_uppercase(),
                 threshold_pct: e.threshold,
                 spend: e.spend.to_string(),
                 monthly_limit: e.monthly_limit.to_string(),
                 at: e.created_at,
-                webhook_status: e.webhook_status.to_uppercase(),
+                webhook_status: webhook_status.to_uppercase(),
             })
             .collect(),
     }
@@ -161,6 +166,7 @@ impl BudgetMutation {
             super::db(ctx)?,
             super::principal(ctx)?,
             tenant_arg(tenant_id)?,
+            super::now(ctx)?,
         )
         .await?)
     }

@@ -181,7 +181,11 @@ async fn send(
         secrets.push(old);
     }
     let id = event.id.to_string();
-    let headers = signing::headers(&secrets, &id, now.timestamp(), &body);
+    let mut headers = signing::headers(&secrets, &id, now.timestamp(), &body).to_vec();
+    if endpoint.legacy_signature {
+        let legacy = signing::legacy(&endpoint.secret, now.timestamp(), &body);
+        headers.push(("Neocloud-Signature", legacy));
+    }
     let started = Instant::now();
     let answer = client.post_json(&endpoint.url, &headers, body).await;
     let latency_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);

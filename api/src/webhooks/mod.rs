@@ -9,6 +9,12 @@
 //! rotation the previous secret keeps signing beside the new one for the grace asked
 //! (default a day, at most a week), so receivers can switch without losing a delivery.
 //!
+//! A budget's webhook URL is an endpoint too, which `setBudget` manages
+//! ([`set_budget_endpoint`]): it takes the budget events, signs with the budget's secret
+//! and also sends the older `Neocloud-Signature` header ([`signing::legacy`]). Its URL,
+//! filter and secret change only through `setBudget`; it can be disabled and enabled,
+//! tested and redelivered like any other.
+//!
 //! Signing and delivery are in [`delivery`]; the tables are metering's
 //! (`neocloud_metering::events::webhooks`).
 
@@ -74,6 +80,91 @@ fn new_secret() -> String {
         "whsec_{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     )
+}
+
+/// The event types a budget's endpoint takes.
+pub const BUDGET_EVENT_TYPES: [&str; 3] = [
+    "budget.threshold_crossed",
+    "budget.blocked",
+    "budget.allocations_stopped",
+];
+
+/// Refuses to change what `setBudget` manages.
+fn not_budgets(endpoint: &webhook_endpoint::Model) -> ApiResult<()> {
+    if endpoint.legacy_signature {
+        return Err(ApiError::InvalidState {
+            message: "this endpoint is the budget's webhook: change its URL or secret with setBudget, or remove it there".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The tenant's budget endpoint, if its budget has a webhook URL.
+pub async fn budget_endpoint<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> ApiResult<Option<webhook_endpoint::Model>> {
+    let all = store::endpoints(conn, Some(tenant)).await?;
+    Ok(all.into_iter().find(|e| e.legacy_signature))
+}
+
+/// How `event`'s delivery to `endpoint` stands: `pending`, `delivered`, `failed`, or
+/// `none` when it was never owed there.
+pub async fn delivery_status<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    event: EventId,
+    endpoint: &webhook_endpoint::Model,
+) -> ApiResult<String> {
+    let found = store::delivery_of(conn, Some(tenant), event, endpoint.id).await?;
+    Ok(found.map_or_else(|| "none".to_owned(), |d| d.status))
+}
+
+/// Points the tenant's budget endpoint at `url` with `secret`, creating it, or removes
+/// it when `url` is none; in the caller's transaction (`setBudget`, `removeBudget`).
+pub async fn set_budget_endpoint<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    url: Option<&str>,
+    secret: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<()> {
+    match (budget_endpoint(conn, tenant).await?, url) {
+        (None, None) => {}
+        (Some(found), None) => {
+            store::delete_endpoint(conn, Some(tenant), found.id).await?;
+        }
+        (Some(found), Some(url)) => {
+            let same = found.url == url && found.secret == secret;
+            if !same {
+                let mut after = found;
+                after.url = url.to_owned();
+                after.secret = secret.to_owned();
+                after.updated_at = now;
+                store::update_endpoint(conn, after).await?;
+            }
+        }
+        (None, Some(url)) => {
+            let endpoint = webhook_endpoint::Model {
+                id: WebhookEndpointId::new(),
+                tenant_id: Some(tenant),
+                url: url.to_owned(),
+                description: "budget alerts (setBudget)".to_owned(),
+                event_types: json!(BUDGET_EVENT_TYPES),
+                enabled: true,
+                disabled_reason: None,
+                secret: secret.to_owned(),
+                previous_secret: None,
+                previous_secret_until: None,
+                failing_since: None,
+                legacy_signature: true,
+                created_at: now,
+                updated_at: now,
+            };
+            store::insert_endpoint(conn, endpoint).await?;
+        }
+    }
+    Ok(())
 }
 
 /// What `createWebhookEndpoint` and `updateWebhookEndpoint` take.
@@ -196,6 +287,7 @@ pub async fn create(
             previous_secret: None,
             previous_secret_until: None,
             failing_since: None,
+            legacy_signature: false,
             created_at: now,
             updated_at: now,
         },
@@ -239,6 +331,9 @@ pub async fn update(
     let before = store::find_endpoint_for_update(&txn, owner, id)
         .await?
         .ok_or_else(no_endpoint)?;
+    if input.url.is_some() || input.description.is_some() || input.event_types.is_some() {
+        not_budgets(&before)?;
+    }
     let mut after = before.clone();
     if let Some(url) = &input.url {
         after.url = checked_url(url, client)?;
@@ -291,6 +386,7 @@ pub async fn delete(
     let Some(before) = store::find_endpoint_for_update(&txn, owner, id).await? else {
         return Ok(false);
     };
+    not_budgets(&before)?;
     store::delete_endpoint(&txn, owner, id).await?;
     let entry = audit_entry("webhook_endpoint.delete", id, owner, Some(&before), None);
     audit::record(&txn, actor, entry).await?;
@@ -324,6 +420,7 @@ pub async fn rotate_secret(
     let before = store::find_endpoint_for_update(&txn, owner, id)
         .await?
         .ok_or_else(no_endpoint)?;
+    not_budgets(&before)?;
     let secret = new_secret();
     let mut after = before.clone();
     after.previous_secret = Some(before.secret.clone());

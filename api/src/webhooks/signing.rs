@@ -6,6 +6,10 @@
 //! - `webhook-signature`: `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<body>`, keyed
 //!   with the base64-decoded part of the `whsec_…` secret; during a rotation's grace, one
 //!   such signature per valid secret, separated by spaces.
+//!
+//! The endpoint `setBudget(webhookUrl)` manages also carries, for one release, the header
+//! budget receivers verified before: `Neocloud-Signature: t=<timestamp>,v1=<hex
+//! HMAC-SHA256>` over `<timestamp>.<body>`, keyed with the whole secret string ([`legacy`]).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -28,6 +32,18 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
     mac.update(format!("{id}.{timestamp}.").as_bytes());
     mac.update(body);
     format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+/// `t=<timestamp>,v1=<hex HMAC-SHA256(secret as bytes, "<timestamp>.<body>")>`.
+pub fn legacy(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(format!("{timestamp}.").as_bytes());
+    mac.update(body);
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
 }
 
 /// The three headers of one delivery attempt, signed with every secret in `secrets`.

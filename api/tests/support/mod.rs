@@ -296,6 +296,23 @@ impl TestApp {
         invoice
     }
 
+    /// The `data` of the events of type `kind` the feed shows `key`, oldest first.
+    pub async fn events_of(&self, key: &str, kind: &str) -> Vec<Value> {
+        let r = self
+            .gql(
+                Some(key),
+                "query($t: [String!]) { events(types: $t, first: 100) { events { data } } }",
+                json!({"t": [kind]}),
+            )
+            .await;
+        r["data"]["events"]["events"]
+            .as_array()
+            .unwrap_or_else(|| panic!("events failed: {r}"))
+            .iter()
+            .map(|e| e["data"].clone())
+            .collect()
+    }
+
     /// Registers a node of `gpus` GPUs; returns (node id, agent token).
     pub async fn register_node(
         &self,

@@ -9,12 +9,14 @@
 //!   to pay for the period, the tenant's running allocations must stop — which ordering
 //!   does; [`record_stopped`] then says so.
 //!
-//! `store` owns the budget tables; delivering the events' webhooks is the API's.
+//! Each is an event of the log (`budget.threshold_crossed`, `budget.blocked`,
+//! `budget.allocations_stopped`), delivered to the tenant's webhook endpoints like any
+//! other. `store` owns the budget tables.
 
 pub mod store;
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::budget;
+use neocloud_schema::entity::{budget, event};
 use neocloud_schema::ids::TenantId;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
@@ -107,18 +109,14 @@ pub async fn record_stopped<C: ConnectionTrait>(conn: &C, judged: &Judged) -> Re
     record(conn, judged, "allocations_stopped", 100).await
 }
 
-/// Records an event of the budget's limit version (once per kind and threshold).
+/// Records an event of the budget's limit version (once per kind and threshold), and the
+/// event of the log that carries it.
 async fn record<C: ConnectionTrait>(
     conn: &C,
     judged: &Judged,
     kind: &str,
     threshold: i32,
 ) -> Result<(), DbErr> {
-    let webhook = if judged.budget.webhook_url.is_some() {
-        "pending"
-    } else {
-        "none"
-    };
     let recorded = store::record_event(
         conn,
         store::NewEvent {
@@ -129,16 +127,20 @@ async fn record<C: ConnectionTrait>(
             spend: judged.standing.spend,
             limit: judged.budget.monthly_limit,
             limit_version: judged.budget.limit_version,
-            webhook_status: webhook,
             now: judged.now,
         },
     )
     .await?;
-    if recorded && kind == "threshold_crossed" {
+    let Some(id) = recorded else {
+        return Ok(());
+    };
+    let event = if kind == "threshold_crossed" {
         let extra = json!({"threshold_pct": threshold});
-        tell(conn, judged, "budget.threshold_crossed", extra).await?;
-    }
-    Ok(())
+        tell(conn, judged, "budget.threshold_crossed", extra).await?
+    } else {
+        tell(conn, judged, "budget.allocations_stopped", json!({})).await?
+    };
+    store::set_event(conn, id, event.id).await
 }
 
 /// Records a budget event of the event log: the spend against the limit, with `extra`.
@@ -147,7 +149,7 @@ async fn tell<C: ConnectionTrait>(
     judged: &Judged,
     kind: &'static str,
     extra: serde_json::Value,
-) -> Result<(), DbErr> {
+) -> Result<event::Model, DbErr> {
     let mut data = json!({
         "spend": judged.standing.spend.to_string(),
         "monthly_limit": judged.budget.monthly_limit.get().to_string(),
@@ -158,5 +160,5 @@ async fn tell<C: ConnectionTrait>(
         data.extend(extra.clone());
     }
     let event = NewEvent::tenant(kind, judged.budget.tenant_id, judged.now, data);
-    events::record(conn, event, judged.now).await.map(|_| ())
+    events::record(conn, event, judged.now).await
 }

@@ -1,10 +1,9 @@
 //! The budget tables (`budgets`, `budget_events`): the only module that writes them. Every
-//! query names the tenant, except the sweep's reads of all budgets and of pending webhook
-//! deliveries.
+//! query names the tenant, except the sweep's read of all budgets.
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{Exact, budget, budget_event};
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{EventId, TenantId};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -121,18 +120,18 @@ pub struct NewEvent<'a> {
     pub spend: Decimal,
     pub limit: Exact,
     pub limit_version: i32,
-    pub webhook_status: &'a str,
     pub now: DateTime<Utc>,
 }
 
-/// Records an event once per tenant, period, kind, threshold and limit version; whether
-/// this call recorded it.
+/// Records an event once per tenant, period, kind, threshold and limit version; its id
+/// when this call recorded it.
 pub async fn record_event<C: ConnectionTrait>(
     conn: &C,
     event: NewEvent<'_>,
-) -> Result<bool, DbErr> {
+) -> Result<Option<Uuid>, DbErr> {
+    let id = Uuid::now_v7();
     budget_event::Entity::insert(budget_event::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(id),
         tenant_id: Set(event.tenant),
         period_start: Set(event.period_start),
         kind: Set(event.kind.to_owned()),
@@ -140,9 +139,10 @@ pub async fn record_event<C: ConnectionTrait>(
         spend: Set(event.spend.into()),
         monthly_limit: Set(event.limit),
         created_at: Set(event.now),
-        webhook_status: Set(event.webhook_status.to_owned()),
+        webhook_status: Set("none".to_owned()),
         webhook_attempts: Set(0),
         limit_version: Set(event.limit_version),
+        event_id: Set(None),
     })
     .on_conflict(
         OnConflict::columns([
@@ -157,7 +157,21 @@ pub async fn record_event<C: ConnectionTrait>(
     )
     .exec_without_returning(conn)
     .await
-    .map(|inserted| inserted > 0)
+    .map(|inserted| (inserted > 0).then_some(id))
+}
+
+/// Links a budget event to the event of the log that carried it.
+pub async fn set_event<C: ConnectionTrait>(
+    conn: &C,
+    budget_event: Uuid,
+    event: EventId,
+) -> Result<(), DbErr> {
+    budget_event::Entity::update_many()
+        .col_expr(budget_event::Column::EventId, Expr::value(event))
+        .filter(budget_event::Column::Id.eq(budget_event))
+        .exec(conn)
+        .await
+        .map(|_| ())
 }
 
 /// The tenant's events of the period starting at `period_start`, oldest first.
@@ -172,39 +186,4 @@ pub async fn events<C: ConnectionTrait>(
         .order_by_asc(budget_event::Column::Id)
         .all(conn)
         .await
-}
-
-/// Events whose webhook is still to be delivered, with their budgets.
-pub async fn pending_deliveries<C: ConnectionTrait>(
-    conn: &C,
-    max_attempts: i32,
-) -> Result<Vec<(budget_event::Model, budget::Model)>, DbErr> {
-    let pending = budget_event::Entity::find()
-        .filter(budget_event::Column::WebhookStatus.eq("pending"))
-        .filter(budget_event::Column::WebhookAttempts.lt(max_attempts))
-        .order_by_asc(budget_event::Column::Id)
-        .all(conn)
-        .await?;
-    let mut out = Vec::new();
-    for event in pending {
-        if let Some(found) = find(conn, event.tenant_id).await? {
-            out.push((event, found));
-        }
-    }
-    Ok(out)
-}
-
-pub async fn set_delivery<C: ConnectionTrait>(
-    conn: &C,
-    event: Uuid,
-    status: &str,
-    attempts: i32,
-) -> Result<(), DbErr> {
-    budget_event::Entity::update_many()
-        .col_expr(budget_event::Column::WebhookStatus, Expr::value(status))
-        .col_expr(budget_event::Column::WebhookAttempts, Expr::value(attempts))
-        .filter(budget_event::Column::Id.eq(event))
-        .exec(conn)
-        .await
-        .map(|_| ())
 }

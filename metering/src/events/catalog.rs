@@ -299,6 +299,18 @@ const CATALOG: &[Spec] = &[
         ],
     },
     Spec {
+        name: "budget.allocations_stopped",
+        audience: Tenant,
+        version: 1,
+        summary: "With `stopAllocations`, the limit was reached with no prepaid credit left: the running allocations got their notice (`allocation.preempting`, reason `budget_stop`).",
+        fields: &[
+            req("spend", Decimal, "the period's spend so far"),
+            req("monthly_limit", Decimal, "the limit"),
+            CURRENCY,
+            req("period_start", Time, "the billing period"),
+        ],
+    },
+    Spec {
         name: "quota.changed",
         audience: Tenant,
         version: 1,

@@ -1,7 +1,7 @@
 //! A budget threshold crossed in one billing period (once per threshold, period and limit
-//! version), or allocations stopped at the limit; with how its webhook delivery went.
+//! version), or allocations stopped at the limit, with the event that carried it.
 
-use crate::ids::TenantId;
+use crate::ids::{EventId, TenantId};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -18,11 +18,14 @@ pub struct Model {
     pub spend: super::Exact,
     pub monthly_limit: super::Exact,
     pub created_at: DateTimeUtc,
-    /// `none` (no webhook), `pending`, `delivered` or `failed`.
+    /// How its webhook went before budget alerts were events (`none`, `pending`,
+    /// `delivered`, `failed`); since, the status of `event_id`'s delivery.
     pub webhook_status: String,
     pub webhook_attempts: i32,
     /// The budget's `limit_version` the spend was judged against.
     pub limit_version: i32,
+    /// The event of the log that carried it (none before budget alerts were events).
+    pub event_id: Option<EventId>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

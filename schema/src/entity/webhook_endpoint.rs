@@ -25,6 +25,9 @@ pub struct Model {
     pub previous_secret_until: Option<DateTimeUtc>,
     /// Since when every attempt has failed; cleared by a success.
     pub failing_since: Option<DateTimeUtc>,
+    /// The endpoint `setBudget(webhookUrl)` manages: its deliveries also carry the
+    /// `Neocloud-Signature` header budget receivers verified before (for one release).
+    pub legacy_signature: bool,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }
