@@ -26,6 +26,7 @@ pub struct Settings {
     pub ordering: OrderingSettings,
     pub billing: BillingSettings,
     pub budgets: BudgetSettings,
+    pub events: EventSettings,
     pub exposure: ExposureSettings,
     /// Stripe's secret API key (`NEOCLOUD_STRIPE_SECRET_KEY`); without it invoices are
     /// collected outside neocloud (payment state `external`).
@@ -60,6 +61,20 @@ pub struct BudgetSettings {
     /// How often every budget is compared with its tenant's spend (a crossed limit acts
     /// within twice this).
     pub sweep_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventSettings {
+    /// How long events are kept: the feed shows them and redelivery can reach them for
+    /// this long; older ones are deleted with their delivery log (at least 7 days, past
+    /// every delivery's three days of retries).
+    pub retention_days: u64,
+}
+
+impl EventSettings {
+    pub fn retention(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::days(i64::try_from(self.retention_days.min(3650)).unwrap_or(3650))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -166,6 +181,9 @@ charge_retry_seconds = "86400,172800,172800"
 [budgets]
 sweep_seconds = 30
 
+[events]
+retention_days = 30
+
 [exposure]
 introspection_without_key = true
 metrics_without_key = false
@@ -250,6 +268,7 @@ impl Settings {
                 charge_retry_seconds: "86400,172800,172800".into(),
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
+            events: EventSettings { retention_days: 30 },
             exposure: ExposureSettings {
                 introspection_without_key: true,
                 metrics_without_key: false,
@@ -344,7 +363,7 @@ impl Settings {
         let (limits, billing) = (&self.limits, &self.billing);
         // A usize beyond u64 is beyond every bound below.
         let size = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
-        let checks: [(&'static str, u64, u64, u64); 11] = [
+        let checks: [(&'static str, u64, u64, u64); 12] = [
             (
                 "billing.dunning_failures",
                 billing.dunning_failures.into(),
@@ -352,6 +371,7 @@ impl Settings {
                 20,
             ),
             ("budgets.sweep_seconds", self.budgets.sweep_seconds, 1, 30),
+            ("events.retention_days", self.events.retention_days, 7, 3650),
             (
                 "billing.close_grace_seconds",
                 billing.close_grace_seconds,

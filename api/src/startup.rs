@@ -157,6 +157,7 @@ fn start_services(
         ordering.clone(),
         Duration::from_secs(settings.budgets.sweep_seconds),
     );
+    spawn_event_pruning(db.clone(), clock.clone(), settings.events.retention());
     Ok(AppState {
         schema: build_schema(
             db.clone(),
@@ -165,7 +166,7 @@ fn start_services(
             gateway,
             webhooks,
             clock.clone(),
-            &settings.limits,
+            settings,
         ),
         billing,
         ingest: neocloud_metering::ingest::writer::Writer::spawn(
@@ -212,6 +213,41 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
             }
         }
     });
+}
+
+/// How often events past the retention are deleted, and the most per transaction.
+const EVENT_PRUNING: Duration = Duration::from_secs(3600);
+const PRUNE_BATCH: u64 = 1000;
+
+/// Deletes events older than `retention` (with their delivery log), a batch per
+/// transaction, every [`EVENT_PRUNING`]. Replicas may both run it: deleting is idempotent.
+fn spawn_event_pruning(db: DatabaseConnection, clock: SharedClock, retention: chrono::TimeDelta) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(EVENT_PRUNING);
+        loop {
+            tick.tick().await;
+            if let Err(err) = prune_events(&db, clock.now() - retention).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Deleting expired events failed.");
+            }
+        }
+    });
+}
+
+/// Deletes every event that occurred before `before` and is owed to no endpoint; how many.
+pub async fn prune_events(
+    db: &DatabaseConnection,
+    before: chrono::DateTime<chrono::Utc>,
+) -> crate::error::ApiResult<u64> {
+    let mut total = 0;
+    loop {
+        let txn = crate::db::begin_write(db).await?;
+        let deleted = neocloud_metering::events::prune(&txn, before, PRUNE_BATCH).await?;
+        txn.commit().await?;
+        total += deleted;
+        if deleted < PRUNE_BATCH {
+            return Ok(total);
+        }
+    }
 }
 
 /// Compares every budget with its tenant's spend.

@@ -59,6 +59,7 @@ on_both_databases!(
     a_rotated_secret_signs_beside_the_new_one_for_its_grace,
     the_feed_pages_by_cursor_and_shows_a_tenant_only_its_own,
     an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told,
+    events_past_the_retention_are_deleted_unless_still_owed,
     real_actions_produce_their_events,
     endpoints_are_checked_owned_and_redelivered,
 );
@@ -517,4 +518,78 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told(backen
             .is_some_and(|why| why.contains("failed since")),
         "{r}"
     );
+}
+
+async fn events_past_the_retention_are_deleted_unless_still_owed(backend: Backend) {
+    use neocloud_schema::clock::Clock;
+    use neocloud_schema::entity::{event, webhook_attempt};
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    let (url, recv) = receiver().await;
+    let (id, _) = endpoint(&app, &key, &url, json!(["webhook.test"])).await;
+    let send_test = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
+    let mut sent = Vec::new();
+    for _ in 0..2 {
+        let r = app.gql(Some(&key), send_test, json!({"id": id})).await;
+        sent.push(
+            r["data"]["sendTestWebhook"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+    }
+    wait_for(&recv, 2).await;
+
+    // A month on: one old event is owed again (redelivered to an endpoint now failing).
+    app.advance(TimeDelta::days(31));
+    recv.answers.lock().expect("lock").extend([500; 20]);
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($p: ID!, $e: ID!) { redeliverWebhook(endpointId: $p, eventId: $e) }",
+            json!({"p": id, "e": sent[1]}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    wait_for(&recv, 3).await;
+    let r = app.gql(Some(&key), send_test, json!({"id": id})).await;
+    let fresh = r["data"]["sendTestWebhook"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    let before = app.clock.now() - TimeDelta::days(30);
+    let deleted = neocloud_api::startup::prune_events(&app.db, before)
+        .await
+        .expect("prune");
+    assert_eq!(deleted, 1, "only the old event nothing owes");
+    let kept: Vec<String> = event::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|e| e.event_type == "webhook.test")
+        .map(|e| e.id.to_string())
+        .collect();
+    assert_eq!(kept, vec![sent[1].clone(), fresh.clone()], "oldest first");
+    let gone = uuid::Uuid::parse_str(&sent[0]).expect("uuid");
+    let attempts = webhook_attempt::Entity::find()
+        .filter(webhook_attempt::Column::EventId.eq(gone))
+        .count(&app.db)
+        .await
+        .expect("attempts");
+    assert_eq!(attempts, 0, "its delivery log went with it");
+    // The feed never shows what is past the retention.
+    let page = feed(&app, &key, "types: [\"webhook.test\"]").await;
+    let ids: Vec<&str> = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![fresh.as_str()]);
 }

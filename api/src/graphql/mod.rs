@@ -33,7 +33,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::invoicing::Billing;
 use crate::ordering::Ordering;
 use crate::outbound::WebhookClient;
-use crate::settings::Limits;
+use crate::settings::Settings;
 use neocloud_metering::payments::gateway::Gateway;
 
 #[derive(MergedObject, Default)]
@@ -81,6 +81,10 @@ pub struct Caller(pub Option<Principal>);
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimit(pub u32);
 
+/// How long events are kept (`events.retention_days`), shared with the feed.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention(pub chrono::TimeDelta);
+
 pub fn build_schema(
     db: DatabaseConnection,
     ordering: Arc<Ordering>,
@@ -88,8 +92,9 @@ pub fn build_schema(
     gateway: Option<Arc<Gateway>>,
     webhooks: Arc<WebhookClient>,
     clock: SharedClock,
-    limits: &Limits,
+    settings: &Settings,
 ) -> NeoSchema {
+    let limits = &settings.limits;
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
         .data(clock)
@@ -98,6 +103,7 @@ pub fn build_schema(
         .data(gateway)
         .data(webhooks)
         .data(PageLimit(limits.page_size_max))
+        .data(Retention(settings.events.retention()))
         .extension(cost::CostLimits {
             complexity: limits.graphql_complexity,
             depth: limits.graphql_depth,
@@ -153,4 +159,9 @@ pub(crate) fn billing<'a>(ctx: &Context<'a>) -> ApiResult<&'a Arc<Billing>> {
 
 pub(crate) fn page_limit(ctx: &Context<'_>) -> u32 {
     ctx.data_opt::<PageLimit>().map_or(100, |l| l.0)
+}
+
+pub(crate) fn retention(ctx: &Context<'_>) -> chrono::TimeDelta {
+    ctx.data_opt::<Retention>()
+        .map_or(neocloud_metering::events::DEFAULT_RETENTION, |r| r.0)
 }

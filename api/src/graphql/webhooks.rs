@@ -316,7 +316,7 @@ impl WebhookQuery {
             after,
             types: &types,
             first,
-            not_before: now - events::DEFAULT_RETENTION,
+            not_before: now - super::retention(ctx),
         };
         let page = webhooks::feed(
             super::db(ctx)?,

@@ -25,8 +25,26 @@ use serde_json::{Value, json};
 
 pub use catalog::{Audience, Spec};
 
-/// How long events stay in the feed by default (`events.retention_days`).
+/// How long events are kept by default (`events.retention_days`).
 pub const DEFAULT_RETENTION: TimeDelta = TimeDelta::days(30);
+
+/// Deletes, in `conn`'s transaction, up to `limit` events that occurred before `before`
+/// with their deliveries and attempts, keeping any event a delivery still owes; how
+/// many were deleted.
+pub async fn prune<C: ConnectionTrait>(
+    conn: &C,
+    before: DateTime<Utc>,
+    limit: u64,
+) -> Result<u64, DbErr> {
+    let old = store::older_than(conn, before, limit).await?;
+    if old.is_empty() {
+        return Ok(0);
+    }
+    let owed = webhooks::with_pending(conn, old.clone()).await?;
+    let done: Vec<_> = old.into_iter().filter(|id| !owed.contains(id)).collect();
+    webhooks::delete_for_events(conn, done.clone()).await?;
+    store::delete(conn, done).await
+}
 
 /// An event to record.
 #[derive(Debug, Clone)]

@@ -115,3 +115,28 @@ pub async fn by_ids<C: ConnectionTrait>(
         .all(conn)
         .await
 }
+
+/// The ids of events that occurred before `before`, oldest first, at most `limit`.
+pub async fn older_than<C: ConnectionTrait>(
+    conn: &C,
+    before: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<EventId>, DbErr> {
+    event::Entity::find()
+        .select_only()
+        .column(event::Column::Id)
+        .filter(event::Column::OccurredAt.lt(before))
+        .order_by_asc(event::Column::Seq)
+        .limit(limit)
+        .into_tuple()
+        .all(conn)
+        .await
+}
+
+pub async fn delete<C: ConnectionTrait>(conn: &C, ids: Vec<EventId>) -> Result<u64, DbErr> {
+    event::Entity::delete_many()
+        .filter(event::Column::Id.is_in(ids))
+        .exec(conn)
+        .await
+        .map(|done| done.rows_affected)
+}

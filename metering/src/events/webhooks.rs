@@ -445,3 +445,35 @@ pub async fn delivery_of<C: ConnectionTrait>(
         .one(conn)
         .await
 }
+
+/// Which of `events` still have a delivery pending.
+pub async fn with_pending<C: ConnectionTrait>(
+    conn: &C,
+    events: Vec<EventId>,
+) -> Result<Vec<EventId>, DbErr> {
+    webhook_delivery::Entity::find()
+        .select_only()
+        .column(webhook_delivery::Column::EventId)
+        .filter(webhook_delivery::Column::EventId.is_in(events))
+        .filter(webhook_delivery::Column::Status.eq(PENDING))
+        .distinct()
+        .into_tuple()
+        .all(conn)
+        .await
+}
+
+/// Deletes the deliveries of `events` with their attempts.
+pub async fn delete_for_events<C: ConnectionTrait>(
+    conn: &C,
+    events: Vec<EventId>,
+) -> Result<(), DbErr> {
+    webhook_attempt::Entity::delete_many()
+        .filter(webhook_attempt::Column::EventId.is_in(events.clone()))
+        .exec(conn)
+        .await?;
+    webhook_delivery::Entity::delete_many()
+        .filter(webhook_delivery::Column::EventId.is_in(events))
+        .exec(conn)
+        .await
+        .map(|_| ())
+}
