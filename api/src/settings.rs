@@ -27,6 +27,7 @@ pub struct Settings {
     pub billing: BillingSettings,
     pub budgets: BudgetSettings,
     pub events: EventSettings,
+    pub webhooks: WebhookSettings,
     pub exposure: ExposureSettings,
     /// Stripe's secret API key (`NEOCLOUD_STRIPE_SECRET_KEY`); without it invoices are
     /// collected outside neocloud (payment state `external`).
@@ -74,6 +75,20 @@ pub struct EventSettings {
 impl EventSettings {
     pub fn retention(&self) -> chrono::TimeDelta {
         chrono::TimeDelta::days(i64::try_from(self.retention_days.min(3650)).unwrap_or(3650))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebhookSettings {
+    /// How long a delivery being sent is held from other workers: the longest a
+    /// delivery whose worker died (kill -9, a lost replica) waits to be sent again. At
+    /// least 15 s, past the client's 10 s time limit.
+    pub claim_hold_seconds: u64,
+}
+
+impl WebhookSettings {
+    pub fn claim_hold(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::seconds(i64::try_from(self.claim_hold_seconds.min(3600)).unwrap_or(3600))
     }
 }
 
@@ -184,6 +199,9 @@ sweep_seconds = 30
 [events]
 retention_days = 30
 
+[webhooks]
+claim_hold_seconds = 60
+
 [exposure]
 introspection_without_key = true
 metrics_without_key = false
@@ -269,6 +287,9 @@ impl Settings {
             },
             budgets: BudgetSettings { sweep_seconds: 30 },
             events: EventSettings { retention_days: 30 },
+            webhooks: WebhookSettings {
+                claim_hold_seconds: 60,
+            },
             exposure: ExposureSettings {
                 introspection_without_key: true,
                 metrics_without_key: false,
@@ -363,7 +384,7 @@ impl Settings {
         let (limits, billing) = (&self.limits, &self.billing);
         // A usize beyond u64 is beyond every bound below.
         let size = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
-        let checks: [(&'static str, u64, u64, u64); 12] = [
+        let checks: [(&'static str, u64, u64, u64); 13] = [
             (
                 "billing.dunning_failures",
                 billing.dunning_failures.into(),
@@ -372,6 +393,12 @@ impl Settings {
             ),
             ("budgets.sweep_seconds", self.budgets.sweep_seconds, 1, 30),
             ("events.retention_days", self.events.retention_days, 7, 3650),
+            (
+                "webhooks.claim_hold_seconds",
+                self.webhooks.claim_hold_seconds,
+                15,
+                3600,
+            ),
             (
                 "billing.close_grace_seconds",
                 billing.close_grace_seconds,

@@ -151,6 +151,7 @@ fn start_services(
         webhooks.clone(),
         clock.clone(),
         WEBHOOK_SWEEP,
+        settings.webhooks.claim_hold(),
     );
     spawn_budget_sweep(
         db.clone(),

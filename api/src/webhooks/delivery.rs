@@ -4,9 +4,10 @@
 //! attempt logged.
 //!
 //! - At least once per event and endpoint, with the same `webhook-id` every time: a
-//!   delivery is claimed for [`HOLD`] before it is sent, so another replica's worker
-//!   leaves it alone and a worker killed mid-send leaves it due again once the hold
-//!   lapses — the in-flight attempt is the only one that can be sent twice.
+//!   delivery is claimed for a hold (`webhooks.claim_hold_seconds`, well past the client's
+//!   10 s limit) before it is sent, so another replica's worker leaves it alone and a
+//!   worker killed mid-send leaves it due again once the hold lapses — the in-flight
+//!   attempt is the only one that can be sent twice.
 //! - A failure (no answer, or not 2xx) is retried with exponential backoff and ±20 %
 //!   jitter ([`retry_delay`]) until three days after the delivery was owed; then it is
 //!   `failed`, and can still be redelivered by hand.
@@ -30,9 +31,6 @@ use super::signing;
 use crate::error::ApiResult;
 use crate::outbound::{Answer, OutboundError, WebhookClient};
 
-/// How long a claimed delivery is held before another worker may take it: well past the
-/// client's whole time limit.
-pub const HOLD: TimeDelta = TimeDelta::seconds(60);
 /// Most deliveries taken per pass.
 pub const BATCH: u64 = 256;
 /// Deliveries sent at once.
@@ -62,6 +60,7 @@ pub async fn deliver_due(
     db: &DatabaseConnection,
     client: &WebhookClient,
     clock: &SharedClock,
+    hold: TimeDelta,
 ) -> ApiResult<usize> {
     let now = clock.now();
     let due = store::due(db, now, BATCH).await?;
@@ -84,7 +83,7 @@ pub async fn deliver_due(
         .filter_map(|d| {
             let event = events.get(&d.event_id)?;
             let endpoint = endpoints.get(&d.endpoint_id)?;
-            Some(deliver_one(db, client, clock, d, event, endpoint))
+            Some(deliver_one(db, client, clock, hold, d, event, endpoint))
         })
         .collect();
     let settled: Vec<_> = futures_util::stream::iter(jobs)
@@ -109,11 +108,12 @@ async fn deliver_one(
     db: &DatabaseConnection,
     client: &WebhookClient,
     clock: &SharedClock,
+    hold: TimeDelta,
     delivery: &webhook_delivery::Model,
     event: &event::Model,
     endpoint: &webhook_endpoint::Model,
 ) -> ApiResult<bool> {
-    let Some(token) = store::claim(db, delivery.id, clock.now(), HOLD).await? else {
+    let Some(token) = store::claim(db, delivery.id, clock.now(), hold).await? else {
         return Ok(false);
     };
     let attempt = if endpoint.enabled {
@@ -259,6 +259,7 @@ pub fn spawn_worker(
     client: Arc<WebhookClient>,
     clock: SharedClock,
     every: std::time::Duration,
+    hold: TimeDelta,
 ) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
@@ -266,7 +267,7 @@ pub fn spawn_worker(
             tick.tick().await;
             // Keep going while a pass fills its batch, so a backlog drains at full speed.
             loop {
-                match deliver_due(&db, &client, &clock).await {
+                match deliver_due(&db, &client, &clock, hold).await {
                     Ok(n) if n as u64 >= BATCH / 2 => continue,
                     Ok(_) => break,
                     Err(err) => {
