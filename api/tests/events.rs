@@ -57,6 +57,7 @@ fn types_of(page: &Value) -> Vec<String> {
 on_both_databases!(
     a_delivery_is_signed_retried_with_its_id_and_logged,
     a_rotated_secret_signs_beside_the_new_one_for_its_grace,
+    a_delivery_that_times_out_is_retried_with_its_id,
     the_feed_pages_by_cursor_and_shows_a_tenant_only_its_own,
     an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told,
     events_past_the_retention_are_deleted_unless_still_owed,
@@ -592,4 +593,47 @@ async fn events_past_the_retention_are_deleted_unless_still_owed(backend: Backen
         .filter_map(|e| e["id"].as_str())
         .collect();
     assert_eq!(ids, vec![fresh.as_str()]);
+}
+
+async fn a_delivery_that_times_out_is_retried_with_its_id(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    let (url, recv) = receiver().await;
+    recv.answers.lock().expect("lock").push(0);
+    let (id, secret) = endpoint(&app, &key, &url, json!(["webhook.test"])).await;
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($id: ID!) { sendTestWebhook(id: $id) }",
+            json!({"id": id}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    wait_for(&recv, 1).await;
+    // Never answered: the client gives up and logs why; the retry comes after the
+    // backoff (the clock moves a second every 200 ms), with the same id, and delivers.
+    let mut log = Value::Null;
+    for _ in 0..150 {
+        log = app.gql(Some(&key), ATTEMPTS, json!({})).await;
+        let attempts = &log["data"]["webhookEndpoints"][0]["attempts"];
+        if attempts.as_array().is_some_and(|a| a.len() == 2) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        app.advance(TimeDelta::seconds(1));
+    }
+    let attempts = &log["data"]["webhookEndpoints"][0]["attempts"];
+    assert_eq!(attempts[0]["statusCode"], 200, "{log}");
+    assert!(attempts[1]["statusCode"].is_null(), "{log}");
+    assert!(
+        attempts[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("timed out")),
+        "{log}"
+    );
+    let both = wait_for(&recv, 2).await;
+    assert_eq!(both[0].headers["webhook-id"], both[1].headers["webhook-id"]);
+    assert!(verifies(&secret, &both[1]));
 }

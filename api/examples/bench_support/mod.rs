@@ -45,7 +45,13 @@ pub struct BenchServer {
 }
 
 impl BenchServer {
+    #[allow(dead_code)] // each benchmark starts the server one way
     pub async fn start() -> BenchServer {
+        BenchServer::start_with(|_| {}).await
+    }
+
+    /// Like `start`, with the settings adjusted first.
+    pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> BenchServer {
         let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
         let admin = Database::connect(&admin_url)
@@ -57,9 +63,9 @@ impl BenchServer {
             .await
             .expect("create database");
         let (base, _) = admin_url.rsplit_once('/').expect("database URL");
-        let app = Application::build(Settings::for_tests(&format!("{base}/{name}")))
-            .await
-            .expect("app");
+        let mut settings = Settings::for_tests(&format!("{base}/{name}"));
+        adjust(&mut settings);
+        let app = Application::build(settings).await.expect("app");
         let db = app.db().clone();
         let operator_key = neocloud_api::auth::bootstrap_operator_key(&db, "bench")
             .await
@@ -77,6 +83,7 @@ impl BenchServer {
     }
 
     /// A whole-H100 SKU in eu-west and a tenant: returns (SKU id, tenant admin key).
+    #[allow(dead_code)] // not every benchmark orders
     pub async fn h100_sku_and_tenant(&self, client: &reqwest::Client) -> (String, String) {
         let r = gql(client, &self.url, &self.operator_key, "mutation { createSku(input: {name: \"h100\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"eu-west\", listPricePerHour: \"2.49\", currency: \"USD\"}) { sku { id } } }", json!({})).await;
         let sku = r["data"]["createSku"]["sku"]["id"]

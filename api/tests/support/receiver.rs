@@ -22,7 +22,8 @@ pub struct Received {
 #[derive(Clone, Default)]
 pub struct Receiver {
     pub got: Arc<Mutex<Vec<Received>>>,
-    /// Statuses to answer, in turn; 200 once they run out.
+    /// Statuses to answer, in turn (0: never answer, holding the connection open); 200
+    /// once they run out.
     pub answers: Arc<Mutex<Vec<u16>>>,
 }
 
@@ -86,6 +87,9 @@ pub async fn receiver() -> (String, Receiver) {
                     }
                 };
                 state.got.lock().expect("lock").push(request);
+                if status == 0 {
+                    return std::future::pending::<()>().await;
+                }
                 let answer = format!(
                     "HTTP/1.1 {status} X\r\ncontent-length: 7\r\nconnection: close\r\n\r\nthanks!"
                 );

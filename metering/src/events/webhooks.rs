@@ -202,7 +202,8 @@ pub async fn fan_out<C: ConnectionTrait>(
 }
 
 /// Makes `event` owed to `endpoint` again from now (or for the first time), keeping the
-/// delivery's id and so its `webhook-id`.
+/// delivery's id and so its `webhook-id`. A claim in force is dropped: the attempt in
+/// flight then leaves no log row, and the delivery is sent again.
 pub async fn owe_again<C: ConnectionTrait>(
     conn: &C,
     event: &event::Model,
@@ -219,6 +220,8 @@ pub async fn owe_again<C: ConnectionTrait>(
                 webhook_delivery::Column::Status,
                 webhook_delivery::Column::NextAttemptAt,
                 webhook_delivery::Column::RetryUntil,
+                // An attempt still in flight can no longer settle it over the redelivery.
+                webhook_delivery::Column::Claim,
             ])
             .to_owned(),
         )
