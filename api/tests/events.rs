@@ -13,6 +13,7 @@ use support::receiver::{body, receiver, verifies, wait_for};
 use support::{Backend, TestApp, error_code};
 
 const CREATE: &str = "mutation($i: WebhookEndpointInput!) { createWebhookEndpoint(input: $i) { secret endpoint { id eventTypes enabled } } }";
+const SEND_TEST: &str = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
 const ATTEMPTS: &str = "{ webhookEndpoints { id attempts(first: 50) { eventId attempt statusCode error responseHead } deliveries { eventId status attempts } } }";
 
 async fn endpoint(app: &TestApp, key: &str, url: &str, types: Value) -> (String, String) {
@@ -31,6 +32,15 @@ async fn endpoint(app: &TestApp, key: &str, url: &str, types: Value) -> (String,
             .to_owned(),
         p["secret"].as_str().expect("secret").to_owned(),
     )
+}
+
+/// Sends a test event to the endpoint; its event id.
+async fn send_test(app: &TestApp, key: &str, endpoint: &str) -> String {
+    let r = app.gql(Some(key), SEND_TEST, json!({"id": endpoint})).await;
+    r["data"]["sendTestWebhook"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
 }
 
 async fn feed(app: &TestApp, key: &str, args: &str) -> Value {
@@ -345,7 +355,7 @@ async fn endpoints_are_checked_owned_and_redelivered(backend: Backend) {
     assert_eq!(r["data"]["webhookEndpoints"], json!([]));
     for query in [
         "mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {enabled: false}) { id } }",
-        "mutation($id: ID!) { sendTestWebhook(id: $id) }",
+        SEND_TEST,
         "mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }",
     ] {
         let r = app.gql(Some(&globex_key), query, json!({"id": id})).await;
@@ -371,23 +381,10 @@ async fn endpoints_are_checked_owned_and_redelivered(backend: Backend) {
         .as_str()
         .unwrap_or_else(|| panic!("{r}"))
         .to_owned();
-    let r = app
-        .gql(
-            Some(&member),
-            "mutation($id: ID!) { sendTestWebhook(id: $id) }",
-            json!({"id": id}),
-        )
-        .await;
+    let r = app.gql(Some(&member), SEND_TEST, json!({"id": id})).await;
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
     // Delivered once; redelivered by hand with the same id.
-    let r = app
-        .gql(
-            Some(&key),
-            "mutation($id: ID!) { sendTestWebhook(id: $id) }",
-            json!({"id": id}),
-        )
-        .await;
-    let event = r["data"]["sendTestWebhook"].clone();
+    let event = send_test(&app, &key, &id).await;
     wait_for(&recv, 1).await;
     let r = app
         .gql(
@@ -476,11 +473,7 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told(backen
         json!(["webhook_endpoint.disabled"]),
     )
     .await;
-    let send_test = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
-    let r = app
-        .gql(Some(&key), send_test, json!({"id": broken_id}))
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    send_test(&app, &key, &broken_id).await;
     wait_for(&broken, 1).await;
 
     // Four days of failures: retried, still enabled.
@@ -502,10 +495,7 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_owner_told(backen
 
     // Past five days, the next failure disables it; the owner's other endpoint is told.
     app.advance(TimeDelta::days(1) + TimeDelta::hours(1));
-    let r = app
-        .gql(Some(&key), send_test, json!({"id": broken_id}))
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    send_test(&app, &key, &broken_id).await;
     let told = wait_for(&healthy, 1).await;
     assert!(verifies(&secret, &told[0]));
     let event = body(&told[0]);
@@ -532,17 +522,10 @@ async fn events_past_the_retention_are_deleted_unless_still_owed(backend: Backen
     let (_, key) = app.create_tenant("acme").await;
     let (url, recv) = receiver().await;
     let (id, _) = endpoint(&app, &key, &url, json!(["webhook.test"])).await;
-    let send_test = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
-    let mut sent = Vec::new();
-    for _ in 0..2 {
-        let r = app.gql(Some(&key), send_test, json!({"id": id})).await;
-        sent.push(
-            r["data"]["sendTestWebhook"]
-                .as_str()
-                .expect("id")
-                .to_owned(),
-        );
-    }
+    let sent = [
+        send_test(&app, &key, &id).await,
+        send_test(&app, &key, &id).await,
+    ];
     wait_for(&recv, 2).await;
 
     // A month on: one old event is owed again (redelivered to an endpoint now failing).
@@ -557,11 +540,7 @@ async fn events_past_the_retention_are_deleted_unless_still_owed(backend: Backen
         .await;
     assert!(r["errors"].is_null(), "{r}");
     wait_for(&recv, 3).await;
-    let r = app.gql(Some(&key), send_test, json!({"id": id})).await;
-    let fresh = r["data"]["sendTestWebhook"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let fresh = send_test(&app, &key, &id).await;
 
     let before = app.clock.now() - TimeDelta::days(30);
     let deleted = neocloud_api::startup::prune_events(&app.db, before)
@@ -603,14 +582,7 @@ async fn a_delivery_that_times_out_is_retried_with_its_id(backend: Backend) {
     let (url, recv) = receiver().await;
     recv.answers.lock().expect("lock").push(0);
     let (id, secret) = endpoint(&app, &key, &url, json!(["webhook.test"])).await;
-    let r = app
-        .gql(
-            Some(&key),
-            "mutation($id: ID!) { sendTestWebhook(id: $id) }",
-            json!({"id": id}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    send_test(&app, &key, &id).await;
     wait_for(&recv, 1).await;
     // Never answered: the client gives up and logs why; the retry comes after the
     // backoff (the clock moves a second every 200 ms), with the same id, and delivers.

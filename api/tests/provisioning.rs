@@ -79,18 +79,14 @@ async fn sku(app: &TestApp, gpus: usize) -> String {
         .to_owned()
 }
 
-async fn feed_types(app: &TestApp, key: &str) -> Vec<Value> {
-    let r = app
-        .gql(
-            Some(key),
-            "{ events(first: 100) { events { type data } } }",
-            json!({}),
-        )
-        .await;
-    r["data"]["events"]["events"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .clone()
+/// The allocation's `access`, as its tenant reads it (the whole answer).
+async fn access_of(app: &TestApp, key: &str, allocation: &str) -> Value {
+    app.gql(
+        Some(key),
+        &format!("query($id: ID!) {{ allocation(id: $id) {{ {ACCESS} }} }}"),
+        json!({"id": allocation}),
+    )
+    .await
 }
 
 on_both_databases!(
@@ -232,25 +228,15 @@ async fn the_provisioner_gets_the_hand_off_and_reports_ready(backend: Backend) {
     assert_eq!(access["state"], "READY", "{r}");
 
     // The customer reads where to connect, and gets `allocation.ready` once.
-    let r = app
-        .gql(
-            Some(&acme_key),
-            &format!("query($id: ID!) {{ allocation(id: $id) {{ {ACCESS} }} }}"),
-            json!({"id": allocation}),
-        )
-        .await;
+    let r = access_of(&app, &acme_key, &allocation).await;
     let access = &r["data"]["allocation"]["access"];
     assert_eq!(access["endpoints"][0]["host"], "203.0.113.7");
     assert_eq!(access["endpoints"][0]["port"], 2222);
     assert_eq!(access["endpoints"][0]["username"], "ubuntu");
     mark_ready(&app, &op, &allocation, ssh).await;
-    let ready: Vec<Value> = feed_types(&app, &acme_key)
-        .await
-        .into_iter()
-        .filter(|e| e["type"] == "allocation.ready")
-        .collect();
+    let ready = app.events_of(&acme_key, "allocation.ready").await;
     assert_eq!(ready.len(), 1, "the same report again is no new event");
-    assert_eq!(ready[0]["data"]["endpoints"][0]["port"], 2222);
+    assert_eq!(ready[0]["endpoints"][0]["port"], 2222);
     // Ready was handed over: it cannot be failed afterwards.
     let r = mark_failed(&app, &op, &allocation, "late").await;
     assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
@@ -296,17 +282,10 @@ async fn a_failed_provisioning_is_released_and_not_billed(backend: Backend) {
         .await;
     assert!(r["errors"].is_null(), "{r}");
 
-    let ended: Vec<Value> = feed_types(&app, &acme_key)
-        .await
-        .into_iter()
-        .filter(|e| e["type"] == "allocation.ended")
-        .collect();
-    assert_eq!(ended[0]["data"]["reason"], "provisioning_failed");
-    assert_eq!(
-        ended[0]["data"]["failure"],
-        "Nova: no valid host for the PCI alias"
-    );
-    assert_eq!(ended[1]["data"]["reason"], "released");
+    let ended = app.events_of(&acme_key, "allocation.ended").await;
+    assert_eq!(ended[0]["reason"], "provisioning_failed");
+    assert_eq!(ended[0]["failure"], "Nova: no valid host for the PCI alias");
+    assert_eq!(ended[1]["reason"], "released");
 
     // The failed GPU is free again, and only the running one is billed: 100 s at 10.00.
     let again = order(&app, &acme_key, &sku, None).await;
@@ -394,13 +373,7 @@ async fn the_reference_receiver_prints_its_plan_and_reports_ready() {
     assert!(printed.contains("\"value\": \"GPU-gpu-1-0\""), "{printed}");
     let public_key = alice["publicKey"].as_str().expect("key");
     assert!(printed.contains(public_key), "{printed}");
-    let r = app
-        .gql(
-            Some(&acme_key),
-            &format!("query($id: ID!) {{ allocation(id: $id) {{ {ACCESS} }} }}"),
-            json!({"id": allocation}),
-        )
-        .await;
+    let r = access_of(&app, &acme_key, &allocation).await;
     let access = &r["data"]["allocation"]["access"];
     assert_eq!(access["state"], "READY", "{r}\n{printed}");
     assert_eq!(access["endpoints"][0]["host"], "gpu-1");
