@@ -6,7 +6,9 @@
 //!   the original cluster). What does not fit waits in a FIFO queue; on each departure
 //!   the first `QUEUE_RETRY_WINDOW` queued pods are retried in order (later arrivals
 //!   that fit go ahead: FIFO with backfill). `--compress F` divides arrival times by F
-//!   to replay the same work under contention. A pod list
+//!   to replay the same work under contention; `--fleet-fraction F` replays it on F of
+//!   the nodes, keeping the mix of node classes (the recorded trace never fills its
+//!   whole fleet, so only a smaller one makes the policies' queueing differ). A pod list
 //!   without times arrives in file order one second apart and never departs. GPU-hours
 //!   are counted up to the trace's horizon (the last deletion or arrival).
 //! - `saturate`: the FGD paper's experiment. Arrivals only, drawn from the pod list with
@@ -64,6 +66,9 @@ pub struct ReplayOptions {
     /// Timeline: arrival times are divided by this (run times kept), so the same work
     /// arrives faster and the fleet is contended; 1 replays the trace as recorded.
     pub compress: f64,
+    /// The share of the trace's nodes to replay on, keeping the mix of node classes
+    /// ([`trace::scale_nodes`]): below 1 the same work contends for a smaller fleet.
+    pub fleet_fraction: f64,
 }
 
 impl Default for ReplayOptions {
@@ -74,6 +79,7 @@ impl Default for ReplayOptions {
             seed: 42,
             arrive: 1.2,
             compress: 1.0,
+            fleet_fraction: 1.0,
         }
     }
 }
@@ -107,6 +113,9 @@ pub struct Report {
     /// Timeline: the factor arrival times were divided by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compress: Option<f64>,
+    /// The share of the trace's nodes replayed on, when below 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_fraction: Option<f64>,
     /// Timeline: whether the pod list had times (else file order, one second apart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timed: Option<bool>,
@@ -156,7 +165,8 @@ pub fn replay(
     if pods.is_empty() {
         return Err(ReplayError::NoPods);
     }
-    let (fleet, requests) = trace_fleet(nodes, pods)?;
+    let scaled = trace::scale_nodes(nodes, opts.fleet_fraction);
+    let (fleet, requests) = trace_fleet(&scaled, pods)?;
     let gpus = fleet.gpu_count();
     if gpus == 0 {
         return Err(ReplayError::NoGpus);
@@ -181,6 +191,8 @@ pub fn replay(
         horizon_s: None,
         timed: None,
         compress: None,
+        fleet_fraction: (opts.fleet_fraction > 0.0 && opts.fleet_fraction < 1.0)
+            .then_some(opts.fleet_fraction),
         failed_arrivals: None,
         failed_gpus_requested: None,
         fragmented_gpu_share: None,
@@ -645,6 +657,33 @@ mod tests {
         // p3 needs the only 8-GPU node, busy with p2 until t=200.
         assert_eq!(r.p99_queueing_delay_s, Some(170.0));
         assert!(r.gpu_hours_allocated.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn a_smaller_fleet_makes_the_same_work_wait_longer() {
+        let nodes = trace::read_nodes(
+            "sn,cpu_milli,memory_mib,gpu,model\na,96000,393216,8,G2\nb,96000,393216,8,G2\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        let pods = trace::read_pods(PODS.as_bytes()).unwrap();
+        let at = |fleet_fraction: f64| {
+            let opts = ReplayOptions {
+                fleet_fraction,
+                ..ReplayOptions::default()
+            };
+            replay(&nodes, &pods, &opts).unwrap()
+        };
+        let (whole, half) = (at(1.0), at(0.5));
+        assert_eq!((whole.nodes, half.nodes), (2, 1));
+        assert_eq!(
+            (whole.fleet_fraction, half.fleet_fraction),
+            (None, Some(0.5))
+        );
+        assert!(
+            half.mean_queueing_delay_s.unwrap() > whole.mean_queueing_delay_s.unwrap(),
+            "{whole:?} {half:?}"
+        );
     }
 
     #[test]

@@ -106,6 +106,38 @@ fn model_memory_mib(model: &str) -> u64 {
 /// Fleet specs for a trace's nodes: one region and zone, racks of `TRACE_RACK_NODES`
 /// nodes in file order, each node its own NVLink domain, every GPU in shared mode (the
 /// trace's GPUs take whole and fractional pods alike).
+/// A fleet `fraction` the size of `nodes` with the same mix: of each class of identical
+/// nodes (model, GPUs, CPU, memory) the first `round(fraction × count)`, at least one, in
+/// file order. A fraction of 1 or more keeps every node.
+pub fn scale_nodes(nodes: &[TraceNode], fraction: f64) -> Vec<TraceNode> {
+    if !(fraction > 0.0 && fraction < 1.0) {
+        return nodes.to_vec();
+    }
+    let class = |n: &TraceNode| (n.model.clone(), n.gpu, n.cpu_milli, n.memory_mib);
+    let mut sizes: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    for node in nodes {
+        *sizes.entry(class(node)).or_default() += 1;
+    }
+    let mut kept: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    nodes
+        .iter()
+        .filter(|node| {
+            let key = class(node);
+            // At most a few thousand nodes per class: exact in f64.
+            #[allow(
+                clippy::cast_precision_loss,
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss
+            )]
+            let quota = ((sizes[&key] as f64 * fraction).round() as usize).max(1);
+            let taken = kept.entry(key).or_default();
+            *taken += 1;
+            *taken <= quota
+        })
+        .cloned()
+        .collect()
+}
+
 pub fn fleet_specs(nodes: &[TraceNode]) -> Vec<NodeSpec> {
     nodes
         .iter()
@@ -168,6 +200,35 @@ pub fn pod_request(fleet: &Fleet, pod: &TracePod) -> Request {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_scaled_fleet_keeps_the_mix_of_node_classes() {
+        let node = |sn: usize, model: &str, gpu: u32| TraceNode {
+            sn: format!("n{sn}"),
+            cpu_milli: 96_000,
+            memory_mib: 393_216,
+            gpu,
+            model: model.to_owned(),
+        };
+        let mut nodes: Vec<TraceNode> = (0..40).map(|i| node(i, "G2", 8)).collect();
+        nodes.extend((40..50).map(|i| node(i, "T4", 2)));
+        nodes.push(node(50, "A10", 1));
+        let half = scale_nodes(&nodes, 0.5);
+        let count =
+            |list: &[TraceNode], model: &str| list.iter().filter(|n| n.model == model).count();
+        assert_eq!(
+            (count(&half, "G2"), count(&half, "T4"), count(&half, "A10")),
+            (20, 5, 1)
+        );
+        assert_eq!(half[0].sn, "n0", "file order");
+        assert_eq!(scale_nodes(&nodes, 1.0), nodes);
+        assert_eq!(
+            scale_nodes(&nodes, 0.01).len(),
+            3,
+            "one of each class at least"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -71,6 +71,10 @@ enum Command {
         /// Timeline: divide arrival times by this to replay the same work under contention.
         #[arg(long, default_value_t = 1.0)]
         compress: f64,
+        /// Replay on this share of the nodes (0 < F ≤ 1), keeping the mix of node classes,
+        /// so the same work contends for a smaller fleet.
+        #[arg(long, default_value_t = 1.0)]
+        fleet_fraction: f64,
         /// Print one JSON object on the last line.
         #[arg(long)]
         json: bool,
@@ -125,6 +129,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             seed,
             arrive,
             compress,
+            fleet_fraction,
             json,
         } => {
             let nodes = trace::read_nodes(open(&nodes)?)?;
@@ -138,6 +143,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 seed,
                 arrive,
                 compress,
+                fleet_fraction,
             };
             let report = replay::replay(&nodes, &pods, &opts)?;
             if json {
