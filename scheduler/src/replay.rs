@@ -129,7 +129,14 @@ pub struct Report {
     /// No policy can leave less unallocated with these arrivals (a relaxation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lower_bound_unallocated_share: Option<f64>,
+    /// Saturate: `[arrived, unallocated]` as shares of the fleet's GPUs, each time the
+    /// GPUs requested pass another [`CURVE_STEP`] of it (the FGD paper's figure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Vec<[f64; 2]>>,
 }
+
+/// How far apart, in shares of the fleet's GPUs requested, the saturate curve's points are.
+pub const CURVE_STEP: f64 = 0.02;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -197,6 +204,7 @@ pub fn replay(
         failed_gpus_requested: None,
         fragmented_gpu_share: None,
         lower_bound_unallocated_share: None,
+        curve: None,
     };
     match opts.mode {
         Mode::Timeline => timeline(fleet, pods, &requests, policy, opts, &mut report),
@@ -474,6 +482,8 @@ fn saturate(
     let mut failed = 0usize;
     let mut failed_milli = 0u64;
     let mut drawn: Vec<usize> = Vec::new();
+    let step = whole(CURVE_STEP * capacity as f64).max(1);
+    let mut curve = Vec::new();
     while requested < target && drawn.len() < MAX_SATURATE_ARRIVALS {
         let i = rng.random_range(0..pods.len());
         drawn.push(i);
@@ -490,7 +500,12 @@ fn saturate(
             failed += 1;
             failed_milli += g;
         }
+        if (requested - g) / step != requested / step || requested >= target {
+            let free = 1.0 - fleet.allocated_gpu_milli() as f64 / capacity as f64;
+            curve.push([requested as f64 / capacity as f64, free]);
+        }
     }
+    report.curve = Some(curve);
     let allocated = fleet.allocated_gpu_milli();
     report.arrivals = drawn.len();
     report.gpus_requested = requested as f64 / 1000.0;
@@ -657,6 +672,21 @@ mod tests {
         // p3 needs the only 8-GPU node, busy with p2 until t=200.
         assert_eq!(r.p99_queueing_delay_s, Some(170.0));
         assert!(r.gpu_hours_allocated.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn the_saturate_curve_rises_in_arrivals_to_the_final_share() {
+        let r = run(Mode::Saturate, PolicyKind::Topo);
+        let curve = r.curve.expect("a curve");
+        assert!(curve.len() >= 2, "{curve:?}");
+        assert!(curve.windows(2).all(|w| w[0][0] < w[1][0]), "{curve:?}");
+        let last = curve.last().unwrap();
+        assert!(last[0] >= 1.2, "{curve:?}");
+        assert!(
+            (last[1] - r.unallocated_gpu_share).abs() < 1e-12,
+            "{curve:?}"
+        );
+        assert!(run(Mode::Timeline, PolicyKind::Topo).curve.is_none());
     }
 
     #[test]
