@@ -11,7 +11,7 @@
 pub mod public_key;
 pub(crate) mod store;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{order, ssh_key};
 use neocloud_schema::ids::{SshKeyId, TenantId};
 use neocloud_schema::vocabulary::Role;
@@ -45,6 +45,7 @@ pub async fn add(
     asked: Option<TenantId>,
     name: &str,
     line: &str,
+    now: DateTime<Utc>,
 ) -> ApiResult<ssh_key::Model> {
     let tenant = managing_tenant(actor, asked)?;
     let name = name.trim();
@@ -79,7 +80,7 @@ pub async fn add(
             public_key: key.normalized,
             comment: key.comment,
             fingerprint: key.fingerprint,
-            created_at: Utc::now(),
+            created_at: now,
         },
     )
     .await?;
@@ -133,10 +134,9 @@ pub(crate) async fn for_order<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     named: Option<&[SshKeyId]>,
-) -> ApiResult<Vec<SshKeyId>> {
+) -> ApiResult<Vec<ssh_key::Model>> {
     let Some(named) = named else {
-        let all = store::of_tenant(conn, tenant).await?;
-        return Ok(all.into_iter().map(|k| k.id).collect());
+        return Ok(store::of_tenant(conn, tenant).await?);
     };
     let found = store::find_many(conn, tenant, named).await?;
     if let Some(missing) = named.iter().find(|id| !found.iter().any(|k| k.id == **id)) {
@@ -145,7 +145,7 @@ pub(crate) async fn for_order<C: ConnectionTrait>(
             format!("no SSH key {missing} in this tenant"),
         ));
     }
-    Ok(named.to_vec())
+    Ok(found)
 }
 
 /// The ids of the keys an order hands over.
@@ -170,22 +170,12 @@ pub async fn keys<C: ConnectionTrait>(
 }
 
 /// Keys as events carry them: `[{id, name, fingerprint, public_key}]`.
-pub(crate) async fn material<C: ConnectionTrait>(
-    conn: &C,
-    tenant: TenantId,
-    ids: &[SshKeyId],
-) -> Result<Value, sea_orm::DbErr> {
-    if ids.is_empty() {
-        return Ok(json!([]));
-    }
-    let keys = store::find_many(conn, tenant, ids).await?;
-    Ok(Value::Array(
-        keys.iter()
-            .map(|k| {
-                json!({"id": k.id, "name": k.name, "fingerprint": k.fingerprint, "public_key": k.public_key})
-            })
-            .collect(),
-    ))
+pub(crate) fn material(keys: &[ssh_key::Model]) -> Value {
+    keys.iter()
+        .map(|k| {
+            json!({"id": k.id, "name": k.name, "fingerprint": k.fingerprint, "public_key": k.public_key})
+        })
+        .collect()
 }
 
 fn summary(row: &ssh_key::Model) -> Value {

@@ -155,7 +155,9 @@ impl AccessMutation {
     ) -> Result<SshKey> {
         let db = super::db(ctx)?;
         let actor = super::principal(ctx)?;
-        let key = access::add(db, actor, tenant_arg(tenant_id)?, &name, &public_key).await?;
+        let tenant = tenant_arg(tenant_id)?;
+        let now = super::now(ctx)?;
+        let key = access::add(db, actor, tenant, &name, &public_key, now).await?;
         Ok(key.into())
     }
 

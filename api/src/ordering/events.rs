@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_metering::events::{self, NewEvent};
-use neocloud_schema::entity::{allocation, gpu, node, order, sku};
+use neocloud_schema::entity::{allocation, gpu, node, sku};
+use neocloud_schema::ids::OrderId;
 use neocloud_schema::vocabulary::AllocationStatus;
 use sea_orm::{ConnectionTrait, DbErr};
 use serde_json::{Value, json};
@@ -57,7 +58,7 @@ impl Where {
 pub(crate) async fn placed<C: ConnectionTrait>(
     conn: &C,
     rows: &[allocation::Model],
-    orders: &[order::Model],
+    ssh_keys: &HashMap<OrderId, Value>,
     skus: &HashMap<Uuid, sku::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -65,12 +66,6 @@ pub(crate) async fn placed<C: ConnectionTrait>(
         return Ok(());
     }
     let at = Where::of(conn, rows).await?;
-    let mut keys = HashMap::with_capacity(orders.len());
-    for order in orders {
-        let ids = crate::access::key_ids_of(order);
-        let material = crate::access::material(conn, order.tenant_id, &ids).await?;
-        keys.insert(order.id, material);
-    }
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let sku = skus.get(&row.sku_id.into());
@@ -89,7 +84,7 @@ pub(crate) async fn placed<C: ConnectionTrait>(
             "mig_start_slot": row.mig_start_slot,
             "milli_gpu": row.milli_gpu,
             "labels": row.labels,
-            "ssh_keys": keys.get(&row.order_id).cloned().unwrap_or_else(|| json!([])),
+            "ssh_keys": ssh_keys.get(&row.order_id).cloned().unwrap_or_else(|| json!([])),
             "started_at": row.started_at,
         });
         out.push(NewEvent::tenant(

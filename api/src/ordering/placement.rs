@@ -22,7 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, SubsecRound, Utc};
 use neocloud_scheduler::Placement;
 use neocloud_schema::clock::{Clock, SharedClock};
-use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, tenant};
+use neocloud_schema::entity::{allocation, audit_log, budget, order, sku, ssh_key, tenant};
 use neocloud_schema::ids::{OrderId, SshKeyId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
 use neocloud_schema::vocabulary::{OrderStatus, TenantStatus};
@@ -251,7 +251,7 @@ struct Batch<'a> {
 /// Where an order stands after the checks that need no placement.
 enum Admission {
     /// Go on and place it, as this SKU, handing over these SSH keys.
-    Place(sku::Model, Vec<SshKeyId>),
+    Place(sku::Model, Vec<ssh_key::Model>),
     /// The answer, given without placing (a refusal, or the order a retry stands for).
     Answer(ApiResult<Placed>),
 }
@@ -273,7 +273,11 @@ impl Batch<'_> {
         } else {
             self.now + chrono::Duration::from_std(self.notice).unwrap_or_default()
         };
-        let order = order_row(p, &sku, &keys, self.now)?;
+        let ids: Vec<SshKeyId> = keys.iter().map(|k| k.id).collect();
+        let order = order_row(p, &sku, &ids, self.now)?;
+        self.writes
+            .ssh_keys
+            .insert(order.id, crate::access::material(&keys));
         let view = self.record(p, order, &sku, &planned, victims, starts_at)?;
         Ok(Ok(Placed::New(Box::new(view))))
     }
@@ -536,6 +540,8 @@ fn preemption_entry(
 #[derive(Default)]
 struct Writes {
     orders: Vec<order::Model>,
+    /// Per order, the SSH keys `allocation.placed` hands over (as events carry them).
+    ssh_keys: HashMap<OrderId, serde_json::Value>,
     allocations: Vec<(allocation::Model, Vec<Uuid>)>,
     /// Per order that preempted: its tenant, the victims and when they end.
     preempting: Vec<(TenantId, Vec<Uuid>, DateTime<Utc>)>,
@@ -552,9 +558,8 @@ impl Writes {
     ) -> ApiResult<Vec<(TenantId, usize)>> {
         let placed: Vec<allocation::Model> =
             self.allocations.iter().map(|(a, _)| a.clone()).collect();
-        let orders = self.orders.clone();
         store::insert_placed(txn, self.orders, self.allocations).await?;
-        super::events::placed(txn, &placed, &orders, skus, now).await?;
+        super::events::placed(txn, &placed, &self.ssh_keys, skus, now).await?;
         // After the inserts: an order may preempt a spot allocation placed earlier in
         // the same batch.
         let mut preempted = Vec::with_capacity(self.preempting.len());
