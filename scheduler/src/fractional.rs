@@ -29,8 +29,16 @@ pub struct MixShape {
     pub weight: f64,
 }
 
-/// The popular request shapes that fragmentation is measured against (GPU shapes only:
-/// CPU-only requests cannot use a GPU, MIG requests live on MIG GPUs).
+impl MixShape {
+    /// A shape of the typical pods that asks for no GPU.
+    pub fn is_cpu_only(&self) -> bool {
+        self.whole_gpus == 0 && self.milli == 0
+    }
+}
+
+/// The popular request shapes that fragmentation is measured against. `observe` keeps GPU
+/// shapes only (CPU-only requests cannot use a GPU, MIG requests live on MIG GPUs);
+/// `typical` is the FGD paper's list, CPU-only shapes included.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ShapeMix {
     pub shapes: Vec<MixShape>,
@@ -84,10 +92,74 @@ impl ShapeMix {
         ShapeMix { shapes }
     }
 
+    /// The FGD paper's typical pods: every request shape of `shapes` — CPU-only ones too —
+    /// keyed by CPU, milli-GPUs per GPU, GPU count and models (memory is not part of the
+    /// key), the most common first until they cover `popularity` (0–1) of the requests,
+    /// their weights renormalized over what was kept. A CPU request without CPU counts as
+    /// 100 milli-cores, the scheduler's default request. Ties in frequency keep the larger
+    /// shape first.
+    pub fn typical<'a>(shapes: impl IntoIterator<Item = &'a Shape>, popularity: f64) -> ShapeMix {
+        let mut counts: BTreeMap<(u32, u32, u32, u16), u64> = BTreeMap::new();
+        let mut total = 0u64;
+        for shape in shapes {
+            let (cpu, milli, count, models) = match *shape {
+                Shape::WholeGpus {
+                    count,
+                    models,
+                    cpu_milli_per_gpu,
+                    ..
+                } => (
+                    cpu_milli_per_gpu.saturating_mul(count),
+                    MILLI_PER_GPU,
+                    count,
+                    models,
+                ),
+                Shape::Fractional {
+                    milli_gpu,
+                    models,
+                    cpu_milli,
+                    ..
+                } => (cpu_milli, milli_gpu, 1, models),
+                Shape::Cpu { cpu_milli, .. } => (cpu_milli, 0, 0, ModelSet::ANY),
+                _ => continue,
+            };
+            let cpu = if cpu == 0 { DEFAULT_CPU_REQUEST } else { cpu };
+            *counts
+                .entry((cpu, milli, count, model_bits(models)))
+                .or_default() += 1;
+            total += 1;
+        }
+        let mut ranked: Vec<_> = counts.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+        let wanted = popularity.clamp(0.0, 1.0) * total as f64;
+        let mut kept = 0u64;
+        let mut cut = 0;
+        while cut < ranked.len() && (kept as f64) < wanted {
+            kept += ranked[cut].1;
+            cut += 1;
+        }
+        ranked.truncate(cut);
+        let shapes = ranked
+            .into_iter()
+            .map(|((cpu, milli, count, models), n)| MixShape {
+                cpu_milli: cpu,
+                memory_mib: 0,
+                whole_gpus: if milli == MILLI_PER_GPU { count } else { 0 },
+                milli,
+                models: ModelSet::from_bits(models),
+                weight: n as f64 / kept.max(1) as f64,
+            })
+            .collect();
+        ShapeMix { shapes }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.shapes.is_empty()
     }
 }
+
+/// The CPU a request without any is counted with in the typical pods (milli-cores).
+const DEFAULT_CPU_REQUEST: u32 = 100;
 
 fn model_bits(models: ModelSet) -> u16 {
     models.bits()
@@ -128,7 +200,8 @@ pub fn frag(mix: &ShapeMix, cpu_milli: u32, memory_mib: u64, gpus: &[(ModelId, u
     }
     let mut out = 0.0;
     for s in &mix.shapes {
-        let stranded = if s.cpu_milli > cpu_milli || s.memory_mib > memory_mib {
+        // A CPU-only shape uses no GPU: all the free GPU capacity is a fragment for it.
+        let stranded = if s.is_cpu_only() || s.cpu_milli > cpu_milli || s.memory_mib > memory_mib {
             total
         } else if s.whole_gpus > 0 {
             let full = gpus
@@ -181,6 +254,62 @@ mod tests {
         let gpus = [(ModelId(0), 1000), (ModelId(0), 1000)];
         assert_eq!(frag(&m, 1000, 0, &gpus), 2000.0);
         assert_eq!(frag(&m, 8000, 0, &gpus), 0.0);
+    }
+
+    #[test]
+    fn a_cpu_only_shape_counts_all_free_gpu_capacity_as_fragment() {
+        let m = ShapeMix {
+            shapes: vec![MixShape {
+                cpu_milli: 100,
+                memory_mib: 0,
+                whole_gpus: 0,
+                milli: 0,
+                models: ModelSet::ANY,
+                weight: 1.0,
+            }],
+        };
+        let gpus = [(ModelId(0), 1000), (ModelId(0), 250)];
+        assert_eq!(frag(&m, 64_000, 0, &gpus), 1250.0);
+    }
+
+    #[test]
+    fn typical_pods_cover_the_popular_shapes_cpu_only_ones_too() {
+        let whole = Shape::WholeGpus {
+            count: 2,
+            models: ModelSet::ANY,
+            topology: crate::request::Topology::required(crate::request::TopologyLevel::Node),
+            cpu_milli_per_gpu: 4000,
+            memory_mib_per_gpu: 1024,
+        };
+        let half = |memory_mib| Shape::Fractional {
+            milli_gpu: 500,
+            gpu_memory_mib: 0,
+            models: ModelSet::ANY,
+            cpu_milli: 2000,
+            memory_mib,
+        };
+        let cpu = Shape::Cpu {
+            cpu_milli: 0,
+            memory_mib: 10,
+        };
+        // 5 halves (memory is not part of the key), 3 CPU-only, 2 whole pairs.
+        let mut shapes = vec![half(1), half(2), half(3), half(4), half(5)];
+        shapes.extend([cpu, cpu, cpu, whole, whole]);
+        let all = ShapeMix::typical(&shapes, 1.0);
+        let weights: Vec<(u32, u32, u32, f64)> = all
+            .shapes
+            .iter()
+            .map(|s| (s.cpu_milli, s.whole_gpus, s.milli, s.weight))
+            .collect();
+        assert_eq!(
+            weights,
+            [(2000, 0, 500, 0.5), (100, 0, 0, 0.3), (8000, 2, 1000, 0.2)]
+        );
+        assert!(all.shapes[1].is_cpu_only());
+        // 80 % is covered by the first two shapes; they share the weight.
+        let popular = ShapeMix::typical(&shapes, 0.8);
+        assert_eq!(popular.shapes.len(), 2);
+        assert!((popular.shapes[0].weight - 5.0 / 8.0).abs() < 1e-12);
     }
 
     #[test]

@@ -146,9 +146,9 @@ pub(crate) fn score(
             f64::from(cpu_after),
         ],
         PolicyKind::Fgd => {
-            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
-                - fleet.node_frag[node.index()];
-            [delta, 0.0, 0.0]
+            let gain = fleet.node_frag[node.index()]
+                - fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after);
+            [-fgd_node_score(gain), 0.0, 0.0]
         }
         PolicyKind::Topo => {
             let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
@@ -174,6 +174,18 @@ pub(crate) fn score(
         }
     }
 }
+
+/// The FGD paper's node score: the fragmentation a placement removes (milli-GPUs), per
+/// GPU, through a sigmoid onto the scheduler's integer scale 0–100. The scale is coarse
+/// on purpose: placements within about 40 milli-GPUs of each other tie, and a tie goes to
+/// the first node (and GPU) in index order.
+fn fgd_node_score(gain_milli: f64) -> f64 {
+    let sigmoid = 1.0 / (1.0 + (-gain_milli / f64::from(MILLI_PER_GPU)).exp());
+    (sigmoid * FGD_MAX_NODE_SCORE).trunc()
+}
+
+/// The top of the integer score scale FGD's score is truncated onto.
+const FGD_MAX_NODE_SCORE: f64 = 100.0;
 
 /// One MIG grant: ranked by what it blocks, then by how full the GPU gets.
 fn mig_score(kind: PolicyKind, n: &Node, np: &NodePlacement, profile: MigProfile) -> Score {
@@ -254,4 +266,21 @@ fn cpu_balance(cpu_total: u32, cpu_after: u32, gpus: u32, free_gpu_milli: u32) -
     let per_gpu = f64::from(cpu_total) / f64::from(gpus * MILLI_PER_GPU);
     let needed = per_gpu * f64::from(free_gpu_milli);
     ((needed - f64::from(cpu_after)) / needed.max(1.0)).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fgd_scores_removed_fragmentation_on_a_coarse_integer_scale() {
+        assert_eq!(fgd_node_score(0.0), 50.0);
+        // 25 points per GPU near zero: 30 milli-GPUs apart can tie, 100 apart cannot.
+        assert_eq!(fgd_node_score(10.0), fgd_node_score(35.0));
+        assert!(fgd_node_score(100.0) > fgd_node_score(0.0));
+        assert!(fgd_node_score(-500.0) < fgd_node_score(0.0));
+        // Large gains saturate below the top of the scale.
+        assert_eq!(fgd_node_score(8000.0), 99.0);
+        assert_eq!(fgd_node_score(-8000.0), 0.0);
+    }
 }

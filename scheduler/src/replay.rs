@@ -11,9 +11,11 @@
 //!   whole fleet, so only a smaller one makes the policies' queueing differ). A pod list
 //!   without times arrives in file order one second apart and never departs. GPU-hours
 //!   are counted up to the trace's horizon (the last deletion or arrival).
-//! - `saturate`: the FGD paper's experiment. Arrivals only, drawn from the pod list with
-//!   a seeded generator until the GPUs requested reach `arrive` × the fleet's GPUs; the
-//!   draw is the same for every policy. Reports what stays unallocated, how much of the
+//! - `saturate`: the FGD paper's experiment. Arrivals only, until the GPUs requested
+//!   reach `arrive` × the fleet's GPUs: the whole pod list in a seeded shuffled order, then
+//!   seeded draws with replacement (`Draw::List`, the paper's workload tuning), or draws
+//!   with replacement from the start (`Draw::Sample`); the draw is the same for every
+//!   policy. Reports what stays unallocated, how much of the
 //!   free capacity no shape of the mix can use, and a lower bound on what any policy must
 //!   leave unallocated given the same arrivals.
 //!
@@ -22,6 +24,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -33,8 +36,10 @@ use crate::policy::{Policy, PolicyKind};
 use crate::request::{MILLI_PER_GPU, Request, Shape};
 use crate::trace::{self, TraceNode, TracePod};
 
-/// Most shapes the fragmentation measure of `fgd` and `topo` weighs.
+/// Most shapes the fragmentation measure of `topo` weighs.
 pub const MIX_SHAPES: usize = 32;
+/// The share of a pod list's requests that `fgd`'s typical pods cover (the paper's 95 %).
+pub const TYPICAL_POPULARITY: f64 = 0.95;
 /// Queued pods retried, from the head of the queue, on each departure.
 pub const QUEUE_RETRY_WINDOW: usize = 256;
 /// Most arrivals a saturate run draws (guards pod lists without GPU pods).
@@ -56,6 +61,63 @@ impl Mode {
     }
 }
 
+/// How a saturate run draws its arrivals from the pod list (the same for every policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// The FGD paper's workload: the whole pod list once, in a seeded shuffled order,
+    /// then uniform draws with replacement until the target.
+    List,
+    /// Uniform draws with replacement from the start.
+    Sample,
+}
+
+impl Draw {
+    pub fn name(self) -> &'static str {
+        match self {
+            Draw::List => "list",
+            Draw::Sample => "sample",
+        }
+    }
+}
+
+/// The seeded sequence of pod indices a saturate run takes its arrivals from.
+struct Arrivals {
+    rng: ChaCha8Rng,
+    order: Vec<usize>,
+    next: usize,
+    pods: usize,
+}
+
+impl Arrivals {
+    fn new(draw: Draw, seed: u64, pods: usize) -> Arrivals {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut order: Vec<usize> = match draw {
+            Draw::List => (0..pods).collect(),
+            Draw::Sample => Vec::new(),
+        };
+        order.shuffle(&mut rng);
+        Arrivals {
+            rng,
+            order,
+            next: 0,
+            pods,
+        }
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let i = match self.order.get(self.next) {
+            Some(&i) => i,
+            None => self.rng.random_range(0..self.pods),
+        };
+        self.next += 1;
+        Some(i)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReplayOptions {
     pub policy: PolicyKind,
@@ -63,6 +125,8 @@ pub struct ReplayOptions {
     pub seed: u64,
     /// Saturate: stop when the GPUs requested reach this multiple of the fleet's GPUs.
     pub arrive: f64,
+    /// Saturate: how arrivals are drawn from the pod list.
+    pub draw: Draw,
     /// Timeline: arrival times are divided by this (run times kept), so the same work
     /// arrives faster and the fleet is contended; 1 replays the trace as recorded.
     pub compress: f64,
@@ -78,6 +142,7 @@ impl Default for ReplayOptions {
             mode: Mode::Timeline,
             seed: 42,
             arrive: 1.2,
+            draw: Draw::List,
             compress: 1.0,
             fleet_fraction: 1.0,
         }
@@ -129,6 +194,13 @@ pub struct Report {
     /// No policy can leave less unallocated with these arrivals (a relaxation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lower_bound_unallocated_share: Option<f64>,
+    /// Saturate: what a packer that sees all the arrivals first, largest first, leaves
+    /// unallocated (a feasible offline packing: the best possible is at most this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offline_unallocated_share: Option<f64>,
+    /// Saturate: how arrivals were drawn (`list` or `sample`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draw: Option<String>,
     /// Saturate: `[arrived, unallocated]` as shares of the fleet's GPUs, each time the
     /// GPUs requested pass another [`CURVE_STEP`] of it (the FGD paper's figure).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -148,19 +220,23 @@ pub enum ReplayError {
     NoPods,
 }
 
-/// Builds the fleet of a trace, with the mix of its pod list.
+/// Builds the fleet of a trace, with the mix of its pod list that `policy` measures
+/// fragmentation against: the FGD paper's typical pods for `fgd`, the most common GPU
+/// shapes otherwise.
 pub fn trace_fleet(
     nodes: &[TraceNode],
     pods: &[TracePod],
+    policy: PolicyKind,
 ) -> Result<(Fleet, Vec<Request>), ReplayError> {
     let mut fleet = Fleet::new(trace::fleet_specs(nodes))?.with_tuning(Tuning {
         candidate_nodes: None,
     });
     let requests: Vec<Request> = pods.iter().map(|p| trace::pod_request(&fleet, p)).collect();
-    fleet.set_mix(ShapeMix::observe(
-        requests.iter().map(|r| &r.shape),
-        MIX_SHAPES,
-    ));
+    let shapes = requests.iter().map(|r| &r.shape);
+    fleet.set_mix(match policy {
+        PolicyKind::Fgd => ShapeMix::typical(shapes, TYPICAL_POPULARITY),
+        _ => ShapeMix::observe(shapes, MIX_SHAPES),
+    });
     Ok((fleet, requests))
 }
 
@@ -173,7 +249,7 @@ pub fn replay(
         return Err(ReplayError::NoPods);
     }
     let scaled = trace::scale_nodes(nodes, opts.fleet_fraction);
-    let (fleet, requests) = trace_fleet(&scaled, pods)?;
+    let (fleet, requests) = trace_fleet(&scaled, pods, opts.policy)?;
     let gpus = fleet.gpu_count();
     if gpus == 0 {
         return Err(ReplayError::NoGpus);
@@ -204,6 +280,8 @@ pub fn replay(
         failed_gpus_requested: None,
         fragmented_gpu_share: None,
         lower_bound_unallocated_share: None,
+        offline_unallocated_share: None,
+        draw: None,
         curve: None,
     };
     match opts.mode {
@@ -476,8 +554,9 @@ fn saturate(
     report: &mut Report,
 ) {
     let capacity = report.gpus as u64 * u64::from(MILLI_PER_GPU);
+    let empty = fleet.clone();
     let target = whole((opts.arrive * capacity as f64).max(0.0));
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut arrivals = Arrivals::new(opts.draw, opts.seed, pods.len());
     let mut requested = 0u64;
     let mut failed = 0usize;
     let mut failed_milli = 0u64;
@@ -485,7 +564,7 @@ fn saturate(
     let step = whole(CURVE_STEP * capacity as f64).max(1);
     let mut curve = Vec::new();
     while requested < target && drawn.len() < MAX_SATURATE_ARRIVALS {
-        let i = rng.random_range(0..pods.len());
+        let Some(i) = arrivals.next() else { break };
         drawn.push(i);
         let g = pods[i].gpu_milli_total();
         requested += g;
@@ -506,6 +585,7 @@ fn saturate(
         }
     }
     report.curve = Some(curve);
+    report.draw = Some(opts.draw.name().to_owned());
     let allocated = fleet.allocated_gpu_milli();
     report.arrivals = drawn.len();
     report.gpus_requested = requested as f64 / 1000.0;
@@ -518,6 +598,31 @@ fn saturate(
         Some(unusable_free_milli(&fleet, &all_shapes) as f64 / capacity as f64);
     let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
     report.lower_bound_unallocated_share = Some(lower_bound_unallocated(&fleet, &arrivals));
+    report.offline_unallocated_share = Some(offline_unallocated(empty, &arrivals));
+}
+
+/// What a packer that sees every arrival first leaves unallocated: the same arrivals,
+/// the most GPU first (then the most CPU, then memory), each placed by `topo`. It is one
+/// feasible offline packing, so the best any policy could do with these arrivals lies
+/// between the lower bound and this. The fragmentation mix is that of the arrivals,
+/// whatever the replayed policy, so every policy's report gives the same figure.
+pub fn offline_unallocated(mut fleet: Fleet, arrivals: &[&Request]) -> f64 {
+    fleet.set_mix(ShapeMix::observe(
+        arrivals.iter().map(|r| &r.shape),
+        MIX_SHAPES,
+    ));
+    let mut order: Vec<&Request> = arrivals.to_vec();
+    order.sort_by_key(|r| {
+        let (cpu, memory) = r.shape.cpu_and_memory();
+        Reverse((r.shape.gpu_milli(), cpu, memory))
+    });
+    for (k, r) in order.into_iter().enumerate() {
+        if let Ok(p) = fleet.place(r) {
+            let _ = fleet.commit(AllocationKey(k as u128), &p);
+        }
+    }
+    let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
+    1.0 - fleet.allocated_gpu_milli() as f64 / capacity
 }
 
 /// Free GPU capacity (milli) that no shape of `mix` could use where it is.
@@ -577,28 +682,13 @@ pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
     let tasks: Vec<(f64, f64, f64)> = arrivals
         .iter()
         .filter_map(|r| {
-            let (cpu, mem, models) = match r.shape {
-                Shape::WholeGpus {
-                    count,
-                    models,
-                    cpu_milli_per_gpu,
-                    memory_mib_per_gpu,
-                    ..
-                } => (
-                    f64::from(cpu_milli_per_gpu) * f64::from(count),
-                    memory_mib_per_gpu as f64 * f64::from(count),
-                    models,
-                ),
-                Shape::Fractional {
-                    models,
-                    cpu_milli,
-                    memory_mib,
-                    ..
-                } => (f64::from(cpu_milli), memory_mib as f64, models),
+            let models = match r.shape {
+                Shape::WholeGpus { models, .. } | Shape::Fractional { models, .. } => models,
                 _ => return None,
             };
+            let (cpu, mem) = r.shape.cpu_and_memory();
             accepted = crate::ids::ModelSet::from_bits(accepted.bits() | models.bits());
-            Some((r.shape.gpu_milli() as f64, cpu, mem))
+            Some((r.shape.gpu_milli() as f64, f64::from(cpu), mem as f64))
         })
         .collect();
     let nodes: Vec<(f64, f64, f64)> = fleet
@@ -687,6 +777,43 @@ mod tests {
             "{curve:?}"
         );
         assert!(run(Mode::Timeline, PolicyKind::Topo).curve.is_none());
+    }
+
+    #[test]
+    fn the_offline_packing_places_the_largest_first() {
+        let nodes =
+            trace::read_nodes("sn,cpu_milli,memory_mib,gpu,model\na,32000,65536,2,T4\n".as_bytes())
+                .unwrap();
+        let pods = trace::read_pods(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,600\nq,1000,1024,1,1000\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        let (fleet, requests) = trace_fleet(&nodes, &pods, PolicyKind::Topo).unwrap();
+        // Online in this order, the two 0.6 fractions take both GPUs and the whole GPU
+        // fails (0.8 of 2 GPUs free); largest first, one 0.6 fails (0.4 free).
+        let arrivals = [&requests[0], &requests[0], &requests[1]];
+        assert!((offline_unallocated(fleet, &arrivals) - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_list_draw_takes_every_pod_once_before_drawing_again() {
+        let first: Vec<usize> = Arrivals::new(Draw::List, 7, 50).take(50).collect();
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+        assert_ne!(first, sorted, "the list is shuffled");
+        let again: Vec<usize> = Arrivals::new(Draw::List, 7, 50).take(80).collect();
+        assert_eq!(again[..50], first[..]);
+        assert!(again[50..].iter().all(|&i| i < 50));
+        let sampled: Vec<usize> = Arrivals::new(Draw::Sample, 7, 50).take(50).collect();
+        let mut distinct = sampled.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(
+            distinct.len() < 50,
+            "sampling with replacement repeats pods"
+        );
     }
 
     #[test]

@@ -126,6 +126,37 @@ impl Shape {
         }
     }
 
+    /// The CPU (milli-cores) and memory (MiB) the shape takes in all (whole nodes: none
+    /// here, they take whatever their nodes have).
+    pub fn cpu_and_memory(&self) -> (u32, u64) {
+        match *self {
+            Shape::WholeGpus {
+                count,
+                cpu_milli_per_gpu,
+                memory_mib_per_gpu,
+                ..
+            } => (
+                cpu_milli_per_gpu.saturating_mul(count),
+                memory_mib_per_gpu.saturating_mul(u64::from(count)),
+            ),
+            Shape::Mig {
+                cpu_milli,
+                memory_mib,
+                ..
+            }
+            | Shape::Fractional {
+                cpu_milli,
+                memory_mib,
+                ..
+            }
+            | Shape::Cpu {
+                cpu_milli,
+                memory_mib,
+            } => (cpu_milli, memory_mib),
+            Shape::WholeNodes { .. } => (0, 0),
+        }
+    }
+
     /// Checks the shape makes sense on its own (not whether it fits).
     pub fn validate(&self) -> Result<(), InvalidRequest> {
         match *self {

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use neocloud_scheduler::PolicyKind;
-use neocloud_scheduler::replay::{self, Mode, ReplayOptions, Report};
+use neocloud_scheduler::replay::{self, Draw, Mode, ReplayOptions, Report};
 use neocloud_scheduler::trace;
 
 mod bench;
@@ -68,6 +68,10 @@ enum Command {
         /// Saturate: stop when the GPUs requested reach this multiple of the fleet's.
         #[arg(long, default_value_t = 1.2)]
         arrive: f64,
+        /// Saturate: `list` (the whole pod list shuffled, then draws with replacement: the
+        /// FGD paper's workload) or `sample` (draws with replacement from the start).
+        #[arg(long, value_enum, default_value = "list")]
+        draw: DrawArg,
         /// Timeline: divide arrival times by this to replay the same work under contention.
         #[arg(long, default_value_t = 1.0)]
         compress: f64,
@@ -95,6 +99,12 @@ enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DrawArg {
+    List,
+    Sample,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -128,6 +138,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             mode,
             seed,
             arrive,
+            draw,
             compress,
             fleet_fraction,
             json,
@@ -142,6 +153,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 },
                 seed,
                 arrive,
+                draw: match draw {
+                    DrawArg::List => Draw::List,
+                    DrawArg::Sample => Draw::Sample,
+                },
                 compress,
                 fleet_fraction,
             };
