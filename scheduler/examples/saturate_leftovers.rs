@@ -18,7 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let nodes = trace::read_nodes(File::open(nodes)?)?;
     let pods = trace::read_pods(File::open(pods)?)?;
     let kind: PolicyKind = policy.parse()?;
-    let (mut fleet, requests) = replay::trace_fleet(&nodes, &pods, kind)?;
+    let (mut fleet, requests) = replay::trace_fleet(&nodes, &pods)?;
     let mut policy = Policy::new(kind, 43);
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let target = (1.2 * fleet.gpu_count() as f64 * 1000.0) as u64;

@@ -36,9 +36,7 @@ use crate::policy::{Policy, PolicyKind};
 use crate::request::{MILLI_PER_GPU, Request, Shape};
 use crate::trace::{self, TraceNode, TracePod};
 
-/// Most shapes the fragmentation measure of `topo` weighs.
-pub const MIX_SHAPES: usize = 32;
-/// The share of a pod list's requests that `fgd`'s typical pods cover (the paper's 95 %).
+/// The share of a pod list's requests that the typical pods cover (the paper's 95 %).
 pub const TYPICAL_POPULARITY: f64 = 0.95;
 /// Queued pods retried, from the head of the queue, on each departure.
 pub const QUEUE_RETRY_WINDOW: usize = 256;
@@ -220,23 +218,20 @@ pub enum ReplayError {
     NoPods,
 }
 
-/// Builds the fleet of a trace, with the mix of its pod list that `policy` measures
-/// fragmentation against: the FGD paper's typical pods for `fgd`, the most common GPU
-/// shapes otherwise.
+/// Builds the fleet of a trace, with the mix of its pod list that fragmentation is
+/// measured against: the FGD paper's typical pods.
 pub fn trace_fleet(
     nodes: &[TraceNode],
     pods: &[TracePod],
-    policy: PolicyKind,
 ) -> Result<(Fleet, Vec<Request>), ReplayError> {
     let mut fleet = Fleet::new(trace::fleet_specs(nodes))?.with_tuning(Tuning {
         candidate_nodes: None,
     });
     let requests: Vec<Request> = pods.iter().map(|p| trace::pod_request(&fleet, p)).collect();
-    let shapes = requests.iter().map(|r| &r.shape);
-    fleet.set_mix(match policy {
-        PolicyKind::Fgd => ShapeMix::typical(shapes, TYPICAL_POPULARITY),
-        _ => ShapeMix::observe(shapes, MIX_SHAPES),
-    });
+    fleet.set_mix(ShapeMix::typical(
+        requests.iter().map(|r| &r.shape),
+        TYPICAL_POPULARITY,
+    ));
     Ok((fleet, requests))
 }
 
@@ -249,7 +244,7 @@ pub fn replay(
         return Err(ReplayError::NoPods);
     }
     let scaled = trace::scale_nodes(nodes, opts.fleet_fraction);
-    let (fleet, requests) = trace_fleet(&scaled, pods, opts.policy)?;
+    let (fleet, requests) = trace_fleet(&scaled, pods)?;
     let gpus = fleet.gpu_count();
     if gpus == 0 {
         return Err(ReplayError::NoGpus);
@@ -604,13 +599,8 @@ fn saturate(
 /// What a packer that sees every arrival first leaves unallocated: the same arrivals,
 /// the most GPU first (then the most CPU, then memory), each placed by `topo`. It is one
 /// feasible offline packing, so the best any policy could do with these arrivals lies
-/// between the lower bound and this. The fragmentation mix is that of the arrivals,
-/// whatever the replayed policy, so every policy's report gives the same figure.
+/// between the lower bound and this.
 pub fn offline_unallocated(mut fleet: Fleet, arrivals: &[&Request]) -> f64 {
-    fleet.set_mix(ShapeMix::observe(
-        arrivals.iter().map(|r| &r.shape),
-        MIX_SHAPES,
-    ));
     let mut order: Vec<&Request> = arrivals.to_vec();
     order.sort_by_key(|r| {
         let (cpu, memory) = r.shape.cpu_and_memory();
@@ -789,7 +779,7 @@ mod tests {
                 .as_bytes(),
         )
         .unwrap();
-        let (fleet, requests) = trace_fleet(&nodes, &pods, PolicyKind::Topo).unwrap();
+        let (fleet, requests) = trace_fleet(&nodes, &pods).unwrap();
         // Online in this order, the two 0.6 fractions take both GPUs and the whole GPU
         // fails (0.8 of 2 GPUs free); largest first, one 0.6 fails (0.4 free).
         let arrivals = [&requests[0], &requests[0], &requests[1]];
