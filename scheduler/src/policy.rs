@@ -169,9 +169,7 @@ pub(crate) fn score(
             } else {
                 0.0
             };
-            // Then the tightest GPU for a fraction; remaining ties keep the first
-            // candidate met, in fullest-domain-first order.
-            // Costs one step apart are the same to it: among them the tightest GPU for a
+            // Costs within one step are the same to it: among them the tightest GPU for a
             // fraction wins, then the first candidate met, fullest domain first.
             let cost = delta + CPU_BALANCE_WEIGHT * balance + opening;
             [(cost / COST_STEP).floor(), f64::from(leftover), 0.0]
@@ -179,8 +177,8 @@ pub(crate) fn score(
     }
 }
 
-/// The FGD paper's node score: the fragmentation a placement removes (milli-GPUs), per
-/// GPU, through a sigmoid onto the scheduler's integer scale 0–100. The scale is coarse
+/// The FGD paper's node score: the fragmentation a placement removes, in GPUs, through
+/// a sigmoid onto the scheduler's integer scale 0–100. The scale is coarse
 /// on purpose: placements within about 40 milli-GPUs of each other tie, and a tie goes to
 /// the first node (and GPU) in index order.
 fn fgd_node_score(gain_milli: f64) -> f64 {

@@ -15,9 +15,9 @@
 //!   reach `arrive` × the fleet's GPUs: the whole pod list in a seeded shuffled order, then
 //!   seeded draws with replacement (`Draw::List`, the paper's workload tuning), or draws
 //!   with replacement from the start (`Draw::Sample`); the draw is the same for every
-//!   policy. Reports what stays unallocated, how much of the
-//!   free capacity no shape of the mix can use, and a lower bound on what any policy must
-//!   leave unallocated given the same arrivals.
+//!   policy. Reports what stays unallocated, how much of the free capacity no shape of
+//!   the mix can use, a lower bound on what any policy must leave unallocated given the
+//!   same arrivals, and what an offline largest-first packing of them leaves.
 //!
 //! Pure: takes parsed rows, returns a `Report`. Reading files is the binary's job.
 
