@@ -432,6 +432,7 @@ pub struct Fleet {
     pub(crate) mix: ShapeMix,
     /// Per node: its fragmentation against `mix` (see `fractional`), kept current.
     pub(crate) node_frag: Vec<f64>,
+    pub(crate) model_pressure: Vec<f64>,
     pub(crate) tuning: Tuning,
     /// Degraded GPUs in the fleet: the second, degraded-allowed search pass runs only
     /// when there are some.
@@ -482,6 +483,7 @@ impl Fleet {
             by_name: BTreeMap::new(),
             mix: ShapeMix::default(),
             node_frag: Vec::new(),
+            model_pressure: Vec::new(),
             tuning: Tuning::default(),
             degraded_gpus: 0,
             mixed_modes: false,
@@ -709,6 +711,11 @@ impl Fleet {
     /// The observed mix of request shapes that fragmentation is measured against.
     pub fn set_mix(&mut self, mix: ShapeMix) {
         self.mix = mix;
+        let mut gpus_per_model = vec![0u32; self.models.len()];
+        for g in self.nodes.iter().flat_map(|n| &n.gpus) {
+            gpus_per_model[g.model.index()] += 1;
+        }
+        self.model_pressure = fractional::model_pressure(&self.mix, &gpus_per_model);
         for i in 0..self.nodes.len() {
             self.node_frag[i] = fractional::node_frag_of(&self.mix, &self.nodes[i]);
         }

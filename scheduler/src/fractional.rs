@@ -158,6 +158,39 @@ impl ShapeMix {
     }
 }
 
+/// Per GPU model (indexed by `ModelId`): how much of it the mix's model-constrained
+/// shapes want, against how much of the fleet it is. A shape that accepts only some of
+/// the fleet's models spreads its GPU demand evenly over them; a model's pressure is its
+/// share of that constrained demand (in all the mix's GPU demand) over its share of the
+/// GPUs, capped at 1: at 1 the constrained shapes alone could fill it.
+pub fn model_pressure(mix: &ShapeMix, gpus_per_model: &[u32]) -> Vec<f64> {
+    let models = gpus_per_model.len();
+    let capacity: u32 = gpus_per_model.iter().sum();
+    let demand = |s: &MixShape| s.weight * f64::from(s.milli) * f64::from(s.whole_gpus.max(1));
+    let gpu_shapes = || mix.shapes.iter().filter(|s| !s.is_cpu_only());
+    let total: f64 = gpu_shapes().map(demand).sum();
+    let mut wanted = vec![0.0; models];
+    for s in gpu_shapes() {
+        let accepted: Vec<ModelId> = s.models.iter(models).collect();
+        if accepted.len() == models || accepted.is_empty() {
+            continue;
+        }
+        for m in &accepted {
+            wanted[m.index()] += demand(s) / accepted.len() as f64;
+        }
+    }
+    wanted
+        .iter()
+        .zip(gpus_per_model)
+        .map(|(&w, &gpus)| {
+            if total <= 0.0 || gpus == 0 {
+                return 0.0;
+            }
+            (w / total / (f64::from(gpus) / f64::from(capacity))).min(1.0)
+        })
+        .collect()
+}
+
 /// The CPU a request without any is counted with in the typical pods (milli-cores).
 const DEFAULT_CPU_REQUEST: u32 = 100;
 
@@ -310,6 +343,38 @@ mod tests {
         let popular = ShapeMix::typical(&shapes, 0.8);
         assert_eq!(popular.shapes.len(), 2);
         assert!((popular.shapes[0].weight - 5.0 / 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_model_wanted_by_constrained_work_is_under_pressure() {
+        let shape = |models: ModelSet, milli: u32, weight: f64| MixShape {
+            cpu_milli: 1000,
+            memory_mib: 0,
+            whole_gpus: u32::from(milli == MILLI_PER_GPU),
+            milli,
+            models,
+            weight,
+        };
+        let t4 = ModelSet::from_bits(0b01);
+        let m = ShapeMix {
+            shapes: vec![
+                // Of the GPU demand (800): 400 may run anywhere, 200 only on model 0,
+                // 200 on models 0 or 1 (spread over both); CPU-only work has none.
+                shape(ModelSet::ANY, 1000, 0.4),
+                shape(t4, 500, 0.4),
+                shape(ModelSet::from_bits(0b011), 1000, 0.2),
+                shape(ModelSet::ANY, 0, 0.1),
+            ],
+        };
+        // Models 0, 1 and 2 hold 2, 6 and 2 of the 10 GPUs.
+        let p = model_pressure(&m, &[2, 6, 2]);
+        assert_eq!(p[0], 1.0, "300 of 800 on 2 of 10 GPUs, capped");
+        assert!((p[1] - (100.0 / 800.0) / 0.6).abs() < 1e-12, "{p:?}");
+        assert_eq!(p[2], 0.0, "no constrained work wants model 2");
+        let unconstrained = ShapeMix {
+            shapes: vec![shape(ModelSet::ANY, 1000, 1.0)],
+        };
+        assert_eq!(model_pressure(&unconstrained, &[2, 6, 2]), [0.0; 3]);
     }
 
     #[test]

@@ -118,6 +118,12 @@ const CPU_BALANCE_WEIGHT: f64 = 10.0;
 /// ranking them by packing instead leaves fewer GPUs unallocated (docs/scheduler.md).
 const COST_STEP: f64 = 20.0;
 
+/// Cost per milli-GPU taken on a model that model-constrained work wants, at full
+/// pressure: work that may run anywhere leaves such GPUs to the work that may not.
+/// Tuned on the model-constrained pod lists (docs/scheduler.md); 0 where no work is
+/// constrained, so it changes nothing there.
+const MODEL_PRESSURE_WEIGHT: f64 = 0.12;
+
 /// Cost of opening an idle node, per unit of `idle_size` (milli-GPUs of fragmentation).
 const OPEN_IDLE_WEIGHT: f64 = 0.3;
 
@@ -171,7 +177,10 @@ pub(crate) fn score(
             };
             // Costs within one step are the same to it: among them the tightest GPU for a
             // fraction wins, then the first candidate met, fullest domain first.
-            let cost = delta + CPU_BALANCE_WEIGHT * balance + opening;
+            let cost = delta
+                + CPU_BALANCE_WEIGHT * balance
+                + opening
+                + MODEL_PRESSURE_WEIGHT * pressure(fleet, n, np);
             [(cost / COST_STEP).floor(), f64::from(leftover), 0.0]
         }
     }
@@ -188,6 +197,23 @@ fn fgd_node_score(gain_milli: f64) -> f64 {
 
 /// The top of the integer score scale FGD's score is truncated onto.
 const FGD_MAX_NODE_SCORE: f64 = 100.0;
+
+/// The milli-GPUs a placement takes, each weighted by its model's pressure (how much
+/// of that model the mix's model-constrained shapes want).
+fn pressure(fleet: &Fleet, n: &Node, np: &NodePlacement) -> f64 {
+    np.gpus
+        .iter()
+        .filter_map(|grant| {
+            let gpu = n.gpus.get(usize::from(grant.gpu))?;
+            let milli = match grant.share {
+                GpuShare::Whole => MILLI_PER_GPU,
+                GpuShare::Fraction { milli, .. } => milli,
+                GpuShare::Mig { .. } => return None,
+            };
+            Some(fleet.model_pressure.get(gpu.model.index())? * f64::from(milli))
+        })
+        .sum()
+}
 
 /// One MIG grant: ranked by what it blocks, then by how full the GPU gets.
 fn mig_score(kind: PolicyKind, n: &Node, np: &NodePlacement, profile: MigProfile) -> Score {
