@@ -1,5 +1,6 @@
 //! Where a saturate replay leaves GPUs unallocated, by node model: free GPUs, free CPU and
-//! memory on nodes that still have free GPU capacity.
+//! memory on nodes that still have free GPU capacity. Arrivals as `--draw sample --seed
+//! 42 --arrive 1.2`.
 //! `cargo run --release -p neocloud-scheduler --example saturate_leftovers -- NODES PODS POLICY`
 
 use std::collections::BTreeMap;

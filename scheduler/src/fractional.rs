@@ -49,30 +49,17 @@ impl ShapeMix {
     pub fn observe<'a>(shapes: impl IntoIterator<Item = &'a Shape>, limit: usize) -> ShapeMix {
         let mut counts: BTreeMap<(u32, u64, u32, u32, u16), u64> = BTreeMap::new();
         for shape in shapes {
-            let key = match *shape {
-                Shape::WholeGpus {
-                    count,
-                    models,
-                    cpu_milli_per_gpu,
-                    memory_mib_per_gpu,
-                    ..
-                } => (
-                    cpu_milli_per_gpu.saturating_mul(count),
-                    memory_mib_per_gpu.saturating_mul(u64::from(count)),
-                    count,
-                    MILLI_PER_GPU,
-                    model_bits(models),
-                ),
+            let (whole, milli, models) = match *shape {
+                Shape::WholeGpus { count, models, .. } => (count, MILLI_PER_GPU, models),
                 Shape::Fractional {
-                    milli_gpu,
-                    models,
-                    cpu_milli,
-                    memory_mib,
-                    ..
-                } => (cpu_milli, memory_mib, 0, milli_gpu, model_bits(models)),
+                    milli_gpu, models, ..
+                } => (0, milli_gpu, models),
                 _ => continue,
             };
-            *counts.entry(key).or_default() += 1;
+            let (cpu, memory) = shape.cpu_and_memory();
+            *counts
+                .entry((cpu, memory, whole, milli, model_bits(models)))
+                .or_default() += 1;
         }
         let mut ranked: Vec<_> = counts.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -102,27 +89,15 @@ impl ShapeMix {
         let mut counts: BTreeMap<(u32, u32, u32, u16), u64> = BTreeMap::new();
         let mut total = 0u64;
         for shape in shapes {
-            let (cpu, milli, count, models) = match *shape {
-                Shape::WholeGpus {
-                    count,
-                    models,
-                    cpu_milli_per_gpu,
-                    ..
-                } => (
-                    cpu_milli_per_gpu.saturating_mul(count),
-                    MILLI_PER_GPU,
-                    count,
-                    models,
-                ),
+            let (milli, count, models) = match *shape {
+                Shape::WholeGpus { count, models, .. } => (MILLI_PER_GPU, count, models),
                 Shape::Fractional {
-                    milli_gpu,
-                    models,
-                    cpu_milli,
-                    ..
-                } => (cpu_milli, milli_gpu, 1, models),
-                Shape::Cpu { cpu_milli, .. } => (cpu_milli, 0, 0, ModelSet::ANY),
+                    milli_gpu, models, ..
+                } => (milli_gpu, 1, models),
+                Shape::Cpu { .. } => (0, 0, ModelSet::ANY),
                 _ => continue,
             };
+            let (cpu, _) = shape.cpu_and_memory();
             let cpu = if cpu == 0 { DEFAULT_CPU_REQUEST } else { cpu };
             *counts
                 .entry((cpu, milli, count, model_bits(models)))

@@ -199,13 +199,15 @@ fn print_report(r: &Report) {
             ratio
         );
     }
-    if let (Some(failed), Some(frag), Some(lb)) = (
+    if let (Some(failed), Some(frag), Some(lb), Some(offline), Some(draw)) = (
         r.failed_arrivals,
         r.fragmented_gpu_share,
         r.lower_bound_unallocated_share,
+        r.offline_unallocated_share,
+        &r.draw,
     ) {
         println!(
-            "unallocated GPU share {:.4} (lower bound {lb:.4}) · fragmented {frag:.4} · failed arrivals {failed}",
+            "unallocated GPU share {:.4} (lower bound {lb:.4}, offline largest-first {offline:.4}) · fragmented {frag:.4} · failed arrivals {failed} · draw {draw}",
             r.unallocated_gpu_share
         );
     }
