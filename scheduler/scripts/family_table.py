@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables of a family run (scheduler/scripts/family.sh): per pod list, arrival level and
 policy the unallocated GPU share over seeds (mean, min, max), topo against best-fit (on
-average and in the worst seed) and against fgd, the lower bound and the replay time.
+average and in the worst seed) and against fgd, the lower bound, how far topo is from it
+and from the offline packing, and the replay time.
 
     family_table.py runs.jsonl [--paper analysis_allo_discrete.csv]
 
@@ -62,6 +63,37 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
+def bounds(runs, name):
+    """The lower-bound curve of each seed of a list. It depends on the arrivals only, the
+    same for every policy: taken from whichever policy's run has it."""
+    curves = {}
+    for (n, _), seeds in runs.items():
+        if n == name:
+            for seed, r in seeds.items():
+                if "lower_bound_curve" in r:
+                    curves[seed] = r["lower_bound_curve"]
+    return list(curves.values())
+
+
+def optimum_table(runs, lists):
+    """Per list: the lower bound at each level, topo's share and the offline packing at
+    the last level (means over seeds), and what topo leaves above the bound."""
+    print("| pod list | lower bound at " + " / ".join(f"{l:.0%}" for l in LEVELS)
+          + " | topo at " + " / ".join(f"{l:.0%}" for l in LEVELS)
+          + f" | offline largest-first at {LEVELS[-1]:.0%} (min–max) |")
+    print("|---|---|---|---|")
+    for name in lists:
+        seeds = runs.get((name, "topo"), {})
+        if not seeds:
+            continue
+        bound = [mean([at(c, l) for c in bounds(runs, name)]) for l in LEVELS]
+        topo = [mean([at(r["curve"], l) for r in seeds.values()]) for l in LEVELS]
+        offline = [r["offline_unallocated_share"] for r in seeds.values()]
+        print(f"| {name} | " + " / ".join(f"{b:.4f}" for b in bound) + " | "
+              + " / ".join(f"{t:.4f}" for t in topo)
+              + f" | {mean(offline):.4f} ({min(offline):.4f}–{max(offline):.4f}) |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs")
@@ -83,14 +115,14 @@ def main():
             if not topo or not bf or not fgd:
                 continue
             per_seed = [1 - topo[s] / bf[s] for s in topo if s in bf and bf[s] > 0]
-            bound = mean([r["lower_bound_unallocated_share"] for r in runs[(name, "topo")].values()])
+            bound = mean([at(c, level) for c in bounds(runs, name)])
             cells = [
                 name, f"{level:.0%}",
                 f"{mean(topo.values()):.4f} ({min(topo.values()):.4f}–{max(topo.values()):.4f})",
                 f"{mean(bf.values()):.4f}", f"{mean(fgd.values()):.4f}",
                 f"{1 - mean(topo.values()) / mean(bf.values()):+.1%} / {min(per_seed):+.1%}",
                 f"{1 - mean(topo.values()) / mean(fgd.values()):+.1%}",
-                f"{bound:.4f}" if level == LEVELS[-1] else "",
+                f"{bound:.4f}",
             ]
             for policy in ("fgd", "best-fit") if paper else ():
                 rows = paper.get((name, PAPER[policy]), [])
@@ -115,6 +147,8 @@ def main():
                     if d > gap:
                         gap, where = d, x
                 print(f"| {name} | {policy} | {gap:.2f} | {where}% |")
+    print()
+    optimum_table(runs, lists)
     print()
     print("| policy | mean replay time per run |")
     print("|---|---|")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Draws the FGD paper's figure for every pod list given: the share of GPUs left
 unallocated against the workload arrived (a share of the fleet's GPUs), one line per
-policy, from `neocloud-sched replay --mode saturate --json` (its `curve`). Writes one SVG
-per pod list into --out. Standard library only.
+policy, from `neocloud-sched replay --mode saturate --json` (its `curve`), and the lower
+bound on what any policy leaves (`lower_bound_curve`, dashed). Writes one SVG per pod
+list into --out. Standard library only.
 
     scheduler/scripts/plot_saturate.py --sched target/release/neocloud-sched \\
         --nodes NODES.csv --out docs/plots POD_LIST.csv [POD_LIST.csv ...]
@@ -15,7 +16,7 @@ import subprocess
 
 POLICIES = ["topo", "fgd", "best-fit", "first-fit", "random"]
 COLOURS = {"topo": "#d62728", "fgd": "#1f77b4", "best-fit": "#2ca02c",
-           "first-fit": "#9467bd", "random": "#7f7f7f"}
+           "first-fit": "#9467bd", "random": "#7f7f7f", "lower bound": "#000000"}
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 130, 30, 50
 
 
@@ -25,8 +26,7 @@ def curve(args, pods, policy):
          "--pods", pods, "--policy", policy, "--arrive", str(args.arrive),
          "--seed", str(args.seed)],
         check=True, capture_output=True, text=True).stdout
-    report = json.loads(out.strip().splitlines()[-1])
-    return report["curve"], report["unallocated_gpu_share"]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def svg(title, lines, x0, x1):
@@ -52,10 +52,11 @@ def svg(title, lines, x0, x1):
                  f'transform="rotate(-90 16 {H / 2})">GPUs unallocated</text>')
     for n, (policy, (pts, end)) in enumerate(lines.items()):
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts if x >= x0)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{COLOURS[policy]}" stroke-width="1.6"/>')
+        dash = ' stroke-dasharray="5,4"' if policy == "lower bound" else ""
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{COLOURS[policy]}" stroke-width="1.6"{dash}/>')
         ly = TOP + 20 + 18 * n
         parts.append(f'<line x1="{W - RIGHT + 10}" y1="{ly - 4}" x2="{W - RIGHT + 30}" y2="{ly - 4}" '
-                     f'stroke="{COLOURS[policy]}" stroke-width="2"/>')
+                     f'stroke="{COLOURS[policy]}" stroke-width="2"{dash}/>')
         parts.append(f'<text x="{W - RIGHT + 35}" y="{ly}">{policy} {end:.3f}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
@@ -75,7 +76,10 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     for pods in args.pods:
         name = pathlib.Path(pods).stem.removeprefix("openb_pod_list_")
-        lines = {policy: curve(args, pods, policy) for policy in POLICIES}
+        reports = {policy: curve(args, pods, policy) for policy in POLICIES}
+        lines = {policy: (r["curve"], r["unallocated_gpu_share"]) for policy, r in reports.items()}
+        bound = reports["topo"]["lower_bound_curve"]
+        lines["lower bound"] = (bound, bound[-1][1])
         title = f"{name}: unallocated GPUs vs arrived workload (seed {args.seed})"
         (out / f"{name}.svg").write_text(svg(title, lines, args.x0, args.arrive))
         print(name, {k: round(v[1], 4) for k, v in lines.items()})

@@ -58,6 +58,7 @@ pub mod fleet;
 pub mod fractional;
 pub mod ids;
 pub mod mig;
+pub mod optimum;
 pub mod placement;
 pub mod policy;
 pub mod preemption;

@@ -17,7 +17,8 @@
 //!   with replacement from the start (`Draw::Sample`); the draw is the same for every
 //!   policy. Reports what stays unallocated, how much of the free capacity no shape of
 //!   the mix can use, a lower bound on what any policy must leave unallocated given the
-//!   same arrivals, and what an offline largest-first packing of them leaves.
+//!   same arrivals (every 10 % of arrivals), and what an offline largest-first packing
+//!   of them leaves (both in `optimum`).
 //!
 //! Pure: takes parsed rows, returns a `Report`. Reading files is the binary's job.
 
@@ -32,8 +33,9 @@ use serde::Serialize;
 use crate::fleet::{Fleet, FleetError, Tuning};
 use crate::fractional::{MixShape, ShapeMix};
 use crate::ids::{AllocationKey, ModelId, count_u32};
+use crate::optimum;
 use crate::policy::{Policy, PolicyKind};
-use crate::request::{MILLI_PER_GPU, Request, Shape};
+use crate::request::{MILLI_PER_GPU, Request};
 use crate::trace::{self, TraceNode, TracePod};
 
 /// The share of a pod list's requests that the typical pods cover (the paper's 95 %).
@@ -189,9 +191,13 @@ pub struct Report {
     /// Free GPU capacity that no GPU shape of the pod list can use, as a share of GPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fragmented_gpu_share: Option<f64>,
-    /// No policy can leave less unallocated with these arrivals (a relaxation).
+    /// No policy can leave less unallocated with these arrivals ([`optimum`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lower_bound_unallocated_share: Option<f64>,
+    /// Saturate: `[arrived, lower bound]` every [`BOUND_STEP`] of the fleet's GPUs
+    /// requested, and at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_bound_curve: Option<Vec<[f64; 2]>>,
     /// Saturate: what a packer that sees all the arrivals first, largest first, leaves
     /// unallocated (a feasible offline packing: the best possible is at most this).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,6 +213,9 @@ pub struct Report {
 
 /// How far apart, in shares of the fleet's GPUs requested, the saturate curve's points are.
 pub const CURVE_STEP: f64 = 0.02;
+
+/// How far apart, in shares of the fleet's GPUs requested, the lower bound is computed.
+pub const BOUND_STEP: f64 = 0.1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -275,6 +284,7 @@ pub fn replay(
         failed_gpus_requested: None,
         fragmented_gpu_share: None,
         lower_bound_unallocated_share: None,
+        lower_bound_curve: None,
         offline_unallocated_share: None,
         draw: None,
         curve: None,
@@ -591,28 +601,38 @@ fn saturate(
     let all_shapes = ShapeMix::observe(requests.iter().map(|r| &r.shape), usize::MAX);
     report.fragmented_gpu_share =
         Some(unusable_free_milli(&fleet, &all_shapes) as f64 / capacity as f64);
+    let bounds = bound_curve(&empty, pods, requests, &drawn);
+    report.lower_bound_unallocated_share = bounds.last().map(|b| b[1]);
+    report.lower_bound_curve = Some(bounds);
     let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
-    report.lower_bound_unallocated_share = Some(lower_bound_unallocated(&fleet, &arrivals));
-    report.offline_unallocated_share = Some(offline_unallocated(empty, &arrivals));
+    report.offline_unallocated_share = Some(optimum::offline_unallocated(empty, &arrivals));
 }
 
-/// What a packer that sees every arrival first leaves unallocated: the same arrivals,
-/// the most GPU first (then the most CPU, then memory), each placed by `topo`. It is one
-/// feasible offline packing, so the best any policy could do with these arrivals lies
-/// between the lower bound and this.
-pub fn offline_unallocated(mut fleet: Fleet, arrivals: &[&Request]) -> f64 {
-    let mut order: Vec<&Request> = arrivals.to_vec();
-    order.sort_by_key(|r| {
-        let (cpu, memory) = r.shape.cpu_and_memory();
-        Reverse((r.shape.gpu_milli(), cpu, memory))
-    });
-    for (k, r) in order.into_iter().enumerate() {
-        if let Ok(p) = fleet.place(r) {
-            let _ = fleet.commit(AllocationKey(k as u128), &p);
+/// Saturate: the lower bound each time the GPUs requested pass another [`BOUND_STEP`]
+/// of the fleet's, and at the end: `[arrived, bound]`.
+fn bound_curve(
+    fleet: &Fleet,
+    pods: &[TracePod],
+    requests: &[Request],
+    drawn: &[usize],
+) -> Vec<[f64; 2]> {
+    let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
+    let step = BOUND_STEP * capacity;
+    let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
+    let mut out = Vec::new();
+    let mut requested = 0.0;
+    let mut next = step;
+    for (k, &i) in drawn.iter().enumerate() {
+        requested += pods[i].gpu_milli_total() as f64;
+        if requested >= next || k + 1 == drawn.len() {
+            let bound = optimum::lower_bound_unallocated(fleet, &arrivals[..=k]);
+            out.push([requested / capacity, bound]);
+            while next <= requested {
+                next += step;
+            }
         }
     }
-    let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
-    1.0 - fleet.allocated_gpu_milli() as f64 / capacity
+    out
 }
 
 /// Free GPU capacity (milli) that no shape of `mix` could use where it is.
@@ -656,64 +676,6 @@ pub fn unusable_free_milli(fleet: &Fleet, mix: &ShapeMix) -> u64 {
         }
     }
     total
-}
-
-/// A lower bound on the unallocated share any policy leaves with these arrivals, from
-/// the dual of the assignment LP (weak duality): allocate arrival `i` (g_i milli-GPUs,
-/// c_i CPU, m_i memory) to at most one node, each node within its GPUs G_n, CPU C_n and
-/// memory M_n. For prices `a` (per CPU milli) and `b` (per MiB) ≥ 0,
-/// `Σ_i max(0, g_i − a·c_i − b·m_i) + Σ_n min(G_n, a·C_n + b·M_n)` bounds what any
-/// assignment allocates; the bound is its minimum over a grid of prices (and the plain
-/// capacity). GPUs of models no arrival accepts count as unusable. It ignores the split
-/// of a node into GPUs (slivers) and the order of arrivals, so the real limit is higher.
-pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
-    let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
-    let mut accepted = crate::ids::ModelSet::NONE;
-    let tasks: Vec<(f64, f64, f64)> = arrivals
-        .iter()
-        .filter_map(|r| {
-            let models = match r.shape {
-                Shape::WholeGpus { models, .. } | Shape::Fractional { models, .. } => models,
-                _ => return None,
-            };
-            let (cpu, mem) = r.shape.cpu_and_memory();
-            accepted = crate::ids::ModelSet::from_bits(accepted.bits() | models.bits());
-            Some((r.shape.gpu_milli() as f64, f64::from(cpu), mem as f64))
-        })
-        .collect();
-    let nodes: Vec<(f64, f64, f64)> = fleet
-        .nodes
-        .iter()
-        .map(|n| {
-            let gpus = n.gpus.iter().filter(|g| accepted.contains(g.model)).count();
-            (
-                gpus as f64 * f64::from(MILLI_PER_GPU),
-                f64::from(n.cpu_milli),
-                n.memory_mib as f64,
-            )
-        })
-        .collect();
-    let bound = |a: f64, b: f64| -> f64 {
-        let t: f64 = tasks
-            .iter()
-            .map(|&(g, c, m)| (g - a * c - b * m).max(0.0))
-            .sum();
-        let n: f64 = nodes.iter().map(|&(g, c, m)| g.min(a * c + b * m)).sum();
-        t + n
-    };
-    // Prices in milli-GPU per CPU milli and per MiB, from "free" to "GPU-priced".
-    let grid = |unit: f64| -> Vec<f64> {
-        std::iter::once(0.0)
-            .chain((0..40).map(move |k| unit * 10f64.powf(f64::from(k) / 10.0 - 2.0)))
-            .collect()
-    };
-    let mut best = capacity.min(bound(0.0, 0.0));
-    for a in grid(1.0 / 1000.0) {
-        for b in grid(1.0 / 1024.0 / 10.0) {
-            best = best.min(bound(a, b));
-        }
-    }
-    (1.0 - best / capacity).max(0.0)
 }
 
 #[cfg(test)]
@@ -770,20 +732,27 @@ mod tests {
     }
 
     #[test]
-    fn the_offline_packing_places_the_largest_first() {
-        let nodes =
-            trace::read_nodes("sn,cpu_milli,memory_mib,gpu,model\na,32000,65536,2,T4\n".as_bytes())
-                .unwrap();
-        let pods = trace::read_pods(
-            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,600\nq,1000,1024,1,1000\n"
-                .as_bytes(),
-        )
-        .unwrap();
-        let (fleet, requests) = trace_fleet(&nodes, &pods).unwrap();
-        // Online in this order, the two 0.6 fractions take both GPUs and the whole GPU
-        // fails (0.8 of 2 GPUs free); largest first, one 0.6 fails (0.4 free).
-        let arrivals = [&requests[0], &requests[0], &requests[1]];
-        assert!((offline_unallocated(fleet, &arrivals) - 0.2).abs() < 1e-12);
+    fn no_policy_leaves_less_than_the_lower_bound_at_any_level() {
+        for policy in PolicyKind::ALL {
+            let r = run(Mode::Saturate, policy);
+            let curve = r.curve.clone().expect("a curve");
+            let bounds = r.lower_bound_curve.expect("a bound curve");
+            assert!(bounds.len() >= 2, "{bounds:?}");
+            assert_eq!(bounds.last().map(|b| b[1]), r.lower_bound_unallocated_share);
+            // Where the curve has a point after the same arrivals (at least the end).
+            let mut compared = 0;
+            for [arrived, bound] in bounds {
+                for p in curve.iter().filter(|p| (p[0] - arrived).abs() < 1e-12) {
+                    assert!(
+                        bound <= p[1] + 1e-12,
+                        "{policy:?} at {arrived}: {} below the bound {bound}",
+                        p[1]
+                    );
+                    compared += 1;
+                }
+            }
+            assert!(compared >= 1, "{curve:?}");
+        }
     }
 
     #[test]
