@@ -128,11 +128,18 @@ def ironic(data):
     ]
 
 
-def teardown(target, data):
+def teardown(target, data, placed):
+    """The steps that undo `placed` (the allocation's `allocation.placed` data, when this
+    receiver saw it: `allocation.ended` does not repeat the MIG placement)."""
     name = name_of(data)
+    mig = []
+    if placed and placed.get("mig_profile"):
+        gpu = placed["gpus"][0]["index"]
+        mig = [f"ssh {data['hostname']} 'nvidia-smi mig -i {gpu} -dci -gi <instance created at placement>"
+               f" && nvidia-smi mig -i {gpu} -dgi -gi <instance created at placement>'"]
     return {
         "kubernetes": [f"kubectl delete pod {name} --wait",
-                       f"kubectl delete secret {name}-ssh"],
+                       f"kubectl delete secret {name}-ssh"] + mig,
         "nova": [f"openstack server delete {name} --wait", f"openstack flavor delete {name}"],
         "ironic": [f"baremetal node undeploy {data['hostname']} --wait"],
     }[target]
@@ -155,15 +162,16 @@ def report_ready(args, data):
     print("reported:", json.dumps(answer), flush=True)
 
 
-def handle(args, event, seen):
+def handle(args, event, seen, placed):
     if event["id"] in seen:  # at least once: the same event may come again
         return
     seen.add(event["id"])
     data, kind = event["data"], event["type"]
     if kind == "allocation.placed":
+        placed[data["allocation_id"]] = data
         steps = PLANS[args.target](data)
     elif kind == "allocation.ended":
-        steps = teardown(args.target, data)
+        steps = teardown(args.target, data, placed.pop(data["allocation_id"], None))
     else:
         return
     print(f"# {kind} {data['allocation_id']} on {data['hostname']} ({args.target})", flush=True)
@@ -174,7 +182,7 @@ def handle(args, event, seen):
 
 
 def serve(args):
-    seen = set()
+    seen, placed = set(), {}
 
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self):
@@ -186,7 +194,7 @@ def serve(args):
             if not verify(args.secret, headers, body):
                 return self.answer(401)
             self.answer(204)  # answer first: a slow provisioner must not time the delivery out
-            handle(args, json.loads(body), seen)
+            handle(args, json.loads(body), seen, placed)
 
         def answer(self, status):
             self.send_response(status)
