@@ -24,23 +24,31 @@ use crate::fleet::Fleet;
 use crate::ids::{AllocationKey, ModelSet};
 use crate::request::{MILLI_PER_GPU, Request, Shape};
 
-/// Arrivals of one shape: milli-GPUs (whole GPUs are multiples of 1000), CPU milli,
-/// memory MiB, and how many.
+/// Identical arrivals, or identical nodes: the milli-GPUs asked for (whole GPUs are
+/// multiples of 1000) or that arrivals could use, CPU milli, memory MiB, and how many.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tasks {
+pub struct Group {
     pub milli: u64,
     pub cpu_milli: u32,
     pub memory_mib: u64,
     pub count: u32,
 }
 
-/// Nodes of one build: the milli-GPUs any arrival could use, CPU milli, memory MiB.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Nodes {
-    pub milli: u64,
-    pub cpu_milli: u32,
-    pub memory_mib: u64,
-    pub count: u32,
+/// Counts identical `(milli, cpu_milli, memory_mib)` into groups.
+fn groups(items: impl Iterator<Item = (u64, u32, u64)>) -> Vec<Group> {
+    let mut counts: BTreeMap<(u64, u32, u64), u32> = BTreeMap::new();
+    for item in items {
+        *counts.entry(item).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|((milli, cpu_milli, memory_mib), count)| Group {
+            milli,
+            cpu_milli,
+            memory_mib,
+            count,
+        })
+        .collect()
 }
 
 /// One point of the dual: the prices of the relaxation.
@@ -71,7 +79,7 @@ fn packed_milli(milli: u64, sliver: u64) -> f64 {
 }
 
 /// What any assignment allocates at most, under `p` (milli-GPUs).
-fn dual(tasks: &[Tasks], nodes: &[Nodes], p: &Prices) -> f64 {
+fn dual(tasks: &[Group], nodes: &[Group], p: &Prices) -> f64 {
     let unpaid: f64 = tasks
         .iter()
         .map(|t| {
@@ -103,7 +111,7 @@ const GPU_PRICE_STEPS: u32 = 20;
 /// the smallest dual found by searching the GPU prices and slivers, then the CPU and
 /// memory prices, then the GPU prices again (the search only decides how tight it is:
 /// every point of it is a valid bound).
-pub fn lower_bound(tasks: &[Tasks], nodes: &[Nodes]) -> f64 {
+pub fn lower_bound(tasks: &[Group], nodes: &[Group]) -> f64 {
     let capacity: f64 = nodes
         .iter()
         .map(|n| n.milli as f64 * f64::from(n.count))
@@ -149,7 +157,7 @@ pub fn lower_bound(tasks: &[Tasks], nodes: &[Nodes]) -> f64 {
 
 /// The slivers worth trying: 0, every fraction size up to half a GPU, and what every
 /// larger fraction leaves of its GPU.
-fn slivers(tasks: &[Tasks]) -> Vec<u64> {
+fn slivers(tasks: &[Group]) -> Vec<u64> {
     let whole = u64::from(MILLI_PER_GPU);
     let mut out: Vec<u64> = tasks
         .iter()
@@ -181,7 +189,7 @@ fn price_grid(unit: f64) -> impl Iterator<Item = f64> {
 /// unusable; CPU-only and MIG arrivals are left out: a relaxation may refuse them).
 pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
     let mut accepted = ModelSet::NONE;
-    let mut tasks: BTreeMap<(u64, u32, u64), u32> = BTreeMap::new();
+    let mut gpu_arrivals = Vec::new();
     for r in arrivals {
         let models = match r.shape {
             Shape::WholeGpus { models, .. } | Shape::Fractional { models, .. } => models,
@@ -189,32 +197,14 @@ pub fn lower_bound_unallocated(fleet: &Fleet, arrivals: &[&Request]) -> f64 {
         };
         accepted = ModelSet::from_bits(accepted.bits() | models.bits());
         let (cpu, memory) = r.shape.cpu_and_memory();
-        *tasks.entry((r.shape.gpu_milli(), cpu, memory)).or_default() += 1;
+        gpu_arrivals.push((r.shape.gpu_milli(), cpu, memory));
     }
-    let mut nodes: BTreeMap<(u64, u32, u64), u32> = BTreeMap::new();
-    for n in &fleet.nodes {
+    let tasks = groups(gpu_arrivals.into_iter());
+    let nodes = groups(fleet.nodes.iter().map(|n| {
         let gpus = n.gpus.iter().filter(|g| accepted.contains(g.model)).count();
         let milli = gpus as u64 * u64::from(MILLI_PER_GPU);
-        *nodes.entry((milli, n.cpu_milli, n.memory_mib)).or_default() += 1;
-    }
-    let tasks: Vec<Tasks> = tasks
-        .into_iter()
-        .map(|((milli, cpu_milli, memory_mib), count)| Tasks {
-            milli,
-            cpu_milli,
-            memory_mib,
-            count,
-        })
-        .collect();
-    let nodes: Vec<Nodes> = nodes
-        .into_iter()
-        .map(|((milli, cpu_milli, memory_mib), count)| Nodes {
-            milli,
-            cpu_milli,
-            memory_mib,
-            count,
-        })
-        .collect();
+        (milli, n.cpu_milli, n.memory_mib)
+    }));
     // Capacity is the whole fleet's, usable or not.
     let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
     let usable: f64 = nodes
@@ -250,8 +240,8 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    fn task(milli: u64, cpu_milli: u32, count: u32) -> Tasks {
-        Tasks {
+    fn task(milli: u64, cpu_milli: u32, count: u32) -> Group {
+        Group {
             milli,
             cpu_milli,
             memory_mib: 0,
@@ -259,8 +249,8 @@ mod tests {
         }
     }
 
-    fn node(gpus: u64, cpu_milli: u32) -> Nodes {
-        Nodes {
+    fn node(gpus: u64, cpu_milli: u32) -> Group {
+        Group {
             milli: gpus * 1000,
             cpu_milli,
             memory_mib: 0,
