@@ -120,39 +120,51 @@ pub fn lower_bound(tasks: &[Group], nodes: &[Group]) -> f64 {
         return 0.0;
     }
     let mut best = (Prices::default(), dual(tasks, nodes, &Prices::default()));
-    let consider = |p: Prices, best: &mut (Prices, f64)| {
+    let mut consider = |p: Prices| {
         let d = dual(tasks, nodes, &p);
         if d < best.1 {
-            *best = (p, d);
+            best = (p, d);
         }
+        best.0
     };
     let slivers = slivers(tasks);
-    for round in 0..2 {
-        let at = best.0;
-        for &sliver in &slivers {
-            for (gpu, packed) in gpu_prices() {
-                let p = Prices {
-                    gpu,
-                    packed,
-                    sliver,
-                    ..at
-                };
-                consider(p, &mut best);
-            }
-        }
-        if round == 0 {
-            // From the GPU prices found and from none: the GPUs alone (α = 1) leave
-            // nothing for CPU prices to improve.
-            for at in [best.0, Prices::default()] {
-                for cpu in price_grid(1.0 / 1000.0) {
-                    for memory in price_grid(1.0 / 1024.0 / 10.0) {
-                        consider(Prices { cpu, memory, ..at }, &mut best);
-                    }
-                }
+    let mut at = search_gpu_prices(Prices::default(), &slivers, &mut consider);
+    // From the GPU prices found and from none: the GPUs alone (α = 1) leave nothing for
+    // CPU prices to improve.
+    for from in [at, Prices::default()] {
+        for cpu in price_grid(1.0 / 1000.0) {
+            for memory in price_grid(1.0 / 1024.0 / 10.0) {
+                at = consider(Prices {
+                    cpu,
+                    memory,
+                    ..from
+                });
             }
         }
     }
+    search_gpu_prices(at, &slivers, &mut consider);
     (1.0 - best.1.min(capacity) / capacity).max(0.0)
+}
+
+/// Tries every GPU price pair and sliver at the CPU and memory prices of `at`; returns
+/// the best point found so far (`consider` keeps it).
+fn search_gpu_prices(
+    at: Prices,
+    slivers: &[u64],
+    consider: &mut impl FnMut(Prices) -> Prices,
+) -> Prices {
+    let mut best = at;
+    for &sliver in slivers {
+        for (gpu, packed) in gpu_prices() {
+            best = consider(Prices {
+                gpu,
+                packed,
+                sliver,
+                ..at
+            });
+        }
+    }
+    best
 }
 
 /// The slivers worth trying: 0, every fraction size up to half a GPU, and what every
@@ -278,11 +290,11 @@ mod tests {
 
     #[test]
     fn what_one_gpu_holds_sums_to_at_most_a_gpu_under_the_packed_measure() {
+        assert_eq!(packed_milli(800, 200), 1000.0);
+        assert_eq!(packed_milli(200, 200), 0.0);
+        assert_eq!(packed_milli(500, 200), 500.0);
         for sliver in [0, 100, 200, 499] {
             assert_eq!(packed_milli(2000, sliver), 2000.0);
-            assert_eq!(packed_milli(800, 200), 1000.0);
-            assert_eq!(packed_milli(200, 200), 0.0);
-            assert_eq!(packed_milli(500, 200), 500.0);
             assert_eq!(
                 packed_milli(600, sliver),
                 if sliver >= 400 { 1000.0 } else { 600.0 }

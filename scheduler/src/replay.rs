@@ -601,24 +601,24 @@ fn saturate(
     let all_shapes = ShapeMix::observe(requests.iter().map(|r| &r.shape), usize::MAX);
     report.fragmented_gpu_share =
         Some(unusable_free_milli(&fleet, &all_shapes) as f64 / capacity as f64);
-    let bounds = bound_curve(&empty, pods, requests, &drawn);
+    let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
+    let bounds = bound_curve(&empty, pods, &drawn, &arrivals);
     report.lower_bound_unallocated_share = bounds.last().map(|b| b[1]);
     report.lower_bound_curve = Some(bounds);
-    let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
     report.offline_unallocated_share = Some(optimum::offline_unallocated(empty, &arrivals));
 }
 
 /// Saturate: the lower bound each time the GPUs requested pass another [`BOUND_STEP`]
-/// of the fleet's, and at the end: `[arrived, bound]`.
+/// of the fleet's, and at the end: `[arrived, bound]`. `arrivals` are the requests of
+/// the `drawn` pods, in order.
 fn bound_curve(
     fleet: &Fleet,
     pods: &[TracePod],
-    requests: &[Request],
     drawn: &[usize],
+    arrivals: &[&Request],
 ) -> Vec<[f64; 2]> {
     let capacity = fleet.gpu_count() as f64 * f64::from(MILLI_PER_GPU);
     let step = BOUND_STEP * capacity;
-    let arrivals: Vec<&Request> = drawn.iter().map(|&i| &requests[i]).collect();
     let mut out = Vec::new();
     let mut requested = 0.0;
     let mut next = step;
