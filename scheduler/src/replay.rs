@@ -609,8 +609,8 @@ fn saturate(
 }
 
 /// Saturate: the lower bound each time the GPUs requested pass another [`BOUND_STEP`]
-/// of the fleet's, and at the end: `[arrived, bound]`. `arrivals` are the requests of
-/// the `drawn` pods, in order.
+/// of the fleet's, and at the end (at least one point): `[arrived, bound]`.
+/// `arrivals` are the requests of the `drawn` pods, in order.
 fn bound_curve(
     fleet: &Fleet,
     pods: &[TracePod],
@@ -631,6 +631,10 @@ fn bound_curve(
                 next += step;
             }
         }
+    }
+    if out.is_empty() {
+        // No arrivals: nothing can be allocated.
+        out.push([0.0, optimum::lower_bound_unallocated(fleet, &[])]);
     }
     out
 }
