@@ -231,9 +231,16 @@ impl ApiError {
     }
 
     /// The REST answer for this error.
+    /// The REST answer: `{"error": {code, message}}`, with `field` for invalid input.
     pub fn to_response(&self) -> HttpResponse {
         self.log_if_internal();
-        rest_error(self.code(), &self.message())
+        match self {
+            ApiError::InvalidInput { field, .. } => HttpResponse::build(self.code().status())
+                .json(json!({
+                    "error": {"code": self.code().as_str(), "message": self.message(), "field": field}
+                })),
+            _ => rest_error(self.code(), &self.message()),
+        }
     }
 }
 

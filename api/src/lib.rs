@@ -41,6 +41,7 @@ pub mod fleet;
 pub mod graphql;
 pub mod http;
 pub mod invoicing;
+pub mod meters;
 pub mod metrics;
 pub mod ordering;
 pub mod outbound;

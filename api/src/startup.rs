@@ -15,7 +15,9 @@ use crate::error::{Code, rest_error};
 use crate::graphql::build_schema;
 use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
-use crate::http::{agents, events, graphql, health, ingest, invoices, metrics, observe, stripe};
+use crate::http::{
+    agents, events, graphql, health, ingest, invoices, metrics, observe, stripe, usage_events,
+};
 use crate::invoicing::Billing;
 use crate::metrics::Metrics;
 use crate::ordering::Ordering;
@@ -105,6 +107,11 @@ fn routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             web::resource("/v1/ingest")
                 .app_data(web::PayloadConfig::new(ingest_limit))
                 .route(web::post().to(ingest::ingest)),
+        )
+        .service(
+            web::resource("/v1/events")
+                .app_data(web::PayloadConfig::new(ingest_limit))
+                .route(web::post().to(usage_events::report)),
         )
         .default_service(web::to(not_found));
 }

@@ -162,6 +162,7 @@ fn main() {
             to: t("2026-12-01T00:00:00Z"),
             plan: terms.clone(),
             usage,
+            metered: Vec::new(),
         }],
         month_fraction: Decimal::ONE,
         late: Vec::new(),

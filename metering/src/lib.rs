@@ -39,6 +39,7 @@ pub mod events;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;
+pub mod meters;
 pub mod payments;
 pub mod plans;
 pub mod rating;

@@ -119,6 +119,7 @@ async fn fleet() -> Fleet {
             mig_profile: Set((*form == SkuForm::Mig).then(|| "3g.40gb".into())),
             milli_gpu: Set((*form == SkuForm::Fractional).then_some(250)),
             memory_mib: Set(None),
+            unit_name: Set(None),
             region: Set("eu-west".into()),
             list_price_per_hour: Set(Decimal::from(gpus * 2).into()),
             currency: Set("EUR".into()),

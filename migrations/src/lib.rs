@@ -52,6 +52,7 @@ mod m20261202_000017_numeric_money;
 mod m20261202_000018_events;
 mod m20261202_000019_provisioning;
 mod m20261203_000020_budget_endpoints;
+mod m20261204_000021_meters;
 
 pub struct Migrator;
 
@@ -79,6 +80,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000018_events::Migration),
             Box::new(m20261202_000019_provisioning::Migration),
             Box::new(m20261203_000020_budget_endpoints::Migration),
+            Box::new(m20261204_000021_meters::Migration),
         ]
     }
 }

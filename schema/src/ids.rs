@@ -98,6 +98,10 @@ uuid_id!(
     WebhookEndpointId,
     /// A tenant's SSH public key, handed to provisioners with its allocations.
     SshKeyId,
+    /// One version of an operator-defined meter (versions are never edited).
+    MeterId,
+    /// A usage event as stored (its CloudEvents `source` and `id` identify it to senders).
+    UsageEventId,
 );
 
 #[cfg(test)]

@@ -69,6 +69,9 @@ string_enum!(
         /// Finance: reads its tenant's orders, usage, invoices and budgets; changes nothing.
         TenantBilling = "tenant_billing",
         Agent = "agent",
+        /// Reports usage events (`POST /v1/events`) and nothing else: for one tenant, or,
+        /// without a tenant, for any tenant an event names (the operator's gateways).
+        UsageReporter = "usage_reporter",
     }
 );
 
@@ -92,9 +95,10 @@ impl Role {
         match (self, other) {
             (_, Role::Agent) => false,
             (Role::Operator, _) => true,
-            (Role::TenantAdmin, Role::TenantAdmin | Role::TenantMember | Role::TenantBilling) => {
-                true
-            }
+            (
+                Role::TenantAdmin,
+                Role::TenantAdmin | Role::TenantMember | Role::TenantBilling | Role::UsageReporter,
+            ) => true,
             (Role::TenantMember, Role::TenantMember) => true,
             _ => false,
         }
@@ -146,6 +150,9 @@ string_enum!(
         Fractional = "fractional",
         /// Whole nodes (bare metal).
         WholeNode = "whole_node",
+        /// A quantity measured by a meter from usage events (tokens, GB of egress), priced
+        /// per unit of its own; never ordered.
+        Metered = "metered",
     }
 );
 
@@ -205,6 +212,24 @@ string_enum!(
         Memory = "memory",
         Energy = "energy",
         SlaCredit = "sla_credit",
+        /// What a meter aggregated from usage events, in the unit of its SKU.
+        Metered = "metered",
+    }
+);
+
+string_enum!(
+    /// How a meter turns the values of a period's events into one quantity (per group).
+    MeterAggregation {
+        /// The sum of the values.
+        Sum = "sum",
+        /// How many events there were.
+        Count = "count",
+        /// The largest value.
+        Max = "max",
+        /// How many distinct values there were.
+        UniqueCount = "unique_count",
+        /// The value of the latest event (by its time).
+        Latest = "latest",
     }
 );
 

@@ -145,7 +145,11 @@ pub async fn create_key(
         )));
     }
     let label = validate_label(label)?;
-    let tenant_id = match (actor.tenant_id, role.is_tenant_role(), tenant_id) {
+    // A usage reporter belongs to one tenant, or (minted by an operator without a tenant)
+    // reports for any tenant its events name.
+    let tenant_bound = role.is_tenant_role()
+        || (role == Role::UsageReporter && (actor.tenant_id.is_some() || tenant_id.is_some()));
+    let tenant_id = match (actor.tenant_id, tenant_bound, tenant_id) {
         (_, false, Some(_)) => {
             return Err(ApiError::invalid(
                 "tenantId",
@@ -197,6 +201,7 @@ pub async fn list_keys(
 }
 
 fn scope_for(actor: &Principal, tenant_id: Option<TenantId>) -> ApiResult<KeyScope> {
+    actor.require_user()?;
     match (actor.role, actor.tenant_id, tenant_id) {
         (Role::Operator, _, None) => Ok(KeyScope::Operators),
         (Role::Operator, _, Some(t)) => Ok(KeyScope::Tenant(t)),

@@ -42,13 +42,13 @@ impl Principal {
         }
     }
 
-    /// `None` for operators (every tenant), the own tenant for everyone else.
+    /// `None` for operators (every tenant), the own tenant for tenant roles.
     pub fn tenant_scope_or_all(&self) -> Option<TenantId> {
-        if self.role == Role::Operator {
-            None
-        } else {
-            // Agents have no tenant: a nil scope matches nothing.
-            Some(self.tenant_id.unwrap_or(TenantId(uuid::Uuid::nil())))
+        match (self.role, self.tenant_id) {
+            (Role::Operator, _) => None,
+            (role, Some(tenant)) if role.is_tenant_role() => Some(tenant),
+            // Agents and usage reporters read nothing: a nil scope matches nothing.
+            _ => Some(TenantId(uuid::Uuid::nil())),
         }
     }
 
@@ -65,12 +65,26 @@ impl Principal {
         }
     }
 
-    /// Any operator or tenant role (not an agent token).
+    /// Any operator or tenant role (not an agent token or a usage reporter).
     pub fn require_user(&self) -> ApiResult<()> {
-        if self.role == Role::Agent {
-            Err(ApiError::forbidden("agent tokens can only ingest"))
-        } else {
-            Ok(())
+        match self.role {
+            Role::Agent => Err(ApiError::forbidden("agent tokens can only ingest")),
+            Role::UsageReporter => Err(ApiError::forbidden(
+                "usage reporter keys can only report usage events (POST /v1/events)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Who a usage event reporter reports for: an operator key or an operator's usage
+    /// reporter for any tenant (`None`), a tenant's usage reporter for its own.
+    pub fn usage_reporter(&self) -> ApiResult<Option<TenantId>> {
+        match (self.role, self.tenant_id) {
+            (Role::Operator, _) | (Role::UsageReporter, None) => Ok(None),
+            (Role::UsageReporter, Some(tenant)) => Ok(Some(tenant)),
+            _ => Err(ApiError::forbidden(
+                "usage events are reported with a usage_reporter key (or an operator key)",
+            )),
         }
     }
 }

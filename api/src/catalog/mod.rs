@@ -99,24 +99,39 @@ pub async fn unit_prices<C: ConnectionTrait>(
 #[derive(Debug, Clone)]
 pub struct NewSku {
     pub name: String,
-    pub gpu_model: String,
+    /// Required for the GPU forms; none for a metered SKU.
+    pub gpu_model: Option<String>,
     pub form: SkuForm,
     pub mig_profile: Option<String>,
     pub milli_gpu: Option<i32>,
+    /// A metered SKU's unit; none for the GPU forms.
+    pub unit: Option<String>,
     pub region: String,
+    /// Per unit-hour, or per unit for a metered SKU.
     pub list_price_per_hour: String,
     pub currency: String,
+}
+
+/// What a validated SKU sells.
+#[derive(Debug, Clone)]
+pub(crate) enum Sells {
+    Gpus {
+        model: GpuModel,
+        mig_profile: Option<MigProfile>,
+        milli_gpu: Option<i32>,
+        memory_mib: i64,
+    },
+    Metered {
+        unit: String,
+    },
 }
 
 /// A SKU that passed validation.
 #[derive(Debug, Clone)]
 pub(crate) struct ValidSku {
     pub name: String,
-    pub model: GpuModel,
+    pub what: Sells,
     pub form: SkuForm,
-    pub mig_profile: Option<MigProfile>,
-    pub milli_gpu: Option<i32>,
-    pub memory_mib: i64,
     pub region: String,
     pub list_price_per_hour: Decimal,
     pub currency: Currency,
@@ -160,17 +175,87 @@ fn milli_gpu_of(form: SkuForm, milli: Option<i32>) -> ApiResult<Option<i32>> {
     }
 }
 
+/// Most decimal places of a GPU SKU's price per unit-hour, and of a metered SKU's per unit
+/// (a token's price is a tiny fraction of a cent).
+const PRICE_SCALE: u32 = 6;
+const METERED_PRICE_SCALE: u32 = 9;
+
 impl NewSku {
     pub(crate) fn validate(self) -> ApiResult<ValidSku> {
         let name = Slug::parse(&self.name)
             .map_err(|rule| ApiError::invalid("name", rule))?
             .into_string();
-        let model: GpuModel =
-            self.gpu_model
-                .parse()
-                .map_err(|e: neocloud_schema::gpu::UnknownGpuModel| {
-                    ApiError::invalid("gpuModel", e.to_string())
-                })?;
+        let metered = self.form == SkuForm::Metered;
+        let scale = if metered {
+            METERED_PRICE_SCALE
+        } else {
+            PRICE_SCALE
+        };
+        let price = parse_plain_decimal(self.list_price_per_hour.trim())
+            .map_err(|e| ApiError::invalid("listPricePerHour", e))?;
+        if price.is_sign_negative() || price.scale() > scale {
+            return Err(ApiError::invalid(
+                "listPricePerHour",
+                format!("a non-negative price with at most {scale} decimal places"),
+            ));
+        }
+        let currency = crate::tenancy::parse_currency(&self.currency)?;
+        let region = self.region.trim().to_owned();
+        if region.is_empty() || region.len() > 64 {
+            return Err(ApiError::invalid("region", "1 to 64 characters"));
+        }
+        let what = if metered {
+            self.metered()?
+        } else {
+            self.gpus()?
+        };
+        Ok(ValidSku {
+            name,
+            what,
+            form: self.form,
+            region,
+            list_price_per_hour: price,
+            currency,
+        })
+    }
+
+    /// What a metered SKU sells: a unit of its own, no GPU.
+    fn metered(&self) -> ApiResult<Sells> {
+        if self
+            .gpu_model
+            .as_deref()
+            .is_some_and(|m| !m.trim().is_empty())
+            || self.mig_profile.is_some()
+            || self.milli_gpu.is_some()
+        {
+            return Err(ApiError::invalid(
+                "gpuModel",
+                "a METERED SKU sells a unit of its own: no GPU model, profile or fraction",
+            ));
+        }
+        let unit = self.unit.as_deref().map(str::trim).unwrap_or("");
+        if unit.is_empty() || unit.chars().count() > 64 || unit.chars().any(char::is_control) {
+            return Err(ApiError::invalid(
+                "unit",
+                "a METERED SKU names its unit (1 to 64 printable characters, e.g. `GB-month`)",
+            ));
+        }
+        Ok(Sells::Metered {
+            unit: unit.to_owned(),
+        })
+    }
+
+    /// What a GPU SKU sells: its model, profile or fraction, and the memory of one unit.
+    fn gpus(&self) -> ApiResult<Sells> {
+        if self.unit.is_some() {
+            return Err(ApiError::invalid(
+                "unit",
+                "only METERED SKUs name their unit; a GPU SKU's follows from its form",
+            ));
+        }
+        let model: GpuModel = self.gpu_model.as_deref().unwrap_or("").parse().map_err(
+            |e: neocloud_schema::gpu::UnknownGpuModel| ApiError::invalid("gpuModel", e.to_string()),
+        )?;
         let mig_profile = mig_profile_of(self.form, self.mig_profile.as_deref(), model)?;
         let milli_gpu = milli_gpu_of(self.form, self.milli_gpu)?;
         let spec = model.spec();
@@ -180,31 +265,12 @@ impl NewSku {
             (None, Some(milli)) => spec.memory_mib * u64::try_from(milli).unwrap_or(0) / 1000,
             (None, None) => spec.memory_mib,
         };
-        // No GPU's memory comes near i64::MAX MiB.
-        let memory_mib = i64::try_from(memory_mib).unwrap_or(i64::MAX);
-        let price = parse_plain_decimal(self.list_price_per_hour.trim())
-            .map_err(|e| ApiError::invalid("listPricePerHour", e))?;
-        if price.is_sign_negative() || price.scale() > 6 {
-            return Err(ApiError::invalid(
-                "listPricePerHour",
-                "a non-negative price with at most 6 decimal places",
-            ));
-        }
-        let currency = crate::tenancy::parse_currency(&self.currency)?;
-        let region = self.region.trim().to_owned();
-        if region.is_empty() || region.len() > 64 {
-            return Err(ApiError::invalid("region", "1 to 64 characters"));
-        }
-        Ok(ValidSku {
-            name,
+        Ok(Sells::Gpus {
             model,
-            form: self.form,
             mig_profile,
             milli_gpu,
-            memory_mib,
-            region,
-            list_price_per_hour: price,
-            currency,
+            // No GPU's memory comes near i64::MAX MiB.
+            memory_mib: i64::try_from(memory_mib).unwrap_or(i64::MAX),
         })
     }
 }
@@ -265,10 +331,11 @@ mod tests {
     fn new_sku(form: SkuForm) -> NewSku {
         NewSku {
             name: "h100-3g-eu".into(),
-            gpu_model: "H100".into(),
+            gpu_model: Some("H100".into()),
             form,
             mig_profile: None,
             milli_gpu: None,
+            unit: None,
             region: "eu-west".into(),
             list_price_per_hour: "1.20".into(),
             currency: "USD".into(),
@@ -281,8 +348,10 @@ mod tests {
         assert!(sku.clone().validate().is_err());
         sku.mig_profile = Some("3g.40gb".into());
         let valid = sku.clone().validate().expect("valid");
-        assert_eq!(valid.mig_profile, Some(MigProfile::ThreeG));
-        assert_eq!(valid.memory_mib, 40 * 1024);
+        assert!(matches!(
+            valid.what,
+            Sells::Gpus { mig_profile: Some(MigProfile::ThreeG), memory_mib, .. } if memory_mib == 40 * 1024
+        ));
         sku.mig_profile = Some("3g.71gb".into());
         assert!(sku.validate().is_err());
     }
@@ -307,6 +376,36 @@ mod tests {
         sku.milli_gpu = Some(1000);
         assert!(sku.clone().validate().is_err());
         sku.milli_gpu = Some(250);
-        assert_eq!(sku.validate().expect("valid").memory_mib, 20 * 1024);
+        assert!(matches!(
+            sku.validate().expect("valid").what,
+            Sells::Gpus { memory_mib, .. } if memory_mib == 20 * 1024
+        ));
+    }
+
+    #[test]
+    fn a_metered_sku_names_its_unit_and_no_gpu() {
+        let mut sku = new_sku(SkuForm::Metered);
+        sku.unit = Some("1M input tokens".into());
+        assert_eq!(error_field(sku.clone()), "gpuModel");
+        sku.gpu_model = None;
+        sku.list_price_per_hour = "0.000000150".into();
+        assert!(
+            matches!(sku.clone().validate().expect("valid").what, Sells::Metered { unit } if unit == "1M input tokens")
+        );
+        sku.list_price_per_hour = "0.0000000001".into();
+        assert_eq!(error_field(sku.clone()), "listPricePerHour");
+        sku.list_price_per_hour = "1".into();
+        sku.unit = None;
+        assert_eq!(error_field(sku), "unit");
+        let mut gpu = new_sku(SkuForm::WholeGpu);
+        gpu.unit = Some("GPU".into());
+        assert_eq!(error_field(gpu), "unit");
+    }
+
+    fn error_field(sku: NewSku) -> String {
+        match sku.validate() {
+            Err(ApiError::InvalidInput { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 }

@@ -13,7 +13,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-use super::ValidSku;
+use super::{Sells, ValidSku};
 
 pub(crate) async fn active<C: ConnectionTrait>(conn: &C) -> Result<Vec<sku::Model>, DbErr> {
     Skus::find()
@@ -83,14 +83,30 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     conn: &C,
     valid: &ValidSku,
 ) -> Result<sku::Model, DbErr> {
+    let (gpu_model, mig_profile, milli_gpu, memory_mib, unit_name) = match &valid.what {
+        Sells::Gpus {
+            model,
+            mig_profile,
+            milli_gpu,
+            memory_mib,
+        } => (
+            model.code().to_owned(),
+            mig_profile.map(|p| p.name(*model)),
+            *milli_gpu,
+            Some(*memory_mib),
+            None,
+        ),
+        Sells::Metered { unit } => (String::new(), None, None, None, Some(unit.clone())),
+    };
     sku::ActiveModel {
         id: Set(SkuId::new()),
         name: Set(valid.name.clone()),
-        gpu_model: Set(valid.model.code().to_owned()),
+        gpu_model: Set(gpu_model),
         form: Set(valid.form),
-        mig_profile: Set(valid.mig_profile.map(|p| p.name(valid.model))),
-        milli_gpu: Set(valid.milli_gpu),
-        memory_mib: Set(Some(valid.memory_mib)),
+        mig_profile: Set(mig_profile),
+        milli_gpu: Set(milli_gpu),
+        memory_mib: Set(memory_mib),
+        unit_name: Set(unit_name),
         region: Set(valid.region.clone()),
         list_price_per_hour: Set(valid.list_price_per_hour.into()),
         currency: Set(valid.currency.code().to_owned()),
@@ -109,6 +125,7 @@ pub(crate) fn describe(sku: &sku::Model) -> Value {
         "form": sku.form,
         "mig_profile": sku.mig_profile,
         "milli_gpu": sku.milli_gpu,
+        "unit_name": sku.unit_name,
         "region": sku.region,
         "list_price_per_hour": sku.list_price_per_hour,
         "currency": sku.currency,

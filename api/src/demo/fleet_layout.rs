@@ -183,10 +183,11 @@ fn list_price(model: GpuModel) -> Decimal {
 fn sku(name: String, model: GpuModel, form: SkuForm, region: &str, price: Decimal) -> NewSku {
     NewSku {
         name,
-        gpu_model: model.code().into(),
+        gpu_model: Some(model.code().into()),
         form,
         mig_profile: None,
         milli_gpu: None,
+        unit: None,
         region: region.into(),
         list_price_per_hour: price.round_dp(4).normalize().to_string(),
         currency: "USD".into(),

@@ -250,6 +250,7 @@ fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
                 None,
             )]
         }
+        SkuForm::Metered => vec![rate(Metric::Metered, per_unit(list), None)],
     }
 }
 

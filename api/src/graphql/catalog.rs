@@ -93,12 +93,16 @@ pub struct Catalog {
 #[derive(InputObject)]
 pub struct CreateSkuInput {
     pub name: String,
-    pub gpu_model: String,
+    /// The GPU model sold (`H100`); none for a METERED SKU.
+    pub gpu_model: Option<String>,
     pub form: GqlSkuForm,
     pub mig_profile: Option<String>,
     pub milli_gpu: Option<i32>,
+    /// What one unit of a METERED SKU is (`GB-month`, `1M input tokens`); none for the
+    /// GPU forms, whose unit follows from the form.
+    pub unit: Option<String>,
     pub region: String,
-    /// Exact decimal string, e.g. "2.10".
+    /// Exact decimal string, e.g. "2.10": per unit-hour, or per unit for a METERED SKU.
     pub list_price_per_hour: String,
     pub currency: String,
 }
@@ -148,6 +152,7 @@ impl CatalogMutation {
                 form: input.form.into(),
                 mig_profile: input.mig_profile,
                 milli_gpu: input.milli_gpu,
+                unit: input.unit,
                 region: input.region,
                 list_price_per_hour: input.list_price_per_hour,
                 currency: input.currency,

@@ -11,6 +11,7 @@ mod console;
 pub mod cost;
 mod invoices;
 pub mod loaders;
+mod meters;
 mod nodes;
 mod ordering;
 mod payments;
@@ -47,6 +48,7 @@ pub struct Query(
     console::ConsoleQuery,
     usage::UsageQuery,
     plans::PlanQuery,
+    meters::MeterQuery,
     invoices::InvoiceQuery,
     budgets::BudgetQuery,
     payments::PaymentQuery,
@@ -63,6 +65,7 @@ pub struct Mutation(
     ordering::OrderingMutation,
     console::ConsoleMutation,
     plans::PlanMutation,
+    meters::MeterMutation,
     invoices::InvoiceMutation,
     budgets::BudgetMutation,
     payments::PaymentMutation,

@@ -17,6 +17,8 @@ pub enum GqlMetric {
     Memory,
     Energy,
     SlaCredit,
+    /// What a meter counted from usage events, in the unit of its METERED SKU.
+    Metered,
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]

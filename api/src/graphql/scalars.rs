@@ -17,6 +17,9 @@ pub enum GqlRole {
     /// Reads its tenant's orders, usage, invoices and budgets; every mutation is refused.
     TenantBilling,
     Agent,
+    /// Reports usage events (`POST /v1/events`) and nothing else: for its tenant, or
+    /// without one for any tenant an event names.
+    UsageReporter,
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -52,6 +55,9 @@ pub enum GqlSkuForm {
     Mig,
     Fractional,
     WholeNode,
+    /// A quantity meters count from usage events, priced per unit of its own; never
+    /// ordered.
+    Metered,
 }
 
 /// Parses a GraphQL `ID` argument as a UUID, naming the argument when it is not one.

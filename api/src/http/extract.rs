@@ -1,5 +1,6 @@
-//! What a REST handler receives already checked: `User` (an operator or tenant key) and
-//! `AgentNode` (a node's agent token), each authenticated and rate-limited once here, and
+//! What a REST handler receives already checked: `User` (an operator or tenant key),
+//! `AgentNode` (a node's agent token) and `AnyKey` (any key; the handler checks its role),
+//! each authenticated and rate-limited once here, and
 //! `RestError`, the `{"error": {code, message}}` answer any `ApiError` becomes.
 
 use std::future::Future;
@@ -47,6 +48,10 @@ pub struct User(pub Principal);
 /// The node whose agent token called.
 pub struct AgentNode(pub NodeId);
 
+/// The caller of an endpoint any valid key may reach, whatever its role (the endpoint
+/// checks the role itself): authenticated and rate-limited.
+pub struct AnyKey(pub Principal);
+
 type Extracted<T> = Pin<Box<dyn Future<Output = Result<T, RestError>>>>;
 
 fn state(req: &HttpRequest) -> ApiResult<web::Data<AppState>> {
@@ -81,6 +86,20 @@ impl FromRequest for User {
             let principal = admitted(&state, principal)?;
             principal.require_user()?;
             Ok(User(principal))
+        })
+    }
+}
+
+impl FromRequest for AnyKey {
+    type Error = RestError;
+    type Future = Extracted<AnyKey>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let state = state(&req)?;
+            let principal = auth::authenticate(&state.db, key(&req, "API key")?).await?;
+            Ok(AnyKey(admitted(&state, principal)?))
         })
     }
 }

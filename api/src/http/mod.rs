@@ -13,6 +13,7 @@ pub mod observe;
 pub mod rate_limit;
 mod state;
 pub mod stripe;
+pub mod usage_events;
 
 pub use state::AppState;
 

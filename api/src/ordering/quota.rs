@@ -20,6 +20,7 @@ pub fn milli_per_unit(sku: &sku::Model, gpus_per_node: u64) -> u64 {
     match sku.form {
         SkuForm::WholeGpu => 1000,
         SkuForm::WholeNode => 1000 * gpus_per_node,
+        SkuForm::Metered => 0,
         SkuForm::Fractional => u64::try_from(sku.milli_gpu.unwrap_or(0)).unwrap_or(0),
         SkuForm::Mig => sku
             .gpu_model

@@ -5,6 +5,7 @@
 use neocloud_metering::plans::{self, NewPlanVersion};
 use neocloud_schema::entity::{plan_rate, plan_version, tenant_plan};
 use neocloud_schema::ids::{PlanVersionId, TenantId};
+use neocloud_schema::vocabulary::{Metric, SkuForm};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use serde_json::json;
 
@@ -45,7 +46,8 @@ pub async fn create_version(
     Ok((version, rates, valid.plan))
 }
 
-/// Every rated SKU is in the catalog and listed in the plan's currency.
+/// Every rated SKU is in the catalog, listed in the plan's currency, and rated by a metric
+/// of its form (a metered SKU by METERED only).
 pub(crate) async fn check_skus<C: ConnectionTrait>(
     conn: &C,
     version: &plans::PlanVersion,
@@ -61,6 +63,13 @@ pub(crate) async fn check_skus<C: ConnectionTrait>(
                     "the SKU is listed in {}, the plan in {}",
                     sku.currency, version.currency
                 ),
+            ));
+        }
+        let metered_sku = sku.form == SkuForm::Metered;
+        if metered_sku != (rate.metric == Metric::Metered) {
+            return Err(ApiError::invalid(
+                format!("rates[{i}].metric"),
+                "a METERED SKU is rated by METERED, and METERED rates only METERED SKUs",
             ));
         }
     }

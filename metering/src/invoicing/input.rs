@@ -239,6 +239,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
             from,
             to,
             usage: allocation_usage(conn, tenant.id, from, to, now).await?,
+            metered: crate::meters::quantity::per_sku(conn, tenant.id, from, to).await?,
             plan,
         });
     }

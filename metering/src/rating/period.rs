@@ -172,6 +172,20 @@ pub struct Segment {
     pub to: DateTime<Utc>,
     pub plan: PlanTerms,
     pub usage: Vec<AllocationUsage>,
+    /// What meters counted in the segment, per metered SKU.
+    #[serde(default)]
+    pub metered: Vec<MeteredUsage>,
+}
+
+/// A metered SKU's quantity in one segment, in the SKU's unit: what its meters counted
+/// (per meter and group, aggregated as each meter says, then summed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeteredUsage {
+    pub sku: Uuid,
+    pub quantity: Decimal,
+    /// The meter versions that counted it (`key v2`).
+    #[serde(default)]
+    pub meters: Vec<String>,
 }
 
 /// A credit grant as it stands before this invoice.
@@ -305,6 +319,7 @@ pub fn round(amount: Decimal, digits: u32) -> Decimal {
 fn unit_of(metric: Metric, sku_unit: &str) -> String {
     match metric {
         Metric::Allocated | Metric::SlaCredit => format!("{sku_unit}-hour"),
+        Metric::Metered => sku_unit.to_owned(),
         Metric::Active => "SM-active GPU-hour".to_owned(),
         Metric::Memory => "GiB-hour".to_owned(),
         Metric::Energy => "kWh".to_owned(),
@@ -318,6 +333,7 @@ fn metric_text(metric: Metric, sku_unit: &str) -> String {
         Metric::Memory => "GiB-hours of GPU memory".to_owned(),
         Metric::Energy => "energy, kWh".to_owned(),
         Metric::SlaCredit => format!("SLA credit, {sku_unit}-hours on failed hardware"),
+        Metric::Metered => sku_unit.to_owned(),
     }
 }
 
@@ -330,6 +346,8 @@ struct Raw {
     /// The allocations that used something of it, and the span they were held.
     used_by: Vec<Uuid>,
     held: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// The meters that counted a metered quantity.
+    meters: Vec<String>,
 }
 
 impl Raw {
@@ -346,6 +364,7 @@ impl Raw {
         self.allocations += other.allocations;
         self.top_up_seconds += other.top_up_seconds;
         self.used_by.extend(other.used_by);
+        self.meters.extend(other.meters);
         self.held = match (self.held, other.held) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (known, None) | (None, known) => known,
@@ -360,6 +379,9 @@ impl Raw {
         }
         if let Some(held) = self.held {
             trace["held"] = json!([held.0, held.1]);
+        }
+        if !self.meters.is_empty() {
+            trace["meters"] = json!(self.meters);
         }
     }
 }
@@ -387,12 +409,17 @@ fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
             }
         }
     }
+    for m in &segment.metered {
+        let entry = raw.entry((m.sku, Metric::Metered, false)).or_default();
+        entry.amount += m.quantity;
+        entry.meters.extend(m.meters.iter().cloned());
+    }
     raw
 }
 
 fn to_unit(metric: Metric, raw: Decimal) -> Decimal {
     match metric {
-        Metric::Energy => raw,
+        Metric::Energy | Metric::Metered => raw,
         _ => seconds_to_hours(raw),
     }
 }
@@ -664,6 +691,7 @@ fn quantity_trace(
             Metric::Active => "SM-active GPU-seconds",
             Metric::Memory => "GiB-seconds",
             Metric::Energy => "kWh",
+            Metric::Metered => rated.unit,
         },
         "allocations": raw.allocations,
         "minimum_top_up_seconds": raw.top_up_seconds.normalize().to_string(),
@@ -701,7 +729,7 @@ fn merge_unpriced_spot(plan: &PlanTerms, quantities: &mut BTreeMap<(Uuid, Metric
 
 /// How a quantity is priced and what the line says it was priced as: the plan's rate
 /// (its spot price for spot usage where it has one), else the SKU's list price for held
-/// time; `None`: not billed.
+/// time or a metered quantity; `None`: not billed.
 fn price_model(
     rate: Option<&Rate>,
     metric: Metric,
@@ -713,7 +741,7 @@ fn price_model(
             (true, Some(price)) => (PriceModel::PerUnit { unit_price: price }, "spot"),
             _ => (rate.model.clone(), "plan"),
         }),
-        (None, Metric::Allocated, Some(price)) => {
+        (None, Metric::Allocated | Metric::Metered, Some(price)) => {
             Some((PriceModel::PerUnit { unit_price: price }, "list price"))
         }
         _ => None,

@@ -1,5 +1,6 @@
 //! The catalog: what can be ordered (whole GPU, MIG profile, fraction, whole node), per
-//! model and region, with its list price.
+//! model and region, with its list price; and what meters bill (`metered`: per unit of
+//! its own, never ordered).
 
 use crate::ids::SkuId;
 pub use crate::vocabulary::{GPU_UNIT, SkuForm};
@@ -20,6 +21,9 @@ pub struct Model {
     pub region: String,
     pub list_price_per_hour: super::Exact,
     pub currency: String,
+    /// What one unit of a metered SKU is (`GB-month`, `1M input tokens`); unset for the
+    /// GPU forms, whose unit follows from the form.
+    pub unit_name: Option<String>,
     pub active: bool,
     pub created_at: DateTimeUtc,
 }
@@ -39,6 +43,7 @@ impl Model {
             SkuForm::Mig => format!("MIG slice {}", self.mig_profile.as_deref().unwrap_or("?")),
             SkuForm::Fractional => format!("{} milli-GPU", self.milli_gpu.unwrap_or(0)),
             SkuForm::WholeNode => "node".to_owned(),
+            SkuForm::Metered => self.unit_name.clone().unwrap_or_else(|| "unit".to_owned()),
         }
     }
 }

@@ -132,6 +132,7 @@ fn input(plan: PlanTerms, usage: Vec<AllocationUsage>, grants: Vec<GrantBalance>
             to: t("2026-12-01T00:00:00Z"),
             plan,
             usage,
+            metered: Vec::new(),
         }],
         month_fraction: Decimal::ONE,
         late: Vec::new(),

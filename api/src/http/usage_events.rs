@@ -1,0 +1,109 @@
+//! `POST /v1/events` (contract): usage events as CloudEvents 1.0 in JSON, one
+//! (`application/cloudevents+json`) or a batch (`application/cloudevents-batch+json`;
+//! `application/json` takes either), reported with a usage reporter key or an operator
+//! key. A batch is answered `200` with one result per event, in order: `accepted` (with
+//! the meters that counted it), `duplicate` or `invalid` (the field and why); a single
+//! invalid event is answered `400`. A body that is not events at all is `400` and stores
+//! nothing.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use neocloud_metering::meters::cloudevent;
+use neocloud_metering::meters::record::Outcome;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::extract::{AnyKey, RestError};
+use crate::error::{ApiError, Code};
+use crate::meters;
+
+/// What the body holds, as its `Content-Type` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Single,
+    Batch,
+    Either,
+}
+
+fn mode(req: &HttpRequest) -> Result<Mode, ApiError> {
+    let kind = req
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match kind.split(';').next().unwrap_or("").trim() {
+        "application/cloudevents+json" => Ok(Mode::Single),
+        "application/cloudevents-batch+json" => Ok(Mode::Batch),
+        "application/json" => Ok(Mode::Either),
+        _ => Err(ApiError::invalid(
+            "Content-Type",
+            "send application/cloudevents+json (one event), application/cloudevents-batch+json (a batch) or application/json",
+        )),
+    }
+}
+
+fn result(index: usize, event: &Value, outcome: &Outcome) -> Value {
+    let id = event
+        .get("id")
+        .filter(|v| v.is_string())
+        .cloned()
+        .unwrap_or(Value::Null);
+    match outcome {
+        Outcome::Accepted { meters } => {
+            json!({"index": index, "id": id, "status": "accepted", "meters": meters})
+        }
+        Outcome::Duplicate => json!({"index": index, "id": id, "status": "duplicate"}),
+        Outcome::Invalid(refusal) => json!({
+            "index": index, "id": id, "status": "invalid",
+            "error": {
+                "code": Code::InvalidInput.as_str(),
+                "field": refusal.field,
+                "message": refusal.message,
+            }
+        }),
+    }
+}
+
+pub async fn report(
+    state: web::Data<AppState>,
+    AnyKey(principal): AnyKey,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, RestError> {
+    let mode = mode(&req)?;
+    let events =
+        cloudevent::parse_body(&body).map_err(|e| ApiError::invalid(e.field, e.message))?;
+    let single = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    match (mode, single) {
+        (Mode::Single, false) => {
+            return Err(ApiError::invalid(
+                "body",
+                "application/cloudevents+json is one event (an object)",
+            )
+            .into());
+        }
+        (Mode::Batch, true) => {
+            return Err(ApiError::invalid(
+                "body",
+                "application/cloudevents-batch+json is an array of events",
+            )
+            .into());
+        }
+        _ => {}
+    }
+    let outcomes = meters::report(&state.db, &principal, &events, state.clock.now()).await?;
+    if let ([Outcome::Invalid(refusal)], true) = (outcomes.as_slice(), single) {
+        return Err(ApiError::invalid(refusal.field.clone(), refusal.message.clone()).into());
+    }
+    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+    Ok(HttpResponse::Ok().json(json!({
+        "accepted": count(|o| matches!(o, Outcome::Accepted { .. })),
+        "duplicates": count(|o| matches!(o, Outcome::Duplicate)),
+        "invalid": count(|o| matches!(o, Outcome::Invalid(_))),
+        "results": events
+            .iter()
+            .zip(&outcomes)
+            .enumerate()
+            .map(|(i, (e, o))| result(i, e, o))
+            .collect::<Vec<_>>(),
+    })))
+}

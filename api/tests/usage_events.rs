@@ -1,0 +1,407 @@
+//! Usage events through the real server: `POST /v1/events` (CloudEvents 1.0) answered
+//! event by event, recorded once, counted by operator-defined meters and billed on the
+//! invoice as metered SKUs; late events across a closed period; who may report and read;
+//! a budget's hard cap acting on streamed token spend.
+
+mod support;
+
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_schema::clock::Clock;
+use neocloud_schema::entity::usage_event;
+use sea_orm::{EntityTrait, PaginatorTrait};
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+/// A metered SKU (`unit`, list `price` per unit) and a meter over it; returns the SKU id.
+async fn metered(app: &TestApp, name: &str, unit: &str, price: &str, meter: Value) -> String {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($n: String!, $u: String!, $p: String!) { createSku(input: {name: $n, form: METERED, unit: $u, region: \"eu-west\", listPricePerHour: $p, currency: \"USD\"}) { sku { id unit } } }",
+            json!({"n": name, "u": unit, "p": price}),
+        )
+        .await;
+    let sku = r["data"]["createSku"]["sku"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("createSku failed: {r}"))
+        .to_owned();
+    assert_eq!(r["data"]["createSku"]["sku"]["unit"], unit);
+    let mut input = meter;
+    input["skuId"] = json!(sku);
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: CreateMeterInput!) { createMeter(input: $i) { meter { key version unit } } }",
+            json!({"i": input}),
+        )
+        .await;
+    assert_eq!(r["data"]["createMeter"]["meter"]["unit"], unit, "{r}");
+    sku
+}
+
+/// A key of `role` minted by `by` (for the operator, `tenant` names the tenant or none).
+async fn key(app: &TestApp, by: &str, role: &str, tenant: Option<&str>) -> String {
+    let r = app
+        .gql(
+            Some(by),
+            "mutation($r: Role!, $t: ID) { createApiKey(role: $r, tenantId: $t) { apiKey } }",
+            json!({"r": role, "t": tenant}),
+        )
+        .await;
+    r["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .unwrap_or_else(|| panic!("createApiKey failed: {r}"))
+        .to_owned()
+}
+
+async fn post(app: &TestApp, key: &str, content_type: &str, body: &Value) -> (u16, Value) {
+    let res = app
+        .client
+        .post(format!("{}/v1/events", app.url))
+        .bearer_auth(key)
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("request");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+const BATCH: &str = "application/cloudevents-batch+json";
+
+fn egress(id: &str, gb: Value, region: Option<&str>, at: DateTime<Utc>) -> Value {
+    let mut data = json!({"gb": gb});
+    if let Some(region) = region {
+        data["region"] = json!(region);
+    }
+    json!({"specversion": "1.0", "id": id, "source": "router-1", "type": "net.egress",
+           "time": at.to_rfc3339(), "data": data})
+}
+
+fn statuses(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {answer}"))
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+const LINES: &str = "{ upcomingInvoice { total lines { kind metric sku quantity unit unitPrice amount adjustsInvoiceId } } }";
+
+fn metered_lines(invoice: &Value) -> Vec<Value> {
+    invoice["data"]["upcomingInvoice"]["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no invoice: {invoice}"))
+        .iter()
+        .filter(|l| l["metric"] == "METERED")
+        .cloned()
+        .collect()
+}
+
+async fn a_batch_is_answered_event_by_event_and_billed_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    metered(&app, "egress-gb", "GB", "0.09",
+        json!({"key": "egress", "eventType": "net.egress", "valuePath": "gb", "aggregation": "SUM", "groupBy": ["region"]}))
+    .await;
+    let (tenant, admin) = app.create_tenant("acme").await;
+    let (other, _) = app.create_tenant("globex").await;
+    let reporter = key(&app, &admin, "USAGE_REPORTER", None).await;
+    app.advance(TimeDelta::minutes(20));
+    let now = app.clock.now();
+    let t = now - TimeDelta::minutes(10);
+
+    let mut foreign = egress("e4", json!(1), None, t);
+    foreign["subject"] = json!(other);
+    let before_the_tenant = egress("e7", json!(1), None, now - TimeDelta::minutes(30));
+    let unmetered = json!({"specversion": "1.0", "id": "e5", "source": "router-1", "type": "net.ingress", "time": t.to_rfc3339()});
+    let batch = json!([
+        egress("e1", json!(10), Some("eu"), t),
+        egress("e2", json!("2.5"), None, t + TimeDelta::seconds(30)),
+        egress("e1", json!(10), Some("eu"), t),
+        egress("e3", json!(-1), Some("eu"), t),
+        foreign,
+        unmetered,
+        before_the_tenant,
+    ]);
+    let (status, answer) = post(&app, &reporter, BATCH, &batch).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        statuses(&answer),
+        [
+            "accepted",
+            "accepted",
+            "duplicate",
+            "invalid",
+            "invalid",
+            "accepted",
+            "invalid"
+        ]
+    );
+    assert_eq!(answer["results"][6]["error"]["field"], "time");
+    assert_eq!(answer["results"][0]["meters"], 1);
+    assert_eq!(
+        answer["results"][5]["meters"], 0,
+        "no meter counts net.ingress"
+    );
+    assert_eq!(answer["results"][3]["error"]["field"], "data.gb");
+    assert_eq!(answer["results"][4]["error"]["field"], "subject");
+    assert_eq!(
+        (answer["accepted"].as_u64(), answer["invalid"].as_u64()),
+        (Some(3), Some(3))
+    );
+
+    // Sent again (a retry after a lost answer): nothing changes.
+    let (_, again) = post(&app, &reporter, BATCH, &batch).await;
+    assert_eq!(
+        statuses(&again),
+        [
+            "duplicate",
+            "duplicate",
+            "duplicate",
+            "invalid",
+            "invalid",
+            "duplicate",
+            "invalid"
+        ]
+    );
+    let stored = usage_event::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(stored, 3, "refused events stored nothing, duplicates once");
+
+    // 12.5 GB at 0.09 is 1.125: half-even to 1.12.
+    let invoice = app.gql(Some(&admin), LINES, json!({})).await;
+    let lines = metered_lines(&invoice);
+    assert_eq!(lines.len(), 1, "{invoice}");
+    assert_eq!(
+        (
+            &lines[0]["quantity"],
+            &lines[0]["unit"],
+            &lines[0]["amount"]
+        ),
+        (&json!("12.5"), &json!("GB"), &json!("1.12"))
+    );
+    let usage = app
+        .gql(
+            Some(&admin),
+            "query($f: DateTime!, $t: DateTime!) { meterUsage(from: $f, to: $t) { meterKey group quantity unit events } }",
+            json!({"f": (now - TimeDelta::hours(1)).to_rfc3339(), "t": (now + TimeDelta::hours(1)).to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(
+        usage["data"]["meterUsage"],
+        json!([
+            {"meterKey": "egress", "group": [""], "quantity": "2.5", "unit": "GB", "events": 1},
+            {"meterKey": "egress", "group": ["eu"], "quantity": "10", "unit": "GB", "events": 1},
+        ]),
+        "{usage}"
+    );
+
+    // A late event of the closed period is billed on the next invoice as an adjustment.
+    let closed = app.close_period(&tenant, "id total").await;
+    assert_eq!(closed["total"], "1.12");
+    app.advance(TimeDelta::minutes(1));
+    let (_, late) = post(
+        &app,
+        &reporter,
+        BATCH,
+        &json!([egress("e6", json!(20), Some("eu"), t)]),
+    )
+    .await;
+    assert_eq!(statuses(&late), ["accepted"]);
+    let next = app.gql(Some(&admin), LINES, json!({})).await;
+    let lines = metered_lines(&next);
+    assert_eq!(lines.len(), 1, "{next}");
+    assert_eq!(lines[0]["kind"], "ADJUSTMENT");
+    assert_eq!(
+        (&lines[0]["quantity"], &lines[0]["amount"]),
+        (&json!("20"), &json!("1.80"))
+    );
+    assert_eq!(lines[0]["adjustsInvoiceId"], closed["id"]);
+}
+
+async fn only_usage_reporters_report_and_only_for_their_tenant(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    metered(&app, "tok", "token", "0.000002",
+        json!({"key": "tokens", "eventType": "llm.request", "valuePath": "tokens", "aggregation": "SUM"}))
+    .await;
+    let (a, admin_a) = app.create_tenant("acme").await;
+    let (b, admin_b) = app.create_tenant("globex").await;
+    let reporter_a = key(&app, &admin_a, "USAGE_REPORTER", None).await;
+    let member_a = key(&app, &admin_a, "TENANT_MEMBER", None).await;
+    let gateway = key(&app, &app.operator_key, "USAGE_REPORTER", None).await;
+    let event = |id: &str, subject: Option<&str>| {
+        let mut e = json!({"specversion": "1.0", "id": id, "source": "gw", "type": "llm.request", "data": {"tokens": 100}});
+        if let Some(s) = subject {
+            e["subject"] = json!(s);
+        }
+        e
+    };
+    let single = "application/cloudevents+json";
+
+    // A member key, or no key, reports nothing.
+    let (status, answer) = post(&app, &member_a, single, &event("m1", None)).await;
+    assert_eq!(
+        (status, error_code_rest(&answer)),
+        (403, Some("FORBIDDEN")),
+        "{answer}"
+    );
+    let res = app
+        .client
+        .post(format!("{}/v1/events", app.url))
+        .header("content-type", single)
+        .body(event("n1", None).to_string())
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status().as_u16(), 401);
+    // A reporter key reads nothing through GraphQL.
+    let r = app
+        .gql(Some(&reporter_a), "{ catalog { skus { id } } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(Some(&reporter_a), "{ apiKeys { id } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // A tenant's reporter reports for its own tenant only.
+    let (status, answer) = post(&app, &reporter_a, single, &event("a1", Some(&b))).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["field"], "subject");
+    let (status, _) = post(&app, &reporter_a, single, &event("a1", Some(&a))).await;
+    assert_eq!(status, 200);
+    // The operator's gateway names the tenant; an unknown one is refused.
+    let (status, answer) = post(&app, &gateway, single, &event("g1", None)).await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (400, Some("subject"))
+    );
+    let (_, answer) = post(
+        &app,
+        &gateway,
+        BATCH,
+        &json!([
+            event("g1", Some(&b)),
+            event("g2", Some(&uuid::Uuid::new_v4().to_string()))
+        ]),
+    )
+    .await;
+    assert_eq!(statuses(&answer), ["accepted", "invalid"]);
+    // Ids are per tenant: the same id and source for another tenant is its own event.
+    let (_, answer) = post(&app, &gateway, BATCH, &json!([event("a1", Some(&b))])).await;
+    assert_eq!(statuses(&answer), ["accepted"]);
+
+    // The wrong media type, or a batch sent as one event, is refused whole.
+    let (status, _) = post(&app, &reporter_a, "text/plain", &event("x", None)).await;
+    assert_eq!(status, 400);
+    let (status, _) = post(&app, &reporter_a, single, &json!([event("x", None)])).await;
+    assert_eq!(status, 400);
+
+    // Each tenant sees its own usage; another tenant's is not found.
+    let range = json!({"f": "2000-01-01T00:00:00Z", "t": "2000-02-01T00:00:00Z"});
+    let now = app.clock.now();
+    let range_now = json!({"f": (now - TimeDelta::hours(1)).to_rfc3339(), "t": (now + TimeDelta::hours(1)).to_rfc3339(), "tenant": b});
+    let q = "query($f: DateTime!, $t: DateTime!, $tenant: ID) { meterUsage(from: $f, to: $t, tenantId: $tenant) { quantity } }";
+    let r = app.gql(Some(&admin_a), q, range_now.clone()).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app.gql(Some(&admin_b), q, range_now).await;
+    assert_eq!(r["data"]["meterUsage"][0]["quantity"], "200", "{r}");
+    let r = app.gql(Some(&admin_b), q, range).await;
+    assert_eq!(r["data"]["meterUsage"], json!([]));
+}
+
+fn error_code_rest(answer: &Value) -> Option<&str> {
+    answer["error"]["code"].as_str()
+}
+
+async fn streamed_token_spend_trips_the_hard_cap(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, |s| s.budgets.sweep_seconds = 1).await else {
+        return;
+    };
+    // 1 USD per thousand tokens.
+    metered(&app, "tok-out", "token", "0.001",
+        json!({"key": "output-tokens", "eventType": "llm.request", "valuePath": "usage.output_tokens", "aggregation": "SUM", "groupBy": ["model"]}))
+    .await;
+    let (_, admin) = app.create_tenant("acme").await;
+    let reporter = key(&app, &admin, "USAGE_REPORTER", None).await;
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation { setBudget(input: {monthlyLimit: \"5.00\", hardCap: true}) { budget { monthlyLimit } } }",
+            json!({}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let sku = app.create_h100_sku().await;
+    app.register_node("hgx-0", "H100", 8, "").await;
+
+    // A gateway streams one request a batch, 400 tokens each (0.40 USD): the cap is
+    // crossed by the 13th; the budget must block within 60 seconds of it.
+    let stream = {
+        let (url, reporter) = (app.url.clone(), reporter.clone());
+        let client = app.client.clone();
+        tokio::spawn(async move {
+            for i in 0..40 {
+                let e = json!([{"specversion": "1.0", "id": format!("r{i}"), "source": "gw", "type": "llm.request",
+                    "data": {"model": "llama-70b", "usage": {"output_tokens": 400}}}]);
+                let _ = client
+                    .post(format!("{url}/v1/events"))
+                    .bearer_auth(&reporter)
+                    .header("content-type", BATCH)
+                    .body(e.to_string())
+                    .send()
+                    .await;
+                tokio::time::sleep(StdDuration::from_millis(100)).await;
+            }
+        })
+    };
+    let mut blocked = Value::Null;
+    for _ in 0..240 {
+        let r = app
+            .gql(Some(&admin), "{ budget { spend blockedSince } }", json!({}))
+            .await;
+        if !r["data"]["budget"]["blockedSince"].is_null() {
+            blocked = r["data"]["budget"].clone();
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    stream.await.expect("stream");
+    assert!(
+        !blocked.is_null(),
+        "the hard cap never acted on token spend"
+    );
+    let spend: rust_decimal::Decimal = blocked["spend"]
+        .as_str()
+        .unwrap_or("0")
+        .parse()
+        .expect("spend");
+    assert!(
+        spend >= rust_decimal::Decimal::new(500, 2),
+        "blocked below the limit: {blocked}"
+    );
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
+}
+
+on_both_databases!(
+    a_batch_is_answered_event_by_event_and_billed_once,
+    only_usage_reporters_report_and_only_for_their_tenant,
+    streamed_token_spend_trips_the_hard_cap,
+);

@@ -1,0 +1,393 @@
+//! Recording a batch of usage events, in the caller's transaction: each event is checked
+//! on its own, recorded once (`(tenant, source, id)` for ever) and counted by every current
+//! meter of its type into minute buckets, all in that transaction, so a committed answer
+//! means counted and a failed one means nothing was.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use neocloud_schema::entity::{meter_group, meter_minute, meter_unique, tenant, usage_event};
+use neocloud_schema::ids::{MeterId, TenantId, UsageEventId};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use serde_json::Value;
+
+use super::cloudevent::{self, CloudEvent, Refusal};
+use super::{MAX_GROUPS, Meter, Reading, store};
+
+/// Who reports: a key of one tenant, or of the operator (any tenant, named by `subject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reporter {
+    pub tenant: Option<TenantId>,
+}
+
+/// What became of one event of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Recorded now; counted by this many meters.
+    Accepted {
+        meters: usize,
+    },
+    /// Recorded before (or earlier in this batch); nothing changed.
+    Duplicate,
+    Invalid(Refusal),
+}
+
+/// An event that passed its checks, with its tenant and readings.
+struct Admitted {
+    index: usize,
+    row_id: UsageEventId,
+    tenant: TenantId,
+    event: CloudEvent,
+    readings: Vec<Reading>,
+}
+
+/// Records `events` (as sent: each is checked here) for `reporter`; one outcome per event,
+/// in order.
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    reporter: Reporter,
+    events: &[Value],
+    now: DateTime<Utc>,
+) -> Result<Vec<Outcome>, DbErr> {
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; events.len()];
+    let mut checked = Vec::new();
+    for (index, value) in events.iter().enumerate() {
+        match cloudevent::validate(value, now).and_then(|e| tenant_of(reporter, &e).map(|t| (e, t)))
+        {
+            Ok((event, tenant)) => checked.push((index, event, tenant)),
+            Err(refusal) => outcomes[index] = Some(Outcome::Invalid(refusal)),
+        }
+    }
+    let known = existing_tenants(conn, checked.iter().map(|c| c.2)).await?;
+    let meters = meters_by_type(conn).await?;
+    let mut seen: HashSet<(TenantId, String, String)> = HashSet::new();
+    let mut admitted = Vec::new();
+    for (index, event, tenant) in checked {
+        let verdict = if !known.contains_key(&tenant) {
+            Err(Outcome::Invalid(Refusal::new("subject", "no such tenant")))
+        } else if known.get(&tenant).is_some_and(|since| event.time < *since) {
+            // Nothing bills usage before the tenant's first period.
+            Err(Outcome::Invalid(Refusal::new(
+                "time",
+                "before the tenant's first billing period",
+            )))
+        } else if !seen.insert((tenant, event.source.clone(), event.id.clone())) {
+            Err(Outcome::Duplicate)
+        } else {
+            readings(&meters, &event).map_err(Outcome::Invalid)
+        };
+        match verdict {
+            Ok(readings) => admitted.push(Admitted {
+                index,
+                row_id: UsageEventId::new(),
+                tenant,
+                event,
+                readings,
+            }),
+            Err(outcome) => outcomes[index] = Some(outcome),
+        }
+    }
+    let admitted = bound_groups(conn, admitted, &mut outcomes).await?;
+    let fresh =
+        store::insert_events(conn, admitted.iter().map(|a| event_row(a, now)).collect()).await?;
+    let (fresh, repeated): (Vec<Admitted>, Vec<Admitted>) = admitted
+        .into_iter()
+        .partition(|a| fresh.contains(&a.row_id));
+    for a in &repeated {
+        outcomes[a.index] = Some(Outcome::Duplicate);
+    }
+    count(conn, &fresh).await?;
+    for a in &fresh {
+        outcomes[a.index] = Some(Outcome::Accepted {
+            meters: a.readings.len(),
+        });
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(Outcome::Duplicate))
+        .collect())
+}
+
+/// The tenant an event is for: a tenant key's own (`subject` absent or naming it), or the
+/// tenant an operator key's event names.
+fn tenant_of(reporter: Reporter, event: &CloudEvent) -> Result<TenantId, Refusal> {
+    let named = event
+        .subject
+        .as_deref()
+        .map(|s| {
+            s.parse::<uuid::Uuid>()
+                .map(TenantId::from)
+                .map_err(|_| Refusal::new("subject", "the id of the tenant the usage is for"))
+        })
+        .transpose()?;
+    match (reporter.tenant, named) {
+        (Some(own), None) => Ok(own),
+        (Some(own), Some(t)) if t == own => Ok(own),
+        (Some(_), Some(_)) => Err(Refusal::new(
+            "subject",
+            "a tenant's key reports its own tenant's usage only",
+        )),
+        (None, Some(t)) => Ok(t),
+        (None, None) => Err(Refusal::new(
+            "subject",
+            "an operator's key names the tenant (its id) in `subject`",
+        )),
+    }
+}
+
+/// The tenants among `asked` that exist, with the start of their first billing period.
+async fn existing_tenants<C: ConnectionTrait>(
+    conn: &C,
+    asked: impl Iterator<Item = TenantId>,
+) -> Result<HashMap<TenantId, DateTime<Utc>>, DbErr> {
+    let asked: HashSet<TenantId> = asked.collect();
+    if asked.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let found: Vec<(TenantId, DateTime<Utc>)> = tenant::Entity::find()
+        .select_only()
+        .column(tenant::Column::Id)
+        .column(tenant::Column::CreatedAt)
+        .filter(tenant::Column::Id.is_in(asked))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(found
+        .into_iter()
+        .map(|(id, created)| (id, crate::invoicing::whole_minute(created)))
+        .collect())
+}
+
+async fn meters_by_type<C: ConnectionTrait>(
+    conn: &C,
+) -> Result<HashMap<String, Vec<Meter>>, DbErr> {
+    let mut by_type: HashMap<String, Vec<Meter>> = HashMap::new();
+    for row in store::current(conn).await? {
+        by_type
+            .entry(row.event_type.clone())
+            .or_default()
+            .push(Meter::from_row(row));
+    }
+    Ok(by_type)
+}
+
+/// What the event counts for each current meter of its type; the first meter that cannot
+/// count it refuses the event.
+fn readings(
+    meters: &HashMap<String, Vec<Meter>>,
+    event: &CloudEvent,
+) -> Result<Vec<Reading>, Refusal> {
+    meters
+        .get(&event.event_type)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|m| m.read(&event.data))
+        .collect()
+}
+
+/// Refuses, in order, the events that would open a group beyond `MAX_GROUPS` for their
+/// tenant and meter; returns the rest.
+async fn bound_groups<C: ConnectionTrait>(
+    conn: &C,
+    admitted: Vec<Admitted>,
+    outcomes: &mut [Option<Outcome>],
+) -> Result<Vec<Admitted>, DbErr> {
+    let tenants: Vec<TenantId> = admitted
+        .iter()
+        .map(|a| a.tenant)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let meters: Vec<MeterId> = admitted
+        .iter()
+        .flat_map(|a| a.readings.iter().map(|r| r.meter))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    if meters.is_empty() {
+        return Ok(admitted);
+    }
+    let mut groups = store::groups(conn, &tenants, &meters).await?;
+    let mut kept = Vec::new();
+    for a in admitted {
+        let over = a.readings.iter().find(|r| {
+            let seen = groups.get(&(a.tenant, r.meter));
+            !seen.is_some_and(|g| g.contains(&r.group_key))
+                && seen.map_or(0, HashSet::len) >= usize::try_from(MAX_GROUPS).unwrap_or(usize::MAX)
+        });
+        if let Some(r) = over {
+            outcomes[a.index] = Some(Outcome::Invalid(Refusal::new(
+                "data",
+                format!(
+                    "this meter has counted {MAX_GROUPS} groups for the tenant, the most it may: group {} is one more",
+                    r.group_key
+                ),
+            )));
+            continue;
+        }
+        for r in &a.readings {
+            groups
+                .entry((a.tenant, r.meter))
+                .or_default()
+                .insert(r.group_key.clone());
+        }
+        kept.push(a);
+    }
+    Ok(kept)
+}
+
+fn event_row(a: &Admitted, now: DateTime<Utc>) -> usage_event::Model {
+    usage_event::Model {
+        id: a.row_id,
+        tenant_id: a.tenant,
+        source: a.event.source.clone(),
+        event_id: a.event.id.clone(),
+        event_type: a.event.event_type.clone(),
+        time: a.event.time,
+        data: Value::Object(a.event.data.clone()),
+        meters: i32::try_from(a.readings.len()).unwrap_or(i32::MAX),
+        received_at: now,
+    }
+}
+
+fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(TimeDelta::minutes(1)).unwrap_or(t)
+}
+
+/// Adds the fresh events' readings into the meters' buckets, distinct values and groups.
+async fn count<C: ConnectionTrait>(conn: &C, fresh: &[Admitted]) -> Result<(), DbErr> {
+    let mut buckets: BTreeMap<(TenantId, MeterId, DateTime<Utc>, String), meter_minute::Model> =
+        BTreeMap::new();
+    let mut uniques = HashSet::new();
+    let mut groups = HashSet::new();
+    for a in fresh {
+        let minute = minute_of(a.event.time);
+        for r in &a.readings {
+            groups.insert((a.tenant, r.meter, r.group_key.clone()));
+            if let Some(value) = &r.distinct {
+                uniques.insert((
+                    a.tenant,
+                    r.meter,
+                    minute,
+                    r.group_key.clone(),
+                    value.clone(),
+                ));
+            }
+            let one = bucket_of(a.tenant, r, minute, a.event.time);
+            let key = (a.tenant, r.meter, minute, r.group_key.clone());
+            let merged = match buckets.remove(&key) {
+                Some(b) => merge(&b, &one)
+                    .ok_or_else(|| DbErr::Custom("a meter's total overflows".into()))?,
+                None => one,
+            };
+            buckets.insert(key, merged);
+        }
+    }
+    store::insert_groups(
+        conn,
+        groups
+            .into_iter()
+            .map(|(tenant_id, meter_id, group_key)| meter_group::Model {
+                tenant_id,
+                meter_id,
+                group_key,
+            })
+            .collect(),
+    )
+    .await?;
+    store::insert_uniques(
+        conn,
+        uniques
+            .into_iter()
+            .map(
+                |(tenant_id, meter_id, minute_start, group_key, value)| meter_unique::Model {
+                    tenant_id,
+                    meter_id,
+                    minute_start,
+                    group_key,
+                    value,
+                },
+            )
+            .collect(),
+    )
+    .await?;
+    store::add_buckets(conn, buckets.into_values().collect(), merge).await
+}
+
+fn bucket_of(
+    tenant: TenantId,
+    r: &Reading,
+    minute: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> meter_minute::Model {
+    meter_minute::Model {
+        tenant_id: tenant,
+        meter_id: r.meter,
+        minute_start: minute,
+        group_key: r.group_key.clone(),
+        sum: r.value.into(),
+        count: 1,
+        max: r.value.into(),
+        latest_at: at,
+        latest: r.value.into(),
+    }
+}
+
+/// Two buckets of one key as one: sums and counts add, the larger maximum stays, and the
+/// latest value is the one with the later time (the larger value at equal times), so the
+/// order events arrive in changes nothing. `None` when a sum overflows.
+pub fn merge(a: &meter_minute::Model, b: &meter_minute::Model) -> Option<meter_minute::Model> {
+    let (latest_at, latest) = (a.latest_at, a.latest.get()).max((b.latest_at, b.latest.get()));
+    Some(meter_minute::Model {
+        sum: a.sum.get().checked_add(b.sum.get())?.into(),
+        count: a.count.checked_add(b.count)?,
+        max: a.max.get().max(b.max.get()).into(),
+        latest_at,
+        latest: latest.into(),
+        ..a.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal::Decimal;
+
+    fn bucket(at: &str, value: i64) -> meter_minute::Model {
+        let at: DateTime<Utc> = at.parse().unwrap();
+        meter_minute::Model {
+            tenant_id: TenantId::from(uuid::Uuid::nil()),
+            meter_id: MeterId::from(uuid::Uuid::nil()),
+            minute_start: minute_of(at),
+            group_key: "[]".into(),
+            sum: Decimal::from(value).into(),
+            count: 1,
+            max: Decimal::from(value).into(),
+            latest_at: at,
+            latest: Decimal::from(value).into(),
+        }
+    }
+
+    #[test]
+    fn merging_buckets_does_not_depend_on_their_order() {
+        let a = bucket("2026-12-03T10:00:10Z", 5);
+        let b = bucket("2026-12-03T10:00:40Z", 2);
+        let c = bucket("2026-12-03T10:00:40Z", 3);
+        let one = merge(&merge(&a, &b).unwrap(), &c).unwrap();
+        let other = merge(&merge(&c, &a).unwrap(), &b).unwrap();
+        assert_eq!(one, other);
+        assert_eq!(
+            (one.sum.get(), one.count, one.max.get()),
+            (Decimal::from(10), 3, Decimal::from(5))
+        );
+        // The latest time wins; at equal times the larger value.
+        assert_eq!(one.latest.get(), Decimal::from(3));
+    }
+
+    #[test]
+    fn a_sum_that_overflows_is_refused() {
+        let mut a = bucket("2026-12-03T10:00:10Z", 1);
+        a.sum = Decimal::MAX.into();
+        assert!(merge(&a, &bucket("2026-12-03T10:00:11Z", 1)).is_none());
+    }
+}

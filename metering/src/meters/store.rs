@@ -1,0 +1,329 @@
+//! SQL of meters and usage events: `meters`, `usage_events`, `meter_minutes`,
+//! `meter_uniques`, `meter_groups`. Every read of a tenant's usage filters by tenant here.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::{meter, meter_group, meter_minute, meter_unique, usage_event};
+use neocloud_schema::ids::{MeterId, TenantId, UsageEventId};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult,
+    IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+};
+
+/// Rows per multi-row statement (the tables have at most 9 columns; 900 bind values).
+const CHUNK: usize = 100;
+
+pub async fn latest_version<C: ConnectionTrait>(conn: &C, key: &str) -> Result<Option<i32>, DbErr> {
+    Ok(meter::Entity::find()
+        .filter(meter::Column::Key.eq(key))
+        .order_by_desc(meter::Column::Version)
+        .one(conn)
+        .await?
+        .map(|m| m.version))
+}
+
+pub async fn insert_meter<C: ConnectionTrait>(conn: &C, row: meter::Model) -> Result<(), DbErr> {
+    meter::Entity::insert(row.into_active_model())
+        .exec_without_returning(conn)
+        .await
+        .map(|_| ())
+}
+
+/// Every meter version, oldest first.
+pub async fn all_versions<C: ConnectionTrait>(conn: &C) -> Result<Vec<meter::Model>, DbErr> {
+    meter::Entity::find()
+        .order_by_asc(meter::Column::Key)
+        .order_by_asc(meter::Column::Version)
+        .all(conn)
+        .await
+}
+
+/// The current version of each meter: the highest under its key.
+pub async fn current<C: ConnectionTrait>(conn: &C) -> Result<Vec<meter::Model>, DbErr> {
+    let mut latest: BTreeMap<String, meter::Model> = BTreeMap::new();
+    for m in all_versions(conn).await? {
+        latest.insert(m.key.clone(), m);
+    }
+    Ok(latest.into_values().collect())
+}
+
+pub async fn versions<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[MeterId],
+) -> Result<HashMap<MeterId, meter::Model>, DbErr> {
+    Ok(meter::Entity::find()
+        .filter(meter::Column::Id.is_in(ids.iter().copied()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|m| (m.id, m))
+        .collect())
+}
+
+/// Inserts the events not recorded before; returns the ids of those that were new.
+pub async fn insert_events<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<usage_event::Model>,
+) -> Result<HashSet<UsageEventId>, DbErr> {
+    let mut fresh = HashSet::new();
+    for chunk in rows.chunks(CHUNK) {
+        let inserted = usage_event::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(
+            OnConflict::columns([
+                usage_event::Column::TenantId,
+                usage_event::Column::Source,
+                usage_event::Column::EventId,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_with_returning_keys(conn)
+        .await;
+        match inserted {
+            Ok(ids) => fresh.extend(ids),
+            Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(fresh)
+}
+
+/// The groups each of `meters` has counted for each of `tenants` (at most `MAX_GROUPS`
+/// each).
+pub async fn groups<C: ConnectionTrait>(
+    conn: &C,
+    tenants: &[TenantId],
+    meters: &[MeterId],
+) -> Result<HashMap<(TenantId, MeterId), HashSet<String>>, DbErr> {
+    let rows = meter_group::Entity::find()
+        .filter(meter_group::Column::TenantId.is_in(tenants.iter().copied()))
+        .filter(meter_group::Column::MeterId.is_in(meters.iter().copied()))
+        .all(conn)
+        .await?;
+    let mut out: HashMap<(TenantId, MeterId), HashSet<String>> = HashMap::new();
+    for r in rows {
+        out.entry((r.tenant_id, r.meter_id))
+            .or_default()
+            .insert(r.group_key);
+    }
+    Ok(out)
+}
+
+pub async fn insert_groups<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<meter_group::Model>,
+) -> Result<(), DbErr> {
+    for chunk in rows.chunks(CHUNK) {
+        let inserted = meter_group::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(
+            OnConflict::columns([
+                meter_group::Column::TenantId,
+                meter_group::Column::MeterId,
+                meter_group::Column::GroupKey,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await;
+        match inserted {
+            Ok(_) | Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+pub async fn insert_uniques<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<meter_unique::Model>,
+) -> Result<(), DbErr> {
+    for chunk in rows.chunks(CHUNK) {
+        let inserted = meter_unique::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(
+            OnConflict::columns([
+                meter_unique::Column::TenantId,
+                meter_unique::Column::MeterId,
+                meter_unique::Column::MinuteStart,
+                meter_unique::Column::GroupKey,
+                meter_unique::Column::Value,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await;
+        match inserted {
+            Ok(_) | Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Adds `buckets` (sorted by key) into `meter_minutes`: each row is created empty if
+/// missing, then locked in key order (so two batches never wait on each other in a
+/// cycle), merged and written back.
+pub async fn add_buckets<C: ConnectionTrait>(
+    conn: &C,
+    buckets: Vec<meter_minute::Model>,
+    merge: impl Fn(&meter_minute::Model, &meter_minute::Model) -> Option<meter_minute::Model>,
+) -> Result<(), DbErr> {
+    let empty: Vec<meter_minute::Model> = buckets.iter().map(empty_like).collect();
+    for chunk in empty.chunks(CHUNK) {
+        let inserted = meter_minute::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(
+            OnConflict::columns([
+                meter_minute::Column::TenantId,
+                meter_minute::Column::MeterId,
+                meter_minute::Column::MinuteStart,
+                meter_minute::Column::GroupKey,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await;
+        match inserted {
+            Ok(_) | Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let tenants: HashSet<TenantId> = buckets.iter().map(|b| b.tenant_id).collect();
+    let meters: HashSet<MeterId> = buckets.iter().map(|b| b.meter_id).collect();
+    let minutes: HashSet<DateTime<Utc>> = buckets.iter().map(|b| b.minute_start).collect();
+    let stored = meter_minute::Entity::find()
+        .filter(meter_minute::Column::TenantId.is_in(tenants))
+        .filter(meter_minute::Column::MeterId.is_in(meters))
+        .filter(meter_minute::Column::MinuteStart.is_in(minutes))
+        .order_by_asc(meter_minute::Column::TenantId)
+        .order_by_asc(meter_minute::Column::MeterId)
+        .order_by_asc(meter_minute::Column::MinuteStart)
+        .order_by_asc(meter_minute::Column::GroupKey)
+        .lock_exclusive()
+        .all(conn)
+        .await?;
+    let stored: HashMap<_, _> = stored
+        .into_iter()
+        .map(|row| (bucket_key(&row), row))
+        .collect();
+    for bucket in &buckets {
+        let Some(old) = stored.get(&bucket_key(bucket)) else {
+            return Err(DbErr::RecordNotFound(
+                "a meter bucket just created".to_owned(),
+            ));
+        };
+        let Some(merged) = merge(old, bucket) else {
+            return Err(DbErr::Custom("a meter's total overflows".to_owned()));
+        };
+        let mut active = merged.into_active_model();
+        for column in [
+            meter_minute::Column::Sum,
+            meter_minute::Column::Count,
+            meter_minute::Column::Max,
+            meter_minute::Column::LatestAt,
+            meter_minute::Column::Latest,
+        ] {
+            active.reset(column);
+        }
+        active.update(conn).await?;
+    }
+    Ok(())
+}
+
+type BucketKey = (TenantId, MeterId, DateTime<Utc>, String);
+
+fn bucket_key(row: &meter_minute::Model) -> BucketKey {
+    (
+        row.tenant_id,
+        row.meter_id,
+        row.minute_start,
+        row.group_key.clone(),
+    )
+}
+
+fn empty_like(b: &meter_minute::Model) -> meter_minute::Model {
+    meter_minute::Model {
+        sum: rust_decimal::Decimal::ZERO.into(),
+        count: 0,
+        max: rust_decimal::Decimal::ZERO.into(),
+        latest_at: b.minute_start,
+        latest: rust_decimal::Decimal::ZERO.into(),
+        ..b.clone()
+    }
+}
+
+/// A tenant's buckets with `from <= minute_start < to`.
+pub async fn minutes<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<meter_minute::Model>, DbErr> {
+    meter_minute::Entity::find()
+        .filter(meter_minute::Column::TenantId.eq(tenant))
+        .filter(meter_minute::Column::MinuteStart.gte(from))
+        .filter(meter_minute::Column::MinuteStart.lt(to))
+        .all(conn)
+        .await
+}
+
+#[derive(Debug, FromQueryResult)]
+struct DistinctCount {
+    meter_id: MeterId,
+    group_key: String,
+    distinct: i64,
+}
+
+/// The distinct values each `unique_count` meter saw for a tenant over `[from, to)`, per
+/// group.
+pub async fn distinct_counts<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<(MeterId, String, i64)>, DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    let rows = meter_unique::Entity::find()
+        .select_only()
+        .column(meter_unique::Column::MeterId)
+        .column(meter_unique::Column::GroupKey)
+        .column_as(
+            Expr::col(meter_unique::Column::Value).count_distinct(),
+            "distinct",
+        )
+        .filter(meter_unique::Column::TenantId.eq(tenant))
+        .filter(meter_unique::Column::MinuteStart.gte(from))
+        .filter(meter_unique::Column::MinuteStart.lt(to))
+        .group_by(meter_unique::Column::MeterId)
+        .group_by(meter_unique::Column::GroupKey)
+        .into_model::<DistinctCount>()
+        .all(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.meter_id, r.group_key, r.distinct))
+        .collect())
+}

@@ -1,0 +1,174 @@
+use chrono::Utc;
+use neocloud_schema::entity::meter;
+use neocloud_schema::ids::{MeterId, SkuId};
+use neocloud_schema::vocabulary::MeterAggregation;
+use rust_decimal::Decimal;
+use serde_json::{Map, Value, json};
+
+use super::*;
+
+fn meter(aggregation: MeterAggregation, value: Option<&str>, group_by: &[&str]) -> Meter {
+    Meter::from_row(meter::Model {
+        id: MeterId::new(),
+        key: "tokens-in".into(),
+        version: 1,
+        event_type: "tokens".into(),
+        value_path: value.map(str::to_owned),
+        aggregation,
+        group_by: json!(group_by),
+        max_value: Decimal::from(1_000_000).into(),
+        sku_id: SkuId::new(),
+        description: String::new(),
+        created_at: Utc::now(),
+    })
+}
+
+fn data(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+#[test]
+fn a_sum_meter_reads_its_path_and_groups() {
+    let m = meter(
+        MeterAggregation::Sum,
+        Some("tokens.input"),
+        &["model", "key"],
+    );
+    let r = m
+        .read(&data(
+            json!({"tokens": {"input": 1200.5}, "model": "llama", "key": 7}),
+        ))
+        .unwrap();
+    assert_eq!(r.value, Decimal::new(12005, 1));
+    assert_eq!(r.group_key, r#"["llama","7"]"#);
+    let missing_group = m.read(&data(json!({"tokens": {"input": "3"}}))).unwrap();
+    assert_eq!(
+        (missing_group.value, missing_group.group_key.as_str()),
+        (Decimal::from(3), r#"["",""]"#)
+    );
+}
+
+#[test]
+fn a_value_no_meter_can_take_is_refused_by_its_field() {
+    let m = meter(MeterAggregation::Sum, Some("tokens.input"), &["model"]);
+    for bad in [
+        json!({}),
+        json!({"tokens": {"input": -1}}),
+        json!({"tokens": {"input": 1_000_001}}),
+        json!({"tokens": {"input": "1e3"}}),
+        json!({"tokens": {"input": [1]}}),
+        json!({"tokens": {"input": 0.0000000000001}}),
+    ] {
+        assert_eq!(
+            m.read(&data(bad.clone()))
+                .expect_err(&bad.to_string())
+                .field,
+            "data.tokens.input"
+        );
+    }
+    let long = "m".repeat(129);
+    let refused = m
+        .read(&data(json!({"tokens": {"input": 1}, "model": long})))
+        .unwrap_err();
+    assert_eq!(refused.field, "data.model");
+    assert!(
+        m.read(&data(json!({"tokens": {"input": 1}, "model": {"a": 1}})))
+            .is_err()
+    );
+    assert_eq!(
+        m.read(&data(json!({"tokens": {"input": 1e3}})))
+            .unwrap()
+            .value,
+        Decimal::from(1000)
+    );
+}
+
+#[test]
+fn count_and_unique_count_read_what_they_count() {
+    let count = meter(MeterAggregation::Count, None, &[]);
+    assert_eq!(count.read(&Map::new()).unwrap().value, Decimal::ONE);
+    let unique = meter(MeterAggregation::UniqueCount, Some("user"), &[]);
+    let r = unique.read(&data(json!({"user": 42}))).unwrap();
+    assert_eq!(
+        (r.value, r.distinct.as_deref()),
+        (Decimal::ZERO, Some("42"))
+    );
+    assert_eq!(unique.read(&Map::new()).unwrap_err().field, "data.user");
+}
+
+#[test]
+fn paths_are_dotted_names() {
+    assert!(Path::parse("tokens.input").is_ok());
+    assert!(Path::parse("a_b-c.d1").is_ok());
+    for bad in [
+        "",
+        ".",
+        "a..b",
+        "a.b.",
+        "$.a",
+        "a[0]",
+        "a b",
+        "a.b.c.d.e.f.g.h.i",
+    ] {
+        assert!(Path::parse(bad).is_err(), "{bad}");
+    }
+}
+
+fn new_meter(aggregation: MeterAggregation, value: Option<&str>) -> NewMeter {
+    NewMeter {
+        key: "egress".into(),
+        event_type: "net.egress".into(),
+        value_path: value.map(str::to_owned),
+        aggregation,
+        group_by: vec![],
+        max_value: None,
+        sku: SkuId::new(),
+        description: None,
+    }
+}
+
+fn refused_field(new: &NewMeter) -> String {
+    match check(new) {
+        Err(MeteringError::Invalid(i)) => i.field,
+        other => panic!("expected a refusal, got {:?}", other.map(|c| c.key)),
+    }
+}
+
+#[test]
+fn a_definition_is_checked_field_by_field() {
+    assert!(check(&new_meter(MeterAggregation::Sum, Some("gb"))).is_ok());
+    assert_eq!(
+        check(&new_meter(MeterAggregation::Sum, Some("gb")))
+            .unwrap()
+            .max_value,
+        DEFAULT_MAX_VALUE
+    );
+    assert_eq!(
+        refused_field(&new_meter(MeterAggregation::Sum, None)),
+        "valuePath"
+    );
+    assert_eq!(
+        refused_field(&new_meter(MeterAggregation::Count, Some("gb"))),
+        "valuePath"
+    );
+    let mut m = new_meter(MeterAggregation::Count, None);
+    m.key = "not a slug".into();
+    assert_eq!(refused_field(&m), "key");
+    let mut m = new_meter(MeterAggregation::Count, None);
+    m.group_by = vec!["a".into(); 5];
+    assert_eq!(refused_field(&m), "groupBy");
+    for bad in ["0", "-1", "1e3", "1000000000000001"] {
+        let mut m = new_meter(MeterAggregation::Count, None);
+        m.max_value = Some(bad.into());
+        assert_eq!(refused_field(&m), "maxValue", "{bad}");
+    }
+    let mut m = new_meter(MeterAggregation::Count, None);
+    m.event_type = " ".into();
+    assert_eq!(refused_field(&m), "eventType");
+}
+
+#[test]
+fn the_bounds_are_the_powers_of_ten_they_say() {
+    assert_eq!(DEFAULT_MAX_VALUE, Decimal::from(1_000_000_000_000_i64));
+    assert_eq!(MAX_MAX_VALUE, Decimal::from(1_000_000_000_000_000_i64));
+}
