@@ -1,7 +1,8 @@
 //! Meters and usage events. A metered SKU names its unit (`skus.unit_name`). `meters`
 //! holds operator-defined meter versions; `usage_events` every usage event received,
 //! unique per `(tenant_id, source, event_id)`; `meter_minutes` what each meter version
-//! counted per tenant, minute and group; `meter_uniques` the distinct values of
+//! counted per tenant, minute and group (in up to 16 shards, so
+//! concurrent batches rarely wait on one row); `meter_uniques` the distinct values of
 //! `unique_count` meters; `meter_groups` the groups each meter has seen per tenant (what
 //! bounds its cardinality). Quantities are `NUMERIC` on PostgreSQL and the decimal's text
 //! on SQLite, as every exact column.
@@ -64,6 +65,7 @@ enum MeterMinutes {
     MeterId,
     MinuteStart,
     GroupKey,
+    Shard,
     Sum,
     Count,
     Max,
@@ -186,6 +188,7 @@ async fn aggregates(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
                 .col(uuid(MeterMinutes::MeterId))
                 .col(timestamp_with_time_zone(MeterMinutes::MinuteStart))
                 .col(string(MeterMinutes::GroupKey))
+                .col(small_integer(MeterMinutes::Shard))
                 .col(exact(backend, MeterMinutes::Sum))
                 .col(big_integer(MeterMinutes::Count))
                 .col(exact(backend, MeterMinutes::Max))
@@ -196,7 +199,8 @@ async fn aggregates(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
                         .col(MeterMinutes::TenantId)
                         .col(MeterMinutes::MeterId)
                         .col(MeterMinutes::MinuteStart)
-                        .col(MeterMinutes::GroupKey),
+                        .col(MeterMinutes::GroupKey)
+                        .col(MeterMinutes::Shard),
                 )
                 .to_owned(),
         )

@@ -87,7 +87,7 @@ pub async fn record<C: ConnectionTrait>(
             Err(outcome) => outcomes[index] = Some(outcome),
         }
     }
-    let admitted = bound_groups(conn, admitted, &mut outcomes).await?;
+    let (admitted, opened) = bound_groups(conn, admitted, &mut outcomes).await?;
     let fresh =
         store::insert_events(conn, admitted.iter().map(|a| event_row(a, now)).collect()).await?;
     let (fresh, repeated): (Vec<Admitted>, Vec<Admitted>) = admitted
@@ -96,7 +96,7 @@ pub async fn record<C: ConnectionTrait>(
     for a in &repeated {
         outcomes[a.index] = Some(Outcome::Duplicate);
     }
-    count(conn, &fresh).await?;
+    count(conn, &fresh, &opened).await?;
     for a in &fresh {
         outcomes[a.index] = Some(Outcome::Accepted {
             meters: a.readings.len(),
@@ -185,13 +185,16 @@ fn readings(
         .collect()
 }
 
+/// The groups a batch opens: (tenant, meter, group key) not counted before.
+type NewGroups = HashSet<(TenantId, MeterId, String)>;
+
 /// Refuses, in order, the events that would open a group beyond `MAX_GROUPS` for their
-/// tenant and meter; returns the rest.
+/// tenant and meter; returns the rest, and the groups they open.
 async fn bound_groups<C: ConnectionTrait>(
     conn: &C,
     admitted: Vec<Admitted>,
     outcomes: &mut [Option<Outcome>],
-) -> Result<Vec<Admitted>, DbErr> {
+) -> Result<(Vec<Admitted>, NewGroups), DbErr> {
     let tenants: Vec<TenantId> = admitted
         .iter()
         .map(|a| a.tenant)
@@ -205,9 +208,10 @@ async fn bound_groups<C: ConnectionTrait>(
         .into_iter()
         .collect();
     if meters.is_empty() {
-        return Ok(admitted);
+        return Ok((admitted, NewGroups::new()));
     }
     let mut groups = store::groups(conn, &tenants, &meters).await?;
+    let mut opened = NewGroups::new();
     let mut kept = Vec::new();
     for a in admitted {
         let over = a.readings.iter().find(|r| {
@@ -226,14 +230,14 @@ async fn bound_groups<C: ConnectionTrait>(
             continue;
         }
         for r in &a.readings {
-            groups
-                .entry((a.tenant, r.meter))
-                .or_default()
-                .insert(r.group_key.clone());
+            let seen = groups.entry((a.tenant, r.meter)).or_default();
+            if seen.insert(r.group_key.clone()) {
+                opened.insert((a.tenant, r.meter, r.group_key.clone()));
+            }
         }
         kept.push(a);
     }
-    Ok(kept)
+    Ok((kept, opened))
 }
 
 fn event_row(a: &Admitted, now: DateTime<Utc>) -> usage_event::Model {
@@ -254,8 +258,17 @@ fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.duration_trunc(TimeDelta::minutes(1)).unwrap_or(t)
 }
 
-/// Adds the fresh events' readings into the meters' buckets, distinct values and groups.
-async fn count<C: ConnectionTrait>(conn: &C, fresh: &[Admitted]) -> Result<(), DbErr> {
+/// Shards of a minute bucket (`meter_minutes.shard`).
+const SHARDS: u8 = 16;
+
+/// Adds the fresh events' readings into the meters' buckets (one shard, chosen at random
+/// for this transaction), distinct values, and the groups not seen before (`new_groups`).
+async fn count<C: ConnectionTrait>(
+    conn: &C,
+    fresh: &[Admitted],
+    new_groups: &HashSet<(TenantId, MeterId, String)>,
+) -> Result<(), DbErr> {
+    let shard = i16::from(uuid::Uuid::new_v4().as_bytes()[0] % SHARDS);
     let mut buckets: BTreeMap<(TenantId, MeterId, DateTime<Utc>, String), meter_minute::Model> =
         BTreeMap::new();
     let mut uniques = HashSet::new();
@@ -263,7 +276,10 @@ async fn count<C: ConnectionTrait>(conn: &C, fresh: &[Admitted]) -> Result<(), D
     for a in fresh {
         let minute = minute_of(a.event.time);
         for r in &a.readings {
-            groups.insert((a.tenant, r.meter, r.group_key.clone()));
+            let group = (a.tenant, r.meter, r.group_key.clone());
+            if new_groups.contains(&group) {
+                groups.insert(group);
+            }
             if let Some(value) = &r.distinct {
                 uniques.insert((
                     a.tenant,
@@ -273,7 +289,7 @@ async fn count<C: ConnectionTrait>(conn: &C, fresh: &[Admitted]) -> Result<(), D
                     value.clone(),
                 ));
             }
-            let one = bucket_of(a.tenant, r, minute, a.event.time);
+            let one = bucket_of(a.tenant, r, (minute, shard), a.event.time);
             let key = (a.tenant, r.meter, minute, r.group_key.clone());
             let merged = match buckets.remove(&key) {
                 Some(b) => merge(&b, &one)
@@ -317,7 +333,7 @@ async fn count<C: ConnectionTrait>(conn: &C, fresh: &[Admitted]) -> Result<(), D
 fn bucket_of(
     tenant: TenantId,
     r: &Reading,
-    minute: DateTime<Utc>,
+    (minute, shard): (DateTime<Utc>, i16),
     at: DateTime<Utc>,
 ) -> meter_minute::Model {
     meter_minute::Model {
@@ -325,6 +341,7 @@ fn bucket_of(
         meter_id: r.meter,
         minute_start: minute,
         group_key: r.group_key.clone(),
+        shard,
         sum: r.value.into(),
         count: 1,
         max: r.value.into(),
@@ -360,6 +377,7 @@ mod tests {
             meter_id: MeterId::from(uuid::Uuid::nil()),
             minute_start: minute_of(at),
             group_key: "[]".into(),
+            shard: 0,
             sum: Decimal::from(value).into(),
             count: 1,
             max: Decimal::from(value).into(),

@@ -178,57 +178,16 @@ pub async fn insert_uniques<C: ConnectionTrait>(
     Ok(())
 }
 
-/// Adds `buckets` (sorted by key) into `meter_minutes`: each row is created empty if
-/// missing, then locked in key order (so two batches never wait on each other in a
-/// cycle), merged and written back.
+/// Adds `buckets` (sorted by key, all of one shard) into `meter_minutes`: each row is
+/// created empty if missing, then locked in key order (so two batches never wait on each
+/// other in a cycle), merged and written back.
 pub async fn add_buckets<C: ConnectionTrait>(
     conn: &C,
     buckets: Vec<meter_minute::Model>,
     merge: impl Fn(&meter_minute::Model, &meter_minute::Model) -> Option<meter_minute::Model>,
 ) -> Result<(), DbErr> {
-    let empty: Vec<meter_minute::Model> = buckets.iter().map(empty_like).collect();
-    for chunk in empty.chunks(CHUNK) {
-        let inserted = meter_minute::Entity::insert_many(
-            chunk
-                .iter()
-                .cloned()
-                .map(IntoActiveModel::into_active_model),
-        )
-        .on_conflict(
-            OnConflict::columns([
-                meter_minute::Column::TenantId,
-                meter_minute::Column::MeterId,
-                meter_minute::Column::MinuteStart,
-                meter_minute::Column::GroupKey,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(conn)
-        .await;
-        match inserted {
-            Ok(_) | Err(DbErr::RecordNotInserted) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    let tenants: HashSet<TenantId> = buckets.iter().map(|b| b.tenant_id).collect();
-    let meters: HashSet<MeterId> = buckets.iter().map(|b| b.meter_id).collect();
-    let minutes: HashSet<DateTime<Utc>> = buckets.iter().map(|b| b.minute_start).collect();
-    let stored = meter_minute::Entity::find()
-        .filter(meter_minute::Column::TenantId.is_in(tenants))
-        .filter(meter_minute::Column::MeterId.is_in(meters))
-        .filter(meter_minute::Column::MinuteStart.is_in(minutes))
-        .order_by_asc(meter_minute::Column::TenantId)
-        .order_by_asc(meter_minute::Column::MeterId)
-        .order_by_asc(meter_minute::Column::MinuteStart)
-        .order_by_asc(meter_minute::Column::GroupKey)
-        .lock_exclusive()
-        .all(conn)
-        .await?;
-    let stored: HashMap<_, _> = stored
-        .into_iter()
-        .map(|row| (bucket_key(&row), row))
-        .collect();
+    create_empty(conn, &buckets).await?;
+    let stored = lock(conn, &buckets).await?;
     for bucket in &buckets {
         let Some(old) = stored.get(&bucket_key(bucket)) else {
             return Err(DbErr::RecordNotFound(
@@ -253,7 +212,69 @@ pub async fn add_buckets<C: ConnectionTrait>(
     Ok(())
 }
 
-type BucketKey = (TenantId, MeterId, DateTime<Utc>, String);
+/// Creates the buckets missing among `buckets`, empty.
+async fn create_empty<C: ConnectionTrait>(
+    conn: &C,
+    buckets: &[meter_minute::Model],
+) -> Result<(), DbErr> {
+    let empty: Vec<meter_minute::Model> = buckets.iter().map(empty_like).collect();
+    for chunk in empty.chunks(CHUNK) {
+        let inserted = meter_minute::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(
+            OnConflict::columns([
+                meter_minute::Column::TenantId,
+                meter_minute::Column::MeterId,
+                meter_minute::Column::MinuteStart,
+                meter_minute::Column::GroupKey,
+                meter_minute::Column::Shard,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await;
+        match inserted {
+            Ok(_) | Err(DbErr::RecordNotInserted) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Reads `buckets`' rows locked (`FOR UPDATE` on PostgreSQL), in key order.
+async fn lock<C: ConnectionTrait>(
+    conn: &C,
+    buckets: &[meter_minute::Model],
+) -> Result<HashMap<BucketKey, meter_minute::Model>, DbErr> {
+    let tenants: HashSet<TenantId> = buckets.iter().map(|b| b.tenant_id).collect();
+    let meters: HashSet<MeterId> = buckets.iter().map(|b| b.meter_id).collect();
+    let minutes: HashSet<DateTime<Utc>> = buckets.iter().map(|b| b.minute_start).collect();
+    let shards: HashSet<i16> = buckets.iter().map(|b| b.shard).collect();
+    let stored = meter_minute::Entity::find()
+        .filter(meter_minute::Column::TenantId.is_in(tenants))
+        .filter(meter_minute::Column::Shard.is_in(shards))
+        .filter(meter_minute::Column::MeterId.is_in(meters))
+        .filter(meter_minute::Column::MinuteStart.is_in(minutes))
+        .order_by_asc(meter_minute::Column::TenantId)
+        .order_by_asc(meter_minute::Column::MeterId)
+        .order_by_asc(meter_minute::Column::MinuteStart)
+        .order_by_asc(meter_minute::Column::GroupKey)
+        .order_by_asc(meter_minute::Column::Shard)
+        .lock_exclusive()
+        .all(conn)
+        .await?;
+    Ok(stored
+        .into_iter()
+        .map(|row| (bucket_key(&row), row))
+        .collect())
+}
+
+type BucketKey = (TenantId, MeterId, DateTime<Utc>, String, i16);
 
 fn bucket_key(row: &meter_minute::Model) -> BucketKey {
     (
@@ -261,6 +282,7 @@ fn bucket_key(row: &meter_minute::Model) -> BucketKey {
         row.meter_id,
         row.minute_start,
         row.group_key.clone(),
+        row.shard,
     )
 }
 
