@@ -207,6 +207,36 @@ async fn a_batch_is_answered_event_by_event_and_billed_once(backend: Backend) {
     // A late event of the closed period is billed on the next invoice as an adjustment.
     let closed = app.close_period(&tenant, "id total").await;
     assert_eq!(closed["total"], "1.12");
+    let focus = app
+        .client
+        .get(format!(
+            "{}/v1/invoices/{}/export?format=focus",
+            app.url,
+            closed["id"].as_str().unwrap_or("")
+        ))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("export")
+        .text()
+        .await
+        .expect("csv");
+    let header: Vec<&str> = focus.lines().next().unwrap_or("").split(',').collect();
+    let row: Vec<&str> = focus.lines().nth(1).unwrap_or("").split(',').collect();
+    let cell = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .and_then(|i| row.get(i))
+            .copied()
+    };
+    assert_eq!(cell("ServiceCategory"), Some("Other"), "{focus}");
+    assert_eq!(cell("ServiceName"), Some("egress-gb"), "{focus}");
+    assert_eq!(
+        (cell("ListUnitPrice"), cell("PricingUnit")),
+        (Some("0.09"), Some("GB")),
+        "{focus}"
+    );
     app.advance(TimeDelta::minutes(1));
     let (_, late) = post(
         &app,

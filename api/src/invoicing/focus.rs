@@ -111,6 +111,7 @@ impl<'a> Charge<'a> {
         let consumed = self.consumed();
         let (resource_id, resource_name, resource_type) = self.resource();
         let region = self.sku.map(|s| s.region.clone()).unwrap_or_default();
+        let service = self.service();
         vec![
             invoice.tenant_id.to_string(),
             tenant.to_owned(),
@@ -151,15 +152,24 @@ impl<'a> Charge<'a> {
             resource_id,
             resource_name,
             resource_type.to_owned(),
-            "Compute".to_owned(),
-            "Virtual Machines".to_owned(),
-            "GPU compute".to_owned(),
+            service.0.to_owned(),
+            service.1.to_owned(),
+            service.2,
             opt(line.sku),
             opt(line.metric),
             self.sku_price_id(),
             line.kind.to_string(),
             opt(line.tier.map(|t| t + 1)),
         ]
+    }
+
+    /// ServiceCategory, ServiceSubcategory and ServiceName: GPU compute, or for a metered
+    /// SKU (whose meters say no more yet) `Other` named after the SKU.
+    fn service(&self) -> (&'static str, &'static str, String) {
+        match (self.line.metric, self.sku) {
+            (Some(Metric::Metered), Some(sku)) => ("Other", "Other (Other)", sku.name.clone()),
+            _ => ("Compute", "Virtual Machines", "GPU compute".to_owned()),
+        }
     }
 
     fn is_correction(&self) -> bool {
@@ -186,14 +196,15 @@ impl<'a> Charge<'a> {
     }
 
     /// The catalog's on-demand price of one pricing unit: the SKU's list price per
-    /// unit-hour for held time (× the package size for a package); metrics and fees the
+    /// unit-hour for held time, per unit for a metered SKU (× the package size for a
+    /// package); metrics and fees the
     /// catalog does not price are listed at the plan's price. Null for credits and
     /// adjustments.
     fn list_unit_price(&self) -> Option<Decimal> {
         if !self.is_priced_usage() {
             return None;
         }
-        let held_time = matches!(self.line.metric, Some(Metric::Allocated));
+        let held_time = matches!(self.line.metric, Some(Metric::Allocated | Metric::Metered));
         match self.sku {
             Some(sku) if held_time && self.line.kind != LineKind::FlatFee => {
                 let size = decimal_at(self.source, "package_size").unwrap_or(Decimal::ONE);

@@ -333,7 +333,7 @@ fn metric_text(metric: Metric, sku_unit: &str) -> String {
         Metric::Memory => "GiB-hours of GPU memory".to_owned(),
         Metric::Energy => "energy, kWh".to_owned(),
         Metric::SlaCredit => format!("SLA credit, {sku_unit}-hours on failed hardware"),
-        Metric::Metered => sku_unit.to_owned(),
+        Metric::Metered => format!("metered ({sku_unit})"),
     }
 }
 
