@@ -50,12 +50,38 @@ async fn seeding_twice_creates_nothing_twice_and_rotates_the_keys(backend: Backe
         .collect();
     assert_eq!(
         forms.len(),
-        4,
-        "whole GPU, node, MIG and fractional SKUs: {forms:?}"
+        5,
+        "whole GPU, node, MIG, fractional and metered SKUs: {forms:?}"
     );
-    assert!(
-        skus.iter()
-            .all(|s| s["available"].as_u64().expect("count") > 0)
+    // Every GPU SKU can be ordered now; metered SKUs are never ordered.
+    assert!(skus.iter().all(|s| {
+        let available = s["available"].as_u64().expect("count");
+        if s["form"] == "METERED" {
+            available == 0
+        } else {
+            available > 0
+        }
+    }));
+    // Each tenant's usage reporter reports usage and nothing else.
+    let r = app
+        .gql(
+            Some(&second.tenants[0].usage_reporter),
+            "{ catalog { skus { id } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "FORBIDDEN", "{r}");
+    let r = app
+        .gql(
+            Some(&second.tenants[0].key),
+            "{ meters { key } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["meters"].as_array().map(Vec::len),
+        Some(2),
+        "seeded once: {r}"
     );
     let r = app
         .gql(

@@ -252,6 +252,52 @@ pub fn skus() -> Vec<NewSku> {
     out
 }
 
+/// The demo's metered SKUs, each with the meter that bills it: output tokens of a model
+/// endpoint (per token, grouped by model and API key) and egress (per GB, grouped by
+/// region), both in eu-west.
+pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
+    use neocloud_schema::vocabulary::MeterAggregation;
+    let metered_sku = |name: &str, unit: &str, price: &str| NewSku {
+        name: name.into(),
+        gpu_model: None,
+        form: SkuForm::Metered,
+        mig_profile: None,
+        milli_gpu: None,
+        unit: Some(unit.into()),
+        region: "eu-west".into(),
+        list_price_per_hour: price.into(),
+        currency: "USD".into(),
+    };
+    let meter = |key: &str, event_type: &str, path: &str, group_by: &[&str]| {
+        neocloud_metering::meters::NewMeter {
+            key: key.into(),
+            event_type: event_type.into(),
+            value_path: Some(path.into()),
+            aggregation: MeterAggregation::Sum,
+            group_by: group_by.iter().map(|g| (*g).to_owned()).collect(),
+            max_value: None,
+            // Set to the SKU's id when seeded.
+            sku: neocloud_schema::ids::SkuId::from(uuid::Uuid::nil()),
+            description: None,
+        }
+    };
+    vec![
+        (
+            metered_sku("llama-70b-output-tokens-eu-west", "token", "0.0000008"),
+            meter(
+                "llama-70b-output-tokens",
+                "llm.request",
+                "usage.output_tokens",
+                &["model", "api_key"],
+            ),
+        ),
+        (
+            metered_sku("egress-eu-west", "GB", "0.05"),
+            meter("egress-gb", "net.egress", "gb", &["region"]),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

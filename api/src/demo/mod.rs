@@ -46,6 +46,8 @@ pub struct TenantCredentials {
     pub name: String,
     pub id: String,
     pub key: String,
+    /// A usage reporter key of the tenant (`POST /v1/events`).
+    pub usage_reporter: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,10 +78,20 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
             None,
         )
         .await?;
+        let reporter = auth::mint(
+            &txn,
+            Role::UsageReporter,
+            Some(tenant.id),
+            None,
+            DEMO_LABEL,
+            None,
+        )
+        .await?;
         tenants.push(TenantCredentials {
             name: tenant.name,
             id: tenant.id.to_string(),
             key: key.secret,
+            usage_reporter: reporter.secret,
         });
     }
     let mut agents = Vec::new();
@@ -150,7 +162,26 @@ async fn seed_catalog(txn: &DatabaseTransaction) -> ApiResult<Vec<sku::Model>> {
             catalog::create_in(txn, None, &new.validate()?).await?;
         }
     }
+    seed_meters(txn).await?;
     Ok(catalog::store::active(txn).await?)
+}
+
+/// The metered SKUs and their meters (created once).
+async fn seed_meters(txn: &DatabaseTransaction) -> ApiResult<()> {
+    for (new_sku, mut meter) in fleet_layout::metered() {
+        let sku = match catalog::store::find_by_name(txn, &new_sku.name).await? {
+            Some(sku) => sku,
+            None => catalog::create_in(txn, None, &new_sku.validate()?).await?,
+        };
+        if neocloud_metering::meters::store::latest_version(txn, &meter.key)
+            .await?
+            .is_none()
+        {
+            meter.sku = sku.id;
+            neocloud_metering::meters::create(txn, &meter, Utc::now()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A demo plan: its name and, for the enterprise plan, a commitment.
