@@ -299,21 +299,21 @@ async fn count<C: ConnectionTrait>(
             buckets.insert(key, merged);
         }
     }
-    store::insert_groups(
+    store::insert_missing(
         conn,
-        groups
+        &groups
             .into_iter()
             .map(|(tenant_id, meter_id, group_key)| meter_group::Model {
                 tenant_id,
                 meter_id,
                 group_key,
             })
-            .collect(),
+            .collect::<Vec<_>>(),
     )
     .await?;
-    store::insert_uniques(
+    store::insert_missing(
         conn,
-        uniques
+        &uniques
             .into_iter()
             .map(
                 |(tenant_id, meter_id, minute_start, group_key, value)| meter_unique::Model {
@@ -324,7 +324,7 @@ async fn count<C: ConnectionTrait>(
                     value,
                 },
             )
-            .collect(),
+            .collect::<Vec<_>>(),
     )
     .await?;
     store::add_buckets(conn, buckets.into_values().collect(), merge).await

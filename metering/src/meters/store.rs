@@ -9,7 +9,8 @@ use neocloud_schema::ids::{MeterId, TenantId, UsageEventId};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult,
-    IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+    IntoActiveModel, Iterable, ModelTrait, PrimaryKeyToColumn, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 /// Rows per multi-row statement (the tables have at most 9 columns; 900 bind values).
@@ -116,58 +117,23 @@ pub async fn groups<C: ConnectionTrait>(
     Ok(out)
 }
 
-pub async fn insert_groups<C: ConnectionTrait>(
-    conn: &C,
-    rows: Vec<meter_group::Model>,
-) -> Result<(), DbErr> {
+/// Inserts `rows`, leaving those whose primary key is already stored as they are.
+pub async fn insert_missing<M, C>(conn: &C, rows: &[M]) -> Result<(), DbErr>
+where
+    M: ModelTrait + IntoActiveModel<<M::Entity as EntityTrait>::ActiveModel> + Clone,
+    C: ConnectionTrait,
+{
+    let key: Vec<_> = <<M::Entity as EntityTrait>::PrimaryKey as Iterable>::iter()
+        .map(PrimaryKeyToColumn::into_column)
+        .collect();
     for chunk in rows.chunks(CHUNK) {
-        let inserted = meter_group::Entity::insert_many(
+        let inserted = M::Entity::insert_many(
             chunk
                 .iter()
                 .cloned()
                 .map(IntoActiveModel::into_active_model),
         )
-        .on_conflict(
-            OnConflict::columns([
-                meter_group::Column::TenantId,
-                meter_group::Column::MeterId,
-                meter_group::Column::GroupKey,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(conn)
-        .await;
-        match inserted {
-            Ok(_) | Err(DbErr::RecordNotInserted) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
-}
-
-pub async fn insert_uniques<C: ConnectionTrait>(
-    conn: &C,
-    rows: Vec<meter_unique::Model>,
-) -> Result<(), DbErr> {
-    for chunk in rows.chunks(CHUNK) {
-        let inserted = meter_unique::Entity::insert_many(
-            chunk
-                .iter()
-                .cloned()
-                .map(IntoActiveModel::into_active_model),
-        )
-        .on_conflict(
-            OnConflict::columns([
-                meter_unique::Column::TenantId,
-                meter_unique::Column::MeterId,
-                meter_unique::Column::MinuteStart,
-                meter_unique::Column::GroupKey,
-                meter_unique::Column::Value,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
+        .on_conflict(OnConflict::columns(key.clone()).do_nothing().to_owned())
         .exec_without_returning(conn)
         .await;
         match inserted {
@@ -218,32 +184,7 @@ async fn create_empty<C: ConnectionTrait>(
     buckets: &[meter_minute::Model],
 ) -> Result<(), DbErr> {
     let empty: Vec<meter_minute::Model> = buckets.iter().map(empty_like).collect();
-    for chunk in empty.chunks(CHUNK) {
-        let inserted = meter_minute::Entity::insert_many(
-            chunk
-                .iter()
-                .cloned()
-                .map(IntoActiveModel::into_active_model),
-        )
-        .on_conflict(
-            OnConflict::columns([
-                meter_minute::Column::TenantId,
-                meter_minute::Column::MeterId,
-                meter_minute::Column::MinuteStart,
-                meter_minute::Column::GroupKey,
-                meter_minute::Column::Shard,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(conn)
-        .await;
-        match inserted {
-            Ok(_) | Err(DbErr::RecordNotInserted) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
+    insert_missing(conn, &empty).await
 }
 
 /// Reads `buckets`' rows locked (`FOR UPDATE` on PostgreSQL), in key order.
