@@ -19,7 +19,7 @@ async fn metered(app: &TestApp, name: &str, unit: &str, price: &str, meter: Valu
     let r = app
         .gql(
             Some(&app.operator_key),
-            "mutation($n: String!, $u: String!, $p: String!) { createSku(input: {name: $n, form: METERED, unit: $u, region: \"eu-west\", listPricePerHour: $p, currency: \"USD\"}) { sku { id unit } } }",
+            "mutation($n: String!, $u: String!, $p: String!) { createSku(input: {name: $n, form: METERED, unit: $u, serviceCategory: NETWORKING, region: \"eu-west\", listPricePerHour: $p, currency: \"USD\"}) { sku { id unit serviceCategory } } }",
             json!({"n": name, "u": unit, "p": price}),
         )
         .await;
@@ -28,6 +28,10 @@ async fn metered(app: &TestApp, name: &str, unit: &str, price: &str, meter: Valu
         .unwrap_or_else(|| panic!("createSku failed: {r}"))
         .to_owned();
     assert_eq!(r["data"]["createSku"]["sku"]["unit"], unit);
+    assert_eq!(
+        r["data"]["createSku"]["sku"]["serviceCategory"],
+        "NETWORKING"
+    );
     let mut input = meter;
     input["skuId"] = json!(sku);
     let r = app
@@ -230,7 +234,12 @@ async fn a_batch_is_answered_event_by_event_and_billed_once(backend: Backend) {
             .and_then(|i| row.get(i))
             .copied()
     };
-    assert_eq!(cell("ServiceCategory"), Some("Other"), "{focus}");
+    assert_eq!(cell("ServiceCategory"), Some("Networking"), "{focus}");
+    assert_eq!(
+        cell("ServiceSubcategory"),
+        Some("Other (Networking)"),
+        "{focus}"
+    );
     assert_eq!(cell("ServiceName"), Some("egress-gb"), "{focus}");
     assert_eq!(
         (cell("ListUnitPrice"), cell("PricingUnit")),

@@ -148,6 +148,7 @@ fn main() {
                     list_price_per_hour: Decimal::new(250, 2),
                     unit: "GPU".to_owned(),
                     region: "eu-west".to_owned(),
+                    category: None,
                 },
             )
         })

@@ -120,6 +120,7 @@ async fn fleet() -> Fleet {
             milli_gpu: Set((*form == SkuForm::Fractional).then_some(250)),
             memory_mib: Set(None),
             unit_name: Set(None),
+            service_category: Set(None),
             region: Set("eu-west".into()),
             list_price_per_hour: Set(Decimal::from(gpus * 2).into()),
             currency: Set("EUR".into()),

@@ -1,4 +1,5 @@
-//! Meters and usage events. A metered SKU names its unit (`skus.unit_name`). `meters`
+//! Meters and usage events. A metered SKU names its unit (`skus.unit_name`) and what
+//! kind of service it sells (`skus.service_category`). `meters`
 //! holds operator-defined meter versions; `usage_events` every usage event received,
 //! unique per `(tenant_id, source, event_id)`; `meter_minutes` what each meter version
 //! counted per tenant, minute and group (in up to 16 shards, so
@@ -26,6 +27,7 @@ enum Skus {
     Table,
     Id,
     UnitName,
+    ServiceCategory,
 }
 
 #[derive(DeriveIden)]
@@ -254,6 +256,14 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(Skus::Table)
+                    .add_column(string_null(Skus::ServiceCategory))
+                    .to_owned(),
+            )
+            .await?;
         meters(manager).await?;
         usage_events(manager).await?;
         aggregates(manager).await
@@ -271,13 +281,16 @@ impl MigrationTrait for Migration {
                 .drop_table(Table::drop().table(table).to_owned())
                 .await?;
         }
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Skus::Table)
-                    .drop_column(Skus::UnitName)
-                    .to_owned(),
-            )
-            .await
+        for column in [Skus::UnitName, Skus::ServiceCategory] {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(Skus::Table)
+                        .drop_column(column)
+                        .to_owned(),
+                )
+                .await?;
+        }
+        Ok(())
     }
 }

@@ -157,6 +157,32 @@ string_enum!(
 );
 
 string_enum!(
+    /// What kind of service a metered SKU sells (FOCUS `ServiceCategory`); GPU SKUs are
+    /// compute.
+    ServiceCategory {
+        Compute = "compute",
+        Storage = "storage",
+        Networking = "networking",
+        AiAndMachineLearning = "ai_and_machine_learning",
+        Other = "other",
+    }
+);
+
+impl ServiceCategory {
+    /// The FOCUS name: `Compute`, `Storage`, `Networking`, `AI and Machine Learning`,
+    /// `Other`.
+    pub fn focus_name(self) -> &'static str {
+        match self {
+            ServiceCategory::Compute => "Compute",
+            ServiceCategory::Storage => "Storage",
+            ServiceCategory::Networking => "Networking",
+            ServiceCategory::AiAndMachineLearning => "AI and Machine Learning",
+            ServiceCategory::Other => "Other",
+        }
+    }
+}
+
+string_enum!(
     /// How an allocation may be treated by the scheduler.
     AllocationClass {
         OnDemand = "on_demand",

@@ -13,7 +13,7 @@ use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::{Currency, parse_plain_decimal};
-use neocloud_schema::vocabulary::SkuForm;
+use neocloud_schema::vocabulary::{ServiceCategory, SkuForm};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use uuid::Uuid;
@@ -106,6 +106,8 @@ pub struct NewSku {
     pub milli_gpu: Option<i32>,
     /// A metered SKU's unit; none for the GPU forms.
     pub unit: Option<String>,
+    /// What a metered SKU sells (default `other`); none for the GPU forms (compute).
+    pub service_category: Option<ServiceCategory>,
     pub region: String,
     /// Per unit-hour, or per unit for a metered SKU.
     pub list_price_per_hour: String,
@@ -123,6 +125,7 @@ pub(crate) enum Sells {
     },
     Metered {
         unit: String,
+        category: ServiceCategory,
     },
 }
 
@@ -242,6 +245,7 @@ impl NewSku {
         }
         Ok(Sells::Metered {
             unit: unit.to_owned(),
+            category: self.service_category.unwrap_or(ServiceCategory::Other),
         })
     }
 
@@ -251,6 +255,12 @@ impl NewSku {
             return Err(ApiError::invalid(
                 "unit",
                 "only METERED SKUs name their unit; a GPU SKU's follows from its form",
+            ));
+        }
+        if self.service_category.is_some() {
+            return Err(ApiError::invalid(
+                "serviceCategory",
+                "only METERED SKUs name their service category; a GPU SKU is compute",
             ));
         }
         let model: GpuModel = self.gpu_model.as_deref().unwrap_or("").parse().map_err(
@@ -336,6 +346,7 @@ mod tests {
             mig_profile: None,
             milli_gpu: None,
             unit: None,
+            service_category: None,
             region: "eu-west".into(),
             list_price_per_hour: "1.20".into(),
             currency: "USD".into(),
@@ -390,7 +401,7 @@ mod tests {
         sku.gpu_model = None;
         sku.list_price_per_hour = "0.000000150".into();
         assert!(
-            matches!(sku.clone().validate().expect("valid").what, Sells::Metered { unit } if unit == "1M input tokens")
+            matches!(sku.clone().validate().expect("valid").what, Sells::Metered { unit, category: ServiceCategory::Other } if unit == "1M input tokens")
         );
         sku.list_price_per_hour = "0.0000000001".into();
         assert_eq!(error_field(sku.clone()), "listPricePerHour");

@@ -83,7 +83,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     conn: &C,
     valid: &ValidSku,
 ) -> Result<sku::Model, DbErr> {
-    let (gpu_model, mig_profile, milli_gpu, memory_mib, unit_name) = match &valid.what {
+    let (gpu_model, mig_profile, milli_gpu, memory_mib, metered) = match &valid.what {
         Sells::Gpus {
             model,
             mig_profile,
@@ -96,7 +96,13 @@ pub(crate) async fn insert<C: ConnectionTrait>(
             Some(*memory_mib),
             None,
         ),
-        Sells::Metered { unit } => (String::new(), None, None, None, Some(unit.clone())),
+        Sells::Metered { unit, category } => (
+            String::new(),
+            None,
+            None,
+            None,
+            Some((unit.clone(), *category)),
+        ),
     };
     sku::ActiveModel {
         id: Set(SkuId::new()),
@@ -106,7 +112,8 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         mig_profile: Set(mig_profile),
         milli_gpu: Set(milli_gpu),
         memory_mib: Set(memory_mib),
-        unit_name: Set(unit_name),
+        unit_name: Set(metered.as_ref().map(|m| m.0.clone())),
+        service_category: Set(metered.map(|m| m.1)),
         region: Set(valid.region.clone()),
         list_price_per_hour: Set(valid.list_price_per_hour.into()),
         currency: Set(valid.currency.code().to_owned()),
@@ -126,6 +133,7 @@ pub(crate) fn describe(sku: &sku::Model) -> Value {
         "mig_profile": sku.mig_profile,
         "milli_gpu": sku.milli_gpu,
         "unit_name": sku.unit_name,
+        "service_category": sku.service_category,
         "region": sku.region,
         "list_price_per_hour": sku.list_price_per_hour,
         "currency": sku.currency,

@@ -188,6 +188,7 @@ fn sku(name: String, model: GpuModel, form: SkuForm, region: &str, price: Decima
         mig_profile: None,
         milli_gpu: None,
         unit: None,
+        service_category: None,
         region: region.into(),
         list_price_per_hour: price.round_dp(4).normalize().to_string(),
         currency: "USD".into(),
@@ -257,13 +258,15 @@ pub fn skus() -> Vec<NewSku> {
 /// region), both in eu-west.
 pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
     use neocloud_schema::vocabulary::MeterAggregation;
-    let metered_sku = |name: &str, unit: &str, price: &str| NewSku {
+    use neocloud_schema::vocabulary::ServiceCategory;
+    let metered_sku = |name: &str, unit: &str, price: &str, category| NewSku {
         name: name.into(),
         gpu_model: None,
         form: SkuForm::Metered,
         mig_profile: None,
         milli_gpu: None,
         unit: Some(unit.into()),
+        service_category: Some(category),
         region: "eu-west".into(),
         list_price_per_hour: price.into(),
         currency: "USD".into(),
@@ -283,7 +286,12 @@ pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
     };
     vec![
         (
-            metered_sku("llama-70b-output-tokens-eu-west", "token", "0.0000008"),
+            metered_sku(
+                "llama-70b-output-tokens-eu-west",
+                "token",
+                "0.0000008",
+                ServiceCategory::AiAndMachineLearning,
+            ),
             meter(
                 "llama-70b-output-tokens",
                 "llm.request",
@@ -292,7 +300,7 @@ pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
             ),
         ),
         (
-            metered_sku("egress-eu-west", "GB", "0.05"),
+            metered_sku("egress-eu-west", "GB", "0.05", ServiceCategory::Networking),
             meter("egress-gb", "net.egress", "gb", &["region"]),
         ),
     ]

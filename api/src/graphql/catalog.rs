@@ -2,7 +2,7 @@
 
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 
-use super::scalars::{GqlSkuForm, to_id};
+use super::scalars::{GqlServiceCategory, GqlSkuForm, to_id};
 use crate::catalog::{self, CatalogEntry, NewSku};
 use crate::error::ApiError;
 
@@ -50,6 +50,15 @@ impl Sku {
     /// SKU names the size of the region's nodes of its model; one price per node).
     async fn unit(&self) -> &str {
         &self.0.unit
+    }
+
+    /// What it sells (FOCUS `ServiceCategory`): COMPUTE for GPU SKUs.
+    async fn service_category(&self) -> GqlServiceCategory {
+        self.0
+            .sku
+            .service_category
+            .unwrap_or(neocloud_schema::vocabulary::ServiceCategory::Compute)
+            .into()
     }
 
     /// List price per unit-hour, as an exact decimal string.
@@ -101,6 +110,9 @@ pub struct CreateSkuInput {
     /// What one unit of a METERED SKU is (`GB-month`, `1M input tokens`); none for the
     /// GPU forms, whose unit follows from the form.
     pub unit: Option<String>,
+    /// What a METERED SKU sells (default OTHER; FOCUS `ServiceCategory`); none for the
+    /// GPU forms, which are compute.
+    pub service_category: Option<GqlServiceCategory>,
     pub region: String,
     /// Exact decimal string, e.g. "2.10": per unit-hour, or per unit for a METERED SKU.
     pub list_price_per_hour: String,
@@ -153,6 +165,7 @@ impl CatalogMutation {
                 mig_profile: input.mig_profile,
                 milli_gpu: input.milli_gpu,
                 unit: input.unit,
+                service_category: input.service_category.map(Into::into),
                 region: input.region,
                 list_price_per_hour: input.list_price_per_hour,
                 currency: input.currency,

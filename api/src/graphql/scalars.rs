@@ -60,6 +60,19 @@ pub enum GqlSkuForm {
     Metered,
 }
 
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::ServiceCategory",
+    name = "ServiceCategory"
+)]
+pub enum GqlServiceCategory {
+    Compute,
+    Storage,
+    Networking,
+    AiAndMachineLearning,
+    Other,
+}
+
 /// Parses a GraphQL `ID` argument as a UUID, naming the argument when it is not one.
 pub fn parse_id<T: From<Uuid>>(field: &str, id: &ID) -> ApiResult<T> {
     Uuid::parse_str(id.as_str())

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::whole_second_up;
 use neocloud_metering::rating::period::{Line, SkuInfo};
-use neocloud_schema::vocabulary::{LineKind, Metric};
+use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory};
 use rust_decimal::Decimal;
 use serde_json::Value;
 use uuid::Uuid;
@@ -152,8 +152,8 @@ impl<'a> Charge<'a> {
             resource_id,
             resource_name,
             resource_type.to_owned(),
-            service.0.to_owned(),
-            service.1.to_owned(),
+            service.0,
+            service.1,
             service.2,
             opt(line.sku),
             opt(line.metric),
@@ -164,11 +164,23 @@ impl<'a> Charge<'a> {
     }
 
     /// ServiceCategory, ServiceSubcategory and ServiceName: GPU compute, or for a metered
-    /// SKU (whose meters say no more yet) `Other` named after the SKU.
-    fn service(&self) -> (&'static str, &'static str, String) {
+    /// SKU its service category (`Other` when it names none), `Other (<category>)`, and
+    /// the SKU's name.
+    fn service(&self) -> (String, String, String) {
         match (self.line.metric, self.sku) {
-            (Some(Metric::Metered), Some(sku)) => ("Other", "Other (Other)", sku.name.clone()),
-            _ => ("Compute", "Virtual Machines", "GPU compute".to_owned()),
+            (Some(Metric::Metered), Some(sku)) => {
+                let category = sku.category.unwrap_or(ServiceCategory::Other).focus_name();
+                (
+                    category.to_owned(),
+                    format!("Other ({category})"),
+                    sku.name.clone(),
+                )
+            }
+            _ => (
+                "Compute".to_owned(),
+                "Virtual Machines".to_owned(),
+                "GPU compute".to_owned(),
+            ),
         }
     }
 

@@ -265,6 +265,7 @@ async fn sku_infos<C: ConnectionTrait>(conn: &C) -> Result<BTreeMap<Uuid, SkuInf
                     list_price_per_hour: s.list_price_per_hour.get(),
                     name: s.name,
                     region: s.region,
+                    category: s.service_category,
                 },
             )
         })
@@ -414,6 +415,7 @@ mod tests {
             list_price_per_hour: Decimal::ONE,
             unit: unit.to_owned(),
             region: String::new(),
+            category: None,
         };
         let skus = BTreeMap::from([(gpu, sku("GPU")), (slice, sku("MIG slice 3g.40gb"))]);
         let kept = |sku, metric| same_under_both_rules(&line(sku, metric), &skus);

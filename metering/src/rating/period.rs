@@ -150,6 +150,9 @@ pub struct SkuInfo {
     /// Where it runs (`eu-west`); empty in ratings stored before regions were recorded.
     #[serde(default)]
     pub region: String,
+    /// What a metered SKU sells; none for GPU SKUs (compute) and in ratings stored before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<neocloud_schema::vocabulary::ServiceCategory>,
 }
 
 /// What an ALLOCATED quantity counts, recorded with every finalized invoice's rating.

@@ -24,6 +24,9 @@ pub struct Model {
     /// What one unit of a metered SKU is (`GB-month`, `1M input tokens`); unset for the
     /// GPU forms, whose unit follows from the form.
     pub unit_name: Option<String>,
+    /// What a metered SKU sells (FOCUS `ServiceCategory`); unset for the GPU forms
+    /// (compute).
+    pub service_category: Option<crate::vocabulary::ServiceCategory>,
     pub active: bool,
     pub created_at: DateTimeUtc,
 }

@@ -24,6 +24,7 @@ fn skus() -> BTreeMap<Uuid, SkuInfo> {
                     list_price_per_hour: Decimal::new(250, 2),
                     unit: "GPU".to_owned(),
                     region: "eu-west".to_owned(),
+                    category: None,
                 },
             )
         })
