@@ -211,20 +211,40 @@ async fn a_batch_is_answered_event_by_event_and_billed_once(backend: Backend) {
     // A late event of the closed period is billed on the next invoice as an adjustment.
     let closed = app.close_period(&tenant, "id total").await;
     assert_eq!(closed["total"], "1.12");
-    let focus = app
-        .client
-        .get(format!(
-            "{}/v1/invoices/{}/export?format=focus",
+    let export = |format: &'static str| {
+        let url = format!(
+            "{}/v1/invoices/{}/export?format={format}",
             app.url,
             closed["id"].as_str().unwrap_or("")
-        ))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .expect("export")
-        .text()
-        .await
-        .expect("csv");
+        );
+        let request = app.client.get(url).bearer_auth(&admin);
+        async move {
+            request
+                .send()
+                .await
+                .expect("export")
+                .bytes()
+                .await
+                .expect("body")
+        }
+    };
+    let csv = String::from_utf8(export("csv").await.to_vec()).expect("utf-8");
+    let line = csv
+        .lines()
+        .find(|l| l.contains("egress-gb"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    assert!(
+        line.contains("metered") && line.contains(",12.5,") && line.contains(",GB,"),
+        "{line}"
+    );
+    // The JSON export carries the metered quantity in its rating input: re-derivable.
+    let exported: Value = serde_json::from_slice(&export("json").await).expect("json");
+    assert_eq!(
+        exported["rating"]["input"]["segments"][0]["metered"][0]["quantity"],
+        "12.5"
+    );
+    assert!(export("pdf").await.starts_with(b"%PDF-"));
+    let focus = String::from_utf8(export("focus").await.to_vec()).expect("utf-8");
     let header: Vec<&str> = focus.lines().next().unwrap_or("").split(',').collect();
     let row: Vec<&str> = focus.lines().nth(1).unwrap_or("").split(',').collect();
     let cell = |name: &str| {
