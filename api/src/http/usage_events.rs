@@ -70,9 +70,8 @@ pub async fn report(
     body: web::Bytes,
 ) -> Result<HttpResponse, RestError> {
     let mode = mode(&req)?;
-    let events =
+    let cloudevent::Body { events, single } =
         cloudevent::parse_body(&body).map_err(|e| ApiError::invalid(e.field, e.message))?;
-    let single = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     match (mode, single) {
         (Mode::Single, false) => {
             return Err(ApiError::invalid(

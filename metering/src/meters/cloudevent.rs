@@ -46,18 +46,25 @@ impl Refusal {
     }
 }
 
+/// A request body's events, and whether it was one event (an object) rather than a batch.
+#[derive(Debug)]
+pub struct Body {
+    pub events: Vec<Value>,
+    pub single: bool,
+}
+
 /// The events of a request body: one event (an object) or a batch (an array). What is
 /// wrong with the body as a whole refuses it whole.
-pub fn parse_body(body: &[u8]) -> Result<Vec<Value>, InvalidBatch> {
+pub fn parse_body(body: &[u8]) -> Result<Body, InvalidBatch> {
     let invalid = |field: &str, message: String| InvalidBatch {
         field: field.to_owned(),
         message,
     };
     let value: Value =
         serde_json::from_slice(body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
-    let events = match value {
-        Value::Array(events) => events,
-        Value::Object(_) => vec![value],
+    let (events, single) = match value {
+        Value::Array(events) => (events, false),
+        Value::Object(_) => (vec![value], true),
         _ => {
             return Err(invalid(
                 "body",
@@ -77,7 +84,7 @@ pub fn parse_body(body: &[u8]) -> Result<Vec<Value>, InvalidBatch> {
             ),
         ));
     }
-    Ok(events)
+    Ok(Body { events, single })
 }
 
 /// Printable text of 1 to `max` bytes, else the refusal for `field`.
@@ -357,8 +364,8 @@ mod tests {
 
     #[test]
     fn a_body_is_one_event_or_a_bounded_batch() {
-        assert_eq!(parse_body(br#"{"id":"x"}"#).unwrap().len(), 1);
-        assert_eq!(parse_body(b"[{},{}]").unwrap().len(), 2);
+        assert_eq!(parse_body(br#"{"id":"x"}"#).unwrap().events.len(), 1);
+        assert_eq!(parse_body(b"[{},{}]").unwrap().events.len(), 2);
         assert!(parse_body(b"[]").is_err());
         assert!(parse_body(b"7").is_err());
         assert!(parse_body(b"{").is_err());

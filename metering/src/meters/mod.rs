@@ -104,24 +104,27 @@ pub struct Reading {
 }
 
 impl Meter {
-    /// A stored meter. Its paths were checked when it was created; one that no longer
-    /// parses reads nothing.
-    pub fn from_row(row: meter::Model) -> Meter {
-        let value = row.value_path.as_deref().and_then(|p| Path::parse(p).ok());
+    /// A stored meter, its paths parsed. They were checked when it was created; `None`
+    /// when a stored path no longer parses (such a meter counts nothing, rather than
+    /// counting events where it should sum values).
+    pub fn from_row(row: meter::Model) -> Option<Meter> {
+        let value = row
+            .value_path
+            .as_deref()
+            .map(Path::parse)
+            .transpose()
+            .ok()?;
         let group_by = serde_json::from_value::<Vec<String>>(row.group_by.clone())
-            .unwrap_or_default()
+            .ok()?
             .iter()
-            .filter_map(|p| Path::parse(p).ok())
-            .collect();
-        Meter {
+            .map(|p| Path::parse(p))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        Some(Meter {
             row,
             value,
             group_by,
-        }
-    }
-
-    pub fn id(&self) -> MeterId {
-        self.row.id
+        })
     }
 
     /// What `data` counts for this meter, or why the event cannot be counted.

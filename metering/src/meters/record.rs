@@ -63,9 +63,10 @@ pub async fn record<C: ConnectionTrait>(
     let mut seen: HashSet<(TenantId, String, String)> = HashSet::new();
     let mut admitted = Vec::new();
     for (index, event, tenant) in checked {
-        let verdict = if !known.contains_key(&tenant) {
+        let first_period = known.get(&tenant);
+        let verdict = if first_period.is_none() {
             Err(Outcome::Invalid(Refusal::new("subject", "no such tenant")))
-        } else if known.get(&tenant).is_some_and(|since| event.time < *since) {
+        } else if first_period.is_some_and(|since| event.time < *since) {
             // Nothing bills usage before the tenant's first period.
             Err(Outcome::Invalid(Refusal::new(
                 "time",
@@ -163,10 +164,13 @@ async fn meters_by_type<C: ConnectionTrait>(
 ) -> Result<HashMap<String, Vec<Meter>>, DbErr> {
     let mut by_type: HashMap<String, Vec<Meter>> = HashMap::new();
     for row in store::current(conn).await? {
-        by_type
-            .entry(row.event_type.clone())
-            .or_default()
-            .push(Meter::from_row(row));
+        let (key, event_type) = (row.key.clone(), row.event_type.clone());
+        match Meter::from_row(row) {
+            Some(meter) => by_type.entry(event_type).or_default().push(meter),
+            None => {
+                tracing::error!(meter = %key, "A stored meter's paths do not parse; it counts nothing.")
+            }
+        }
     }
     Ok(by_type)
 }

@@ -21,6 +21,7 @@ fn meter(aggregation: MeterAggregation, value: Option<&str>, group_by: &[&str]) 
         description: String::new(),
         created_at: Utc::now(),
     })
+    .expect("its paths parse")
 }
 
 fn data(v: Value) -> Map<String, Value> {
@@ -171,4 +172,17 @@ fn a_definition_is_checked_field_by_field() {
 fn the_bounds_are_the_powers_of_ten_they_say() {
     assert_eq!(DEFAULT_MAX_VALUE, Decimal::from(1_000_000_000_000_i64));
     assert_eq!(MAX_MAX_VALUE, Decimal::from(1_000_000_000_000_000_i64));
+}
+
+#[test]
+fn a_stored_meter_whose_path_no_longer_parses_counts_nothing() {
+    let mut row = meter(MeterAggregation::Sum, Some("gb"), &[]).row;
+    row.value_path = Some("not a path".into());
+    assert!(
+        Meter::from_row(row.clone()).is_none(),
+        "it must not count events as a sum"
+    );
+    row.value_path = Some("gb".into());
+    row.group_by = json!(["a b"]);
+    assert!(Meter::from_row(row).is_none());
 }
