@@ -50,10 +50,11 @@ async fn seeding_twice_creates_nothing_twice_and_rotates_the_keys(backend: Backe
         .collect();
     assert_eq!(
         forms.len(),
-        5,
-        "whole GPU, node, MIG, fractional and metered SKUs: {forms:?}"
+        6,
+        "whole GPU, node, MIG, fractional, metered and volume SKUs: {forms:?}"
     );
-    // Every GPU SKU can be ordered now; metered SKUs are never ordered.
+    // Every GPU SKU can be ordered now, and a volume of some GB created; metered SKUs are
+    // never ordered.
     assert!(skus.iter().all(|s| {
         let available = s["available"].as_u64().expect("count");
         if s["form"] == "METERED" {

@@ -12,6 +12,12 @@
 //! takes the value of the latest event by time (the larger at equal times); the meter's
 //! quantity is the sum over its groups. Per unit: quantity × price; graduated: each tier
 //! its part × its price; each line rounded half-even to cents; the total their sum.
+//!
+//! Storage volumes (`docs/volumes.md`), generated alongside: random creates, resizes
+//! (some refused: a block volume shrinking, a size out of bounds — they change nothing)
+//! and deletes at random times. A volume SKU's quantity is the sum over the volume's sizes
+//! of GB × milliseconds held, in GB-hours (divided once, 20 decimal places), priced like a
+//! metered quantity.
 
 mod support;
 
@@ -274,6 +280,170 @@ async fn send(app: &TestApp, rng: &mut Rng, key: &str, meters: &[MeterCase], eve
     }
 }
 
+#[derive(Debug, Clone)]
+struct VolumeCase {
+    sku_name: String,
+    block: bool,
+    list_price: Decimal,
+    pricing: Pricing,
+}
+
+/// What a SKU's lines bill, the same way for a metered quantity and GB-hours.
+fn priced(pricing: &Pricing, list_price: Decimal, q: Decimal) -> Vec<(Decimal, Decimal, Decimal)> {
+    let m = MeterCase {
+        event_type: String::new(),
+        sku_name: String::new(),
+        list_price,
+        aggregation: Aggregation::Sum,
+        grouped: false,
+        pricing: pricing.clone(),
+    };
+    lines(&m, q)
+}
+
+fn generate_volumes(rng: &mut Rng, case: u64) -> Vec<VolumeCase> {
+    let prices = [
+        Decimal::new(137, 6),
+        Decimal::new(1, 2),
+        Decimal::new(35, 3),
+    ];
+    (0..rng.below(3))
+        .map(|i| {
+            let price = *rng.pick(&prices);
+            VolumeCase {
+                sku_name: format!("c{case}-v{i}"),
+                block: rng.below(2) == 0,
+                list_price: price,
+                pricing: match rng.below(3) {
+                    0 => Pricing::ListPrice,
+                    1 => Pricing::PerUnit(price * Decimal::from(3)),
+                    _ => Pricing::Allowance(Decimal::from(1 + rng.below(300)), price),
+                },
+            }
+        })
+        .collect()
+}
+
+async fn setup_volume_sku(app: &TestApp, v: &VolumeCase) -> String {
+    let class = if v.block { "BLOCK" } else { "OBJECT" };
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($n: String!, $c: StorageClass!, $p: String!, $r: String!) { createSku(input: {name: $n, form: VOLUME, storageClass: $c, region: $r, listPricePerHour: $p, currency: \"USD\"}) { sku { id } } }",
+            json!({"n": v.sku_name, "c": class, "p": v.list_price.to_string(), "r": v.sku_name}),
+        )
+        .await;
+    r["data"]["createSku"]["sku"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
+}
+
+fn volume_rate(v: &VolumeCase, sku: &str) -> Option<Value> {
+    let mut rate = match &v.pricing {
+        Pricing::ListPrice => return None,
+        Pricing::PerUnit(p) => json!({"tiersMode": "PER_UNIT", "unitPrice": p.to_string()}),
+        Pricing::Allowance(free, p) => json!({"tiersMode": "GRADUATED",
+            "tiers": [{"upTo": free.to_string(), "unitPrice": "0"}, {"upTo": null, "unitPrice": p.to_string()}]}),
+    };
+    rate["sku"] = json!(sku);
+    rate["metric"] = json!("ALLOCATED");
+    Some(rate)
+}
+
+fn instant(v: &Value) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(v.as_str().unwrap_or_else(|| panic!("not a time: {v}")))
+        .expect("RFC 3339")
+        .with_timezone(&Utc)
+}
+
+/// One volume as the model holds it: its SKU, size and since when.
+struct Held {
+    id: Value,
+    sku: usize,
+    gb: i64,
+    since: DateTime<Utc>,
+}
+
+/// Runs a random life of volumes (every one deleted at the end) and returns the GB ×
+/// milliseconds each SKU held, as the model counts them.
+async fn live_volumes(
+    app: &TestApp,
+    rng: &mut Rng,
+    key: &str,
+    vols: &[VolumeCase],
+) -> Vec<Decimal> {
+    let mut gb_ms = vec![Decimal::ZERO; vols.len()];
+    let mut held: Vec<Held> = Vec::new();
+    let fields = "volume { id sizeGb createdAt deletedAt }";
+    for step in 0..(vols.len() as u64) * (2 + rng.below(5)) {
+        app.advance(TimeDelta::milliseconds(
+            i64::try_from(1 + rng.below(1_800_000)).unwrap_or(1),
+        ));
+        let gb = i64::try_from(1 + rng.below(2000)).unwrap_or(1);
+        if held.is_empty() || rng.below(3) == 0 {
+            let sku = usize::try_from(rng.below(vols.len() as u64)).unwrap_or(0);
+            let class = if vols[sku].block { "BLOCK" } else { "OBJECT" };
+            let r = app.gql(Some(key), &format!("mutation($n: String!, $g: Int!, $c: StorageClass!, $r: String!) {{ createVolume(input: {{name: $n, sizeGb: $g, storageClass: $c, region: $r}}) {{ {fields} }} }}"),
+                json!({"n": format!("v{step}"), "g": gb, "c": class, "r": vols[sku].sku_name})).await;
+            let v = &r["data"]["createVolume"]["volume"];
+            held.push(Held {
+                id: v["id"].clone(),
+                sku,
+                gb,
+                since: instant(&v["createdAt"]),
+            });
+            continue;
+        }
+        let i = usize::try_from(rng.below(held.len() as u64)).unwrap_or(0);
+        let h = &held[i];
+        let refused = (vols[h.sku].block && gb < h.gb) || gb == h.gb;
+        let asked = if rng.below(6) == 0 { 0 } else { gb };
+        if rng.below(3) == 0 {
+            let r = app
+                .gql(
+                    Some(key),
+                    &format!("mutation($i: ID!) {{ deleteVolume(id: $i) {{ {fields} }} }}"),
+                    json!({"i": h.id}),
+                )
+                .await;
+            let end = instant(&r["data"]["deleteVolume"]["volume"]["deletedAt"]);
+            gb_ms[h.sku] += Decimal::from(h.gb) * Decimal::from((end - h.since).num_milliseconds());
+            held.remove(i);
+            continue;
+        }
+        let r = app.gql(Some(key), &format!("mutation($i: ID!, $g: Int!) {{ resizeVolume(id: $i, sizeGb: $g) {{ {fields} }} }}"), json!({"i": h.id, "g": asked})).await;
+        if refused || asked == 0 {
+            assert!(r["errors"].is_array(), "a refused resize: {r}");
+            continue;
+        }
+        assert_eq!(r["data"]["resizeVolume"]["volume"]["sizeGb"], asked, "{r}");
+        let at = app.events_of(key, "volume.resized").await;
+        let at = instant(&at.last().expect("resized")["resized_at"]);
+        let h = &mut held[i];
+        gb_ms[h.sku] += Decimal::from(h.gb) * Decimal::from((at - h.since).num_milliseconds());
+        (h.gb, h.since) = (asked, at);
+    }
+    for h in held {
+        app.advance(TimeDelta::minutes(1));
+        let r = app
+            .gql(
+                Some(key),
+                &format!("mutation($i: ID!) {{ deleteVolume(id: $i) {{ {fields} }} }}"),
+                json!({"i": h.id}),
+            )
+            .await;
+        let end = instant(&r["data"]["deleteVolume"]["volume"]["deletedAt"]);
+        gb_ms[h.sku] += Decimal::from(h.gb) * Decimal::from((end - h.since).num_milliseconds());
+    }
+    gb_ms
+}
+
+/// GB × milliseconds as the GB-hours a line bills.
+fn gb_hours(gb_ms: Decimal) -> Decimal {
+    (gb_ms / Decimal::from(3_600_000)).round_dp(20)
+}
+
 async fn run_case(app: &TestApp, seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let meters = generate_meters(&mut rng, seed);
@@ -281,11 +451,22 @@ async fn run_case(app: &TestApp, seed: u64) {
     for m in &meters {
         skus.push(setup_meter(app, m).await);
     }
-    let rates: Vec<Value> = meters
+    let volumes = generate_volumes(&mut rng, seed);
+    let mut volume_skus = Vec::new();
+    for v in &volumes {
+        volume_skus.push(setup_volume_sku(app, v).await);
+    }
+    let mut rates: Vec<Value> = meters
         .iter()
         .zip(&skus)
         .filter_map(|(m, s)| rate(m, s))
         .collect();
+    rates.extend(
+        volumes
+            .iter()
+            .zip(&volume_skus)
+            .filter_map(|(v, s)| volume_rate(v, s)),
+    );
     let (tenant, admin) = app.create_tenant(&format!("case-{seed}")).await;
     if !rates.is_empty() {
         let version = app
@@ -294,6 +475,7 @@ async fn run_case(app: &TestApp, seed: u64) {
             .await;
         app.assign_plan(&tenant, &version).await;
     }
+    let held = live_volumes(app, &mut rng, &admin, &volumes).await;
     let start = app.clock.now();
     let events = generate_events(&mut rng, &meters, start);
     app.advance(TimeDelta::hours(2));
@@ -328,7 +510,10 @@ async fn run_case(app: &TestApp, seed: u64) {
             .unwrap_or_else(|_| panic!("not a decimal: {v}"))
     };
     let mut got: HashMap<String, Vec<(Decimal, Decimal, Decimal)>> = HashMap::new();
-    for l in got_lines.iter().filter(|l| l["metric"] == "METERED") {
+    for l in got_lines
+        .iter()
+        .filter(|l| l["metric"] == "METERED" || l["metric"] == "ALLOCATED")
+    {
         got.entry(l["sku"].as_str().unwrap_or("").to_owned())
             .or_default()
             .push((dec(&l["quantity"]), dec(&l["unitPrice"]), dec(&l["amount"])));
@@ -342,6 +527,14 @@ async fn run_case(app: &TestApp, seed: u64) {
         want.sort();
         have.sort();
         assert_eq!(have, want, "seed {seed}: {m:?}\n{invoice}");
+    }
+    for (v, gb_ms) in volumes.iter().zip(held) {
+        let mut want = priced(&v.pricing, v.list_price, gb_hours(gb_ms));
+        total += want.iter().map(|l| l.2).sum::<Decimal>();
+        let mut have = got.remove(&v.sku_name).unwrap_or_default();
+        want.sort();
+        have.sort();
+        assert_eq!(have, want, "seed {seed}: {v:?}\n{invoice}");
     }
     assert!(
         got.is_empty(),

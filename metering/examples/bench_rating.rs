@@ -149,6 +149,7 @@ fn main() {
                     unit: "GPU".to_owned(),
                     region: "eu-west".to_owned(),
                     category: None,
+                    storage_class: None,
                 },
             )
         })

@@ -121,6 +121,7 @@ async fn fleet() -> Fleet {
             memory_mib: Set(None),
             unit_name: Set(None),
             service_category: Set(None),
+            storage_class: Set(None),
             region: Set("eu-west".into()),
             list_price_per_hour: Set(Decimal::from(gpus * 2).into()),
             currency: Set("EUR".into()),

@@ -53,6 +53,8 @@ mod m20261202_000018_events;
 mod m20261202_000019_provisioning;
 mod m20261203_000020_budget_endpoints;
 mod m20261204_000021_meters;
+mod m20261204_000022_volumes;
+mod m20261204_000023_model_offerings;
 
 pub struct Migrator;
 
@@ -81,6 +83,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000019_provisioning::Migration),
             Box::new(m20261203_000020_budget_endpoints::Migration),
             Box::new(m20261204_000021_meters::Migration),
+            Box::new(m20261204_000022_volumes::Migration),
+            Box::new(m20261204_000023_model_offerings::Migration),
         ]
     }
 }

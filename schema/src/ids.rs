@@ -102,6 +102,10 @@ uuid_id!(
     MeterId,
     /// A usage event as stored (its CloudEvents `source` and `id` identify it to senders).
     UsageEventId,
+    /// A tenant's block or object storage volume.
+    VolumeId,
+    /// A model an operator sells per token in a region.
+    ModelOfferingId,
 );
 
 #[cfg(test)]

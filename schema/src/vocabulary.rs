@@ -153,6 +153,40 @@ string_enum!(
         /// A quantity measured by a meter from usage events (tokens, GB of egress), priced
         /// per unit of its own; never ordered.
         Metered = "metered",
+        /// Storage volumes of one class in one region, priced per GB-hour provisioned;
+        /// created with `createVolume`, never ordered.
+        Volume = "volume",
+    }
+);
+
+/// The unit of a volume SKU: its list price is per GB-hour provisioned.
+pub const GB_UNIT: &str = "GB";
+
+string_enum!(
+    /// What kind of storage a volume SKU sells.
+    StorageClass {
+        /// A block device attached to instances (Cinder, Ceph RBD).
+        Block = "block",
+        /// An object store bucket (Swift, S3, Ceph RGW), provisioned with a capacity.
+        Object = "object",
+    }
+);
+
+impl StorageClass {
+    /// FOCUS `ServiceSubcategory`.
+    pub fn focus_subcategory(self) -> &'static str {
+        match self {
+            StorageClass::Block => "Block Storage",
+            StorageClass::Object => "Object Storage",
+        }
+    }
+}
+
+string_enum!(
+    /// Whether a volume is held (and billed) or gone.
+    VolumeStatus {
+        Active = "active",
+        Deleted = "deleted",
     }
 );
 
@@ -280,6 +314,10 @@ string_enum!(
         Region = "region",
         /// Concurrent allocations (`scope_value` empty).
         Allocations = "allocations",
+        /// GB of live storage volumes (`scope_value` empty for all regions, or a region).
+        StorageGb = "storage_gb",
+        /// Live storage volumes (`scope_value` empty).
+        Volumes = "volumes",
     }
 );
 

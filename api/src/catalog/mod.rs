@@ -6,14 +6,14 @@ pub(crate) mod store;
 use neocloud_schema::slug::Slug;
 use std::collections::{BTreeMap, HashMap};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::prices::{self, UnitPrice};
 use neocloud_schema::entity::sku;
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::money::{Currency, parse_plain_decimal};
-use neocloud_schema::vocabulary::{ServiceCategory, SkuForm};
+use neocloud_schema::vocabulary::{ServiceCategory, SkuForm, StorageClass};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use uuid::Uuid;
@@ -40,17 +40,22 @@ pub async fn list(
     db: &DatabaseConnection,
     ordering: &Ordering,
     actor: &Principal,
+    now: DateTime<Utc>,
 ) -> ApiResult<Vec<CatalogEntry>> {
     actor.require_user()?;
     let skus = store::active(db).await?;
     let available = ordering.available(db, &skus).await?;
-    let mut prices = unit_prices(db, actor.tenant_scope_or_all(), &skus).await?;
+    let mut prices = unit_prices(db, actor.tenant_scope_or_all(), now, &skus).await?;
     let sizes = store::node_sizes(db).await?;
     Ok(skus
         .into_iter()
         .zip(available)
         .filter_map(|(sku, available)| {
             let price = prices.remove(&Uuid::from(sku.id))?;
+            let available = match sku.storage_class {
+                Some(class) => u32::try_from(crate::volumes::max_gb(class)).unwrap_or(u32::MAX),
+                None => available,
+            };
             Some(CatalogEntry {
                 unit: unit_in(&sizes, &sku),
                 sku,
@@ -86,13 +91,14 @@ fn node_unit(sizes: &[i32], model: &str) -> String {
     }
 }
 
-/// The unit prices of `skus` now for `tenant`, or the list prices without one.
+/// The unit prices of `skus` at `now` for `tenant`, or the list prices without one.
 pub async fn unit_prices<C: ConnectionTrait>(
     conn: &C,
     tenant: Option<TenantId>,
+    now: DateTime<Utc>,
     skus: &[sku::Model],
 ) -> ApiResult<HashMap<Uuid, UnitPrice>> {
-    Ok(prices::unit_prices(conn, tenant, Utc::now(), skus).await?)
+    Ok(prices::unit_prices(conn, tenant, now, skus).await?)
 }
 
 /// A new SKU, as an operator describes it.
@@ -108,6 +114,8 @@ pub struct NewSku {
     pub unit: Option<String>,
     /// What a metered SKU sells (default `other`); none for the GPU forms (compute).
     pub service_category: Option<ServiceCategory>,
+    /// What a volume SKU stores; none for the other forms.
+    pub storage_class: Option<StorageClass>,
     pub region: String,
     /// Per unit-hour, or per unit for a metered SKU.
     pub list_price_per_hour: String,
@@ -127,6 +135,8 @@ pub(crate) enum Sells {
         unit: String,
         category: ServiceCategory,
     },
+    /// GB-hours of volumes of one storage class.
+    Volume { class: StorageClass },
 }
 
 /// A SKU that passed validation.
@@ -188,8 +198,8 @@ impl NewSku {
         let name = Slug::parse(&self.name)
             .map_err(|rule| ApiError::invalid("name", rule))?
             .into_string();
-        let metered = self.form == SkuForm::Metered;
-        let scale = if metered {
+        let per_unit = matches!(self.form, SkuForm::Metered | SkuForm::Volume);
+        let scale = if per_unit {
             METERED_PRICE_SCALE
         } else {
             PRICE_SCALE
@@ -207,10 +217,10 @@ impl NewSku {
         if region.is_empty() || region.len() > 64 {
             return Err(ApiError::invalid("region", "1 to 64 characters"));
         }
-        let what = if metered {
-            self.metered()?
-        } else {
-            self.gpus()?
+        let what = match self.form {
+            SkuForm::Metered => self.metered()?,
+            SkuForm::Volume => self.volume()?,
+            _ => self.gpus()?,
         };
         Ok(ValidSku {
             name,
@@ -222,8 +232,8 @@ impl NewSku {
         })
     }
 
-    /// What a metered SKU sells: a unit of its own, no GPU.
-    fn metered(&self) -> ApiResult<Sells> {
+    /// Refuses the GPU fields on a SKU that sells no GPU.
+    fn no_gpu(&self, why: &str) -> ApiResult<()> {
         if self
             .gpu_model
             .as_deref()
@@ -231,9 +241,42 @@ impl NewSku {
             || self.mig_profile.is_some()
             || self.milli_gpu.is_some()
         {
+            return Err(ApiError::invalid("gpuModel", why));
+        }
+        Ok(())
+    }
+
+    /// What a volume SKU sells: GB-hours of a storage class, no GPU.
+    fn volume(&self) -> ApiResult<Sells> {
+        self.no_gpu("a VOLUME SKU sells storage: no GPU model, profile or fraction")?;
+        if self.unit.is_some() {
             return Err(ApiError::invalid(
-                "gpuModel",
-                "a METERED SKU sells a unit of its own: no GPU model, profile or fraction",
+                "unit",
+                "a VOLUME SKU's unit is the GB; its price is per GB-hour",
+            ));
+        }
+        if self
+            .service_category
+            .is_some_and(|c| c != ServiceCategory::Storage)
+        {
+            return Err(ApiError::invalid(
+                "serviceCategory",
+                "a VOLUME SKU sells STORAGE",
+            ));
+        }
+        let class = self.storage_class.ok_or_else(|| {
+            ApiError::invalid("storageClass", "a VOLUME SKU names its storage class")
+        })?;
+        Ok(Sells::Volume { class })
+    }
+
+    /// What a metered SKU sells: a unit of its own, no GPU.
+    fn metered(&self) -> ApiResult<Sells> {
+        self.no_gpu("a METERED SKU sells a unit of its own: no GPU model, profile or fraction")?;
+        if self.storage_class.is_some() {
+            return Err(ApiError::invalid(
+                "storageClass",
+                "only VOLUME SKUs name a storage class",
             ));
         }
         let unit = self.unit.as_deref().map(str::trim).unwrap_or("");
@@ -251,6 +294,12 @@ impl NewSku {
 
     /// What a GPU SKU sells: its model, profile or fraction, and the memory of one unit.
     fn gpus(&self) -> ApiResult<Sells> {
+        if self.storage_class.is_some() {
+            return Err(ApiError::invalid(
+                "storageClass",
+                "only VOLUME SKUs name a storage class",
+            ));
+        }
         if self.unit.is_some() {
             return Err(ApiError::invalid(
                 "unit",
@@ -347,6 +396,7 @@ mod tests {
             milli_gpu: None,
             unit: None,
             service_category: None,
+            storage_class: None,
             region: "eu-west".into(),
             list_price_per_hour: "1.20".into(),
             currency: "USD".into(),
@@ -411,6 +461,29 @@ mod tests {
         let mut gpu = new_sku(SkuForm::WholeGpu);
         gpu.unit = Some("GPU".into());
         assert_eq!(error_field(gpu), "unit");
+    }
+
+    #[test]
+    fn a_volume_sku_names_its_storage_class_and_sells_gb_hours() {
+        let mut sku = new_sku(SkuForm::Volume);
+        sku.gpu_model = None;
+        sku.list_price_per_hour = "0.000136986".into();
+        assert_eq!(error_field(sku.clone()), "storageClass");
+        sku.storage_class = Some(StorageClass::Block);
+        assert!(matches!(
+            sku.clone().validate().expect("valid").what,
+            Sells::Volume {
+                class: StorageClass::Block
+            }
+        ));
+        sku.service_category = Some(ServiceCategory::Networking);
+        assert_eq!(error_field(sku.clone()), "serviceCategory");
+        sku.service_category = None;
+        sku.unit = Some("TB".into());
+        assert_eq!(error_field(sku), "unit");
+        let mut gpu = new_sku(SkuForm::WholeGpu);
+        gpu.storage_class = Some(StorageClass::Object);
+        assert_eq!(error_field(gpu), "storageClass");
     }
 
     fn error_field(sku: NewSku) -> String {

@@ -83,6 +83,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     conn: &C,
     valid: &ValidSku,
 ) -> Result<sku::Model, DbErr> {
+    let mut storage_class = None;
     let (gpu_model, mig_profile, milli_gpu, memory_mib, metered) = match &valid.what {
         Sells::Gpus {
             model,
@@ -101,8 +102,13 @@ pub(crate) async fn insert<C: ConnectionTrait>(
             None,
             None,
             None,
-            Some((unit.clone(), *category)),
+            Some((Some(unit.clone()), *category)),
         ),
+        Sells::Volume { class } => {
+            storage_class = Some(*class);
+            let category = neocloud_schema::vocabulary::ServiceCategory::Storage;
+            (String::new(), None, None, None, Some((None, category)))
+        }
     };
     sku::ActiveModel {
         id: Set(SkuId::new()),
@@ -112,8 +118,9 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         mig_profile: Set(mig_profile),
         milli_gpu: Set(milli_gpu),
         memory_mib: Set(memory_mib),
-        unit_name: Set(metered.as_ref().map(|m| m.0.clone())),
+        unit_name: Set(metered.as_ref().and_then(|m| m.0.clone())),
         service_category: Set(metered.map(|m| m.1)),
+        storage_class: Set(storage_class),
         region: Set(valid.region.clone()),
         list_price_per_hour: Set(valid.list_price_per_hour.into()),
         currency: Set(valid.currency.code().to_owned()),
@@ -134,6 +141,7 @@ pub(crate) fn describe(sku: &sku::Model) -> Value {
         "milli_gpu": sku.milli_gpu,
         "unit_name": sku.unit_name,
         "service_category": sku.service_category,
+        "storage_class": sku.storage_class,
         "region": sku.region,
         "list_price_per_hour": sku.list_price_per_hour,
         "currency": sku.currency,

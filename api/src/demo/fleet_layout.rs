@@ -189,6 +189,7 @@ fn sku(name: String, model: GpuModel, form: SkuForm, region: &str, price: Decima
         milli_gpu: None,
         unit: None,
         service_category: None,
+        storage_class: None,
         region: region.into(),
         list_price_per_hour: price.round_dp(4).normalize().to_string(),
         currency: "USD".into(),
@@ -250,7 +251,30 @@ pub fn skus() -> Vec<NewSku> {
             ));
         }
     }
+    out.extend(volume_skus());
     out
+}
+
+/// Block and object storage in eu-west, per GB-hour: about 0.10 and 0.023 per GB-month.
+fn volume_skus() -> [NewSku; 2] {
+    let volume = |name: &str, class, price: &str| NewSku {
+        name: name.into(),
+        gpu_model: None,
+        form: SkuForm::Volume,
+        mig_profile: None,
+        milli_gpu: None,
+        unit: None,
+        service_category: None,
+        storage_class: Some(class),
+        region: "eu-west".into(),
+        list_price_per_hour: price.into(),
+        currency: "USD".into(),
+    };
+    use neocloud_schema::vocabulary::StorageClass;
+    [
+        volume("block-ssd-eu-west", StorageClass::Block, "0.000137"),
+        volume("object-eu-west", StorageClass::Object, "0.0000315"),
+    ]
 }
 
 /// The demo's metered SKUs, each with the meter that bills it: output tokens of a model
@@ -267,6 +291,7 @@ pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
         milli_gpu: None,
         unit: Some(unit.into()),
         service_category: Some(category),
+        storage_class: None,
         region: "eu-west".into(),
         list_price_per_hour: price.into(),
         currency: "USD".into(),
@@ -278,6 +303,7 @@ pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
             value_path: Some(path.into()),
             aggregation: MeterAggregation::Sum,
             group_by: group_by.iter().map(|g| (*g).to_owned()).collect(),
+            filter: vec![],
             max_value: None,
             // Set to the SKU's id when seeded.
             sku: neocloud_schema::ids::SkuId::from(uuid::Uuid::nil()),

@@ -282,6 +282,7 @@ fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
             )]
         }
         SkuForm::Metered => vec![rate(Metric::Metered, per_unit(list), None)],
+        SkuForm::Volume => vec![rate(Metric::Allocated, per_unit(list), None)],
     }
 }
 

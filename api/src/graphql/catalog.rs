@@ -2,7 +2,7 @@
 
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 
-use super::scalars::{GqlServiceCategory, GqlSkuForm, to_id};
+use super::scalars::{GqlServiceCategory, GqlSkuForm, GqlStorageClass, to_id};
 use crate::catalog::{self, CatalogEntry, NewSku};
 use crate::error::ApiError;
 
@@ -52,7 +52,12 @@ impl Sku {
         &self.0.unit
     }
 
-    /// What it sells (FOCUS `ServiceCategory`): COMPUTE for GPU SKUs.
+    /// What a VOLUME SKU stores.
+    async fn storage_class(&self) -> Option<GqlStorageClass> {
+        self.0.sku.storage_class.map(Into::into)
+    }
+
+    /// What it sells (FOCUS `ServiceCategory`): COMPUTE for GPU SKUs, STORAGE for volumes.
     async fn service_category(&self) -> GqlServiceCategory {
         self.0
             .sku
@@ -88,7 +93,8 @@ impl Sku {
         &self.0.sku.currency
     }
 
-    /// Units that could be ordered right now.
+    /// Units that could be ordered right now; for a VOLUME SKU, the most GB one volume
+    /// may hold.
     async fn available(&self) -> u32 {
         self.0.available
     }
@@ -113,6 +119,9 @@ pub struct CreateSkuInput {
     /// What a METERED SKU sells (default OTHER; FOCUS `ServiceCategory`); none for the
     /// GPU forms, which are compute.
     pub service_category: Option<GqlServiceCategory>,
+    /// What a VOLUME SKU stores (required for VOLUME, none for the other forms). A
+    /// VOLUME SKU's unit is the GB and its list price is per GB-hour.
+    pub storage_class: Option<GqlStorageClass>,
     pub region: String,
     /// Exact decimal string, e.g. "2.10": per unit-hour, or per unit for a METERED SKU.
     pub list_price_per_hour: String,
@@ -135,6 +144,7 @@ impl CatalogQuery {
             super::db(ctx)?,
             super::ordering_service(ctx)?,
             super::principal(ctx)?,
+            super::now(ctx)?,
         )
         .await?;
         Ok(Catalog {
@@ -166,13 +176,14 @@ impl CatalogMutation {
                 milli_gpu: input.milli_gpu,
                 unit: input.unit,
                 service_category: input.service_category.map(Into::into),
+                storage_class: input.storage_class.map(Into::into),
                 region: input.region,
                 list_price_per_hour: input.list_price_per_hour,
                 currency: input.currency,
             },
         )
         .await?;
-        let price = catalog::unit_prices(db, None, std::slice::from_ref(&sku))
+        let price = catalog::unit_prices(db, None, super::now(ctx)?, std::slice::from_ref(&sku))
             .await?
             .remove(&sku.id.into())
             .ok_or_else(|| ApiError::invariant("the new SKU has no price"))?;

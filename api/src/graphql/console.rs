@@ -27,6 +27,10 @@ pub enum GqlQuotaScope {
     Sku,
     Region,
     Allocations,
+    /// GB of live volumes, in one region (`value`) or all (empty).
+    StorageGb,
+    /// Live volumes.
+    Volumes,
 }
 
 #[derive(SimpleObject)]
@@ -40,7 +44,7 @@ pub struct Quota {
     pub max: i64,
     /// What `max` counts: `GPU-equivalent` (a whole GPU 1, a MIG slice its compute share,
     /// a fraction its milli-GPUs, a node its GPUs: hardware, not SKU units), or
-    /// `allocation` for ALLOCATIONS.
+    /// `allocation` for ALLOCATIONS, `GB` for STORAGE_GB, `volume` for VOLUMES.
     pub unit: String,
     /// What the tenant holds against this quota now, in `unit` (an exact decimal).
     pub used: String,
@@ -56,10 +60,11 @@ impl Quota {
             scope: q.scope.into(),
             value: q.scope_value,
             max: q.max_value,
-            unit: if q.scope == QuotaScope::Allocations {
-                "allocation"
-            } else {
-                "GPU-equivalent"
+            unit: match q.scope {
+                QuotaScope::Allocations => "allocation",
+                QuotaScope::StorageGb => "GB",
+                QuotaScope::Volumes => "volume",
+                _ => "GPU-equivalent",
             }
             .to_owned(),
             updated_at: q.updated_at,

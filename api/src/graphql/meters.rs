@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use neocloud_metering::meters::NewMeter;
 use neocloud_metering::meters::quantity::MeterQuantity;
+use neocloud_metering::meters::{Condition, NewMeter};
 use neocloud_schema::entity::{meter, sku};
 use uuid::Uuid;
 
@@ -43,12 +43,26 @@ pub struct CreateMeterInput {
     /// Up to four dotted paths into `data` whose values group the usage.
     #[graphql(default)]
     pub group_by: Vec<String>,
+    /// Up to four conditions, all of which an event must meet to be counted (others of
+    /// the type are left to other meters, not refused).
+    #[graphql(default)]
+    pub filter: Vec<MeterCondition>,
     /// The most one event may carry (exact decimal; default 1000000000000); an event
     /// above it is refused.
     pub max_value: Option<String>,
     /// The METERED SKU its quantity is billed as.
     pub sku_id: ID,
     pub description: Option<String>,
+}
+
+/// The meter counts an event only if its value at `path` (as text) is one of `values`.
+#[derive(InputObject, SimpleObject, Clone)]
+#[graphql(input_name = "MeterConditionInput")]
+pub struct MeterCondition {
+    /// A dotted path into the event's `data`.
+    pub path: String,
+    /// 1 to 16 values, each at most 128 bytes.
+    pub values: Vec<String>,
 }
 
 #[derive(SimpleObject)]
@@ -60,6 +74,8 @@ pub struct Meter {
     pub value_path: Option<String>,
     pub aggregation: GqlMeterAggregation,
     pub group_by: Vec<String>,
+    /// What an event must meet to be counted (empty: every event of the type).
+    pub filter: Vec<MeterCondition>,
     pub max_value: String,
     pub sku_id: ID,
     /// The unit of its SKU: what its quantities count.
@@ -73,6 +89,16 @@ fn meter_of(m: meter::Model, units: &HashMap<Uuid, String>) -> Meter {
         id: to_id(m.id),
         unit: units.get(&m.sku_id.into()).cloned().unwrap_or_default(),
         group_by: serde_json::from_value(m.group_by).unwrap_or_default(),
+        filter: m
+            .filter
+            .and_then(|f| serde_json::from_value::<Vec<Condition>>(f).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| MeterCondition {
+                path: c.path,
+                values: c.values,
+            })
+            .collect(),
         key: m.key,
         version: m.version,
         event_type: m.event_type,
@@ -179,6 +205,14 @@ impl MeterMutation {
             value_path: input.value_path,
             aggregation: input.aggregation.into(),
             group_by: input.group_by,
+            filter: input
+                .filter
+                .into_iter()
+                .map(|c| Condition {
+                    path: c.path,
+                    values: c.values,
+                })
+                .collect(),
             max_value: input.max_value,
             description: input.description,
         };

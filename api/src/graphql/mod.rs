@@ -12,6 +12,7 @@ pub mod cost;
 mod invoices;
 pub mod loaders;
 mod meters;
+mod models;
 mod nodes;
 mod ordering;
 mod payments;
@@ -20,6 +21,7 @@ mod scalars;
 mod tenants;
 mod usage;
 mod viewer;
+mod volumes;
 mod webhooks;
 
 use async_graphql::{Context, EmptySubscription, MergedObject, Schema};
@@ -54,6 +56,8 @@ pub struct Query(
     payments::PaymentQuery,
     webhooks::WebhookQuery,
     access::AccessQuery,
+    volumes::VolumeQuery,
+    models::ModelQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -72,6 +76,8 @@ pub struct Mutation(
     usage::IngestMutation,
     webhooks::WebhookMutation,
     access::AccessMutation,
+    volumes::VolumeMutation,
+    models::ModelMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

@@ -315,7 +315,23 @@ impl Allocation {
     }
 }
 
-fn labels_of(value: &serde_json::Value) -> Vec<Label> {
+/// Labels as a map, refusing a key given twice.
+pub(super) fn label_map(
+    labels: Vec<Label>,
+) -> crate::error::ApiResult<std::collections::BTreeMap<String, String>> {
+    let mut map = std::collections::BTreeMap::new();
+    for label in labels {
+        if map.insert(label.key.clone(), label.value).is_some() {
+            return Err(ApiError::invalid(
+                "labels",
+                format!("`{}` appears twice", label.key),
+            ));
+        }
+    }
+    Ok(map)
+}
+
+pub(super) fn labels_of(value: &serde_json::Value) -> Vec<Label> {
     value
         .as_object()
         .map(|m| {
@@ -388,11 +404,10 @@ impl Order {
     /// one unit-hour of its SKU on its class (the tenant's plan rate, its spot price for
     /// spot, or the list price), as an exact decimal in the SKU's currency.
     async fn price_per_hour(&self, ctx: &Context<'_>) -> Result<String> {
-        let db = super::db(ctx)?;
+        let (db, now) = (super::db(ctx)?, super::now(ctx)?);
         let order = &self.0.order;
-        let price =
-            ordering::hourly_price(db, order.tenant_id, &self.0.sku, order.class, order.count)
-                .await?;
+        let unit = (order.class, order.count);
+        let price = ordering::hourly_price(db, order.tenant_id, &self.0.sku, unit, now).await?;
         Ok(price.to_string())
     }
 }
@@ -480,14 +495,7 @@ impl OrderingMutation {
             level: GqlTopologyLevel::Any,
             required: false,
         });
-        let mut labels = std::collections::BTreeMap::new();
-        for label in input.labels {
-            if labels.insert(label.key.clone(), label.value).is_some() {
-                return Err(
-                    ApiError::invalid("labels", format!("`{}` appears twice", label.key)).into(),
-                );
-            }
-        }
+        let labels = label_map(input.labels)?;
         let request = PlaceOrder {
             sku: parse_id("sku", &input.sku)?,
             count: input.count,

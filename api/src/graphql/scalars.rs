@@ -58,6 +58,21 @@ pub enum GqlSkuForm {
     /// A quantity meters count from usage events, priced per unit of its own; never
     /// ordered.
     Metered,
+    /// Storage volumes of one class in one region, priced per GB-hour provisioned;
+    /// created with `createVolume`, never ordered.
+    Volume,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::StorageClass",
+    name = "StorageClass"
+)]
+pub enum GqlStorageClass {
+    /// A block device attached to instances (Cinder, Ceph RBD).
+    Block,
+    /// An object store bucket (Swift, S3), provisioned with a capacity.
+    Object,
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]

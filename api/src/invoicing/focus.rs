@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::whole_second_up;
 use neocloud_metering::rating::period::{Line, SkuInfo};
-use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory};
+use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory, StorageClass};
 use rust_decimal::Decimal;
 use serde_json::Value;
 use uuid::Uuid;
@@ -163,11 +163,20 @@ impl<'a> Charge<'a> {
         ]
     }
 
-    /// ServiceCategory, ServiceSubcategory and ServiceName: GPU compute, or for a metered
+    /// ServiceCategory, ServiceSubcategory and ServiceName: GPU compute; for a volume SKU
+    /// `Storage`, `Block Storage` or `Object Storage`, and the SKU's name; for a metered
     /// SKU its service category (`Other` when it names none), `Other (<category>)`, and
     /// the SKU's name.
     fn service(&self) -> (String, String, String) {
         match (self.line.metric, self.sku) {
+            (_, Some(sku)) if sku.storage_class.is_some() => {
+                let class = sku.storage_class.unwrap_or(StorageClass::Block);
+                (
+                    ServiceCategory::Storage.focus_name().to_owned(),
+                    class.focus_subcategory().to_owned(),
+                    sku.name.clone(),
+                )
+            }
             (Some(Metric::Metered), Some(sku)) => {
                 let category = sku.category.unwrap_or(ServiceCategory::Other).focus_name();
                 (
@@ -260,7 +269,10 @@ impl<'a> Charge<'a> {
     /// else the SKU it charges; none for invoice-wide lines.
     fn resource(&self) -> (String, String, &'static str) {
         if let Some(allocation) = self.source.get("allocation").and_then(Value::as_str) {
-            return (allocation.to_owned(), String::new(), "Allocation");
+            // A volume's line names the volume where an allocation's names the allocation.
+            let volume = self.sku.is_some_and(|s| s.storage_class.is_some());
+            let kind = if volume { "Volume" } else { "Allocation" };
+            return (allocation.to_owned(), String::new(), kind);
         }
         match self.line.sku {
             Some(sku) => (

@@ -56,6 +56,7 @@ fn describe(m: &meter::Model) -> Value {
         "value_path": m.value_path,
         "aggregation": m.aggregation,
         "group_by": m.group_by,
+        "filter": m.filter,
         "max_value": m.max_value.to_string(),
         "sku": m.sku_id,
     })

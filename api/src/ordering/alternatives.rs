@@ -201,7 +201,7 @@ impl Asked<'_> {
         let what = match sku.form {
             SkuForm::WholeGpu => "GPUs",
             SkuForm::WholeNode => "nodes",
-            SkuForm::Mig | SkuForm::Fractional | SkuForm::Metered => {
+            SkuForm::Mig | SkuForm::Fractional | SkuForm::Metered | SkuForm::Volume => {
                 return format!(
                     "{region} has room for at most {most} × {} at once",
                     sku.name

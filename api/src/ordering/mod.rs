@@ -125,7 +125,7 @@ impl Ordering {
     ) -> ApiResult<OrderView> {
         let tenant = actor.tenant()?;
         validate(&input)?;
-        check_price(db, tenant, &input).await?;
+        check_price(db, tenant, &input, self.clock.now()).await?;
         let request_hash = request_hash(&input);
         let idempotency_key = input
             .idempotency_key

@@ -487,7 +487,7 @@ impl Batch<'_> {
         let cache: &FleetCache = self.cache;
         let mut offered = Vec::new();
         for alt in asked.alternatives(cache, skus, self.usage.get(&tenant)) {
-            if within_price(self.txn, tenant, input, &alt).await? {
+            if within_price(self.txn, tenant, input, &alt, self.now).await? {
                 offered.push(alt.to_json());
             }
         }
@@ -501,6 +501,7 @@ async fn within_price(
     tenant: TenantId,
     input: &PlaceOrder,
     alt: &Alternative<'_>,
+    now: DateTime<Utc>,
 ) -> ApiResult<bool> {
     let Some(max) = &input.max_price_per_hour else {
         return Ok(true);
@@ -509,7 +510,7 @@ async fn within_price(
         return Ok(false);
     };
     let count = i32::try_from(alt.count).unwrap_or(i32::MAX);
-    Ok(hourly_price(txn, tenant, alt.sku, input.class, count).await? <= max)
+    Ok(hourly_price(txn, tenant, alt.sku, (input.class, count), now).await? <= max)
 }
 
 /// The operator's record of a preemption: which spot allocations an order displaced.

@@ -1,6 +1,7 @@
 //! Quotas: per-tenant limits on concurrent GPUs (per model, SKU or region, counted in
 //! GPU-equivalents: a whole GPU is 1, a MIG slice its compute share, a fraction its
-//! milli-GPUs) and on concurrent allocations. Checked inside the placement transaction,
+//! milli-GPUs), on concurrent allocations, and on live volumes and their GB (in all or
+//! per region). Checked inside the placement transaction,
 //! which is serialized, so concurrent orders can never overrun a quota.
 
 use std::collections::HashMap;
@@ -20,7 +21,7 @@ pub fn milli_per_unit(sku: &sku::Model, gpus_per_node: u64) -> u64 {
     match sku.form {
         SkuForm::WholeGpu => 1000,
         SkuForm::WholeNode => 1000 * gpus_per_node,
-        SkuForm::Metered => 0,
+        SkuForm::Metered | SkuForm::Volume => 0,
         SkuForm::Fractional => u64::try_from(sku.milli_gpu.unwrap_or(0)).unwrap_or(0),
         SkuForm::Mig => sku
             .gpu_model
@@ -43,6 +44,9 @@ pub struct Usage {
     milli: HashMap<(QuotaScope, String), u64>,
     /// Live allocations.
     allocations: u64,
+    /// Live volumes, and their GB per region and in all (`""`).
+    volumes: u64,
+    storage_gb: HashMap<String, u64>,
 }
 
 impl Usage {
@@ -93,6 +97,47 @@ impl Usage {
             }
         }
         self.allocations = live.len() as u64;
+        if self.quotas.iter().any(|q| is_storage(q.scope)) {
+            for (region, gb) in crate::volumes::store::live_sizes(conn, tenant).await? {
+                self.add_volume(&region, gb);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_volume(&mut self, region: &str, gb: u64) {
+        self.volumes += 1;
+        for key in ["", region] {
+            *self.storage_gb.entry(key.to_owned()).or_default() += gb;
+        }
+    }
+
+    /// Fails with `QUOTA_EXCEEDED` if `more_gb` more GB in `region` (and `more_volumes`
+    /// more volumes) would pass a storage quota.
+    pub fn check_storage(&self, region: &str, more_gb: u64, more_volumes: u64) -> ApiResult<()> {
+        for q in self.quotas.iter().filter(|q| is_storage(q.scope)) {
+            let limit = u64::try_from(q.max_value).unwrap_or(0);
+            let (used, asked, unit) = match q.scope {
+                QuotaScope::Volumes => (self.volumes, more_volumes, "volumes"),
+                _ if q.scope_value.is_empty() || q.scope_value == region => (
+                    self.storage_gb.get(&q.scope_value).copied().unwrap_or(0),
+                    more_gb,
+                    "GB of volumes",
+                ),
+                _ => continue,
+            };
+            if asked > 0 && used + asked > limit {
+                let place = match q.scope_value.as_str() {
+                    "" => String::new(),
+                    region => format!(" in {region}"),
+                };
+                return Err(ApiError::QuotaExceeded {
+                    message: format!(
+                        "the quota is {limit} {unit}{place}; {used} in use, {asked} more asked"
+                    ),
+                });
+            }
+        }
         Ok(())
     }
 
@@ -112,6 +157,13 @@ impl Usage {
     fn used(&self, quota: &quota::Model) -> String {
         match quota.scope {
             QuotaScope::Allocations => self.allocations.to_string(),
+            QuotaScope::Volumes => self.volumes.to_string(),
+            QuotaScope::StorageGb => self
+                .storage_gb
+                .get(&quota.scope_value)
+                .copied()
+                .unwrap_or(0)
+                .to_string(),
             scope => display_gpus(
                 self.milli
                     .get(&(scope, quota.scope_value.clone()))
@@ -133,6 +185,7 @@ impl Usage {
             let limit = u64::try_from(q.max_value).unwrap_or(0);
             let (used, wanted, unit) = match q.scope {
                 QuotaScope::Allocations => (self.allocations, allocations_asked, "allocations"),
+                QuotaScope::StorageGb | QuotaScope::Volumes => continue,
                 scope => {
                     let matches = keys(sku).contains(&(scope, q.scope_value.clone()));
                     if !matches {
@@ -176,6 +229,10 @@ pub async fn check<C: ConnectionTrait>(
 ) -> ApiResult<()> {
     let mut usage = Usage::load_many(conn, &[tenant]).await?;
     usage.remove(&tenant).unwrap_or_default().check(sku, count)
+}
+
+fn is_storage(scope: QuotaScope) -> bool {
+    matches!(scope, QuotaScope::StorageGb | QuotaScope::Volumes)
 }
 
 fn keys(sku: &sku::Model) -> [(QuotaScope, String); 3] {
@@ -235,11 +292,12 @@ pub async fn set_quota(
     Ok(result)
 }
 
-/// The value a quota of `scope` is about, checked: none for all allocations, a SKU id, a
-/// GPU model code or a region name.
+/// The value a quota of `scope` is about, checked: none for all allocations or volumes, a
+/// SKU id, a GPU model code, or a region name (optional for storage GB).
 fn scope_value(scope: QuotaScope, value: &str) -> ApiResult<String> {
     Ok(match scope {
-        QuotaScope::Allocations => String::new(),
+        QuotaScope::Allocations | QuotaScope::Volumes => String::new(),
+        QuotaScope::StorageGb if value.trim().is_empty() => String::new(),
         QuotaScope::Sku => value
             .parse::<Uuid>()
             .map_err(|_| ApiError::invalid("value", "a SKU id"))?
@@ -249,7 +307,7 @@ fn scope_value(scope: QuotaScope, value: &str) -> ApiResult<String> {
             .map_err(|e| ApiError::invalid("value", e.to_string()))?
             .code()
             .to_owned(),
-        QuotaScope::Region => {
+        QuotaScope::Region | QuotaScope::StorageGb => {
             let v = value.trim();
             if v.is_empty() || v.len() > 64 {
                 return Err(ApiError::invalid("value", "a region name"));

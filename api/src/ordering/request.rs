@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use neocloud_schema::entity::sku;
 use neocloud_schema::ids::{SshKeyId, TenantId};
 use neocloud_schema::money::parse_plain_decimal;
@@ -107,10 +108,10 @@ pub async fn hourly_price<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     sku: &sku::Model,
-    class: AllocationClass,
-    count: i32,
+    (class, count): (AllocationClass, i32),
+    now: DateTime<Utc>,
 ) -> ApiResult<Decimal> {
-    let price = catalog::unit_prices(conn, Some(tenant), std::slice::from_ref(sku))
+    let price = catalog::unit_prices(conn, Some(tenant), now, std::slice::from_ref(sku))
         .await?
         .remove(&sku.id.into())
         .ok_or_else(|| ApiError::not_found("SKU"))?;
@@ -127,6 +128,7 @@ pub(super) async fn check_price<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     input: &PlaceOrder,
+    now: DateTime<Utc>,
 ) -> ApiResult<()> {
     let Some(max) = &input.max_price_per_hour else {
         return Ok(());
@@ -136,7 +138,7 @@ pub(super) async fn check_price<C: ConnectionTrait>(
     let Some(sku) = catalog::store::find(conn, input.sku).await? else {
         return Ok(());
     };
-    let price = hourly_price(conn, tenant, &sku, input.class, input.count).await?;
+    let price = hourly_price(conn, tenant, &sku, (input.class, input.count), now).await?;
     if price > max {
         return Err(ApiError::invalid(
             "maxPricePerHour",

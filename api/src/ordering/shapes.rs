@@ -27,7 +27,7 @@ pub(super) fn sched_level(level: TopologyLevel) -> SchedLevel {
 fn not_orderable() -> ApiError {
     ApiError::invalid(
         "sku",
-        "a METERED SKU is billed from usage events; it cannot be ordered",
+        "a METERED SKU is billed from usage events and a VOLUME SKU by `createVolume`; neither can be ordered",
     )
 }
 
@@ -36,7 +36,7 @@ pub(super) fn units(sku: &sku::Model, input: &PlaceOrder) -> ApiResult<Vec<Shape
         SkuForm::WholeGpu => MAX_GPUS_PER_ORDER,
         SkuForm::Mig | SkuForm::Fractional => MAX_SLICES_PER_ORDER,
         SkuForm::WholeNode => MAX_NODES_PER_ORDER,
-        SkuForm::Metered => return Err(not_orderable()),
+        SkuForm::Metered | SkuForm::Volume => return Err(not_orderable()),
     };
     if input.count > max {
         return Err(ApiError::invalid(
@@ -98,7 +98,7 @@ pub(super) fn units_for(
                 count as usize
             ]
         }
-        SkuForm::Metered => return Err(not_orderable()),
+        SkuForm::Metered | SkuForm::Volume => return Err(not_orderable()),
         SkuForm::Fractional => {
             let milli = u32::try_from(sku.milli_gpu.unwrap_or(0)).unwrap_or(0);
             let model: Option<GpuModel> = sku.gpu_model.parse().ok();

@@ -65,11 +65,15 @@ pub(crate) async fn check_skus<C: ConnectionTrait>(
                 ),
             ));
         }
-        let metered_sku = sku.form == SkuForm::Metered;
-        if metered_sku != (rate.metric == Metric::Metered) {
+        let fits = match sku.form {
+            SkuForm::Metered => rate.metric == Metric::Metered,
+            SkuForm::Volume => rate.metric == Metric::Allocated,
+            _ => rate.metric != Metric::Metered,
+        };
+        if !fits {
             return Err(ApiError::invalid(
                 format!("rates[{i}].metric"),
-                "a METERED SKU is rated by METERED, and METERED rates only METERED SKUs",
+                "a METERED SKU is rated by METERED (and METERED rates only METERED SKUs); a VOLUME SKU by ALLOCATED, its GB-hours",
             ));
         }
     }

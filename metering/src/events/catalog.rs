@@ -86,6 +86,52 @@ const CURRENCY: Field = req("currency", Text, "ISO 4217 code");
 const NODE: Field = req("node_id", Id, "the node");
 const HOSTNAME: Field = req("hostname", Text, "the node's host name");
 
+/// A storage volume: what the operator's storage needs to create it.
+const VOLUME: &[Field] = &[
+    req("volume_id", Id, "the volume"),
+    req("tenant_id", Id, "the tenant holding it"),
+    req("name", Text, "the tenant's name for it"),
+    req("sku", Text, "the catalog entry's name"),
+    req("storage_class", Text, "`block` or `object`"),
+    req("region", Text, "where it is"),
+    req("size_gb", Integer, "its size now, in GB"),
+    req("labels", Labels, "the tenant's labels"),
+    req("created_at", Time, "billing started here"),
+];
+
+const VOLUME_RESIZED: &[Field] = &[
+    req("volume_id", Id, "the volume"),
+    req("tenant_id", Id, "the tenant holding it"),
+    req("name", Text, "the tenant's name for it"),
+    req("sku", Text, "the catalog entry's name"),
+    req("storage_class", Text, "`block` or `object`"),
+    req("region", Text, "where it is"),
+    req("size_gb", Integer, "the new size, in GB"),
+    req("labels", Labels, "the tenant's labels"),
+    req("created_at", Time, "billing started here"),
+    req("previous_size_gb", Integer, "the size before"),
+    req("resized_at", Time, "the new size bills from here"),
+];
+
+const VOLUME_DELETED: &[Field] = &[
+    req("volume_id", Id, "the volume"),
+    req("tenant_id", Id, "the tenant that held it"),
+    req("name", Text, "the tenant's name for it"),
+    req("sku", Text, "the catalog entry's name"),
+    req("storage_class", Text, "`block` or `object`"),
+    req("region", Text, "where it was"),
+    req("size_gb", Integer, "its last size, in GB"),
+    req("labels", Labels, "the tenant's labels"),
+    req("created_at", Time, "billing started here"),
+    req("deleted_at", Time, "billing stops here"),
+    req(
+        "reason",
+        Text,
+        "`deleted`, or `provisioning_failed` (nothing of it is billed)",
+    ),
+    opt("failure", Text, "why the storage could not create it"),
+];
+
 /// Where an allocation runs and what it holds: what a provisioner needs.
 const PLACED: &[Field] = &[
     ALLOCATION,
@@ -177,6 +223,27 @@ const CATALOG: &[Spec] = &[
                 "why provisioning failed, as the provisioner said",
             ),
         ],
+    },
+    Spec {
+        name: "volume.created",
+        audience: Tenant,
+        version: 1,
+        summary: "A tenant created a storage volume; the storage should create it (then `markVolumeReady` or `markVolumeFailed`). Billing starts at `created_at`.",
+        fields: VOLUME,
+    },
+    Spec {
+        name: "volume.resized",
+        audience: Tenant,
+        version: 1,
+        summary: "A volume's size changed to `size_gb` at `resized_at`; the storage should grow (or, for object storage, shrink) it.",
+        fields: VOLUME_RESIZED,
+    },
+    Spec {
+        name: "volume.deleted",
+        audience: Tenant,
+        version: 1,
+        summary: "A volume was deleted (or its storage could not create it); billing stops at `deleted_at`. The storage should delete its data.",
+        fields: VOLUME_DELETED,
     },
     Spec {
         name: "allocation.gpu_failed",

@@ -238,7 +238,11 @@ pub(super) async fn period_input<C: ConnectionTrait>(
         input.segments.push(Segment {
             from,
             to,
-            usage: allocation_usage(conn, tenant.id, from, to, now).await?,
+            usage: [
+                allocation_usage(conn, tenant.id, from, to, now).await?,
+                super::volumes::usage(conn, tenant.id, from, to, now).await?,
+            ]
+            .concat(),
             metered: crate::meters::quantity::per_sku(conn, tenant.id, from, to).await?,
             plan,
         });
@@ -266,6 +270,7 @@ async fn sku_infos<C: ConnectionTrait>(conn: &C) -> Result<BTreeMap<Uuid, SkuInf
                     name: s.name,
                     region: s.region,
                     category: s.service_category,
+                    storage_class: s.storage_class,
                 },
             )
         })
@@ -416,6 +421,7 @@ mod tests {
             unit: unit.to_owned(),
             region: String::new(),
             category: None,
+            storage_class: None,
         };
         let skus = BTreeMap::from([(gpu, sku("GPU")), (slice, sku("MIG slice 3g.40gb"))]);
         let kept = |sku, metric| same_under_both_rules(&line(sku, metric), &skus);

@@ -11,6 +11,7 @@
 mod input;
 pub mod prices;
 pub mod store;
+pub mod volumes;
 
 use chrono::{DateTime, Datelike, DurationRound, NaiveDate, TimeDelta, Utc};
 use neocloud_schema::entity::{credit_grant, invoice, invoice_line};

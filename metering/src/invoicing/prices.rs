@@ -1,14 +1,14 @@
 //! What one unit-hour of a SKU costs a tenant at an instant: what the catalog shows it,
 //! what `placeOrder` quotes and checks `maxPricePerHour` against, and what an ALLOCATED
-//! line bills — the plan version in force's ALLOCATED rate for the SKU, or the SKU's list
-//! price where the plan has none.
+//! line bills — the plan version in force's ALLOCATED rate for the SKU (its METERED rate,
+//! per unit, for a metered SKU), or the SKU's list price where the plan has none.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_schema::entity::sku;
 use neocloud_schema::ids::TenantId;
-use neocloud_schema::vocabulary::Metric;
+use neocloud_schema::vocabulary::{Metric, SkuForm};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
@@ -43,10 +43,16 @@ fn first_unit_price(model: &PriceModel) -> Decimal {
 }
 
 fn price_of(plan: &PlanTerms, sku: &sku::Model, list_price: Decimal) -> UnitPrice {
+    // What a unit of the SKU bills as: its METERED rate for a metered SKU, else ALLOCATED.
+    let metric = if sku.form == SkuForm::Metered {
+        Metric::Metered
+    } else {
+        Metric::Allocated
+    };
     let rate = plan
         .rates
         .iter()
-        .find(|r| r.sku == Uuid::from(sku.id) && r.metric == Metric::Allocated);
+        .find(|r| r.sku == Uuid::from(sku.id) && r.metric == metric);
     match rate {
         Some(rate) => {
             let on_demand = first_unit_price(&rate.model);

@@ -30,8 +30,10 @@ use serde_json::{Map, Value};
 use crate::MeteringError;
 use cloudevent::Refusal;
 
-/// Most group-by paths of a meter.
+/// Most group-by paths of a meter, and most conditions of its filter.
 pub const MAX_GROUP_BY: usize = 4;
+/// Most values one filter condition accepts.
+pub const MAX_FILTER_VALUES: usize = 16;
 /// Most distinct groups one meter version may count for one tenant; an event that would
 /// open one more is refused.
 pub const MAX_GROUPS: u64 = 1000;
@@ -89,6 +91,14 @@ pub struct Meter {
     pub row: meter::Model,
     value: Option<Path>,
     group_by: Vec<Path>,
+    filter: Vec<(Path, Vec<String>)>,
+}
+
+/// One condition of a meter's filter: the value at `path` is one of `values`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Condition {
+    pub path: String,
+    pub values: Vec<String>,
 }
 
 /// What one event counts for one meter.
@@ -120,15 +130,43 @@ impl Meter {
             .map(|p| Path::parse(p))
             .collect::<Result<_, _>>()
             .ok()?;
+        let filter = match &row.filter {
+            None => Vec::new(),
+            Some(json) => serde_json::from_value::<Vec<Condition>>(json.clone())
+                .ok()?
+                .into_iter()
+                .map(|c| Path::parse(&c.path).map(|p| (p, c.values)))
+                .collect::<Result<_, _>>()
+                .ok()?,
+        };
         Some(Meter {
             row,
             value,
             group_by,
+            filter,
         })
     }
 
-    /// What `data` counts for this meter, or why the event cannot be counted.
-    pub fn read(&self, data: &Map<String, Value>) -> Result<Reading, Refusal> {
+    /// Whether the meter counts an event with `data`: its value at each filter path is
+    /// one of the condition's values (a value that is no scalar matches none).
+    pub fn selects(&self, data: &Map<String, Value>) -> bool {
+        self.filter.iter().all(|(path, values)| {
+            path.get(data)
+                .and_then(|v| scalar_text(path, v).ok())
+                .is_some_and(|text| values.contains(&text))
+        })
+    }
+
+    /// What `data` counts for this meter (none when its filter does not select the
+    /// event), or why the event cannot be counted.
+    pub fn read(&self, data: &Map<String, Value>) -> Result<Option<Reading>, Refusal> {
+        if !self.selects(data) {
+            return Ok(None);
+        }
+        self.reading(data).map(Some)
+    }
+
+    fn reading(&self, data: &Map<String, Value>) -> Result<Reading, Refusal> {
         let group: Vec<String> = self
             .group_by
             .iter()
@@ -227,6 +265,8 @@ pub struct NewMeter {
     pub value_path: Option<String>,
     pub aggregation: MeterAggregation,
     pub group_by: Vec<String>,
+    /// Conditions on the event's data, all of which must hold for the meter to count it.
+    pub filter: Vec<Condition>,
     pub max_value: Option<String>,
     pub sku: SkuId,
     pub description: Option<String>,
@@ -237,6 +277,7 @@ struct Checked {
     key: Slug,
     value_path: Option<Path>,
     group_by: Vec<Path>,
+    filter: Vec<Condition>,
     max_value: Decimal,
     description: String,
 }
@@ -277,6 +318,7 @@ fn check(new: &NewMeter) -> Result<Checked, MeteringError> {
         .iter()
         .map(|p| Path::parse(p).map_err(|e| MeteringError::invalid("groupBy", e)))
         .collect::<Result<Vec<_>, _>>()?;
+    let filter = check_filter(&new.filter)?;
     let max_value = match &new.max_value {
         None => DEFAULT_MAX_VALUE,
         Some(text) => parse_plain_decimal(text)
@@ -300,9 +342,40 @@ fn check(new: &NewMeter) -> Result<Checked, MeteringError> {
         key,
         value_path,
         group_by,
+        filter,
         max_value,
         description,
     })
+}
+
+/// A filter's conditions, checked: at most `MAX_GROUP_BY`, each a path with 1 to
+/// `MAX_FILTER_VALUES` values of at most `MAX_GROUP_VALUE_BYTES` bytes.
+fn check_filter(filter: &[Condition]) -> Result<Vec<Condition>, MeteringError> {
+    if filter.len() > MAX_GROUP_BY {
+        return Err(MeteringError::invalid(
+            "filter",
+            format!("at most {MAX_GROUP_BY} conditions"),
+        ));
+    }
+    filter
+        .iter()
+        .map(|c| {
+            let path = Path::parse(&c.path).map_err(|e| MeteringError::invalid("filter", e))?;
+            let good = |v: &String| {
+                v.len() <= MAX_GROUP_VALUE_BYTES && !v.chars().any(char::is_control)
+            };
+            if c.values.is_empty() || c.values.len() > MAX_FILTER_VALUES || !c.values.iter().all(good) {
+                return Err(MeteringError::invalid(
+                    "filter",
+                    format!("each condition has 1 to {MAX_FILTER_VALUES} values of at most {MAX_GROUP_VALUE_BYTES} bytes"),
+                ));
+            }
+            Ok(Condition {
+                path: path.to_string(),
+                values: c.values.clone(),
+            })
+        })
+        .collect()
 }
 
 /// `createMeter`: the next version of the meter under `key` (the first when there is
@@ -342,6 +415,7 @@ pub async fn create<C: ConnectionTrait>(
                 .map(ToString::to_string)
                 .collect::<Vec<_>>(),
         ),
+        filter: Some(serde_json::to_value(&checked.filter).unwrap_or_default()),
         max_value: checked.max_value.into(),
         sku_id: new.sku,
         description: checked.description,

@@ -185,7 +185,7 @@ fn readings(
         .get(&event.event_type)
         .map_or(&[][..], Vec::as_slice)
         .iter()
-        .map(|m| m.read(&event.data))
+        .filter_map(|m| m.read(&event.data).transpose())
         .collect()
 }
 

@@ -16,6 +16,7 @@ fn meter(aggregation: MeterAggregation, value: Option<&str>, group_by: &[&str]) 
         value_path: value.map(str::to_owned),
         aggregation,
         group_by: json!(group_by),
+        filter: None,
         max_value: Decimal::from(1_000_000).into(),
         sku_id: SkuId::new(),
         description: String::new(),
@@ -36,13 +37,13 @@ fn a_sum_meter_reads_its_path_and_groups() {
         &["model", "key"],
     );
     let r = m
-        .read(&data(
+        .reading(&data(
             json!({"tokens": {"input": 1200.5}, "model": "llama", "key": 7}),
         ))
         .unwrap();
     assert_eq!(r.value, Decimal::new(12005, 1));
     assert_eq!(r.group_key, r#"["llama","7"]"#);
-    let missing_group = m.read(&data(json!({"tokens": {"input": "3"}}))).unwrap();
+    let missing_group = m.reading(&data(json!({"tokens": {"input": "3"}}))).unwrap();
     assert_eq!(
         (missing_group.value, missing_group.group_key.as_str()),
         (Decimal::from(3), r#"["",""]"#)
@@ -61,7 +62,7 @@ fn a_value_no_meter_can_take_is_refused_by_its_field() {
         json!({"tokens": {"input": 0.0000000000001}}),
     ] {
         assert_eq!(
-            m.read(&data(bad.clone()))
+            m.reading(&data(bad.clone()))
                 .expect_err(&bad.to_string())
                 .field,
             "data.tokens.input"
@@ -69,15 +70,15 @@ fn a_value_no_meter_can_take_is_refused_by_its_field() {
     }
     let long = "m".repeat(129);
     let refused = m
-        .read(&data(json!({"tokens": {"input": 1}, "model": long})))
+        .reading(&data(json!({"tokens": {"input": 1}, "model": long})))
         .unwrap_err();
     assert_eq!(refused.field, "data.model");
     assert!(
-        m.read(&data(json!({"tokens": {"input": 1}, "model": {"a": 1}})))
+        m.reading(&data(json!({"tokens": {"input": 1}, "model": {"a": 1}})))
             .is_err()
     );
     assert_eq!(
-        m.read(&data(json!({"tokens": {"input": 1e3}})))
+        m.reading(&data(json!({"tokens": {"input": 1e3}})))
             .unwrap()
             .value,
         Decimal::from(1000)
@@ -87,14 +88,14 @@ fn a_value_no_meter_can_take_is_refused_by_its_field() {
 #[test]
 fn count_and_unique_count_read_what_they_count() {
     let count = meter(MeterAggregation::Count, None, &[]);
-    assert_eq!(count.read(&Map::new()).unwrap().value, Decimal::ONE);
+    assert_eq!(count.reading(&Map::new()).unwrap().value, Decimal::ONE);
     let unique = meter(MeterAggregation::UniqueCount, Some("user"), &[]);
-    let r = unique.read(&data(json!({"user": 42}))).unwrap();
+    let r = unique.reading(&data(json!({"user": 42}))).unwrap();
     assert_eq!(
         (r.value, r.distinct.as_deref()),
         (Decimal::ZERO, Some("42"))
     );
-    assert_eq!(unique.read(&Map::new()).unwrap_err().field, "data.user");
+    assert_eq!(unique.reading(&Map::new()).unwrap_err().field, "data.user");
 }
 
 #[test]
@@ -122,6 +123,7 @@ fn new_meter(aggregation: MeterAggregation, value: Option<&str>) -> NewMeter {
         value_path: value.map(str::to_owned),
         aggregation,
         group_by: vec![],
+        filter: vec![],
         max_value: None,
         sku: SkuId::new(),
         description: None,
@@ -166,6 +168,44 @@ fn a_definition_is_checked_field_by_field() {
     let mut m = new_meter(MeterAggregation::Count, None);
     m.event_type = " ".into();
     assert_eq!(refused_field(&m), "eventType");
+    for values in [vec![], vec!["x".to_owned(); 17], vec!["x".repeat(129)]] {
+        let mut m = new_meter(MeterAggregation::Count, None);
+        m.filter = vec![Condition {
+            path: "model".into(),
+            values,
+        }];
+        assert_eq!(refused_field(&m), "filter");
+    }
+}
+
+#[test]
+fn a_filter_selects_the_events_whose_values_it_names() {
+    let mut row = meter(MeterAggregation::Sum, Some("tokens"), &["api_key"]).row;
+    row.filter = Some(json!([{"path": "model", "values": ["llama-70b"]},
+                             {"path": "status", "values": ["ok", "incomplete"]}]));
+    let m = Meter::from_row(row).expect("parses");
+    let read = |v: Value| m.read(&data(v));
+    let counted = read(json!({"model": "llama-70b", "status": "ok", "tokens": 7}));
+    assert_eq!(
+        counted.expect("counted").expect("selected").value,
+        Decimal::from(7)
+    );
+    assert!(
+        read(json!({"model": "llama-70b", "status": "incomplete", "tokens": 1}))
+            .expect("ok")
+            .is_some()
+    );
+    for other in [
+        json!({"model": "mistral", "status": "ok", "tokens": 7}),
+        json!({"model": "llama-70b", "status": "error", "tokens": 7}),
+        json!({"model": ["llama-70b"], "status": "ok", "tokens": 7}),
+        json!({"status": "ok", "tokens": 7}),
+        // Not selected, so not refused for its missing value either.
+        json!({"model": "mistral", "status": "ok"}),
+    ] {
+        assert_eq!(read(other.clone()), Ok(None), "{other}");
+    }
+    assert!(read(json!({"model": "llama-70b", "status": "ok", "tokens": -1})).is_err());
 }
 
 #[test]

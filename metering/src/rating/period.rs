@@ -153,6 +153,9 @@ pub struct SkuInfo {
     /// What a metered SKU sells; none for GPU SKUs (compute) and in ratings stored before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<neocloud_schema::vocabulary::ServiceCategory>,
+    /// What a volume SKU stores; none for the other forms and in ratings stored before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<neocloud_schema::vocabulary::StorageClass>,
 }
 
 /// What an ALLOCATED quantity counts, recorded with every finalized invoice's rating.

@@ -19,6 +19,10 @@ pub struct Model {
     pub aggregation: MeterAggregation,
     /// JSON array of dotted paths into `data` whose values group the usage.
     pub group_by: Json,
+    /// JSON array of `{path, values}`: the meter counts only events whose value at each
+    /// path is one of its values; unset (meters defined before filters): every event of
+    /// its type.
+    pub filter: Option<Json>,
     /// The largest value one event may carry; an event above it is refused.
     pub max_value: super::Exact,
     pub sku_id: SkuId,

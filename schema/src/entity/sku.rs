@@ -1,6 +1,6 @@
 //! The catalog: what can be ordered (whole GPU, MIG profile, fraction, whole node), per
 //! model and region, with its list price; and what meters bill (`metered`: per unit of
-//! its own, never ordered).
+//! its own, never ordered), and what volumes are (`volume`: GB-hours of a storage class).
 
 use crate::ids::SkuId;
 pub use crate::vocabulary::{GPU_UNIT, SkuForm};
@@ -27,6 +27,8 @@ pub struct Model {
     /// What a metered SKU sells (FOCUS `ServiceCategory`); unset for the GPU forms
     /// (compute).
     pub service_category: Option<crate::vocabulary::ServiceCategory>,
+    /// What a volume SKU stores (block or object); unset for the other forms.
+    pub storage_class: Option<crate::vocabulary::StorageClass>,
     pub active: bool,
     pub created_at: DateTimeUtc,
 }
@@ -47,6 +49,7 @@ impl Model {
             SkuForm::Fractional => format!("{} milli-GPU", self.milli_gpu.unwrap_or(0)),
             SkuForm::WholeNode => "node".to_owned(),
             SkuForm::Metered => self.unit_name.clone().unwrap_or_else(|| "unit".to_owned()),
+            SkuForm::Volume => crate::vocabulary::GB_UNIT.to_owned(),
         }
     }
 }

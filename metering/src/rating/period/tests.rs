@@ -25,6 +25,7 @@ fn skus() -> BTreeMap<Uuid, SkuInfo> {
                     unit: "GPU".to_owned(),
                     region: "eu-west".to_owned(),
                     category: None,
+                    storage_class: None,
                 },
             )
         })
