@@ -38,6 +38,7 @@ BATCH_WAIT_S = 1.0          # how long a batch waits to fill up
 MAX_BACKOFF_S = 30
 GROUP_MAX_BYTES = 128       # neocloud's limit on a value a meter groups by
 ROUTES = ("/v1/chat/completions", "/v1/completions")
+DELTAS = ("content", "reasoning_content", "tool_calls")  # what a streamed chunk adds
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # upstream: no proxy
 
 
@@ -219,7 +220,7 @@ def watch(line, seen):
             seen["usage"] = chunk["usage"]
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
-            if choice.get("text") or any(delta.get(k) for k in ("content", "reasoning_content", "tool_calls")):
+            if choice.get("text") or any(delta.get(k) for k in DELTAS):
                 seen["deltas"] += 1
     except (ValueError, AttributeError):  # `data: [DONE]` (the end), or not OpenAI's shape
         pass
@@ -395,7 +396,7 @@ class Gateway(BaseHTTPRequestHandler):
         end = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self.reporter.report({
             "specversion": "1.0", "id": str(uuid.uuid4()), "source": self.args.source,
-            "type": "model.request", "subject": request["who"]["tenant"], "time": end,
+            "type": self.args.type, "subject": request["who"]["tenant"], "time": end,
             "datacontenttype": "application/json", "data": data})
 
     def send(self, status, kind, payload):
@@ -453,6 +454,8 @@ def main():
     p.add_argument("--keys", required=True, help="JSON file: customer key -> {tenant, name}")
     p.add_argument("--source", default="gateway/" + socket.gethostname(),
                    help="the events' CloudEvents source (default gateway/<hostname>)")
+    p.add_argument("--type", default="model.request",
+                   help="the events' CloudEvents type (default model.request)")
     p.add_argument("--spool", help="JSONL file of events not yet acknowledged, re-sent at start")
     p.add_argument("--grace", type=float, default=10, help="seconds a stop waits to report")
     args = p.parse_args()
