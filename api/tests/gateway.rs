@@ -361,6 +361,19 @@ fn chat(gw: &Gateway, key: &str, body: Value) -> reqwest::RequestBuilder {
         .json(&body)
 }
 
+/// Sends a streamed request; returns the body as the client got it, and in how many reads.
+async fn stream_of(request: reqwest::RequestBuilder) -> (String, usize) {
+    let mut res = request.send().await.expect("request");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let (mut body, mut reads) = (Vec::new(), 0);
+    while let Some(piece) = res.chunk().await.expect("the stream") {
+        body.extend_from_slice(&piece);
+        reads += 1;
+    }
+    (String::from_utf8(body).expect("UTF-8"), reads)
+}
+
 fn ask(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "Say hello to the team"}]})
 }
@@ -368,8 +381,9 @@ fn ask(model: &str) -> Value {
 // ---- The journeys ----------------------------------------------------------------
 
 /// Two tenants' keys through one gateway: a non-streamed request labelled by its `user`,
-/// a streamed one labelled by `X-Label`, another tenant's, and an unknown key. The
-/// meters hold exactly what the model server counted, per tenant, model, key and label.
+/// a streamed one labelled by `X-Label`, another tenant's streamed one that asks for its
+/// usage, and an unknown key. The meters hold exactly what the model server counted, per
+/// tenant, model, key and label.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_it() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("sqlite");
@@ -413,36 +427,27 @@ async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_
         completion("llama-3-70b")
     );
 
-    // Streamed: relayed as it comes (in several reads), byte for byte.
+    // Streamed: relayed as it comes (in several reads), byte for byte as the model
+    // server would have sent it: the usage chunk the gateway asked for only reaches a
+    // client that asked for it too.
     let mut body = ask("qwen-2.5-7b");
     body["stream"] = json!(true);
-    let mut res = chat(&gw, "sk-acme-prod", body)
-        .header("x-label", "nightly")
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(res.status(), 200);
-    assert_eq!(res.headers()["content-type"], "text/event-stream");
-    let (mut streamed, mut reads) = (Vec::new(), 0);
-    while let Some(piece) = res.chunk().await.expect("the stream") {
-        streamed.extend_from_slice(&piece);
-        reads += 1;
-    }
-    assert_eq!(
-        String::from_utf8(streamed).expect("UTF-8"),
-        stream_events("qwen-2.5-7b", true).concat()
-    );
+    let res = chat(&gw, "sk-acme-prod", body).header("x-label", "nightly");
+    let (streamed, reads) = stream_of(res).await;
+    assert_eq!(streamed, stream_events("qwen-2.5-7b", false).concat());
     assert!(
         reads > 1,
         "the stream arrived in one piece: held back, not relayed"
     );
 
-    // Another tenant's key, no label; an unknown key, refused as OpenAI does.
-    let res = chat(&gw, "sk-globex-ci", ask("llama-3-70b"))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(res.status(), 200);
+    // Another tenant's key, streamed with its usage, no label.
+    let mut body = ask("llama-3-70b");
+    body["stream"] = json!(true);
+    body["stream_options"] = json!({"include_usage": true});
+    let (streamed, _) = stream_of(chat(&gw, "sk-globex-ci", body)).await;
+    assert_eq!(streamed, stream_events("llama-3-70b", true).concat());
+
+    // An unknown key, refused as OpenAI does.
     let res = chat(&gw, "sk-nobody", ask("llama-3-70b"))
         .send()
         .await
@@ -482,11 +487,10 @@ async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_
             "{a:?}"
         );
     }
-    assert_eq!(
-        asked[1].body["stream_options"]["include_usage"], true,
-        "{:?}",
-        asked[1]
-    );
+    for streamed in &asked[1..3] {
+        let options = &streamed.body["stream_options"];
+        assert_eq!(options["include_usage"], true, "{streamed:?}");
+    }
     assert_eq!(
         asked[0].body["user"], "team-a",
         "the request goes on as the customer sent it"
@@ -511,9 +515,9 @@ async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_
     assert_eq!(
         usage(&app, &globex_admin).await,
         BTreeSet::from([
-            row("cached-tokens", ["llama-3-70b", "ci", ""], "4"),
-            row("input-tokens", ["llama-3-70b", "ci", ""], "12"),
-            row("output-tokens", ["llama-3-70b", "ci", ""], "30"),
+            row("cached-tokens", ["llama-3-70b", "ci", ""], "0"),
+            row("input-tokens", ["llama-3-70b", "ci", ""], "21"),
+            row("output-tokens", ["llama-3-70b", "ci", ""], "17"),
         ])
     );
     assert_eq!(

@@ -125,9 +125,13 @@ class Reporter:
 
     def report(self, event):
         if self.spool:
-            with self.lock, open(self.spool, "a") as f:
+            with self.lock:
                 self.pending[event["id"]] = event
-                f.write(json.dumps(event) + "\n")
+                try:
+                    with open(self.spool, "a") as f:
+                        f.write(json.dumps(event) + "\n")
+                except OSError as e:
+                    log(f"{self.spool}: {e}; event {event['id']} is queued, not spooled")
         self.owe(1)
         self.queue.put(event)
 
@@ -176,8 +180,8 @@ class Reporter:
                         f"{e.read()[:300].decode(errors='replace')}; {kept}")
                     return
                 why = f"HTTP {e.code}"
-            except (OSError, http.client.HTTPException, ValueError) as e:
-                why = str(e) or type(e).__name__
+            except (OSError, http.client.HTTPException, ValueError, AttributeError, TypeError) as e:
+                why = str(e) or type(e).__name__  # unreachable, or not neocloud's answer
             log(f"reporting {len(batch)} events failed ({why}); retrying in {delay:g} s")
             time.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF_S)
@@ -213,17 +217,19 @@ class Reporter:
 
 def watch(line, seen):
     """Reads one SSE line of the upstream's stream: counts content deltas (about a token
-    each) and keeps the latest `usage`."""
+    each) and keeps the latest `usage`. True for the usage chunk (usage, no choices)."""
     try:
         chunk = json.loads(line[5:]) if line.startswith(b"data:") else {}
-        if tokens_of(chunk.get("usage")):
-            seen["usage"] = chunk["usage"]
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if choice.get("text") or any(delta.get(k) for k in DELTAS):
                 seen["deltas"] += 1
+        if tokens_of(chunk.get("usage")):
+            seen["usage"] = chunk["usage"]
+            return not chunk.get("choices")
     except (ValueError, AttributeError):  # `data: [DONE]` (the end), or not OpenAI's shape
         pass
+    return False
 
 
 class Gateway(BaseHTTPRequestHandler):
@@ -328,7 +334,8 @@ class Gateway(BaseHTTPRequestHandler):
         self.report(request, "ok", status, counts, False)
 
     def stream(self, request):
-        """Streamed: asks for the usage chunk, relays the SSE events as they come."""
+        """Streamed: asks for the usage chunk, relays the SSE events as they come (the
+        usage chunk only to a client that asked for it too)."""
         body = dict(request["body"])
         options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
         body["stream_options"] = {**options, "include_usage": True}
@@ -336,14 +343,14 @@ class Gateway(BaseHTTPRequestHandler):
         if failed:
             return self.report(request, "error", failed, (0, 0, 0), False)
         with res:
-            seen, stayed = self.relay(res)
+            seen, stayed = self.relay(res, options.get("include_usage") is not True)
         counts = tokens_of(seen["usage"])
         status = "ok" if counts and stayed else "incomplete"
         if counts is None:  # never a silent 0: ~1 token a delta, ~4 characters a token
             counts = (estimate(prompt_chars(request["body"])), seen["deltas"], 0)
         self.report(request, status, res.status, counts, seen["usage"] is None)
 
-    def relay(self, res):
+    def relay(self, res, hide_usage):
         """Relays each SSE event as one chunk, as it comes; returns what `watch` saw and
         whether the client got it all. A client that leaves does not stop the reading at
         once: the usage chunk may still come within DRAIN_S. Then the connection closes
@@ -354,10 +361,10 @@ class Gateway(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        seen, event, left = {"usage": None, "deltas": 0}, b"", None
+        seen, event, left, hidden = {"usage": None, "deltas": 0}, b"", None, False
         try:
             for line in res:
-                watch(line, seen)
+                hidden |= watch(line, seen) and hide_usage
                 if left is not None:
                     if seen["usage"] or time.monotonic() - left > DRAIN_S:
                         break
@@ -366,16 +373,18 @@ class Gateway(BaseHTTPRequestHandler):
                 if line.strip():  # an SSE event ends with a blank line
                     continue
                 try:
-                    self.chunk(event)
+                    if not hidden:  # the usage chunk the client did not ask for stays here
+                        self.chunk(event)
                 except OSError:
                     left, self.close_connection = time.monotonic(), True
-                event = b""
+                event, hidden = b"", False
         except (OSError, http.client.HTTPException):  # the upstream broke off: so does the answer
             self.close_connection = True
             return seen, False
         if left is None:
             try:
-                self.chunk(event) if event else None
+                if event:
+                    self.chunk(event)
                 self.chunk(b"")  # the last chunk: the end of the answer
             except OSError:
                 left = time.monotonic()
@@ -433,13 +442,13 @@ def serve(args):
         server.serve_forever()
     except KeyboardInterrupt:
         pass
-    # Stop: no new requests; the ones under way finish, then the queue is sent, all
-    # within --grace seconds. What is left stays in the spool for the next start.
+    # Stop: no new connections; the requests under way finish, then the queue is sent,
+    # all within --grace seconds. What is left stays in the spool for the next start.
+    server.server_close()
     left = reporter.flush(args.grace)
     if left:
         log(f"stopping with {left} requests or events unreported"
             + (" (events are kept in the spool)" if args.spool else ""))
-    server.server_close()
 
 
 def main():
