@@ -502,7 +502,8 @@ async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_
         BTreeSet::from([
             row("cached-tokens", ["llama-3-70b", "prod-key", "team-a"], "4"),
             row("cached-tokens", ["qwen-2.5-7b", "prod-key", "nightly"], "0"),
-            row("input-tokens", ["llama-3-70b", "prod-key", "team-a"], "12"),
+            // 12 prompt tokens, of which 4 read from cache.
+            row("input-tokens", ["llama-3-70b", "prod-key", "team-a"], "8"),
             row("input-tokens", ["qwen-2.5-7b", "prod-key", "nightly"], "21"),
             row("output-tokens", ["llama-3-70b", "prod-key", "team-a"], "30"),
             row(
@@ -530,8 +531,8 @@ async fn the_reference_gateway_reports_each_request_as_the_model_server_counted_
             ),
             (
                 "model-input-tokens".to_owned(),
-                "33".to_owned(),
-                "0.33".to_owned()
+                "29".to_owned(),
+                "0.29".to_owned()
             ),
             (
                 "model-output-tokens".to_owned(),
@@ -629,7 +630,8 @@ async fn what_the_gateway_could_not_report_is_re_sent_at_its_next_start_and_coun
         (&events[0]["type"], &events[0]["subject"]),
         (&json!("model.request"), &json!(acme))
     );
-    assert_eq!(events[0]["data"]["input_tokens"], 12, "{spooled}");
+    // 12 prompt tokens, 4 of them cached.
+    assert_eq!(events[0]["data"]["input_tokens"], 8, "{spooled}");
     drop(first);
     assert!(usage(&app, &admin).await.is_empty());
 
@@ -643,7 +645,7 @@ async fn what_the_gateway_could_not_report_is_re_sent_at_its_next_start_and_coun
     let counted = BTreeSet::from([row(
         "input-tokens",
         ["llama-3-70b", "prod-key", "team-a"],
-        "12",
+        "8",
     )]);
     assert_eq!(usage(&app, &admin).await, counted);
 
@@ -674,7 +676,7 @@ async fn what_the_gateway_could_not_report_is_re_sent_at_its_next_start_and_coun
     counted.insert(row(
         "input-tokens",
         ["llama-3-70b", "prod-key", "team-b"],
-        "12",
+        "8",
     ));
     assert_eq!(usage(&app, &admin).await, counted);
 

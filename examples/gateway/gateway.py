@@ -83,13 +83,15 @@ def prompt_chars(body):
 
 
 def tokens_of(usage):
-    """(input, output, cached) from an OpenAI `usage` object; None when it has no counts."""
+    """(input not read from cache, output, cached) from an OpenAI `usage` object, whose
+    `prompt_tokens` include the cached ones; None when it has no counts."""
     if not isinstance(usage, dict) or not all(
             isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
         return None
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return usage["prompt_tokens"], usage["completion_tokens"], cached if isinstance(cached, int) else 0
+    cached = min(cached, usage["prompt_tokens"]) if isinstance(cached, int) and cached > 0 else 0
+    return usage["prompt_tokens"] - cached, usage["completion_tokens"], cached
 
 
 class Reporter:
@@ -402,6 +404,8 @@ class Gateway(BaseHTTPRequestHandler):
                 "status": status, "http_status": http_status, "usage_estimated": estimated}
         if request["label"]:
             data["label"] = request["label"]
+        if self.args.region:
+            data["region"] = self.args.region
         end = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self.reporter.report({
             "specversion": "1.0", "id": str(uuid.uuid4()), "source": self.args.source,
@@ -463,6 +467,7 @@ def main():
     p.add_argument("--keys", required=True, help="JSON file: customer key -> {tenant, name}")
     p.add_argument("--source", default="gateway/" + socket.gethostname(),
                    help="the events' CloudEvents source (default gateway/<hostname>)")
+    p.add_argument("--region", help="the region it serves, as model offerings name it")
     p.add_argument("--type", default="model.request",
                    help="the events' CloudEvents type (default model.request)")
     p.add_argument("--spool", help="JSONL file of events not yet acknowledged, re-sent at start")
