@@ -81,8 +81,8 @@ async fn seeding_twice_creates_nothing_twice_and_rotates_the_keys(backend: Backe
         .await;
     assert_eq!(
         r["data"]["meters"].as_array().map(Vec::len),
-        Some(2),
-        "seeded once: {r}"
+        Some(6),
+        "two meters and a model offering's four, seeded once: {r}"
     );
     let r = app
         .gql(

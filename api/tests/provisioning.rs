@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 
 use support::receiver::{body, receiver, verifies, wait_for};
-use support::{Backend, TestApp, error_code};
+use support::{Backend, ReferenceReceiver, TestApp, error_code};
 
 const ADD: &str = "mutation($n: String!, $k: String!) { addSshKey(name: $n, publicKey: $k) { id name keyType fingerprint comment publicKey } }";
 const ACCESS: &str =
@@ -325,46 +325,19 @@ async fn the_reference_receiver_prints_its_plan_and_reports_ready() {
         .await;
     let created = &r["data"]["createWebhookEndpoint"];
     let secret = created["secret"].as_str().unwrap_or_else(|| panic!("{r}"));
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/provisioner/receiver.py"
-    );
-    let mut child = Killed(
-        std::process::Command::new("python3")
-            .args(["-u", script, "--listen", "127.0.0.1:0", "--secret", secret])
-            .args(["--api", &app.url, "--operator-key", &op])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs the reference receiver"),
-    );
-    let lines = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufRead::lines(lines).map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let first = rx.recv().expect("the receiver says where it listens");
-    let url = first.strip_prefix("listening on ").expect(&first);
+    let receiver = ReferenceReceiver::start(&app, secret);
     let r = app
         .gql(
             Some(&op),
             "mutation($id: ID!, $u: String!) { updateWebhookEndpoint(id: $id, input: {url: $u}) { id } }",
-            json!({"id": created["endpoint"]["id"], "u": url}),
+            json!({"id": created["endpoint"]["id"], "u": receiver.url}),
         )
         .await;
     assert!(r["errors"].is_null(), "{r}");
     let alice = add_key(&app, &acme_key, "alice", ssh_keys::KEYS[0].0).await;
     let allocation = allocation_of(&order(&app, &acme_key, &sku, None).await);
 
-    let mut printed = String::new();
-    while !printed.contains("reported:") {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("the receiver stopped short:\n{printed}"));
-        printed.push_str(&line);
-        printed.push('\n');
-    }
+    let printed = receiver.printed_until("reported:");
     assert!(
         printed.contains(&format!("allocation.placed {allocation} on gpu-1")),
         "{printed}"
@@ -377,14 +350,4 @@ async fn the_reference_receiver_prints_its_plan_and_reports_ready() {
     let access = &r["data"]["allocation"]["access"];
     assert_eq!(access["state"], "READY", "{r}\n{printed}");
     assert_eq!(access["endpoints"][0]["host"], "gpu-1");
-}
-
-/// A child process killed when the test ends, passed or not.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

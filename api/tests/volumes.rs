@@ -9,7 +9,7 @@ mod support;
 use chrono::{DateTime, TimeDelta, Utc};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
-use support::{Backend, TestApp, error_code};
+use support::{Backend, ReferenceReceiver, TestApp, error_code};
 
 const VOLUME: &str = "id name sizeGb storageClass region status state skuName createdAt deletedAt";
 
@@ -320,6 +320,56 @@ async fn failed_storage_bills_nothing_and_a_spent_cap_blocks_new_volumes(backend
     assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
     let r = delete(&app, &admin, &kept).await;
     assert!(r["errors"].is_null(), "deleting is always allowed: {r}");
+}
+
+/// The reference receiver in `examples/provisioner`, subscribed to `volume.*` with an
+/// operator endpoint, prints the Cinder commands for a created and a grown volume and
+/// reports the volume ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_receiver_creates_volumes_and_reports_them_ready() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("sqlite");
+    let op = app.operator_key.clone();
+    volume_sku(&app, "block-eu", "BLOCK", "0.01").await;
+    let (tenant, admin) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&op),
+            "mutation { createWebhookEndpoint(input: {url: \"http://127.0.0.1:9/\", eventTypes: [\"volume.created\", \"volume.resized\", \"volume.deleted\"]}) { secret endpoint { id } } }",
+            json!({}),
+        )
+        .await;
+    let created = &r["data"]["createWebhookEndpoint"];
+    let secret = created["secret"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let receiver = ReferenceReceiver::start(&app, secret);
+    let r = app
+        .gql(
+            Some(&op),
+            "mutation($id: ID!, $u: String!) { updateWebhookEndpoint(id: $id, input: {url: $u}) { id } }",
+            json!({"id": created["endpoint"]["id"], "u": receiver.url}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let r = create(&app, &admin, "checkpoints", 200, "BLOCK").await;
+    let id = r["data"]["createVolume"]["volume"]["id"].clone();
+    let printed = receiver.printed_until("reported:");
+    assert!(
+        printed.contains(&format!(
+            "openstack volume create --size 200 --property tenant={tenant} nc-{}",
+            id.as_str().expect("id")
+        )),
+        "{printed}"
+    );
+    let r = app
+        .gql(
+            Some(&admin),
+            "query($i: ID!) { volume(id: $i) { state } }",
+            json!({"i": id}),
+        )
+        .await;
+    assert_eq!(r["data"]["volume"]["state"], "READY", "{r}\n{printed}");
+    resize(&app, &admin, &id, 500).await;
+    let printed = receiver.printed_until("openstack volume set");
+    assert!(printed.contains("--size 500"), "{printed}");
 }
 
 on_both_databases!(

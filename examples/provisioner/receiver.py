@@ -4,7 +4,9 @@
 signature, and prints what it would do to hand the GPUs over with OpenStack Nova, Ironic
 or Kubernetes. It runs nothing itself. With `--api` and `--operator-key` it reports back:
 `markAllocationReady` with an SSH endpoint on the node (as if it had provisioned), so the
-whole loop can be tried against the demo.
+whole loop can be tried against the demo. It also takes `volume.created`, `volume.resized`
+and `volume.deleted` (Cinder for block volumes, Swift for object storage) and reports a
+created volume with `markVolumeReady`.
 
     python3 examples/provisioner/receiver.py --secret whsec_... --target kubernetes
 
@@ -148,13 +150,9 @@ def teardown(target, data, placed):
 PLANS = {"kubernetes": kubernetes, "nova": nova, "ironic": ironic}
 
 
-def report_ready(args, data):
-    """Tells neocloud where the customer connects (here: SSH on the node itself)."""
-    query = ("mutation($id: ID!, $e: [AccessEndpointInput!]!) "
-             "{ markAllocationReady(id: $id, endpoints: $e) { id access { state } } }")
-    endpoint = {"kind": "ssh", "host": data["hostname"], "port": 22, "username": "root"}
-    body = json.dumps({"query": query,
-                       "variables": {"id": data["allocation_id"], "e": [endpoint]}}).encode()
+def report(args, query, variables):
+    """Runs an operator mutation on neocloud and prints its answer."""
+    body = json.dumps({"query": query, "variables": variables}).encode()
     req = urllib.request.Request(args.api.rstrip("/") + "/graphql", data=body, headers={
         "content-type": "application/json", "authorization": "Bearer " + args.operator_key})
     with urllib.request.urlopen(req, timeout=10) as res:
@@ -162,11 +160,50 @@ def report_ready(args, data):
     print("reported:", json.dumps(answer), flush=True)
 
 
+def report_ready(args, data):
+    """Tells neocloud where the customer connects (here: SSH on the node itself)."""
+    query = ("mutation($id: ID!, $e: [AccessEndpointInput!]!) "
+             "{ markAllocationReady(id: $id, endpoints: $e) { id access { state } } }")
+    endpoint = {"kind": "ssh", "host": data["hostname"], "port": 22, "username": "root"}
+    report(args, query, {"id": data["allocation_id"], "e": [endpoint]})
+
+
+def volume_steps(kind, data):
+    """What the storage runs for a volume event: Cinder for block volumes, a Swift
+    container with a quota for object storage (docs/volumes.md). A volume's GB is the
+    storage's gigabyte: Cinder sizes in GiB, so the Swift quota is size × 2^30 bytes."""
+    name, gb = f"nc-{data['volume_id']}", data["size_gb"]
+    block = data["storage_class"] == "block"
+    if kind == "volume.created":
+        return ([f"openstack volume create --size {gb} --property tenant={data['tenant_id']} {name}"]
+                if block else [f"openstack container create {name}",
+                               f"swift post {name} -H 'X-Container-Meta-Quota-Bytes: {gb << 30}'"])
+    if kind == "volume.resized":
+        return ([f"openstack volume set --size {gb} {name}"] if block
+                else [f"swift post {name} -H 'X-Container-Meta-Quota-Bytes: {gb << 30}'"])
+    if data.get("reason") == "provisioning_failed":
+        return []  # nothing was created
+    return [f"openstack volume delete {name}"] if block else [f"swift delete {name}"]
+
+
+def report_volume_ready(args, data):
+    report(args, "mutation($id: ID!) { markVolumeReady(id: $id) { volume { id state } } }",
+           {"id": data["volume_id"]})
+
+
 def handle(args, event, seen, placed):
     if event["id"] in seen:  # at least once: the same event may come again
         return
     seen.add(event["id"])
     data, kind = event["data"], event["type"]
+    if kind.startswith("volume."):
+        print(f"# {kind} {data['volume_id']} ({data['storage_class']}, {data['size_gb']} GB)",
+              flush=True)
+        for step in volume_steps(kind, data):
+            print(step, flush=True)
+        if kind == "volume.created" and args.api and args.operator_key:
+            threading.Thread(target=report_volume_ready, args=(args, data), daemon=True).start()
+        return
     if kind == "allocation.placed":
         placed[data["allocation_id"]] = data
         steps = PLANS[args.target](data)

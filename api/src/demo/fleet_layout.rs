@@ -332,6 +332,22 @@ pub fn metered() -> Vec<(NewSku, neocloud_metering::meters::NewMeter)> {
     ]
 }
 
+/// The demo's model endpoint: Llama 3.1 70B in eu-west, per million tokens, with a
+/// cached-input price and no request fee.
+pub fn model_offering() -> crate::models::NewOffering {
+    crate::models::NewOffering {
+        name: "llama-3.1-70b-instruct".into(),
+        region: "eu-west".into(),
+        currency: "USD".into(),
+        input_per_million: "0.60".into(),
+        output_per_million: "0.80".into(),
+        cached_per_million: Some("0.30".into()),
+        request_fee: None,
+        max_tokens_per_request: Some(200_000),
+        description: Some("Llama 3.1 70B Instruct on H100s in eu-west".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -163,6 +163,13 @@ async fn seed_catalog(txn: &DatabaseTransaction) -> ApiResult<Vec<sku::Model>> {
         }
     }
     seed_meters(txn).await?;
+    let model = fleet_layout::model_offering();
+    if crate::models::store::find(txn, &model.name, &model.region)
+        .await?
+        .is_none()
+    {
+        crate::models::create_in(txn, None, &model, Utc::now()).await?;
+    }
     Ok(catalog::store::active(txn).await?)
 }
 
@@ -280,6 +287,22 @@ fn demo_rates(sku: &sku::Model) -> Vec<plans::Rate> {
                 PriceModel::Graduated { tiers },
                 None,
             )]
+        }
+        // Egress: the first 100 GB of a period free.
+        SkuForm::Metered if sku.name.starts_with("egress") => {
+            let tiers = vec![
+                Tier {
+                    up_to: Some(Decimal::ONE_HUNDRED),
+                    unit_price: Decimal::ZERO,
+                    flat_fee: Decimal::ZERO,
+                },
+                Tier {
+                    up_to: None,
+                    unit_price: list,
+                    flat_fee: Decimal::ZERO,
+                },
+            ];
+            vec![rate(Metric::Metered, PriceModel::Graduated { tiers }, None)]
         }
         SkuForm::Metered => vec![rate(Metric::Metered, per_unit(list), None)],
         SkuForm::Volume => vec![rate(Metric::Allocated, per_unit(list), None)],

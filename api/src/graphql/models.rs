@@ -52,7 +52,8 @@ impl ModelOffering {
         self.0.cached.as_ref().map(per_million)
     }
 
-    /// List price of each request served (status `ok` or `incomplete`).
+    /// List price of each request served (status `ok` or `incomplete`; 0: counted, not
+    /// charged).
     async fn request_fee(&self) -> Option<String> {
         self.0
             .request
@@ -90,7 +91,8 @@ pub struct CreateModelOfferingInput {
     pub output_price_per_million: String,
     /// Prompt tokens read from cache, when billed apart.
     pub cached_input_price_per_million: Option<String>,
-    /// A fee per request served, at most 9 decimal places.
+    /// A fee per request served, at most 9 decimal places (default 0: requests are
+    /// counted, not charged).
     pub request_fee: Option<String>,
     /// The most tokens of each kind one request may report (default 2000000).
     pub max_tokens_per_request: Option<i64>,

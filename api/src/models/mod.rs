@@ -198,9 +198,12 @@ fn check(new: &NewOffering) -> ApiResult<Checked> {
             per_token("cachedInputPricePerMillion", cached)?,
         ));
     }
-    if let Some(fee) = &new.request_fee {
-        prices.push((Part::Request, request_fee(fee)?));
-    }
+    // Requests are always counted (served ones: `ok`, `incomplete`), at no fee by default.
+    let fee = match &new.request_fee {
+        Some(fee) => request_fee(fee)?,
+        None => Decimal::ZERO,
+    };
+    prices.push((Part::Request, fee));
     let max_tokens = new.max_tokens_per_request.unwrap_or(DEFAULT_MAX_TOKENS);
     if !(1..=MAX_MAX_TOKENS).contains(&max_tokens) {
         return Err(ApiError::invalid(
@@ -233,9 +236,21 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> ApiResult<OfferingView> {
     actor.require_operator()?;
-    let checked = check(new)?;
     let txn = crate::db::begin_write(db).await?;
-    if store::find(&txn, &checked.name, &checked.region)
+    let view = create_in(&txn, Some(actor), new, now).await?;
+    txn.commit().await?;
+    Ok(view)
+}
+
+/// `create` in the caller's transaction, by `actor` (none: the system, e.g. the demo).
+pub(crate) async fn create_in<C: ConnectionTrait>(
+    txn: &C,
+    actor: Option<&Principal>,
+    new: &NewOffering,
+    now: DateTime<Utc>,
+) -> ApiResult<OfferingView> {
+    let checked = check(new)?;
+    if store::find(txn, &checked.name, &checked.region)
         .await?
         .is_some()
     {
@@ -245,11 +260,35 @@ pub async fn create(
     }
     let mut skus = Vec::new();
     for (part, price) in &checked.prices {
-        skus.push((
-            *part,
-            bill_part(&txn, actor, &checked, *part, *price, now).await?,
-        ));
+        let sku = bill_part(txn, actor, &checked, *part, *price, now).await?;
+        skus.push((*part, sku));
     }
+    let view = offering_of(&checked, skus, now)?;
+    store::insert(txn, view.offering.clone()).await?;
+    let after = json!({"name": view.offering.name, "region": view.offering.region,
+        "skus": view.parts().map(|(_, s)| s.name.clone()).collect::<Vec<_>>()});
+    audit::record_as(
+        txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "model_offering.create",
+            object_type: "model_offering",
+            object_id: view.offering.id.to_string(),
+            before: None,
+            after: Some(after),
+        },
+    )
+    .await?;
+    Ok(view)
+}
+
+/// The offering row and view from its checked terms and the SKUs made for its parts.
+fn offering_of(
+    checked: &Checked,
+    skus: Vec<(Part, sku::Model)>,
+    now: DateTime<Utc>,
+) -> ApiResult<OfferingView> {
     let sku_of = |p: Part| skus.iter().find(|(q, _)| *q == p).map(|(_, s)| s.clone());
     let (Some(input), Some(output)) = (sku_of(Part::Input), sku_of(Part::Output)) else {
         return Err(ApiError::invariant(
@@ -269,38 +308,19 @@ pub async fn create(
         description: checked.description.clone(),
         created_at: now,
     };
-    store::insert(&txn, offering.clone()).await?;
-    let view = OfferingView {
+    Ok(OfferingView {
         offering,
         input,
         output,
         cached,
         request,
-    };
-    audit::record(
-        &txn,
-        actor,
-        audit::Entry {
-            tenant_id: None,
-            action: "model_offering.create",
-            object_type: "model_offering",
-            object_id: view.offering.id.to_string(),
-            before: None,
-            after: Some(
-                json!({"name": view.offering.name, "region": view.offering.region,
-                "skus": view.parts().map(|(_, s)| s.name.clone()).collect::<Vec<_>>()}),
-            ),
-        },
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(view)
+    })
 }
 
 /// The SKU and meter that bill one part of the offering.
 async fn bill_part<C: ConnectionTrait>(
     conn: &C,
-    actor: &Principal,
+    actor: Option<&Principal>,
     checked: &Checked,
     part: Part,
     price: Decimal,
@@ -309,7 +329,7 @@ async fn bill_part<C: ConnectionTrait>(
     let name = part_name(&checked.name, part, &checked.region);
     let sku = catalog::create_in(
         conn,
-        Some(actor),
+        actor,
         &ValidSku {
             name: name.clone(),
             what: Sells::Metered {

@@ -350,3 +350,69 @@ pub fn agent_token(registered: &Value) -> String {
 pub fn error_code(answer: &Value) -> Option<&str> {
     answer["errors"][0]["extensions"]["code"].as_str()
 }
+
+/// A child process, killed when dropped.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The reference provisioner (`examples/provisioner/receiver.py`) running against `app`
+/// with the endpoint secret `secret`: its process, its stdout lines, and its URL.
+pub struct ReferenceReceiver {
+    pub process: Killed,
+    pub lines: std::sync::mpsc::Receiver<String>,
+    pub url: String,
+}
+
+impl ReferenceReceiver {
+    pub fn start(app: &TestApp, secret: &str) -> ReferenceReceiver {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/provisioner/receiver.py"
+        );
+        let mut process = Killed(
+            std::process::Command::new("python3")
+                .args(["-u", script, "--listen", "127.0.0.1:0", "--secret", secret])
+                .args(["--api", &app.url, "--operator-key", &app.operator_key])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 runs the reference receiver"),
+        );
+        let out = std::io::BufReader::new(process.0.stdout.take().expect("stdout"));
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(out).map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let first = lines.recv().expect("the receiver says where it listens");
+        let url = first
+            .strip_prefix("listening on ")
+            .expect(&first)
+            .to_owned();
+        ReferenceReceiver {
+            process,
+            lines,
+            url,
+        }
+    }
+
+    /// What it prints until a line contains `marker` (at most 30 s between lines).
+    pub fn printed_until(&self, marker: &str) -> String {
+        let mut printed = String::new();
+        while !printed.contains(marker) {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("the receiver stopped short:\n{printed}"));
+            printed.push_str(&line);
+            printed.push('\n');
+        }
+        printed
+    }
+}

@@ -86,43 +86,52 @@ const CURRENCY: Field = req("currency", Text, "ISO 4217 code");
 const NODE: Field = req("node_id", Id, "the node");
 const HOSTNAME: Field = req("hostname", Text, "the node's host name");
 
+const VOLUME_ID: Field = req("volume_id", Id, "the volume");
+const VOLUME_TENANT: Field = req("tenant_id", Id, "the tenant holding it");
+const VOLUME_NAME: Field = req("name", Text, "the tenant's name for it");
+const VOLUME_SKU: Field = req("sku", Text, "the catalog entry's name");
+const STORAGE_CLASS: Field = req("storage_class", Text, "`block` or `object`");
+const VOLUME_REGION: Field = req("region", Text, "where it is");
+const VOLUME_LABELS: Field = req("labels", Labels, "the tenant's labels");
+const VOLUME_CREATED: Field = req("created_at", Time, "billing started here");
+
 /// A storage volume: what the operator's storage needs to create it.
 const VOLUME: &[Field] = &[
-    req("volume_id", Id, "the volume"),
-    req("tenant_id", Id, "the tenant holding it"),
-    req("name", Text, "the tenant's name for it"),
-    req("sku", Text, "the catalog entry's name"),
-    req("storage_class", Text, "`block` or `object`"),
-    req("region", Text, "where it is"),
-    req("size_gb", Integer, "its size now, in GB"),
-    req("labels", Labels, "the tenant's labels"),
-    req("created_at", Time, "billing started here"),
+    VOLUME_ID,
+    VOLUME_TENANT,
+    VOLUME_NAME,
+    VOLUME_SKU,
+    STORAGE_CLASS,
+    VOLUME_REGION,
+    req("size_gb", Integer, "its size, in GB"),
+    VOLUME_LABELS,
+    VOLUME_CREATED,
 ];
 
 const VOLUME_RESIZED: &[Field] = &[
-    req("volume_id", Id, "the volume"),
-    req("tenant_id", Id, "the tenant holding it"),
-    req("name", Text, "the tenant's name for it"),
-    req("sku", Text, "the catalog entry's name"),
-    req("storage_class", Text, "`block` or `object`"),
-    req("region", Text, "where it is"),
+    VOLUME_ID,
+    VOLUME_TENANT,
+    VOLUME_NAME,
+    VOLUME_SKU,
+    STORAGE_CLASS,
+    VOLUME_REGION,
     req("size_gb", Integer, "the new size, in GB"),
-    req("labels", Labels, "the tenant's labels"),
-    req("created_at", Time, "billing started here"),
+    VOLUME_LABELS,
+    VOLUME_CREATED,
     req("previous_size_gb", Integer, "the size before"),
     req("resized_at", Time, "the new size bills from here"),
 ];
 
 const VOLUME_DELETED: &[Field] = &[
-    req("volume_id", Id, "the volume"),
-    req("tenant_id", Id, "the tenant that held it"),
-    req("name", Text, "the tenant's name for it"),
-    req("sku", Text, "the catalog entry's name"),
-    req("storage_class", Text, "`block` or `object`"),
-    req("region", Text, "where it was"),
+    VOLUME_ID,
+    VOLUME_TENANT,
+    VOLUME_NAME,
+    VOLUME_SKU,
+    STORAGE_CLASS,
+    VOLUME_REGION,
     req("size_gb", Integer, "its last size, in GB"),
-    req("labels", Labels, "the tenant's labels"),
-    req("created_at", Time, "billing started here"),
+    VOLUME_LABELS,
+    VOLUME_CREATED,
     req("deleted_at", Time, "billing stops here"),
     req(
         "reason",
