@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_schema::clock::Clock;
 use neocloud_schema::entity::usage_event;
 use sea_orm::{EntityTrait, PaginatorTrait};
@@ -459,7 +459,144 @@ async fn streamed_token_spend_trips_the_hard_cap(backend: Backend) {
     assert_eq!(error_code(&r), Some("BUDGET_EXCEEDED"), "{r}");
 }
 
+/// Many batches into one minute and group: every batch lands in one of the bucket's
+/// shards, so most add into a row another batch wrote. Each aggregation must still come
+/// to what the events say (here computed from them directly).
+async fn batches_into_one_bucket_add_up_as_the_events_say(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    for (key, aggregation) in [("s", "SUM"), ("c", "COUNT"), ("m", "MAX"), ("l", "LATEST")] {
+        let mut meter = json!({"key": key, "eventType": "bucket.test", "aggregation": aggregation, "groupBy": ["g"]});
+        if aggregation != "COUNT" {
+            meter["valuePath"] = json!("v");
+        }
+        metered(&app, &format!("sku-{key}"), "unit", "1", meter).await;
+    }
+    let (_, admin) = app.create_tenant("acme").await;
+    let reporter = key(&app, &admin, "USAGE_REPORTER", None).await;
+    app.advance(TimeDelta::minutes(3));
+    let minute = app
+        .clock
+        .now()
+        .duration_trunc(TimeDelta::minutes(1))
+        .expect("a minute")
+        - TimeDelta::minutes(1);
+    // 48 events, one batch each: values and seconds scrambled, two at the last second.
+    let events: Vec<(i64, DateTime<Utc>)> = (0..48_i64)
+        .map(|i| {
+            (
+                (i * 37) % 101 + (i % 7) * 1000,
+                minute + TimeDelta::seconds(((i * 13) % 59).min(58)),
+            )
+        })
+        .collect();
+    for (i, (v, at)) in events.iter().enumerate() {
+        let event = json!({"specversion": "1.0", "id": format!("b{i}"), "source": "s", "type": "bucket.test",
+                           "time": at.to_rfc3339(), "data": {"g": "one", "v": v}});
+        let (status, answer) = post(&app, &reporter, BATCH, &json!([event])).await;
+        assert_eq!(
+            (status, statuses(&answer)),
+            (200, vec!["accepted".to_owned()]),
+            "{answer}"
+        );
+    }
+    let sum: i64 = events.iter().map(|e| e.0).sum();
+    let max = events.iter().map(|e| e.0).max().unwrap_or(0);
+    let latest = events
+        .iter()
+        .map(|(v, at)| (*at, *v))
+        .max()
+        .map_or(0, |(_, v)| v);
+    let now = app.clock.now();
+    let r = app
+        .gql(
+            Some(&admin),
+            "query($f: DateTime!, $t: DateTime!) { meterUsage(from: $f, to: $t) { meterKey quantity events } }",
+            json!({"f": (now - TimeDelta::hours(1)).to_rfc3339(), "t": now.to_rfc3339()}),
+        )
+        .await;
+    let got: Vec<(String, String, i64)> = r["data"]["meterUsage"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|u| {
+            (
+                u["meterKey"].as_str().unwrap_or("").to_owned(),
+                u["quantity"].as_str().unwrap_or("").to_owned(),
+                u["events"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, i64)> = [("c", 48), ("l", latest), ("m", max), ("s", sum)]
+        .iter()
+        .map(|(k, q)| ((*k).to_owned(), q.to_string(), 48))
+        .collect();
+    assert_eq!(got, want, "{r}");
+}
+
+/// A meter counts at most 1000 groups per tenant: the 1001st is refused (and only it, in
+/// its batch), while events of groups already counted, and other tenants', still count.
+async fn a_meter_counts_at_most_a_thousand_groups_per_tenant(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    metered(&app, "egress-gb", "GB", "0.09",
+        json!({"key": "egress", "eventType": "net.egress", "valuePath": "gb", "aggregation": "SUM", "groupBy": ["region"]}))
+    .await;
+    let (_, admin) = app.create_tenant("acme").await;
+    let (_, other) = app.create_tenant("globex").await;
+    let reporter = key(&app, &admin, "USAGE_REPORTER", None).await;
+    let other_reporter = key(&app, &other, "USAGE_REPORTER", None).await;
+    app.advance(TimeDelta::minutes(5));
+    let at = app.clock.now() - TimeDelta::minutes(1);
+    let region = |i: usize| format!("r{i}");
+    for batch in 0..10 {
+        let events: Vec<Value> = (0..100)
+            .map(|i| {
+                egress(
+                    &format!("e{batch}-{i}"),
+                    json!(1),
+                    Some(&region(batch * 100 + i)),
+                    at,
+                )
+            })
+            .collect();
+        let (_, answer) = post(&app, &reporter, BATCH, &json!(events)).await;
+        assert!(
+            statuses(&answer).iter().all(|s| s == "accepted"),
+            "{answer}"
+        );
+    }
+    let last = json!([
+        egress("x1", json!(1), Some("r5"), at),
+        egress("x2", json!(1), Some("one-too-many"), at),
+        egress("x3", json!(1), Some("r999"), at),
+    ]);
+    let (_, answer) = post(&app, &reporter, BATCH, &last).await;
+    assert_eq!(
+        statuses(&answer),
+        ["accepted", "invalid", "accepted"],
+        "{answer}"
+    );
+    assert_eq!(answer["results"][1]["error"]["field"], "data");
+    let (_, answer) = post(
+        &app,
+        &other_reporter,
+        BATCH,
+        &json!([egress("y", json!(1), Some("one-too-many"), at)]),
+    )
+    .await;
+    assert_eq!(
+        statuses(&answer),
+        ["accepted"],
+        "another tenant's groups are its own: {answer}"
+    );
+}
+
 on_both_databases!(
+    a_meter_counts_at_most_a_thousand_groups_per_tenant,
+    batches_into_one_bucket_add_up_as_the_events_say,
     a_batch_is_answered_event_by_event_and_billed_once,
     only_usage_reporters_report_and_only_for_their_tenant,
     streamed_token_spend_trips_the_hard_cap,

@@ -193,37 +193,45 @@ fn readings(
 type NewGroups = HashSet<(TenantId, MeterId, String)>;
 
 /// Refuses, in order, the events that would open a group beyond `MAX_GROUPS` for their
-/// tenant and meter; returns the rest, and the groups they open.
+/// tenant and meter; returns the rest, and the groups they open. Reads the batch's own
+/// groups, and counts a meter's groups only when the batch brings a new one.
 async fn bound_groups<C: ConnectionTrait>(
     conn: &C,
     admitted: Vec<Admitted>,
     outcomes: &mut [Option<Outcome>],
 ) -> Result<(Vec<Admitted>, NewGroups), DbErr> {
-    let tenants: Vec<TenantId> = admitted
+    let wanted: NewGroups = admitted
         .iter()
-        .map(|a| a.tenant)
-        .collect::<HashSet<_>>()
-        .into_iter()
+        .flat_map(|a| {
+            a.readings
+                .iter()
+                .map(|r| (a.tenant, r.meter, r.group_key.clone()))
+        })
         .collect();
-    let meters: Vec<MeterId> = admitted
-        .iter()
-        .flat_map(|a| a.readings.iter().map(|r| r.meter))
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
-    if meters.is_empty() {
+    if wanted.is_empty() {
         return Ok((admitted, NewGroups::new()));
     }
-    let mut groups = store::groups(conn, &tenants, &meters).await?;
+    let known = store::known_groups(conn, &wanted).await?;
+    let new: NewGroups = wanted.difference(&known).cloned().collect();
+    if new.is_empty() {
+        return Ok((admitted, NewGroups::new()));
+    }
+    let tenants = new.iter().map(|g| g.0).collect();
+    let meters = new.iter().map(|g| g.1).collect();
+    let mut counts = store::group_counts(conn, &tenants, &meters).await?;
     let mut opened = NewGroups::new();
     let mut kept = Vec::new();
     for a in admitted {
-        let over = a.readings.iter().find(|r| {
-            let seen = groups.get(&(a.tenant, r.meter));
-            !seen.is_some_and(|g| g.contains(&r.group_key))
-                && seen.map_or(0, HashSet::len) >= usize::try_from(MAX_GROUPS).unwrap_or(usize::MAX)
-        });
-        if let Some(r) = over {
+        let key = |r: &Reading| (a.tenant, r.meter, r.group_key.clone());
+        let opens: Vec<&Reading> = a
+            .readings
+            .iter()
+            .filter(|r| new.contains(&key(r)) && !opened.contains(&key(r)))
+            .collect();
+        if let Some(r) = opens
+            .iter()
+            .find(|r| counts.get(&(a.tenant, r.meter)).copied().unwrap_or(0) >= MAX_GROUPS)
+        {
             outcomes[a.index] = Some(Outcome::Invalid(Refusal::new(
                 "data",
                 format!(
@@ -233,11 +241,9 @@ async fn bound_groups<C: ConnectionTrait>(
             )));
             continue;
         }
-        for r in &a.readings {
-            let seen = groups.entry((a.tenant, r.meter)).or_default();
-            if seen.insert(r.group_key.clone()) {
-                opened.insert((a.tenant, r.meter, r.group_key.clone()));
-            }
+        for r in opens {
+            *counts.entry((a.tenant, r.meter)).or_default() += 1;
+            opened.insert(key(r));
         }
         kept.push(a);
     }

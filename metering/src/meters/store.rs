@@ -96,25 +96,51 @@ pub async fn insert_events<C: ConnectionTrait>(
     Ok(fresh)
 }
 
-/// The groups each of `meters` has counted for each of `tenants` (at most `MAX_GROUPS`
-/// each).
-pub async fn groups<C: ConnectionTrait>(
+/// Which of `wanted` (tenant, meter, group key) are counted groups already: one read of
+/// just those rows, however many groups the meters have.
+pub async fn known_groups<C: ConnectionTrait>(
     conn: &C,
-    tenants: &[TenantId],
-    meters: &[MeterId],
-) -> Result<HashMap<(TenantId, MeterId), HashSet<String>>, DbErr> {
+    wanted: &HashSet<(TenantId, MeterId, String)>,
+) -> Result<HashSet<(TenantId, MeterId, String)>, DbErr> {
+    let tenants: HashSet<TenantId> = wanted.iter().map(|w| w.0).collect();
+    let meters: HashSet<MeterId> = wanted.iter().map(|w| w.1).collect();
+    let keys: HashSet<&str> = wanted.iter().map(|w| w.2.as_str()).collect();
     let rows = meter_group::Entity::find()
-        .filter(meter_group::Column::TenantId.is_in(tenants.iter().copied()))
-        .filter(meter_group::Column::MeterId.is_in(meters.iter().copied()))
+        .filter(meter_group::Column::TenantId.is_in(tenants))
+        .filter(meter_group::Column::MeterId.is_in(meters))
+        .filter(meter_group::Column::GroupKey.is_in(keys))
         .all(conn)
         .await?;
-    let mut out: HashMap<(TenantId, MeterId), HashSet<String>> = HashMap::new();
-    for r in rows {
-        out.entry((r.tenant_id, r.meter_id))
-            .or_default()
-            .insert(r.group_key);
-    }
-    Ok(out)
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.tenant_id, r.meter_id, r.group_key))
+        .filter(|k| wanted.contains(k))
+        .collect())
+}
+
+/// How many groups each of `meters` has counted for each of `tenants`.
+pub async fn group_counts<C: ConnectionTrait>(
+    conn: &C,
+    tenants: &HashSet<TenantId>,
+    meters: &HashSet<MeterId>,
+) -> Result<HashMap<(TenantId, MeterId), u64>, DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    let rows: Vec<(TenantId, MeterId, i64)> = meter_group::Entity::find()
+        .select_only()
+        .column(meter_group::Column::TenantId)
+        .column(meter_group::Column::MeterId)
+        .column_as(Expr::col(meter_group::Column::GroupKey).count(), "groups")
+        .filter(meter_group::Column::TenantId.is_in(tenants.iter().copied()))
+        .filter(meter_group::Column::MeterId.is_in(meters.iter().copied()))
+        .group_by(meter_group::Column::TenantId)
+        .group_by(meter_group::Column::MeterId)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(t, m, n)| ((t, m), u64::try_from(n).unwrap_or(0)))
+        .collect())
 }
 
 /// Inserts `rows`, leaving those whose primary key is already stored as they are.
@@ -144,14 +170,19 @@ where
     Ok(())
 }
 
-/// Adds `buckets` (sorted by key, all of one shard) into `meter_minutes`: each row is
-/// created empty if missing, then locked in key order (so two batches never wait on each
-/// other in a cycle), merged and written back.
+/// Adds `buckets` (sorted by key, all of one shard) into `meter_minutes`, rows in key
+/// order (so two batches never wait on each other in a cycle). On PostgreSQL, whose
+/// columns are `NUMERIC`, one upsert per chunk adds them in SQL, exactly; on SQLite, whose
+/// decimals are text, each row is created empty if missing, then locked, merged by
+/// `merge` and written back.
 pub async fn add_buckets<C: ConnectionTrait>(
     conn: &C,
     buckets: Vec<meter_minute::Model>,
     merge: impl Fn(&meter_minute::Model, &meter_minute::Model) -> Option<meter_minute::Model>,
 ) -> Result<(), DbErr> {
+    if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        return upsert_buckets(conn, buckets).await;
+    }
     create_empty(conn, &buckets).await?;
     let stored = lock(conn, &buckets).await?;
     for bucket in &buckets {
@@ -174,6 +205,51 @@ pub async fn add_buckets<C: ConnectionTrait>(
             active.reset(column);
         }
         active.update(conn).await?;
+    }
+    Ok(())
+}
+
+/// PostgreSQL: inserts `buckets`, adding each into the stored row of its key as `merge`
+/// does (sums and counts add, the larger maximum, the latest value by time and then by
+/// value), in one statement per chunk.
+async fn upsert_buckets<C: ConnectionTrait>(
+    conn: &C,
+    buckets: Vec<meter_minute::Model>,
+) -> Result<(), DbErr> {
+    use meter_minute::Column;
+    use sea_orm::sea_query::Expr;
+    let mut conflict = OnConflict::columns([
+        Column::TenantId,
+        Column::MeterId,
+        Column::MinuteStart,
+        Column::GroupKey,
+        Column::Shard,
+    ]);
+    conflict
+        .value(Column::Sum, Expr::cust("meter_minutes.sum + excluded.sum"))
+        .value(Column::Count, Expr::cust("meter_minutes.count + excluded.count"))
+        .value(Column::Max, Expr::cust("GREATEST(meter_minutes.max, excluded.max)"))
+        .value(
+            Column::Latest,
+            Expr::cust(
+                "CASE WHEN (excluded.latest_at, excluded.latest) > (meter_minutes.latest_at, meter_minutes.latest) \
+                 THEN excluded.latest ELSE meter_minutes.latest END",
+            ),
+        )
+        .value(
+            Column::LatestAt,
+            Expr::cust("GREATEST(meter_minutes.latest_at, excluded.latest_at)"),
+        );
+    for chunk in buckets.chunks(CHUNK) {
+        meter_minute::Entity::insert_many(
+            chunk
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .on_conflict(conflict.clone())
+        .exec_without_returning(conn)
+        .await?;
     }
     Ok(())
 }
