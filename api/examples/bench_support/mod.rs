@@ -62,8 +62,15 @@ impl BenchServer {
             .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
             .await
             .expect("create database");
-        let (base, _) = admin_url.rsplit_once('/').expect("database URL");
-        let mut settings = Settings::for_tests(&format!("{base}/{name}"));
+        // The same server and options (`?sslmode=…`), another database.
+        let (url, query) = admin_url.split_once('?').unwrap_or((&admin_url, ""));
+        let (base, _) = url.rsplit_once('/').expect("database URL");
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        let mut settings = Settings::for_tests(&format!("{base}/{name}{query}"));
         adjust(&mut settings);
         let app = Application::build(settings).await.expect("app");
         let db = app.db().clone();

@@ -63,13 +63,40 @@ pub async fn versions<C: ConnectionTrait>(
         .collect())
 }
 
+/// Most bytes of event rows in one statement. A statement's messages then fit one TLS
+/// record (16 KiB): sqlx does not set `TCP_NODELAY`, so a statement split over two
+/// records waits for the server's delayed ACK (about 40 ms) before its tail is sent.
+const STATEMENT_BYTES: usize = 12 * 1024;
+
+/// `rows` in runs of at most `CHUNK` rows and `STATEMENT_BYTES` bytes (a row larger than
+/// that goes alone).
+fn runs(rows: &[usage_event::Model]) -> Vec<&[usage_event::Model]> {
+    let size = |r: &usage_event::Model| {
+        96 + r.source.len() + r.event_id.len() + r.event_type.len() + r.data.to_string().len()
+    };
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, row) in rows.iter().enumerate() {
+        let n = size(row);
+        if i > start && (i - start == CHUNK || bytes + n > STATEMENT_BYTES) {
+            out.push(&rows[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += n;
+    }
+    if start < rows.len() {
+        out.push(&rows[start..]);
+    }
+    out
+}
+
 /// Inserts the events not recorded before; returns the ids of those that were new.
 pub async fn insert_events<C: ConnectionTrait>(
     conn: &C,
     rows: Vec<usage_event::Model>,
 ) -> Result<HashSet<UsageEventId>, DbErr> {
     let mut fresh = HashSet::new();
-    for chunk in rows.chunks(CHUNK) {
+    for chunk in runs(&rows) {
         let inserted = usage_event::Entity::insert_many(
             chunk
                 .iter()
@@ -365,4 +392,53 @@ pub async fn distinct_counts<C: ConnectionTrait>(
         .into_iter()
         .map(|r| (r.meter_id, r.group_key, r.distinct))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data_bytes: usize) -> usage_event::Model {
+        usage_event::Model {
+            id: UsageEventId::new(),
+            tenant_id: TenantId::new(),
+            source: "gateway".into(),
+            event_id: "e".into(),
+            event_type: "model.request".into(),
+            time: chrono::Utc::now(),
+            data: serde_json::json!({"v": "x".repeat(data_bytes)}),
+            meters: 1,
+            received_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn event_rows_go_in_runs_that_fit_one_tls_record() {
+        let rows: Vec<usage_event::Model> = [10, 9000, 10, 5000, 5000, 20_000, 10]
+            .iter()
+            .map(|n| event(*n))
+            .chain((0..250).map(|_| event(10)))
+            .collect();
+        let split = runs(&rows);
+        let sizes: Vec<usize> = split.iter().map(|r| r.len()).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), rows.len(), "every row, once");
+        // 9 KB and the small ones around it; two of 5 KB; 20 KB alone; then small ones.
+        assert_eq!(&sizes[..3], &[3, 2, 1], "{sizes:?}");
+        assert!(sizes.iter().all(|n| *n <= CHUNK));
+        let data = |run: &[usage_event::Model]| -> usize {
+            run.iter().map(|r| r.data.to_string().len()).sum()
+        };
+        assert!(
+            split
+                .iter()
+                .all(|run| run.len() == 1 || data(run) <= STATEMENT_BYTES),
+            "{sizes:?}"
+        );
+        let flat: Vec<UsageEventId> = split.iter().flat_map(|r| r.iter().map(|e| e.id)).collect();
+        assert_eq!(
+            flat,
+            rows.iter().map(|e| e.id).collect::<Vec<_>>(),
+            "in order"
+        );
+    }
 }
