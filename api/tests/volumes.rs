@@ -164,6 +164,17 @@ async fn a_volume_bills_gb_hours_of_each_size_it_had(backend: Backend) {
     let amount = (expected * Decimal::new(1, 2)).round_dp(2);
     assert_eq!(decimal(&lines[0]["amount"]), amount, "{lines:?}");
     assert!(expected > Decimal::from(249) && expected < Decimal::from(251));
+    let span = json!({"i": id, "f": (created - TimeDelta::hours(1)).to_rfc3339(), "t": (deleted + TimeDelta::hours(1)).to_rfc3339()});
+    let query = "query($i: ID!, $f: DateTime!, $t: DateTime!) { volume(id: $i) { gbHours(from: $f, to: $t) } }";
+    let r = app.gql(Some(&admin), query, span.clone()).await;
+    assert_eq!(
+        decimal(&r["data"]["volume"]["gbHours"]),
+        expected.normalize(),
+        "{r}"
+    );
+    let (_, other) = app.create_tenant("globex").await;
+    let r = app.gql(Some(&other), query, span).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
 
     let created_events = app.events_of(&admin, "volume.created").await;
     assert_eq!(created_events[0]["size_gb"], 100);

@@ -90,6 +90,19 @@ impl Volume {
     async fn deleted_at(&self) -> Option<DateTime<Utc>> {
         self.0.volume.deleted_at
     }
+
+    /// GB-hours it held in `[from, to)` up to now (each size × the time at it, to the
+    /// millisecond), as its invoice lines bill them; at most 93 days.
+    async fn gb_hours(
+        &self,
+        ctx: &Context<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<String> {
+        let (db, actor, now) = (super::db(ctx)?, super::principal(ctx)?, super::now(ctx)?);
+        let hours = volumes::gb_hours(db, actor, &self.0.volume, (from, to), now).await?;
+        Ok(hours.to_string())
+    }
 }
 
 #[derive(InputObject)]

@@ -393,6 +393,31 @@ pub async fn get(
     Ok(view_of(row, &sku))
 }
 
+/// `Volume.gbHours(from, to)`: what one of the caller's volumes held over the span, in
+/// GB-hours (at most `meters::MAX_RANGE_DAYS` days).
+pub async fn gb_hours(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    volume: &volume::Model,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    now: DateTime<Utc>,
+) -> ApiResult<rust_decimal::Decimal> {
+    actor.require_user()?;
+    if to <= from || (to - from).num_days() > crate::meters::MAX_RANGE_DAYS {
+        return Err(ApiError::invalid(
+            "to",
+            format!(
+                "after from, at most {} days later",
+                crate::meters::MAX_RANGE_DAYS
+            ),
+        ));
+    }
+    let owned = store::find(db, volume.id, actor.tenant_scope_or_all())
+        .await?
+        .ok_or_else(|| ApiError::not_found("volume"))?;
+    Ok(neocloud_metering::invoicing::volumes::gb_hours(db, &owned, from, to, now).await?)
+}
+
 async fn skus_of<C: ConnectionTrait>(
     conn: &C,
     rows: &[volume::Model],

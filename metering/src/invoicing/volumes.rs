@@ -80,6 +80,29 @@ pub(super) async fn usage<C: ConnectionTrait>(
         .collect())
 }
 
+/// What one volume held in `[from, to)` up to now, in GB-hours (nothing for a volume its
+/// storage never created), as its invoice lines count it.
+pub async fn gb_hours<C: ConnectionTrait>(
+    conn: &C,
+    volume: &volume::Model,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Decimal, DbErr> {
+    if volume.access_state == AccessState::Failed {
+        return Ok(Decimal::ZERO);
+    }
+    let seconds: Decimal = volume_size::Entity::find()
+        .filter(volume_size::Column::VolumeId.eq(volume.id))
+        .all(conn)
+        .await?
+        .iter()
+        .filter_map(|s| span_usage(s, from, to, now))
+        .map(|u| u.allocated_seconds)
+        .sum();
+    Ok(crate::rating::seconds_to_hours(seconds).normalize())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
