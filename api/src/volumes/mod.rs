@@ -189,9 +189,8 @@ pub async fn create(
     )
     .await?;
     let view = view_of(row, &sku);
-    tell(&txn, "volume.created", &view, json!({}), now).await?;
-    record(&txn, actor, "volume.create", None, &view).await?;
-    txn.commit().await?;
+    let change = ("volume.created", json!({}), "volume.create");
+    finish(txn, actor, change, (None, &view), now).await?;
     Ok(view)
 }
 
@@ -276,9 +275,8 @@ pub async fn resize(
     }
     let view = view_of(store::resize(&txn, row, size_gb, now).await?, &sku);
     let extra = json!({"previous_size_gb": old, "resized_at": now});
-    tell(&txn, "volume.resized", &view, extra, now).await?;
-    record(&txn, actor, "volume.resize", Some(&before), &view).await?;
-    txn.commit().await?;
+    let change = ("volume.resized", extra, "volume.resize");
+    finish(txn, actor, change, (Some(&before), &view), now).await?;
     Ok(view)
 }
 
@@ -296,9 +294,8 @@ pub async fn delete(
     let before = view_of(row.clone(), &sku);
     let view = view_of(store::delete(&txn, row, None, now).await?, &sku);
     let extra = json!({"deleted_at": now, "reason": "deleted"});
-    tell(&txn, "volume.deleted", &view, extra, now).await?;
-    record(&txn, actor, "volume.delete", Some(&before), &view).await?;
-    txn.commit().await?;
+    let change = ("volume.deleted", extra, "volume.delete");
+    finish(txn, actor, change, (Some(&before), &view), now).await?;
     Ok(view)
 }
 
@@ -458,6 +455,21 @@ async fn tell<C: ConnectionTrait>(
         data.extend(extra);
     }
     events::record(conn, NewEvent::tenant(kind, v.tenant_id, now, data), now).await?;
+    Ok(())
+}
+
+/// Records a change's event (`kind` with `extra` in its data) and audit entry
+/// (`action`, before and after), and commits it.
+async fn finish(
+    txn: DatabaseTransaction,
+    actor: &Principal,
+    (kind, extra, action): (&'static str, Value, &'static str),
+    (before, after): (Option<&VolumeView>, &VolumeView),
+    now: DateTime<Utc>,
+) -> ApiResult<()> {
+    tell(&txn, kind, after, extra, now).await?;
+    record(&txn, actor, action, before, after).await?;
+    txn.commit().await?;
     Ok(())
 }
 
