@@ -18,6 +18,13 @@
 //! and deletes at random times. A volume SKU's quantity is the sum over the volume's sizes
 //! of GB × milliseconds held, in GB-hours (divided once, 20 decimal places), priced like a
 //! metered quantity.
+//!
+//! Model offerings (`docs/models.md`), generated too: random prices per million, with or
+//! without a cached price, a request fee or none, a token bound, the output tokens rated
+//! at list price, per unit or with a free allowance; random `model.request` events, some
+//! for an unknown model, some above the bound (refused whole), each status, all sent
+//! twice. Per offering: input, output and cached tokens summed over the events that count,
+//! requests counted unless `error`, each priced per its rate.
 
 mod support;
 
@@ -138,8 +145,11 @@ fn quantity(m: &MeterCase, events: &[&Event]) -> Decimal {
         .sum()
 }
 
+/// One invoice line as the model has it: (quantity, unit price, amount).
+type ModelLine = (Decimal, Decimal, Decimal);
+
 /// The model: a SKU's lines as (quantity, unit price, amount).
-fn lines(m: &MeterCase, q: Decimal) -> Vec<(Decimal, Decimal, Decimal)> {
+fn lines(m: &MeterCase, q: Decimal) -> Vec<ModelLine> {
     if q.is_zero() {
         return Vec::new();
     }
@@ -239,8 +249,8 @@ async fn setup_meter(app: &TestApp, m: &MeterCase) -> String {
     sku
 }
 
-fn rate(m: &MeterCase, sku: &str) -> Option<Value> {
-    match &m.pricing {
+fn rate(pricing: &Pricing, sku: &str) -> Option<Value> {
+    match pricing {
         Pricing::ListPrice => None,
         Pricing::PerUnit(p) => Some(
             json!({"sku": sku, "metric": "METERED", "tiersMode": "PER_UNIT", "unitPrice": p.to_string()}),
@@ -289,7 +299,7 @@ struct VolumeCase {
 }
 
 /// What a SKU's lines bill, the same way for a metered quantity and GB-hours.
-fn priced(pricing: &Pricing, list_price: Decimal, q: Decimal) -> Vec<(Decimal, Decimal, Decimal)> {
+fn priced(pricing: &Pricing, list_price: Decimal, q: Decimal) -> Vec<ModelLine> {
     let m = MeterCase {
         event_type: String::new(),
         sku_name: String::new(),
@@ -444,6 +454,164 @@ fn gb_hours(gb_ms: Decimal) -> Decimal {
     (gb_ms / Decimal::from(3_600_000)).round_dp(20)
 }
 
+/// A model offering as the model holds it: prices per token (input, output, cached when
+/// priced apart), the request fee, the token bound and how its output SKU is rated.
+#[derive(Debug, Clone)]
+struct OfferingCase {
+    name: String,
+    region: String,
+    per_million: [Decimal; 3],
+    cached: bool,
+    fee: Decimal,
+    max_tokens: u64,
+    output_pricing: Pricing,
+}
+
+/// One `model.request` event: the offering it names (none: an unknown model), tokens
+/// (input, output, cached), status.
+#[derive(Debug, Clone)]
+struct Request {
+    offering: Option<usize>,
+    tokens: [u64; 3],
+    status: &'static str,
+}
+
+fn generate_offerings(rng: &mut Rng, case: u64) -> Vec<OfferingCase> {
+    let prices = [
+        Decimal::new(60, 2),
+        Decimal::new(15, 3),
+        Decimal::new(24, 1),
+    ];
+    (0..rng.below(3))
+        .map(|i| OfferingCase {
+            name: format!("org/model-{case}.{i}"),
+            region: format!("mr{case}"),
+            per_million: [*rng.pick(&prices), *rng.pick(&prices), *rng.pick(&prices)],
+            cached: rng.below(2) == 0,
+            fee: *rng.pick(&[Decimal::ZERO, Decimal::new(1, 4)]),
+            max_tokens: 1000 + rng.below(5000),
+            output_pricing: match rng.below(3) {
+                0 => Pricing::ListPrice,
+                1 => Pricing::PerUnit(Decimal::new(1, 6)),
+                _ => Pricing::Allowance(Decimal::from(rng.below(3000)), Decimal::new(3, 6)),
+            },
+        })
+        .collect()
+}
+
+fn generate_requests(rng: &mut Rng, offerings: &[OfferingCase]) -> Vec<Request> {
+    let top = offerings.iter().map(|o| o.max_tokens).max().unwrap_or(1000);
+    (0..rng.below(25))
+        .map(|_| Request {
+            offering: (rng.below(5) != 0 && !offerings.is_empty())
+                .then(|| usize::try_from(rng.below(offerings.len() as u64)).unwrap_or(0)),
+            tokens: [rng.below(top + top / 8), rng.below(top), rng.below(top / 2)],
+            status: ["ok", "ok", "incomplete", "error"][usize::try_from(rng.below(4)).unwrap_or(0)],
+        })
+        .collect()
+}
+
+/// Publishes the offering; returns its SKU ids by the unit the catalog names them with.
+async fn setup_offering(app: &TestApp, o: &OfferingCase) -> HashMap<String, String> {
+    let mut input = json!({"name": o.name, "region": o.region, "currency": "USD",
+        "inputPricePerMillion": o.per_million[0].to_string(),
+        "outputPricePerMillion": o.per_million[1].to_string(),
+        "requestFee": o.fee.to_string(), "maxTokensPerRequest": o.max_tokens});
+    if o.cached {
+        input["cachedInputPricePerMillion"] = json!(o.per_million[2].to_string());
+    }
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: CreateModelOfferingInput!) { createModelOffering(input: $i) { modelOffering { skuIds } } }",
+            json!({"i": input}),
+        )
+        .await;
+    let ids: Vec<Value> = r["data"]["createModelOffering"]["modelOffering"]["skuIds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone();
+    let catalog = app
+        .gql(
+            Some(&app.operator_key),
+            "{ catalog { skus { id unit } } }",
+            json!({}),
+        )
+        .await;
+    catalog["data"]["catalog"]["skus"]
+        .as_array()
+        .expect("skus")
+        .iter()
+        .filter(|s| ids.contains(&s["id"]))
+        .map(|s| {
+            (
+                s["unit"].as_str().unwrap_or("").to_owned(),
+                s["id"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The model: an offering's lines per SKU id, from the requests that count (those naming
+/// it, each token count within its bound).
+fn offering_lines(
+    o: &OfferingCase,
+    index: usize,
+    skus: &HashMap<String, String>,
+    requests: &[Request],
+) -> Vec<(String, Vec<ModelLine>)> {
+    let within = |r: &&Request| {
+        r.offering == Some(index)
+            && r.tokens[0] <= o.max_tokens
+            && r.tokens[1] <= o.max_tokens
+            && (!o.cached || r.tokens[2] <= o.max_tokens)
+    };
+    let counted: Vec<&Request> = requests.iter().filter(within).collect();
+    let sum = |i: usize| Decimal::from(counted.iter().map(|r| r.tokens[i]).sum::<u64>());
+    let served = Decimal::from(counted.iter().filter(|r| r.status != "error").count());
+    let per_token = |i: usize| o.per_million[i] / Decimal::from(1_000_000);
+    let mut parts = vec![
+        (
+            "input token",
+            priced(&Pricing::ListPrice, per_token(0), sum(0)),
+        ),
+        (
+            "output token",
+            priced(&o.output_pricing, per_token(1), sum(1)),
+        ),
+        ("request", priced(&Pricing::ListPrice, o.fee, served)),
+    ];
+    if o.cached {
+        parts.push((
+            "cached input token",
+            priced(&Pricing::ListPrice, per_token(2), sum(2)),
+        ));
+    }
+    parts
+        .into_iter()
+        .map(|(unit, lines)| {
+            (
+                skus.get(unit)
+                    .cloned()
+                    .unwrap_or_else(|| panic!("no {unit} SKU: {skus:?}")),
+                lines,
+            )
+        })
+        .collect()
+}
+
+fn request_event(n: usize, r: &Request, offerings: &[OfferingCase], at: DateTime<Utc>) -> Value {
+    let (model, region) = r
+        .offering
+        .map_or(("unknown/model".to_owned(), "mr0".to_owned()), |i| {
+            (offerings[i].name.clone(), offerings[i].region.clone())
+        });
+    json!({"specversion": "1.0", "id": format!("q{n}"), "source": "gateway", "type": "model.request",
+           "time": at.to_rfc3339(),
+           "data": {"model": model, "region": region, "api_key": "k", "status": r.status,
+                    "input_tokens": r.tokens[0], "output_tokens": r.tokens[1], "cached_tokens": r.tokens[2]}})
+}
+
 async fn run_case(app: &TestApp, seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let meters = generate_meters(&mut rng, seed);
@@ -459,7 +627,7 @@ async fn run_case(app: &TestApp, seed: u64) {
     let mut rates: Vec<Value> = meters
         .iter()
         .zip(&skus)
-        .filter_map(|(m, s)| rate(m, s))
+        .filter_map(|(m, s)| rate(&m.pricing, s))
         .collect();
     rates.extend(
         volumes
@@ -467,6 +635,13 @@ async fn run_case(app: &TestApp, seed: u64) {
             .zip(&volume_skus)
             .filter_map(|(v, s)| volume_rate(v, s)),
     );
+    let offerings = generate_offerings(&mut rng, seed);
+    let mut offering_skus = Vec::new();
+    for o in &offerings {
+        let skus = setup_offering(app, o).await;
+        rates.extend(rate(&o.output_pricing, &skus["output token"]));
+        offering_skus.push(skus);
+    }
     let (tenant, admin) = app.create_tenant(&format!("case-{seed}")).await;
     if !rates.is_empty() {
         let version = app
@@ -491,11 +666,30 @@ async fn run_case(app: &TestApp, seed: u64) {
         .unwrap_or_else(|| panic!("{r}"))
         .to_owned();
     send(app, &mut rng, &reporter, &meters, &events).await;
+    let requests = generate_requests(&mut rng, &offerings);
+    let batch: Vec<Value> = requests
+        .iter()
+        .enumerate()
+        .map(|(n, r)| request_event(n, r, &offerings, start + TimeDelta::minutes(1)))
+        .collect();
+    for _ in 0..2 {
+        // The second time, every event is a duplicate.
+        let res = app
+            .client
+            .post(format!("{}/v1/events", app.url))
+            .bearer_auth(&reporter)
+            .header("content-type", "application/cloudevents-batch+json")
+            .body(Value::Array(batch.clone()).to_string())
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(res.status().as_u16(), 200);
+    }
 
     let invoice = app
         .gql(
             Some(&admin),
-            "{ upcomingInvoice { total lines { metric sku quantity unitPrice amount } } }",
+            "{ upcomingInvoice { total lines { metric skuId quantity unitPrice amount } } }",
             json!({}),
         )
         .await;
@@ -509,32 +703,41 @@ async fn run_case(app: &TestApp, seed: u64) {
             .parse::<Decimal>()
             .unwrap_or_else(|_| panic!("not a decimal: {v}"))
     };
-    let mut got: HashMap<String, Vec<(Decimal, Decimal, Decimal)>> = HashMap::new();
+    let mut got: HashMap<String, Vec<ModelLine>> = HashMap::new();
     for l in got_lines
         .iter()
         .filter(|l| l["metric"] == "METERED" || l["metric"] == "ALLOCATED")
     {
-        got.entry(l["sku"].as_str().unwrap_or("").to_owned())
+        got.entry(l["skuId"].as_str().unwrap_or("").to_owned())
             .or_default()
             .push((dec(&l["quantity"]), dec(&l["unitPrice"]), dec(&l["amount"])));
     }
     let mut total = Decimal::ZERO;
-    for (i, m) in meters.iter().enumerate() {
+    for (i, (m, sku)) in meters.iter().zip(&skus).enumerate() {
         let counted: Vec<&Event> = events.iter().filter(|e| e.meter == i && e.valid).collect();
         let mut want = lines(m, quantity(m, &counted));
         total += want.iter().map(|l| l.2).sum::<Decimal>();
-        let mut have = got.remove(&m.sku_name).unwrap_or_default();
+        let mut have = got.remove(sku).unwrap_or_default();
         want.sort();
         have.sort();
         assert_eq!(have, want, "seed {seed}: {m:?}\n{invoice}");
     }
-    for (v, gb_ms) in volumes.iter().zip(held) {
+    for ((v, gb_ms), sku) in volumes.iter().zip(held).zip(&volume_skus) {
         let mut want = priced(&v.pricing, v.list_price, gb_hours(gb_ms));
         total += want.iter().map(|l| l.2).sum::<Decimal>();
-        let mut have = got.remove(&v.sku_name).unwrap_or_default();
+        let mut have = got.remove(sku).unwrap_or_default();
         want.sort();
         have.sort();
         assert_eq!(have, want, "seed {seed}: {v:?}\n{invoice}");
+    }
+    for (i, o) in offerings.iter().enumerate() {
+        for (sku, mut want) in offering_lines(o, i, &offering_skus[i], &requests) {
+            total += want.iter().map(|l| l.2).sum::<Decimal>();
+            let mut have = got.remove(&sku).unwrap_or_default();
+            want.sort();
+            have.sort();
+            assert_eq!(have, want, "seed {seed}: {o:?} {sku}\n{invoice}");
+        }
     }
     assert!(
         got.is_empty(),
