@@ -8,16 +8,15 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeDelta, Utc};
 use serde_json::{Value, json};
-use support::{Backend, TestApp};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{Backend, Killed, TestApp, lines_of};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 const GATEWAY: &str = concat!(
@@ -72,36 +71,14 @@ fn stream_events(model: &str, include_usage: bool) -> Vec<String> {
     events
 }
 
-/// Reads one HTTP/1.1 request: its head and a `content-length` body.
+/// Reads one HTTP/1.1 request: its path, `authorization` and JSON body.
 async fn read_request(socket: &mut TcpStream) -> Option<Asked> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = socket.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&data).to_string();
-        let Some(end) = text.find("\r\n\r\n") else {
-            continue;
-        };
-        let header = |name: &str| {
-            text[..end].lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-            })
-        };
-        let length: usize = header("content-length").map_or(0, |v| v.parse().unwrap_or(0));
-        if data.len() >= end + 4 + length {
-            return Some(Asked {
-                path: text.split(' ').nth(1).unwrap_or("").to_owned(),
-                authorization: header("authorization"),
-                body: serde_json::from_slice(&data[end + 4..end + 4 + length])
-                    .unwrap_or(Value::Null),
-            });
-        }
-    }
+    let r = support::receiver::read_request(socket).await?;
+    Some(Asked {
+        authorization: r.headers.get("authorization").cloned(),
+        body: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        path: r.path,
+    })
 }
 
 /// Answers one connection: the models, a completion, or a stream sent chunk by chunk
@@ -155,31 +132,11 @@ async fn model_server() -> (String, Arc<Mutex<Vec<Asked>>>) {
 
 // ---- The gateway process ---------------------------------------------------------
 
-/// A child process killed when the test ends, passed or not.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 struct Gateway {
     process: Killed,
     url: String,
     stdout: Receiver<String>,
     stderr: Receiver<String>,
-}
-
-fn lines_of(pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
 }
 
 /// Starts `gateway.py` with `args` (after `--listen` and `--upstream`) and waits for it

@@ -313,27 +313,9 @@ async fn a_failed_provisioning_is_released_and_not_billed(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_receiver_prints_its_plan_and_reports_ready() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("sqlite");
-    let op = app.operator_key.clone();
     let (_, acme_key) = app.create_tenant("acme").await;
     let sku = sku(&app, 2).await;
-    let r = app
-        .gql(
-            Some(&op),
-            "mutation { createWebhookEndpoint(input: {url: \"http://127.0.0.1:9/\", eventTypes: [\"allocation.placed\"]}) { secret endpoint { id } } }",
-            json!({}),
-        )
-        .await;
-    let created = &r["data"]["createWebhookEndpoint"];
-    let secret = created["secret"].as_str().unwrap_or_else(|| panic!("{r}"));
-    let receiver = ReferenceReceiver::start(&app, secret);
-    let r = app
-        .gql(
-            Some(&op),
-            "mutation($id: ID!, $u: String!) { updateWebhookEndpoint(id: $id, input: {url: $u}) { id } }",
-            json!({"id": created["endpoint"]["id"], "u": receiver.url}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    let receiver = ReferenceReceiver::subscribed(&app, &["allocation.placed"]).await;
     let alice = add_key(&app, &acme_key, "alice", ssh_keys::KEYS[0].0).await;
     let allocation = allocation_of(&order(&app, &acme_key, &sku, None).await);
 

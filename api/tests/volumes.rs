@@ -339,27 +339,13 @@ async fn failed_storage_bills_nothing_and_a_spent_cap_blocks_new_volumes(backend
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_receiver_creates_volumes_and_reports_them_ready() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("sqlite");
-    let op = app.operator_key.clone();
     volume_sku(&app, "block-eu", "BLOCK", "0.01").await;
     let (tenant, admin) = app.create_tenant("acme").await;
-    let r = app
-        .gql(
-            Some(&op),
-            "mutation { createWebhookEndpoint(input: {url: \"http://127.0.0.1:9/\", eventTypes: [\"volume.created\", \"volume.resized\", \"volume.deleted\"]}) { secret endpoint { id } } }",
-            json!({}),
-        )
-        .await;
-    let created = &r["data"]["createWebhookEndpoint"];
-    let secret = created["secret"].as_str().unwrap_or_else(|| panic!("{r}"));
-    let receiver = ReferenceReceiver::start(&app, secret);
-    let r = app
-        .gql(
-            Some(&op),
-            "mutation($id: ID!, $u: String!) { updateWebhookEndpoint(id: $id, input: {url: $u}) { id } }",
-            json!({"id": created["endpoint"]["id"], "u": receiver.url}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    let receiver = ReferenceReceiver::subscribed(
+        &app,
+        &["volume.created", "volume.resized", "volume.deleted"],
+    )
+    .await;
     let r = create(&app, &admin, "checkpoints", 200, "BLOCK").await;
     let id = r["data"]["createVolume"]["volume"]["id"].clone();
     let printed = receiver.printed_until("reported:");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::whole_second_up;
 use neocloud_metering::rating::period::{Line, SkuInfo};
-use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory, StorageClass};
+use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory};
 use rust_decimal::Decimal;
 use serde_json::Value;
 use uuid::Uuid;
@@ -168,16 +168,14 @@ impl<'a> Charge<'a> {
     /// SKU its service category (`Other` when it names none), `Other (<category>)`, and
     /// the SKU's name.
     fn service(&self) -> (String, String, String) {
-        match (self.line.metric, self.sku) {
-            (_, Some(sku)) if sku.storage_class.is_some() => {
-                let class = sku.storage_class.unwrap_or(StorageClass::Block);
-                (
-                    ServiceCategory::Storage.focus_name().to_owned(),
-                    class.focus_subcategory().to_owned(),
-                    sku.name.clone(),
-                )
-            }
-            (Some(Metric::Metered), Some(sku)) => {
+        let class = self.sku.and_then(|s| s.storage_class);
+        match (self.line.metric, self.sku, class) {
+            (_, Some(sku), Some(class)) => (
+                ServiceCategory::Storage.focus_name().to_owned(),
+                class.focus_subcategory().to_owned(),
+                sku.name.clone(),
+            ),
+            (Some(Metric::Metered), Some(sku), None) => {
                 let category = sku.category.unwrap_or(ServiceCategory::Other).focus_name();
                 (
                     category.to_owned(),

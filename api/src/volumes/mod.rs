@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use neocloud_metering::events::{self, NewEvent};
-use neocloud_schema::entity::{sku, volume};
+use neocloud_schema::entity::{sku, tenant, volume};
 use neocloud_schema::ids::{TenantId, VolumeId};
 use neocloud_schema::slug::Slug;
 use neocloud_schema::vocabulary::{AccessState, StorageClass, TenantStatus, VolumeStatus};
@@ -91,19 +91,17 @@ fn check_labels(labels: &BTreeMap<String, String>) -> ApiResult<()> {
     Ok(())
 }
 
-/// May the tenant take more storage: not suspended, no hard cap holding.
-async fn admit<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> ApiResult<()> {
-    let row = store::lock_tenant(conn, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found("tenant"))?;
+/// May the tenant (its row read locked) take more storage: not suspended, no hard cap
+/// holding.
+async fn admit<C: ConnectionTrait>(conn: &C, row: &tenant::Model) -> ApiResult<()> {
     if row.status == TenantStatus::Suspended {
-        let reason = crate::tenancy::suspension_reason(conn, &row).await?;
+        let reason = crate::tenancy::suspension_reason(conn, row).await?;
         return Err(ApiError::forbidden(format!(
             "the tenant is suspended and cannot take more storage: {}",
             reason.unwrap_or_default()
         )));
     }
-    let budget = neocloud_metering::budgets::store::find(conn, tenant).await?;
+    let budget = neocloud_metering::budgets::store::find(conn, row.id).await?;
     match budget.as_ref().and_then(crate::budgets::order_refusal) {
         Some(refusal) => Err(refusal),
         None => Ok(()),
@@ -149,7 +147,10 @@ pub async fn create(
     check_labels(&new.labels)?;
     let region = new.region.trim();
     let txn = crate::db::begin_write(db).await?;
-    admit(&txn, tenant).await?;
+    let tenant_row = store::lock_tenant(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    admit(&txn, &tenant_row).await?;
     let sku = store::sku_for(&txn, new.storage_class, region)
         .await?
         .ok_or_else(|| {
@@ -211,12 +212,15 @@ fn require_writer(actor: &Principal) -> ApiResult<()> {
     Ok(())
 }
 
-/// The caller's volume `id`, live, in `txn` (the tenant's row locked first).
+/// The caller's volume `id`, live, in `txn`: its row locked, then its tenant's, so that
+/// what is checked is what is changed.
 async fn live(txn: &DatabaseTransaction, actor: &Principal, id: VolumeId) -> ApiResult<Found> {
-    let row = store::find(txn, id, actor.tenant_scope_or_all())
+    let row = store::find_for_update(txn, id, actor.tenant_scope_or_all())
         .await?
         .ok_or_else(|| ApiError::not_found("volume"))?;
-    store::lock_tenant(txn, row.tenant_id).await?;
+    let tenant = store::lock_tenant(txn, row.tenant_id)
+        .await?
+        .ok_or_else(|| ApiError::invariant("a volume's tenant is gone"))?;
     if row.status == VolumeStatus::Deleted {
         return Err(ApiError::InvalidState {
             message: "the volume is deleted".into(),
@@ -225,12 +229,13 @@ async fn live(txn: &DatabaseTransaction, actor: &Principal, id: VolumeId) -> Api
     let sku = crate::catalog::store::find(txn, row.sku_id.into())
         .await?
         .ok_or_else(|| ApiError::invariant("a volume's SKU is gone"))?;
-    Ok(Found { row, sku })
+    Ok(Found { row, sku, tenant })
 }
 
 struct Found {
     row: volume::Model,
     sku: sku::Model,
+    tenant: tenant::Model,
 }
 
 /// `resizeVolume`: the volume at `size_gb` from now. A block volume only grows (its
@@ -245,7 +250,7 @@ pub async fn resize(
     let now = at_millisecond(now);
     require_writer(actor)?;
     let txn = crate::db::begin_write(db).await?;
-    let Found { row, sku } = live(&txn, actor, id).await?;
+    let Found { row, sku, tenant } = live(&txn, actor, id).await?;
     let before = view_of(row.clone(), &sku);
     let class = before.storage_class;
     check_size(class, size_gb)?;
@@ -263,7 +268,7 @@ pub async fn resize(
         ));
     }
     if size_gb > old {
-        admit(&txn, row.tenant_id).await?;
+        admit(&txn, &tenant).await?;
         check_quota(
             &txn,
             row.tenant_id,
@@ -290,7 +295,7 @@ pub async fn delete(
     let now = at_millisecond(now);
     require_writer(actor)?;
     let txn = crate::db::begin_write(db).await?;
-    let Found { row, sku } = live(&txn, actor, id).await?;
+    let Found { row, sku, .. } = live(&txn, actor, id).await?;
     let before = view_of(row.clone(), &sku);
     let view = view_of(store::delete(&txn, row, None, now).await?, &sku);
     let extra = json!({"deleted_at": now, "reason": "deleted"});
@@ -316,7 +321,7 @@ pub async fn mark(
         return Err(ApiError::invalid("reason", "1 to 500 bytes"));
     }
     let txn = crate::db::begin_write(db).await?;
-    let Found { row, sku } = live(&txn, actor, id).await?;
+    let Found { row, sku, .. } = live(&txn, actor, id).await?;
     if row.access_state != AccessState::Pending {
         return Err(ApiError::InvalidState {
             message: format!("the volume is {} already", row.access_state),

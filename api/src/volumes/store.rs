@@ -60,6 +60,20 @@ pub(crate) async fn find<C: ConnectionTrait>(
         .await
 }
 
+/// `find`, the row locked until the transaction ends (PostgreSQL; SQLite's write
+/// transaction already holds the database).
+pub(crate) async fn find_for_update<C: ConnectionTrait>(
+    conn: &C,
+    id: VolumeId,
+    scope: Option<TenantId>,
+) -> Result<Option<volume::Model>, DbErr> {
+    owned(scope)
+        .filter(volume::Column::Id.eq(id))
+        .lock_exclusive()
+        .one(conn)
+        .await
+}
+
 /// A live volume of the tenant named `name`.
 pub(crate) async fn find_live_by_name<C: ConnectionTrait>(
     conn: &C,

@@ -361,6 +361,17 @@ impl Drop for Killed {
     }
 }
 
+/// The lines a child's pipe prints, as they come.
+pub fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
 /// The reference provisioner (`examples/provisioner/receiver.py`) running against `app`
 /// with the endpoint secret `secret`: its process, its stdout lines, and its URL.
 pub struct ReferenceReceiver {
@@ -370,7 +381,32 @@ pub struct ReferenceReceiver {
 }
 
 impl ReferenceReceiver {
-    pub fn start(app: &TestApp, secret: &str) -> ReferenceReceiver {
+    /// Starts it behind a new operator endpoint for `event_types`, the endpoint pointed
+    /// at the port it listens on.
+    pub async fn subscribed(app: &TestApp, event_types: &[&str]) -> ReferenceReceiver {
+        let op = Some(app.operator_key.as_str());
+        let r = app
+            .gql(
+                op,
+                "mutation($t: [String!]!) { createWebhookEndpoint(input: {url: \"http://127.0.0.1:9/\", eventTypes: $t}) { secret endpoint { id } } }",
+                json!({"t": event_types}),
+            )
+            .await;
+        let created = &r["data"]["createWebhookEndpoint"];
+        let secret = created["secret"].as_str().unwrap_or_else(|| panic!("{r}"));
+        let receiver = ReferenceReceiver::start(app, secret);
+        let r = app
+            .gql(
+                op,
+                "mutation($id: ID!, $u: String!) { updateWebhookEndpoint(id: $id, input: {url: $u}) { id } }",
+                json!({"id": created["endpoint"]["id"], "u": receiver.url}),
+            )
+            .await;
+        assert!(r["errors"].is_null(), "{r}");
+        receiver
+    }
+
+    fn start(app: &TestApp, secret: &str) -> ReferenceReceiver {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../examples/provisioner/receiver.py"
@@ -383,13 +419,7 @@ impl ReferenceReceiver {
                 .spawn()
                 .expect("python3 runs the reference receiver"),
         );
-        let out = std::io::BufReader::new(process.0.stdout.take().expect("stdout"));
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufRead::lines(out).map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
+        let lines = lines_of(process.0.stdout.take().expect("stdout"));
         let first = lines.recv().expect("the receiver says where it listens");
         let url = first
             .strip_prefix("listening on ")

@@ -12,9 +12,10 @@ use serde_json::Value;
 use sha2::Sha256;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// One POST as the receiver got it: lower-cased headers and the body.
+/// One request as the receiver got it: its path, lower-cased headers and the body.
 #[derive(Debug, Clone)]
 pub struct Received {
+    pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Vec<u8>,
 }
@@ -34,7 +35,7 @@ impl Receiver {
 }
 
 /// Reads one HTTP/1.1 request (head and `content-length` body) from `socket`.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
+pub async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
     let mut data = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
@@ -59,7 +60,12 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
             .unwrap_or(0);
         if data.len() >= end + 4 + length {
             let body = data[end + 4..end + 4 + length].to_vec();
-            return Some(Received { headers, body });
+            let path = text.split(' ').nth(1).unwrap_or("").to_owned();
+            return Some(Received {
+                path,
+                headers,
+                body,
+            });
         }
     }
 }
