@@ -9,6 +9,11 @@
 //! naive design straight to the database with no HTTP at all: one INSERT per event into a
 //! plain table, a transaction per batch, and nothing aggregated.
 //!
+//! A second baseline shows what the event table itself costs: the same events' rows
+//! inserted by the server's own statement (`meters::store::insert_events`), as many
+//! concurrent writers, a transaction per batch, with no HTTP, no checks and no meters
+//! (under a different tenant id, so none is a duplicate of the ones posted).
+//!
 //! It then times the effect of one more event on what budgets judge: the draft invoice
 //! read right after the event's answer (rated on read, so it includes it).
 //!
@@ -21,6 +26,9 @@ use std::time::Instant;
 
 use bench_support::{BenchServer, arg, gql};
 use chrono::{Duration, Utc};
+use neocloud_metering::meters::store;
+use neocloud_schema::entity::usage_event;
+use neocloud_schema::ids::TenantId;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::{Value, json};
 
@@ -151,6 +159,54 @@ async fn naive(db: &DatabaseConnection, batches: &Arc<Vec<Vec<Value>>>, writers:
     written
 }
 
+/// The event table alone: each batch's rows through the server's insert statement.
+async fn table_only(
+    db: &DatabaseConnection,
+    batches: &Arc<Vec<Vec<Value>>>,
+    writers: usize,
+) -> usize {
+    let tenant = TenantId::new();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let (db, batches) = (db.clone(), batches.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut written = 0;
+            for batch in batches.iter().skip(w).step_by(writers) {
+                let now = Utc::now();
+                let rows = batch
+                    .iter()
+                    .map(|e| usage_event::Model {
+                        tenant_id: tenant,
+                        source: e["source"].as_str().unwrap_or("").to_owned(),
+                        event_id: e["id"].as_str().unwrap_or("").to_owned(),
+                        event_type: e["type"].as_str().unwrap_or("").to_owned(),
+                        time: now,
+                        data: e["data"].clone(),
+                        meters: 1,
+                        received_at: now,
+                    })
+                    .collect();
+                let txn = db.begin().await.expect("begin");
+                written += store::insert_events(&txn, rows)
+                    .await
+                    .expect("insert")
+                    .len();
+                txn.commit().await.expect("commit");
+            }
+            written
+        }));
+    }
+    let mut written = 0;
+    for t in tasks {
+        written += t.await.expect("writer");
+    }
+    written
+}
+
+fn per_second(n: usize, seconds: f64) -> f64 {
+    f64::from(u32::try_from(n).unwrap_or(0)) / seconds
+}
+
 #[tokio::main]
 async fn main() {
     let batches = arg("--batches", 400);
@@ -174,6 +230,10 @@ async fn main() {
     let start = Instant::now();
     let written = naive(&server.db, &events, posters).await;
     let baseline = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let table = table_only(&server.db, &events, posters).await;
+    let table_s = start.elapsed().as_secs_f64();
+    assert_eq!(table, batches * size, "every row is new");
 
     // One more event, then the draft that budgets judge.
     let one = serde_json::to_vec(
@@ -196,10 +256,12 @@ async fn main() {
         "events: {} in batches of {size}, {posters} posters\n\
          ours (POST /v1/events, durable, metered): {:.0} events/s ({ours:.2} s)\n\
          naive (INSERT per event, no HTTP, nothing aggregated): {:.0} events/s ({baseline:.2} s)\n\
+         the event table alone (the server's insert, no HTTP, no checks, no meters): {:.0} events/s ({table_s:.2} s)\n\
          event → draft invoice that includes it: {:.1} ms (total {})",
         batches * size,
-        f64::from(u32::try_from(accepted).unwrap_or(0)) / ours,
-        f64::from(u32::try_from(written).unwrap_or(0)) / baseline,
+        per_second(accepted, ours),
+        per_second(written, baseline),
+        per_second(table, table_s),
         effect * 1000.0,
         r["data"]["upcomingInvoice"]["total"],
     );

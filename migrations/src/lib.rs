@@ -55,6 +55,7 @@ mod m20261203_000020_budget_endpoints;
 mod m20261204_000021_meters;
 mod m20261204_000022_volumes;
 mod m20261204_000023_model_offerings;
+mod m20261205_000024_usage_event_identity;
 
 pub struct Migrator;
 
@@ -85,6 +86,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000021_meters::Migration),
             Box::new(m20261204_000022_volumes::Migration),
             Box::new(m20261204_000023_model_offerings::Migration),
+            Box::new(m20261205_000024_usage_event_identity::Migration),
         ]
     }
 }

@@ -100,8 +100,6 @@ uuid_id!(
     SshKeyId,
     /// One version of an operator-defined meter (versions are never edited).
     MeterId,
-    /// A usage event as stored (its CloudEvents `source` and `id` identify it to senders).
-    UsageEventId,
     /// A tenant's block or object storage volume.
     VolumeId,
     /// A model an operator sells per token in a region.

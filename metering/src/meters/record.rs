@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_schema::entity::{meter_group, meter_minute, meter_unique, tenant, usage_event};
-use neocloud_schema::ids::{MeterId, TenantId, UsageEventId};
+use neocloud_schema::ids::{MeterId, TenantId};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::Value;
 
@@ -35,10 +35,19 @@ pub enum Outcome {
 /// An event that passed its checks, with its tenant and readings.
 struct Admitted {
     index: usize,
-    row_id: UsageEventId,
     tenant: TenantId,
     event: CloudEvent,
     readings: Vec<Reading>,
+}
+
+impl Admitted {
+    fn key(&self) -> store::EventKey {
+        (
+            self.tenant,
+            self.event.source.clone(),
+            self.event.id.clone(),
+        )
+    }
 }
 
 /// Records `events` (as sent: each is checked here) for `reporter`; one outcome per event,
@@ -80,7 +89,6 @@ pub async fn record<C: ConnectionTrait>(
         match verdict {
             Ok(readings) => admitted.push(Admitted {
                 index,
-                row_id: UsageEventId::new(),
                 tenant,
                 event,
                 readings,
@@ -91,9 +99,8 @@ pub async fn record<C: ConnectionTrait>(
     let (admitted, opened) = bound_groups(conn, admitted, &mut outcomes).await?;
     let fresh =
         store::insert_events(conn, admitted.iter().map(|a| event_row(a, now)).collect()).await?;
-    let (fresh, repeated): (Vec<Admitted>, Vec<Admitted>) = admitted
-        .into_iter()
-        .partition(|a| fresh.contains(&a.row_id));
+    let (fresh, repeated): (Vec<Admitted>, Vec<Admitted>) =
+        admitted.into_iter().partition(|a| fresh.contains(&a.key()));
     for a in &repeated {
         outcomes[a.index] = Some(Outcome::Duplicate);
     }
@@ -252,7 +259,6 @@ async fn bound_groups<C: ConnectionTrait>(
 
 fn event_row(a: &Admitted, now: DateTime<Utc>) -> usage_event::Model {
     usage_event::Model {
-        id: a.row_id,
         tenant_id: a.tenant,
         source: a.event.source.clone(),
         event_id: a.event.id.clone(),

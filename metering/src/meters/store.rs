@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{meter, meter_group, meter_minute, meter_unique, usage_event};
-use neocloud_schema::ids::{MeterId, TenantId, UsageEventId};
+use neocloud_schema::ids::{MeterId, TenantId};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult,
@@ -68,35 +68,19 @@ pub async fn versions<C: ConnectionTrait>(
 /// records waits for the server's delayed ACK (about 40 ms) before its tail is sent.
 const STATEMENT_BYTES: usize = 12 * 1024;
 
-/// `rows` in runs of at most `CHUNK` rows and `STATEMENT_BYTES` bytes (a row larger than
-/// that goes alone).
-fn runs(rows: &[usage_event::Model]) -> Vec<&[usage_event::Model]> {
-    let size = |r: &usage_event::Model| {
-        96 + r.source.len() + r.event_id.len() + r.event_type.len() + r.data.to_string().len()
-    };
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, row) in rows.iter().enumerate() {
-        let n = size(row);
-        if i > start && (i - start == CHUNK || bytes + n > STATEMENT_BYTES) {
-            out.push(&rows[start..i]);
-            (start, bytes) = (i, 0);
-        }
-        bytes += n;
-    }
-    if start < rows.len() {
-        out.push(&rows[start..]);
-    }
-    out
-}
+/// What identifies a usage event for ever: tenant, `source`, `id`.
+pub type EventKey = (TenantId, String, String);
 
-/// Inserts the events not recorded before; returns the ids of those that were new.
+/// Inserts the events not recorded before; returns the keys of those that were new.
 pub async fn insert_events<C: ConnectionTrait>(
     conn: &C,
     rows: Vec<usage_event::Model>,
-) -> Result<HashSet<UsageEventId>, DbErr> {
+) -> Result<HashSet<EventKey>, DbErr> {
+    if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        return insert_events_pg(conn, &rows).await;
+    }
     let mut fresh = HashSet::new();
-    for chunk in runs(&rows) {
+    for chunk in rows.chunks(CHUNK) {
         let inserted = usage_event::Entity::insert_many(
             chunk
                 .iter()
@@ -115,12 +99,94 @@ pub async fn insert_events<C: ConnectionTrait>(
         .exec_with_returning_keys(conn)
         .await;
         match inserted {
-            Ok(ids) => fresh.extend(ids),
+            Ok(keys) => fresh.extend(keys),
             Err(DbErr::RecordNotInserted) => {}
             Err(err) => return Err(err),
         }
     }
     Ok(fresh)
+}
+
+/// PostgreSQL: the rows as one JSON parameter per statement, read by `json_to_recordset`:
+/// one statement text whatever the number of rows (parsed and planned once per
+/// connection), and no bind value per column and row.
+async fn insert_events_pg<C: ConnectionTrait>(
+    conn: &C,
+    rows: &[usage_event::Model],
+) -> Result<HashSet<EventKey>, DbErr> {
+    const SQL: &str = "INSERT INTO usage_events \
+        (tenant_id, source, event_id, event_type, time, data, meters, received_at) \
+        SELECT * FROM json_to_recordset($1::json) AS e(tenant_id uuid, source text, \
+        event_id text, event_type text, time timestamptz, data json, meters int4, \
+        received_at timestamptz) \
+        ON CONFLICT (tenant_id, source, event_id) DO NOTHING \
+        RETURNING tenant_id, source, event_id";
+    let mut fresh = HashSet::new();
+    for run in json_runs(rows)? {
+        let stmt = sea_orm::Statement::from_sql_and_values(
+            sea_orm::DbBackend::Postgres,
+            SQL,
+            [run.into()],
+        );
+        for row in conn.query_all_raw(stmt).await? {
+            fresh.insert((
+                TenantId::from(row.try_get::<uuid::Uuid>("", "tenant_id")?),
+                row.try_get("", "source")?,
+                row.try_get("", "event_id")?,
+            ));
+        }
+    }
+    Ok(fresh)
+}
+
+/// `rows` as JSON arrays of at most `STATEMENT_BYTES` bytes each (a larger row alone), in
+/// order.
+fn json_runs(rows: &[usage_event::Model]) -> Result<Vec<String>, DbErr> {
+    let mut out = Vec::new();
+    let mut run = String::new();
+    for row in rows {
+        let one = serde_json::to_string(&EventRow::of(row))
+            .map_err(|e| DbErr::Custom(format!("an event row as JSON: {e}")))?;
+        if !run.is_empty() && run.len() + one.len() + 2 > STATEMENT_BYTES {
+            run.push(']');
+            out.push(std::mem::take(&mut run));
+        }
+        run.push(if run.is_empty() { '[' } else { ',' });
+        run.push_str(&one);
+    }
+    if !run.is_empty() {
+        run.push(']');
+        out.push(run);
+    }
+    Ok(out)
+}
+
+/// An event row as `json_to_recordset` reads it.
+#[derive(serde::Serialize)]
+struct EventRow<'a> {
+    tenant_id: uuid::Uuid,
+    source: &'a str,
+    event_id: &'a str,
+    event_type: &'a str,
+    time: DateTime<Utc>,
+    data: &'a serde_json::Value,
+    meters: i32,
+    received_at: DateTime<Utc>,
+}
+
+impl<'a> EventRow<'a> {
+    fn of(row: &'a usage_event::Model) -> Self {
+        Self {
+            tenant_id: row.tenant_id.into(),
+            source: &row.source,
+            event_id: &row.event_id,
+            event_type: &row.event_type,
+            time: row.time,
+            data: &row.data,
+            meters: row.meters,
+            received_at: row.received_at,
+        }
+    }
 }
 
 /// Which of `wanted` (tenant, meter, group key) are counted groups already: one read of
@@ -398,12 +464,11 @@ pub async fn distinct_counts<C: ConnectionTrait>(
 mod tests {
     use super::*;
 
-    fn event(data_bytes: usize) -> usage_event::Model {
+    fn event(n: usize, data_bytes: usize) -> usage_event::Model {
         usage_event::Model {
-            id: UsageEventId::new(),
             tenant_id: TenantId::new(),
             source: "gateway".into(),
-            event_id: "e".into(),
+            event_id: format!("e{n}"),
             event_type: "model.request".into(),
             time: chrono::Utc::now(),
             data: serde_json::json!({"v": "x".repeat(data_bytes)}),
@@ -416,29 +481,30 @@ mod tests {
     fn event_rows_go_in_runs_that_fit_one_tls_record() {
         let rows: Vec<usage_event::Model> = [10, 9000, 10, 5000, 5000, 20_000, 10]
             .iter()
-            .map(|n| event(*n))
-            .chain((0..250).map(|_| event(10)))
+            .chain(&[10; 250])
+            .enumerate()
+            .map(|(i, n)| event(i, *n))
             .collect();
-        let split = runs(&rows);
-        let sizes: Vec<usize> = split.iter().map(|r| r.len()).collect();
-        assert_eq!(sizes.iter().sum::<usize>(), rows.len(), "every row, once");
+        let runs = json_runs(&rows).expect("runs");
+        let parsed: Vec<Vec<serde_json::Value>> = runs
+            .iter()
+            .map(|r| serde_json::from_str(r).expect("a JSON array"))
+            .collect();
+        let sizes: Vec<usize> = parsed.iter().map(Vec::len).collect();
         // 9 KB and the small ones around it; two of 5 KB; 20 KB alone; then small ones.
         assert_eq!(&sizes[..3], &[3, 2, 1], "{sizes:?}");
-        assert!(sizes.iter().all(|n| *n <= CHUNK));
-        let data = |run: &[usage_event::Model]| -> usize {
-            run.iter().map(|r| r.data.to_string().len()).sum()
-        };
         assert!(
-            split
-                .iter()
-                .all(|run| run.len() == 1 || data(run) <= STATEMENT_BYTES),
+            runs.iter()
+                .zip(&sizes)
+                .all(|(run, n)| *n == 1 || run.len() <= STATEMENT_BYTES),
             "{sizes:?}"
         );
-        let flat: Vec<UsageEventId> = split.iter().flat_map(|r| r.iter().map(|e| e.id)).collect();
-        assert_eq!(
-            flat,
-            rows.iter().map(|e| e.id).collect::<Vec<_>>(),
-            "in order"
-        );
+        let ids: Vec<&str> = parsed
+            .iter()
+            .flatten()
+            .map(|r| r["event_id"].as_str().expect("event_id"))
+            .collect();
+        let sent: Vec<&str> = rows.iter().map(|r| r.event_id.as_str()).collect();
+        assert_eq!(ids, sent, "every row once, in order");
     }
 }

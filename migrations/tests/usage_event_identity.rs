@@ -1,0 +1,109 @@
+//! Migration 024 keys usage events by their identity: the events stored before are all
+//! there after it (and after its `down`), and a second row with one identity is refused
+//! by the key itself (SQLite, with a pool of connections as the server opens it; the
+//! events before are stored with foreign keys off, so they need no tenant row).
+
+use neocloud_migrations::{Migrator, MigratorTrait};
+use sea_orm::sea_query::{Alias, Query, SqliteQueryBuilder};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
+
+fn event(
+    id: Option<uuid::Uuid>,
+    tenant: uuid::Uuid,
+    event_id: &str,
+) -> sea_orm::sea_query::InsertStatement {
+    let at: chrono::DateTime<chrono::Utc> = "2026-12-04T10:00:00Z".parse().expect("time");
+    let mut columns = vec![
+        "tenant_id",
+        "source",
+        "event_id",
+        "event_type",
+        "time",
+        "data",
+        "meters",
+        "received_at",
+    ];
+    let mut values: Vec<sea_orm::sea_query::SimpleExpr> = vec![
+        tenant.into(),
+        "gateway-1".into(),
+        event_id.into(),
+        "llm.request".into(),
+        at.into(),
+        serde_json::json!({"tokens": 5}).into(),
+        1i32.into(),
+        at.into(),
+    ];
+    if let Some(id) = id {
+        columns.insert(0, "id");
+        values.insert(0, id.into());
+    }
+    Query::insert()
+        .into_table(Alias::new("usage_events"))
+        .columns(columns.into_iter().map(Alias::new))
+        .values_panic(values)
+        .to_owned()
+}
+
+/// Runs `insert` with foreign keys off (one script, so on one connection; values as
+/// literals, so every id is stored alike).
+async fn insert(
+    db: &DatabaseConnection,
+    insert: &sea_orm::sea_query::InsertStatement,
+) -> Result<(), sea_orm::DbErr> {
+    let sql = insert.to_string(SqliteQueryBuilder);
+    db.execute_unprepared(&format!("PRAGMA foreign_keys = OFF; {sql}"))
+        .await
+        .map(|_| ())
+}
+
+async fn stored(db: &DatabaseConnection) -> Vec<String> {
+    let select = Query::select()
+        .column(Alias::new("event_id"))
+        .from(Alias::new("usage_events"))
+        .order_by(Alias::new("event_id"), sea_orm::Order::Asc)
+        .to_owned();
+    db.query_all_raw(db.get_database_backend().build(&select))
+        .await
+        .expect("rows")
+        .iter()
+        .map(|r| r.try_get("", "event_id").expect("event_id"))
+        .collect()
+}
+
+#[tokio::test]
+async fn usage_events_keep_their_rows_under_their_identity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+    let mut options = ConnectOptions::new(url);
+    options.max_connections(4).min_connections(1);
+    let db = Database::connect(options).await.expect("connect");
+    db.execute_unprepared("PRAGMA journal_mode = WAL")
+        .await
+        .expect("pragma");
+    Migrator::up(&db, Some(23)).await.expect("up to 023");
+    let tenant = uuid::Uuid::now_v7();
+    for id in ["req-1", "req-2"] {
+        insert(&db, &event(Some(uuid::Uuid::now_v7()), tenant, id))
+            .await
+            .expect("event");
+    }
+
+    Migrator::up(&db, None).await.expect("up");
+    assert_eq!(stored(&db).await, ["req-1", "req-2"]);
+    assert!(
+        insert(&db, &event(None, tenant, "req-1")).await.is_err(),
+        "one row per identity"
+    );
+    insert(&db, &event(None, uuid::Uuid::now_v7(), "req-1"))
+        .await
+        .expect("another tenant's req-1 is another event");
+
+    Migrator::down(&db, Some(1)).await.expect("down");
+    assert_eq!(stored(&db).await, ["req-1", "req-1", "req-2"]);
+    assert!(
+        insert(&db, &event(Some(uuid::Uuid::now_v7()), tenant, "req-2"))
+            .await
+            .is_err(),
+        "the identity is unique again"
+    );
+}
