@@ -1,7 +1,7 @@
 //! Migration 024 keys usage events by their identity: the events stored before are all
 //! there after it (and after its `down`), and a second row with one identity is refused
-//! by the key itself (SQLite, with a pool of connections as the server opens it; the
-//! events before are stored with foreign keys off, so they need no tenant row).
+//! by the key itself (SQLite, with a pool of connections as the server opens it, foreign
+//! keys on as the server has them: every event's tenant is a stored tenant).
 
 use neocloud_migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Alias, Query, SqliteQueryBuilder};
@@ -44,16 +44,32 @@ fn event(
         .to_owned()
 }
 
-/// Runs `insert` with foreign keys off (one script, so on one connection; values as
-/// literals, so every id is stored alike).
+/// Runs `insert` with its values as literals, so every id is stored alike.
 async fn insert(
     db: &DatabaseConnection,
     insert: &sea_orm::sea_query::InsertStatement,
 ) -> Result<(), sea_orm::DbErr> {
     let sql = insert.to_string(SqliteQueryBuilder);
-    db.execute_unprepared(&format!("PRAGMA foreign_keys = OFF; {sql}"))
-        .await
-        .map(|_| ())
+    db.execute_unprepared(&sql).await.map(|_| ())
+}
+
+/// Stores a tenant and returns its id.
+async fn tenant(db: &DatabaseConnection) -> uuid::Uuid {
+    let id = uuid::Uuid::now_v7();
+    let at: chrono::DateTime<chrono::Utc> = "2026-12-04T09:00:00Z".parse().expect("time");
+    let row = Query::insert()
+        .into_table(Alias::new("tenants"))
+        .columns(["id", "name", "currency", "status", "created_at"].map(Alias::new))
+        .values_panic([
+            id.into(),
+            format!("tenant-{id}").into(),
+            "EUR".into(),
+            "active".into(),
+            at.into(),
+        ])
+        .to_owned();
+    insert(db, &row).await.expect("tenant");
+    id
 }
 
 async fn stored(db: &DatabaseConnection) -> Vec<String> {
@@ -81,7 +97,7 @@ async fn usage_events_keep_their_rows_under_their_identity() {
         .await
         .expect("pragma");
     Migrator::up(&db, Some(23)).await.expect("up to 023");
-    let tenant = uuid::Uuid::now_v7();
+    let (tenant, other) = (tenant(&db).await, tenant(&db).await);
     for id in ["req-1", "req-2"] {
         insert(&db, &event(Some(uuid::Uuid::now_v7()), tenant, id))
             .await
@@ -94,7 +110,7 @@ async fn usage_events_keep_their_rows_under_their_identity() {
         insert(&db, &event(None, tenant, "req-1")).await.is_err(),
         "one row per identity"
     );
-    insert(&db, &event(None, uuid::Uuid::now_v7(), "req-1"))
+    insert(&db, &event(None, other, "req-1"))
         .await
         .expect("another tenant's req-1 is another event");
 
@@ -105,5 +121,14 @@ async fn usage_events_keep_their_rows_under_their_identity() {
             .await
             .is_err(),
         "the identity is unique again"
+    );
+    assert!(
+        insert(
+            &db,
+            &event(Some(uuid::Uuid::now_v7()), uuid::Uuid::now_v7(), "req-3")
+        )
+        .await
+        .is_err(),
+        "the tenant is checked again"
     );
 }
