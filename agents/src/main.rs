@@ -40,7 +40,8 @@ use neocloud_agent::agent::{ASSIGNMENTS_PERIOD, AgentConfig, run, watch_assignme
 use neocloud_agent::attribution::AttributionConfig;
 use neocloud_agent::metrics::{self, AgentMetrics, Health};
 use neocloud_agent::sampler::Sampler;
-use neocloud_agent::shipper::{Backoff, Compression, HttpShipper, ShipperError};
+use neocloud_agent::shipper::nats::NatsShipper;
+use neocloud_agent::shipper::{Backoff, Compression, HttpShipper, ShipperError, Transport};
 use neocloud_agent::source::nvml::NvmlSource;
 use neocloud_agent::source::sim::{SimProfile, SimSource};
 use neocloud_agent::source::{GpuSource, SourceError};
@@ -58,7 +59,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Sample, spool and ship until stopped.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print one sample as an ingest batch (JSON) and exit.
     Probe(SourceArgs),
 }
@@ -108,6 +109,16 @@ struct RunArgs {
     /// Request body compression.
     #[arg(long, value_enum, default_value_t = Compression::Gzip)]
     compression: Compression,
+    /// How batches are shipped: `http` (`POST /v1/ingest`) or `nats` (JetStream, stream
+    /// `USAGE`); inventory and assignments come from --server either way.
+    #[arg(long, value_enum, default_value_t = TransportKind::Http)]
+    transport: TransportKind,
+    /// NATS server URL for `--transport nats` (`nats://127.0.0.1:4222`).
+    #[arg(long, env = "NEOCLOUD_AGENT_NATS_URL")]
+    nats_url: Option<String>,
+    /// The node's NATS credentials file (`registerNode`'s `natsCredentials`).
+    #[arg(long, env = "NEOCLOUD_AGENT_NATS_CREDS")]
+    nats_creds: Option<PathBuf>,
     /// Where `/metrics` and `/healthz` are served; `off` to disable.
     #[arg(long, default_value = "127.0.0.1:9464")]
     metrics_listen: String,
@@ -121,6 +132,12 @@ struct RunArgs {
         default_value = "NEOCLOUD_PROJECT,NEOCLOUD_JOB"
     )]
     label_env: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TransportKind {
+    Http,
+    Nats,
 }
 
 fn hostname() -> String {
@@ -229,14 +246,16 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         bail!("--interval must be more than 0 and at most 3600 seconds");
     }
     let shipper = shipper(&args)?;
-    // A simulated host without a profile file is the node's inventory: wait for it (the
-    // server may still be starting). A real host samples at once and falls back to
-    // --agent-id or the host name.
-    let needs_inventory = args.source.simulate && args.source.sim_profile.is_none();
+    // A simulated host without a profile file is the node's inventory, and so is the NATS
+    // subject: wait for it (the server may still be starting). A real host shipping over
+    // HTTP samples at once and falls back to --agent-id or the host name.
+    let needs_inventory = (args.source.simulate && args.source.sim_profile.is_none())
+        || args.transport == TransportKind::Nats;
     let inventory = match &shipper {
         Some(s) => fetch_inventory(s, needs_inventory).await?,
         None => None,
     };
+    let transport = transport(&args, shipper.clone(), inventory.as_ref()).await?;
     let agent_id = args
         .source
         .agent_id
@@ -257,7 +276,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         serve_metrics(&args, &metrics, &health).await?;
     }
     tokio::spawn(stop_on_signal(tx));
-    let report = run(config, move || plan.build(), shipper, metrics, health, rx).await?;
+    let report = run(config, move || plan.build(), transport, metrics, health, rx).await?;
     tracing::info!(?report, "Stopped.");
     Ok(())
 }
@@ -274,6 +293,38 @@ fn shipper(args: &RunArgs) -> anyhow::Result<Option<HttpShipper>> {
         }
         _ => bail!("--server and --token go together"),
     }
+}
+
+/// The shipper for --transport: the HTTP one, or a JetStream publisher to the subject of
+/// the node the inventory names.
+async fn transport(
+    args: &RunArgs,
+    http: Option<HttpShipper>,
+    inventory: Option<&Inventory>,
+) -> anyhow::Result<Option<Transport>> {
+    let Some(http) = http else { return Ok(None) };
+    if args.transport == TransportKind::Http {
+        return Ok(Some(Transport::Http(http)));
+    }
+    let url = args
+        .nats_url
+        .as_deref()
+        .context("--transport nats needs --nats-url")?;
+    let inventory = inventory.context("the server sent no inventory for this node")?;
+    let node = inventory
+        .node_id
+        .context("the server's inventory names no node id: it predates NATS ingest")?;
+    let nats = NatsShipper::connect(
+        url,
+        args.nats_creds.as_deref(),
+        &inventory.region,
+        node,
+        args.compression,
+    )
+    .await
+    .context("connecting to NATS")?;
+    tracing::info!(subject = nats.subject(), "Shipping batches over JetStream.");
+    Ok(Some(Transport::Nats(nats)))
 }
 
 /// This node's inventory from the server; retried until it comes when the simulated
@@ -400,6 +451,6 @@ fn main() -> anyhow::Result<()> {
             .worker_threads(2)
             .enable_all()
             .build()?
-            .block_on(run_command(args)),
+            .block_on(run_command(*args)),
     }
 }

@@ -1,7 +1,6 @@
-//! Getting spooled batches to the server. [`Shipper`] is the seam (HTTP today; a NATS
-//! JetStream shipper publishing with the batch id as message id fits the same trait);
-//! [`HttpShipper`] speaks `POST /v1/ingest` per the ingest v1 contract, gzip or zstd
-//! compressed. [`Backoff`] is the retry schedule: exponential with jitter, capped.
+//! Getting spooled batches to the server. [`Shipper`] is the seam: [`HttpShipper`] speaks
+//! `POST /v1/ingest` per the ingest v1 contract, gzip or zstd compressed;
+//! [`nats::NatsShipper`] publishes the same body to the node's JetStream subject. [`Backoff`] is the retry schedule: exponential with jitter, capped.
 //!
 //! What each answer means for the spooled batch is decided in `agent.rs`; here an answer
 //! is only classified.
@@ -15,6 +14,8 @@ use neocloud_schema::ingest::Batch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
+
+pub mod nats;
 
 /// How the server answered one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,24 @@ pub enum ShipOutcome {
 /// own: the caller owns the schedule and the spool.
 pub trait Shipper: Send + Sync {
     fn ship(&self, batch: &Batch) -> impl Future<Output = ShipOutcome> + Send;
+}
+
+/// The way batches leave the host, chosen at start.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// `POST /v1/ingest` (the embedded default and small fleets).
+    Http(HttpShipper),
+    /// JetStream (fleets whose ingest runs on NATS).
+    Nats(nats::NatsShipper),
+}
+
+impl Shipper for Transport {
+    async fn ship(&self, batch: &Batch) -> ShipOutcome {
+        match self {
+            Transport::Http(http) => http.ship(batch).await,
+            Transport::Nats(nats) => nats.ship(batch).await,
+        }
+    }
 }
 
 /// Request body compression.
@@ -89,6 +108,25 @@ fn error_message(body: &str) -> String {
     match serde_json::from_str::<ErrorBody>(body) {
         Ok(b) => format!("{}: {}", b.error.code, b.error.message),
         Err(_) => body.chars().take(512).collect(),
+    }
+}
+
+/// The batch as the ingest v1 body: JSON, compressed as asked, with its content encoding.
+pub fn encode(
+    batch: &Batch,
+    compression: Compression,
+) -> Result<(Vec<u8>, Option<&'static str>), String> {
+    let json = serde_json::to_vec(batch).map_err(|e| e.to_string())?;
+    match compression {
+        Compression::None => Ok((json, None)),
+        Compression::Gzip => {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(&json).map_err(|e| e.to_string())?;
+            Ok((enc.finish().map_err(|e| e.to_string())?, Some("gzip")))
+        }
+        Compression::Zstd => zstd::encode_all(json.as_slice(), 3)
+            .map(|b| (b, Some("zstd")))
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -153,27 +191,11 @@ impl HttpShipper {
     pub async fn assignments(&self) -> Result<Option<Assignments>, ShipperError> {
         self.get_json("/v1/agents/assignments").await
     }
-
-    fn body(&self, batch: &Batch) -> Result<(Vec<u8>, Option<&'static str>), String> {
-        let json = serde_json::to_vec(batch).map_err(|e| e.to_string())?;
-        match self.compression {
-            Compression::None => Ok((json, None)),
-            Compression::Gzip => {
-                let mut enc =
-                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                enc.write_all(&json).map_err(|e| e.to_string())?;
-                Ok((enc.finish().map_err(|e| e.to_string())?, Some("gzip")))
-            }
-            Compression::Zstd => zstd::encode_all(json.as_slice(), 3)
-                .map(|b| (b, Some("zstd")))
-                .map_err(|e| e.to_string()),
-        }
-    }
 }
 
 impl Shipper for HttpShipper {
     async fn ship(&self, batch: &Batch) -> ShipOutcome {
-        let (body, encoding) = match self.body(batch) {
+        let (body, encoding) = match encode(batch, self.compression) {
             Ok(b) => b,
             Err(reason) => {
                 return ShipOutcome::Invalid {

@@ -200,6 +200,7 @@ fn a_half_given_server_address_is_refused_with_a_message() {
 async fn run_with_a_server_simulates_the_nodes_devices_and_bills_its_allocations() {
     let gpu = |i: u32| format!("GPU-00000000-0000-4000-8000-00000000000{i}");
     let inventory = Inventory {
+        node_id: None,
         hostname: "eu-l40s-01".into(),
         region: "eu".into(),
         zone: "eu-1a".into(),

@@ -246,6 +246,7 @@ fn allocations_in(b: &neocloud_schema::ingest::Batch) -> BTreeSet<AllocationId> 
 async fn the_demos_simulated_agent_bills_exactly_the_nodes_allocations() {
     let gpu = |i: u32| format!("GPU-00000000-0000-4000-8000-00000000000{i}");
     let inventory = Inventory {
+        node_id: None,
         hostname: "gpu-node-07".into(),
         region: "eu".into(),
         zone: "eu-1a".into(),

@@ -201,6 +201,7 @@ fn folding_in_a_full_spool_keeps_the_billed_totals_equal_to_the_truth() {
 #[test]
 fn a_simulated_agent_simulates_exactly_the_nodes_registered_devices() {
     let inventory = Inventory {
+        node_id: None,
         hostname: "gpu-node-07".into(),
         region: "eu".into(),
         zone: "eu-1a".into(),

@@ -19,56 +19,17 @@
 
 mod bench_support;
 
-use bench_support::{BenchServer, arg, gql};
+use bench_support::fleet::{allocated_nodes, batches_of, samples};
+use bench_support::http::post_all;
+use bench_support::{BenchServer, arg};
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::{App, HttpResponse, HttpServer, web};
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use neocloud_schema::ingest::ValidationContext;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-
-const PROCESSES: usize = 8;
-
-fn batch(
-    host: &str,
-    boot: &str,
-    seq: usize,
-    gpus: &[(String, String)],
-    start: chrono::DateTime<Utc>,
-) -> Value {
-    let iso = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let devices: Vec<Value> = gpus
-        .iter()
-        .map(|(uuid, alloc)| {
-            let processes: Vec<Value> = (0..PROCESSES)
-                .map(|p| {
-                    json!({"pid": 1000 + p, "allocation_id": alloc,
-                    "labels": {"project": format!("p{}", p % 2)},
-                    "sm_util_pct": 7.5, "fb_used_bytes": 1u64 << 30})
-                })
-                .collect();
-            json!({"uuid": uuid, "sm_util_pct": 60.0, "fb_used_bytes": 8u64 << 30,
-                "energy_mj": 1_000_000 + seq * 3_500_000, "power_mw": 350000, "temp_c": 60,
-                "health": "ok", "events": [], "processes": processes})
-        })
-        .collect();
-    json!({"version": 1, "agent_id": host, "boot_id": boot, "seq": seq,
-        "window": {"start": iso(start), "end": iso(start + Duration::seconds(10))},
-        "devices": devices})
-}
-
-/// Samples in one batch: each device reading and each process reading.
-fn samples(b: &Value) -> usize {
-    b["devices"].as_array().map_or(0, |d| {
-        d.iter()
-            .map(|x| 1 + x["processes"].as_array().map_or(0, Vec::len))
-            .sum()
-    })
-}
 
 async fn naive_insert(db: &DatabaseConnection, b: &Value) {
     let txn = db.begin().await.expect("begin");
@@ -127,104 +88,6 @@ fn naive_server(db: DatabaseConnection) -> (String, actix_web::dev::ServerHandle
     (url, handle)
 }
 
-/// A poster's keep-alive HTTP/1.1 connection, as lean as a load generator can be (as `wrk`
-/// is): the request is written whole, the answer read by its `Content-Length`. The
-/// posters share the machine with the server, so their CPU is kept out of its way.
-struct Connection {
-    stream: BufReader<TcpStream>,
-    host: String,
-}
-
-impl Connection {
-    async fn open(url: &str) -> Connection {
-        let host = url.trim_start_matches("http://").to_owned();
-        let stream = TcpStream::connect(&host).await.expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        Connection {
-            stream: BufReader::new(stream),
-            host,
-        }
-    }
-
-    /// POSTs `body` to `path`; returns the answer's status and body.
-    async fn post(&mut self, path: &str, token: &str, body: &[u8]) -> (u16, Vec<u8>) {
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            self.host,
-            body.len()
-        );
-        let mut request = Vec::with_capacity(head.len() + body.len());
-        request.extend_from_slice(head.as_bytes());
-        request.extend_from_slice(body);
-        self.stream
-            .get_mut()
-            .write_all(&request)
-            .await
-            .expect("write");
-        let mut line = String::new();
-        self.stream.read_line(&mut line).await.expect("status line");
-        let status = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .expect("HTTP status");
-        let mut length = 0;
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).await.expect("header");
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().expect("content-length");
-            }
-        }
-        let mut answer = vec![0; length];
-        self.stream.read_exact(&mut answer).await.expect("body");
-        (status, answer)
-    }
-}
-
-/// Posts every poster's share of `bodies` to `url` + `path` (`token` for ours), each poster
-/// waiting for each answer; returns the samples of batches answered `accepted`.
-async fn post_all(
-    url: &str,
-    path: &str,
-    work: &Arc<Vec<(String, Vec<u8>, usize)>>,
-    posters: usize,
-    batches: usize,
-) -> usize {
-    let mut tasks = Vec::new();
-    for p in 0..posters {
-        let (url, path, work) = (url.to_owned(), path.to_owned(), work.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut connection = Connection::open(&url).await;
-            let mut durable = 0usize;
-            // Per node in order (as agents ship), nodes spread over posters.
-            for (i, (token, body, samples)) in work.iter().enumerate() {
-                if (i / batches) % posters != p {
-                    continue;
-                }
-                let (status, answer) = connection.post(&path, token, body).await;
-                let answer: Value = serde_json::from_slice(&answer).expect("json");
-                if status == 200 && answer["status"] == "accepted" {
-                    durable += samples;
-                }
-            }
-            durable
-        }));
-    }
-    let mut durable = 0;
-    for task in tasks {
-        durable += task.await.expect("poster");
-    }
-    durable
-}
-
 #[tokio::main]
 async fn main() {
     // `RUST_LOG=neocloud_metering=debug` shows each ingest group's size and time.
@@ -238,59 +101,11 @@ async fn main() {
     let batches = arg("--batches", 30).min(30);
     let posters = arg("--posters", 16);
     let server = BenchServer::start().await;
-    let (url, db, operator) = (
-        server.url.clone(),
-        server.db.clone(),
-        server.operator_key.clone(),
-    );
+    let (url, db) = (server.url.clone(), server.db.clone());
     let client = reqwest::Client::new();
 
-    let (sku, tenant) = server.h100_sku_and_tenant(&client).await;
-    let mut agents = Vec::new();
-    for n in 0..nodes {
-        let host = format!("hgx-{n:04}");
-        let gpus: Vec<Value> = (0..8)
-            .map(|i| json!({"uuid": format!("GPU-{n:04}-{i}"), "index": i}))
-            .collect();
-        let r = gql(&client, &url, &operator,
-            "mutation($h: String!, $g: [GpuRegistrationInput!]!) { registerNode(input: {hostname: $h, region: \"eu-west\", zone: \"a\", rack: \"r1\", nvlinkDomain: $h, gpuModel: \"H100\", gpus: $g}) { agentToken } }",
-            json!({"h": host, "g": gpus})).await;
-        let token = r["data"]["registerNode"]["agentToken"]
-            .as_str()
-            .expect("token")
-            .to_owned();
-        let r = gql(&client, &url, &tenant,
-            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 8, topology: {level: NODE}}) { order { allocations { id gpus { uuid } } } } }",
-            json!({"s": sku})).await;
-        let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
-        let id = alloc["id"].as_str().expect("allocation").to_owned();
-        let placed: Vec<(String, String)> = alloc["gpus"]
-            .as_array()
-            .expect("gpus")
-            .iter()
-            .map(|g| (g["uuid"].as_str().expect("uuid").to_owned(), id.clone()))
-            .collect();
-        agents.push((host, token, placed));
-    }
-    let start = Utc::now();
-    let work: Vec<(String, Value)> = agents
-        .iter()
-        .flat_map(|(host, token, gpus)| {
-            let boot = uuid::Uuid::new_v4().to_string();
-            (0..batches)
-                .map(move |s| {
-                    let b = batch(
-                        host,
-                        &boot,
-                        s + 1,
-                        gpus,
-                        start + Duration::seconds(10 * s as i64),
-                    );
-                    (token.clone(), b)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let agents = allocated_nodes(&server, &client, nodes).await;
+    let work = batches_of(&agents, batches);
     let total_samples: usize = work.iter().map(|(_, b)| samples(b)).sum();
     println!(
         "{nodes} nodes, {} batches of {} samples, {posters} posters",

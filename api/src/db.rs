@@ -33,6 +33,42 @@ pub async fn connect(url: &SecretString) -> Result<DatabaseConnection, DbErr> {
     Ok(db)
 }
 
+/// SQLite is one process's database. Takes an exclusive lock on `<file>.lock` beside a
+/// SQLite file, held for as long as the returned file is kept (the process's life): a
+/// second process on the same file is refused at start, with the reason. None for
+/// PostgreSQL and in-memory SQLite.
+pub fn claim_sqlite(url: &SecretString) -> anyhow::Result<Option<std::fs::File>> {
+    let Some(path) = sqlite_file(url.expose_secret()) else {
+        return Ok(None);
+    };
+    let lock_path = format!("{path}.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| anyhow::anyhow!("opening {lock_path}: {e}"))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another neocloud process is serving the SQLite database {path}: SQLite is \
+             single-process (one server with every role); stop the other one, or run \
+             several processes on PostgreSQL"
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Err(anyhow::anyhow!("locking {lock_path}: {e}")),
+    }
+}
+
+/// The file of a `sqlite:` URL; None for other databases and in-memory SQLite.
+fn sqlite_file(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let (path, options) = rest.split_once('?').unwrap_or((rest, ""));
+    let in_memory = path.is_empty() || path == ":memory:" || options.contains("mode=memory");
+    (!in_memory).then_some(path)
+}
+
 /// Applies every pending migration.
 pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
     Migrator::up(db, None).await
@@ -79,4 +115,21 @@ where
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_file;
+
+    #[test]
+    fn only_sqlite_files_are_claimed() {
+        assert_eq!(
+            sqlite_file("sqlite://neocloud.db?mode=rwc"),
+            Some("neocloud.db")
+        );
+        assert_eq!(sqlite_file("sqlite:/var/lib/n.db"), Some("/var/lib/n.db"));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("sqlite://x.db?mode=memory"), None);
+        assert_eq!(sqlite_file("postgres://postgres@127.0.0.1/db"), None);
+    }
 }

@@ -44,6 +44,7 @@ pub mod invoicing;
 pub mod meters;
 pub mod metrics;
 pub mod models;
+pub mod nats;
 pub mod ordering;
 pub mod outbound;
 pub mod pagination;

@@ -30,9 +30,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use neocloud_api::settings::{LogFormat, Overrides, Settings};
+use neocloud_api::settings::{LogFormat, Overrides, Role, Settings};
 use neocloud_api::startup::Application;
-use neocloud_api::{auth, db, demo, graphql, telemetry};
+use neocloud_api::{auth, db, demo, graphql, nats, telemetry};
 
 /// How long a stopping demo waits for its simulated agents to close their windows.
 const AGENTS_STOP: std::time::Duration = std::time::Duration::from_secs(15);
@@ -70,6 +70,10 @@ enum Command {
         /// Address to listen on (also NEOCLOUD_LISTEN; default 127.0.0.1:8080).
         #[arg(long)]
         listen: Option<String>,
+        /// What this process runs: all, api, ingest (JetStream workers) or worker
+        /// (background jobs) (also NEOCLOUD_ROLE; default all).
+        #[arg(long, value_enum)]
+        role: Option<Role>,
     },
     /// Migrate, seed a demo fleet, plans and tenants, and serve.
     Demo {
@@ -110,13 +114,30 @@ enum AdminCommand {
         #[arg(long, default_value = "created by neocloud admin")]
         label: String,
     },
+    /// Make a new NATS trust chain (operator, system account, usage account with a signing
+    /// key): writes nats-server.conf and neocloud-nats.toml into --out.
+    NatsBootstrap {
+        /// A directory to write into (created; existing files are not overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn load(cli: &Cli, database_url: Option<&str>, listen: Option<&str>) -> anyhow::Result<Settings> {
+    load_as(cli, database_url, listen, None)
+}
+
+fn load_as(
+    cli: &Cli,
+    database_url: Option<&str>,
+    listen: Option<&str>,
+    role: Option<Role>,
+) -> anyhow::Result<Settings> {
     let overrides = Overrides {
         database_url: database_url.map(str::to_owned),
         listen: listen.map(str::to_owned),
         log_format: cli.log_format,
+        role,
     };
     Ok(Settings::load(cli.config.as_deref(), &overrides)?)
 }
@@ -235,11 +256,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&doc)?);
             Ok(())
         }
-        Command::Serve { database, listen } => {
-            let settings = load(&cli, database.database_url.as_deref(), listen.as_deref())?;
+        Command::Serve {
+            database,
+            listen,
+            role,
+        } => {
+            let settings = load_as(
+                &cli,
+                database.database_url.as_deref(),
+                listen.as_deref(),
+                *role,
+            )?;
             let _telemetry = telemetry::init(settings.log_format, &settings.log_filter)?;
+            let role = settings.role;
             let app = Application::build(settings).await?;
-            tracing::info!(port = app.port(), "Serving.");
+            tracing::info!(port = app.port(), ?role, "Serving.");
             app.run_until_stopped().await?;
             Ok(())
         }
@@ -273,5 +304,38 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", minted.secret);
             Ok(())
         }
+        Command::Admin {
+            command: AdminCommand::NatsBootstrap { out },
+        } => nats_bootstrap(out),
     }
+}
+
+/// `neocloud admin nats-bootstrap --out DIR`: the nats-server configuration, neocloud's
+/// settings (with the account signing seed) and the operator's seed, the secrets readable
+/// by the owner only.
+fn nats_bootstrap(out: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let chain = nats::credentials::bootstrap(chrono::Utc::now().timestamp())?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let settings = format!(
+        "[nats]\nurl = \"nats://127.0.0.1:4222\"\naccount = \"{}\"\naccount_signing_seed = \"{}\"\n",
+        chain.account, chain.account_signing_seed
+    );
+    let operator = format!("{}\n", chain.operator_seed);
+    for (name, text, mode) in [
+        ("nats-server.conf", chain.server_config.as_str(), 0o644),
+        ("neocloud-nats.toml", settings.as_str(), 0o600),
+        ("operator.nk", operator.as_str(), 0o600),
+    ] {
+        let path = out.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
 }

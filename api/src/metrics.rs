@@ -14,6 +14,22 @@ pub struct Metrics {
     pub http_request_duration_seconds: HistogramVec,
     pub graphql_errors_total: IntCounterVec,
     pub placement: PlacementMetrics,
+    pub stream: StreamMetrics,
+}
+
+/// The JetStream ingest workers' metrics (see `nats::consumer`).
+#[derive(Clone)]
+pub struct StreamMetrics {
+    /// Messages settled, by outcome (`accepted`, `duplicate`, `rejected`, `retried`).
+    pub messages_total: IntCounterVec,
+    /// Messages that came a second time or later (a worker died or was too slow).
+    pub redeliveries_total: IntCounter,
+    /// From a message's fetch to its acknowledgement (the commit of its batch).
+    pub ack_seconds: Histogram,
+    /// Messages in the stream not yet delivered to a worker (as last read).
+    pub pending: IntGauge,
+    /// Messages delivered and not yet acknowledged (as last read).
+    pub ack_pending: IntGauge,
 }
 
 /// The placement loop's metrics (see `ordering::placement`).
@@ -90,12 +106,55 @@ impl Metrics {
         registry.register(Box::new(placement.orders_in_progress.clone()))?;
         registry.register(Box::new(placement.queue_depth.clone()))?;
         registry.register(Box::new(placement.batch_seconds.clone()))?;
+        let stream = StreamMetrics::new(&registry)?;
         Ok(Metrics {
             registry,
             http_requests_total,
             http_request_duration_seconds,
             graphql_errors_total,
             placement,
+            stream,
         })
+    }
+}
+
+impl StreamMetrics {
+    fn new(registry: &Registry) -> Result<StreamMetrics, prometheus::Error> {
+        let metrics = StreamMetrics {
+            messages_total: IntCounterVec::new(
+                Opts::new(
+                    "stream_ingest_messages_total",
+                    "Usage messages taken from JetStream, by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            redeliveries_total: IntCounter::new(
+                "stream_ingest_redeliveries_total",
+                "Usage messages JetStream delivered more than once.",
+            )?,
+            ack_seconds: Histogram::with_opts(
+                HistogramOpts::new(
+                    "stream_ingest_ack_seconds",
+                    "From fetching a usage message to acknowledging it after its commit.",
+                )
+                .buckets(vec![
+                    0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0, 30.0,
+                ]),
+            )?,
+            pending: IntGauge::new(
+                "stream_ingest_pending",
+                "Usage messages in JetStream not yet delivered to an ingest worker.",
+            )?,
+            ack_pending: IntGauge::new(
+                "stream_ingest_ack_pending",
+                "Usage messages delivered to ingest workers and not yet acknowledged.",
+            )?,
+        };
+        registry.register(Box::new(metrics.messages_total.clone()))?;
+        registry.register(Box::new(metrics.redeliveries_total.clone()))?;
+        registry.register(Box::new(metrics.ack_seconds.clone()))?;
+        registry.register(Box::new(metrics.pending.clone()))?;
+        registry.register(Box::new(metrics.ack_pending.clone()))?;
+        Ok(metrics)
     }
 }

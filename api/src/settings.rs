@@ -44,6 +44,77 @@ pub struct Settings {
     /// (`NEOCLOUD_WEBHOOK_ALLOW_HOSTS`); empty: public addresses only.
     #[serde(default)]
     pub webhook_allow_hosts: String,
+    /// What this process runs (`all`, `api`, `ingest`, `worker`).
+    pub role: Role,
+    /// NATS JetStream: the production transport of usage.
+    #[serde(default)]
+    pub nats: NatsSettings,
+}
+
+/// What one process runs; a deployment runs every role at least once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Everything below in one process (the embedded default).
+    All,
+    /// The HTTP API: GraphQL, exports, webhooks in, `POST /v1/ingest` and `/v1/events`.
+    Api,
+    /// JetStream ingest workers (needs `nats.url`); serves health and metrics only.
+    Ingest,
+    /// The background jobs (payments, period close, preemption, budgets, webhooks out,
+    /// event pruning); serves health and metrics only.
+    Worker,
+}
+
+impl Role {
+    pub fn serves_api(self) -> bool {
+        matches!(self, Role::All | Role::Api)
+    }
+    pub fn consumes_stream(self) -> bool {
+        matches!(self, Role::All | Role::Ingest)
+    }
+    pub fn runs_jobs(self) -> bool {
+        matches!(self, Role::All | Role::Worker)
+    }
+}
+
+/// Where NATS is and how neocloud authenticates there; all unset: no JetStream.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NatsSettings {
+    /// `nats://host:4222` (`NEOCLOUD_NATS__URL`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// neocloud's own credentials file (`NEOCLOUD_NATS__CREDENTIALS`); unset: minted with
+    /// the account signing key, or none.
+    #[serde(default)]
+    pub credentials: Option<std::path::PathBuf>,
+    /// The account usage flows in (`A…`, `NEOCLOUD_NATS__ACCOUNT`): with the signing seed,
+    /// `registerNode` mints each node's credential.
+    #[serde(default)]
+    pub account: Option<String>,
+    /// The seed of one of that account's signing keys (`SA…`,
+    /// `NEOCLOUD_NATS__ACCOUNT_SIGNING_SEED`).
+    #[serde(default)]
+    pub account_signing_seed: Option<SecretString>,
+    /// Ingest workers in this process (`ingest` and `all` roles).
+    #[serde(default = "default_stream_workers")]
+    pub workers: usize,
+}
+
+fn default_stream_workers() -> usize {
+    2
+}
+
+impl Default for NatsSettings {
+    fn default() -> Self {
+        NatsSettings {
+            url: None,
+            credentials: None,
+            account: None,
+            account_signing_seed: None,
+            workers: default_stream_workers(),
+        }
+    }
 }
 
 /// What answers without an API key: a per-deployment choice.
@@ -173,6 +244,7 @@ database_url = "sqlite://neocloud.db?mode=rwc"
 listen = "127.0.0.1:8080"
 log_format = "pretty"
 log_filter = "info"
+role = "all"
 
 [limits]
 body_bytes = 1048576
@@ -224,6 +296,7 @@ pub struct Overrides {
     pub database_url: Option<String>,
     pub listen: Option<String>,
     pub log_format: Option<LogFormat>,
+    pub role: Option<Role>,
 }
 
 impl Settings {
@@ -253,6 +326,15 @@ impl Settings {
                 LogFormat::Json => "json",
             };
             builder = builder.set_override("log_format", name)?;
+        }
+        if let Some(role) = overrides.role {
+            let name = match role {
+                Role::All => "all",
+                Role::Api => "api",
+                Role::Ingest => "ingest",
+                Role::Worker => "worker",
+            };
+            builder = builder.set_override("role", name)?;
         }
         let settings: Settings = builder.build()?.try_deserialize()?;
         settings.validate()?;
@@ -298,6 +380,8 @@ impl Settings {
             stripe_webhook_secret: None,
             stripe_api_base: None,
             webhook_allow_hosts: String::new(),
+            role: Role::All,
+            nats: NatsSettings::default(),
         }
     }
 
@@ -323,6 +407,7 @@ impl Settings {
         self.listen_addr()?;
         self.webhook_allow_list()?;
         self.check_connections()?;
+        self.check_nats()?;
         self.check_billing()?;
         self.check_ranges()
     }
@@ -348,6 +433,34 @@ impl Settings {
                 setting: "database_url (NEOCLOUD_DATABASE_URL, --database-url)",
                 message: "must start with sqlite: or postgres://".into(),
             });
+        }
+        Ok(())
+    }
+
+    /// NATS: a URL where a role needs one, keys that parse, a bounded worker count.
+    fn check_nats(&self) -> Result<(), SettingsError> {
+        let invalid = |setting, message: String| Err(SettingsError::Invalid { setting, message });
+        if self.role == Role::Ingest && self.nats.url.is_none() {
+            return invalid(
+                "nats.url (NEOCLOUD_NATS__URL)",
+                "the ingest role consumes JetStream: set nats.url".into(),
+            );
+        }
+        if let Some(url) = &self.nats.url
+            && !url
+                .split(',')
+                .all(|u| u.starts_with("nats://") || u.starts_with("tls://"))
+        {
+            return invalid(
+                "nats.url (NEOCLOUD_NATS__URL)",
+                format!("`{url}`: nats:// or tls:// URLs, comma-separated"),
+            );
+        }
+        if let Err(e) = crate::nats::authority(&self.nats) {
+            return invalid("nats.account, nats.account_signing_seed", format!("{e:#}"));
+        }
+        if !(1..=64).contains(&self.nats.workers) {
+            return invalid("nats.workers", "1 to 64".into());
         }
         Ok(())
     }

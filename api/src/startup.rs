@@ -12,7 +12,7 @@ use actix_web::{App, HttpResponse, HttpServer, web};
 use sea_orm::DatabaseConnection;
 
 use crate::error::{Code, rest_error};
-use crate::graphql::build_schema;
+use crate::graphql::{Outside, build_schema};
 use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::{
@@ -31,6 +31,8 @@ pub struct Application {
     port: u16,
     server: Server,
     db: DatabaseConnection,
+    /// The SQLite file's process lock, held while serving.
+    _sqlite: Option<std::fs::File>,
 }
 
 impl Application {
@@ -55,11 +57,19 @@ impl Application {
         db: DatabaseConnection,
         clock: SharedClock,
     ) -> anyhow::Result<Application> {
+        let sqlite = crate::db::claim_sqlite(&settings.database_url)?;
         let listener = TcpListener::bind(settings.listen_addr()?)?;
         let port = listener.local_addr()?.port();
-        let state = web::Data::new(start_services(&settings, &db, clock)?);
+        let jetstream = match &settings.nats.url {
+            Some(_) => Some(async_nats::jetstream::new(
+                crate::nats::connect(&settings.nats, clock.now().timestamp()).await?,
+            )),
+            None => None,
+        };
+        let state = web::Data::new(start_services(&settings, &db, clock, jetstream)?);
         let body_limit = settings.limits.body_bytes;
         let ingest_limit = settings.limits.ingest_body_bytes;
+        let serves_api = settings.role.serves_api();
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         let server = HttpServer::new(move || {
             App::new()
@@ -68,12 +78,23 @@ impl Application {
                 .wrap(Compress::default())
                 .wrap(from_fn(observe::known_encoding))
                 .wrap(from_fn(observe::observe))
-                .configure(|routes| self::routes(routes, ingest_limit))
+                .configure(|routes| {
+                    if serves_api {
+                        self::routes(routes, ingest_limit);
+                    } else {
+                        self::health_routes(routes);
+                    }
+                })
         })
         .workers(workers)
         .listen(listener)?
         .run();
-        Ok(Application { port, server, db })
+        Ok(Application {
+            port,
+            server,
+            db,
+            _sqlite: sqlite,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -85,8 +106,18 @@ impl Application {
     }
 
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let _sqlite = self._sqlite;
         self.server.await
     }
+}
+
+/// What a process without the API serves: health and metrics.
+fn health_routes(routes: &mut web::ServiceConfig) {
+    routes
+        .route("/healthz", web::get().to(health::healthz))
+        .route("/readyz", web::get().to(health::readyz))
+        .route("/metrics", web::get().to(metrics::metrics))
+        .default_service(web::to(not_found));
 }
 
 /// Every endpoint; anything else answers `NOT_FOUND`.
@@ -121,6 +152,7 @@ fn start_services(
     settings: &Settings,
     db: &DatabaseConnection,
     clock: SharedClock,
+    jetstream: Option<async_nats::jetstream::Context>,
 ) -> anyhow::Result<AppState> {
     let metrics = Metrics::new()?;
     let ordering = Arc::new(
@@ -131,58 +163,58 @@ fn start_services(
         .with_metrics(metrics.placement.clone()),
     );
     ordering.start(db);
-    spawn_preemption_worker(db.clone(), ordering.clone());
-    let gateway = settings.stripe_secret_key.as_ref().map(|key| {
-        Arc::new(Gateway::new(
-            key.expose_secret(),
-            settings.stripe_api_base.as_deref(),
-        ))
-    });
+    let gateway = stripe_gateway(settings);
     let billing = Arc::new(Billing::new(
         &settings.billing,
         gateway.is_some(),
         clock.clone(),
     ));
-    if let Some(gateway) = &gateway {
-        crate::payments::spawn_outbox_worker(
-            db.clone(),
-            gateway.clone(),
-            billing.clone(),
-            OUTBOX_SWEEP,
-        );
-    }
-    spawn_period_closer(db.clone(), billing.clone());
     let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
-    crate::webhooks::delivery::spawn_worker(
+    if settings.role.runs_jobs() {
+        let jobs = Jobs {
+            db,
+            ordering: &ordering,
+            billing: &billing,
+            gateway: gateway.as_ref(),
+            webhooks: &webhooks,
+            clock: &clock,
+        };
+        jobs.spawn(settings);
+    }
+    let ingest = neocloud_metering::ingest::writer::Writer::spawn(
         db.clone(),
-        webhooks.clone(),
         clock.clone(),
-        WEBHOOK_SWEEP,
-        settings.webhooks.claim_hold(),
+        INGEST_WRITERS,
+        INGEST_GROUP,
     );
-    spawn_budget_sweep(
-        db.clone(),
-        ordering.clone(),
-        Duration::from_secs(settings.budgets.sweep_seconds),
-    );
-    spawn_event_pruning(db.clone(), clock.clone(), settings.events.retention());
+    if let Some(jetstream) = &jetstream
+        && settings.role.consumes_stream()
+    {
+        let parts = crate::nats::consumer::Ingest {
+            writer: ingest.clone(),
+            db: db.clone(),
+            clock: clock.clone(),
+            metrics: metrics.stream.clone(),
+            body_limit: settings.limits.ingest_body_bytes,
+        };
+        crate::nats::consumer::spawn(jetstream.clone(), parts, settings.nats.workers);
+    }
+    let outside = Outside {
+        gateway,
+        webhooks,
+        jetstream,
+    };
     Ok(AppState {
         schema: build_schema(
             db.clone(),
             ordering.clone(),
             billing.clone(),
-            gateway,
-            webhooks,
+            outside,
             clock.clone(),
             settings,
         ),
         billing,
-        ingest: neocloud_metering::ingest::writer::Writer::spawn(
-            db.clone(),
-            clock.clone(),
-            INGEST_WRITERS,
-            INGEST_GROUP,
-        ),
+        ingest,
         stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
         exposure: settings.exposure,
         ordering,
@@ -191,6 +223,56 @@ fn start_services(
         clock,
         db: db.clone(),
     })
+}
+
+/// Stripe, when a secret key is configured.
+fn stripe_gateway(settings: &Settings) -> Option<Arc<Gateway>> {
+    let key = settings.stripe_secret_key.as_ref()?;
+    Some(Arc::new(Gateway::new(
+        key.expose_secret(),
+        settings.stripe_api_base.as_deref(),
+    )))
+}
+
+/// What the background jobs run over.
+struct Jobs<'a> {
+    db: &'a DatabaseConnection,
+    ordering: &'a Arc<Ordering>,
+    billing: &'a Arc<Billing>,
+    gateway: Option<&'a Arc<Gateway>>,
+    webhooks: &'a Arc<WebhookClient>,
+    clock: &'a SharedClock,
+}
+
+impl Jobs<'_> {
+    /// Starts every background job (the `worker` and `all` roles). Each claims its work in
+    /// the database, so any number of processes may run them (docs/operations.md).
+    fn spawn(&self, settings: &Settings) {
+        let db = self.db;
+        spawn_preemption_worker(db.clone(), self.ordering.clone());
+        if let Some(gateway) = self.gateway {
+            crate::payments::spawn_outbox_worker(
+                db.clone(),
+                gateway.clone(),
+                self.billing.clone(),
+                OUTBOX_SWEEP,
+            );
+        }
+        spawn_period_closer(db.clone(), self.billing.clone());
+        crate::webhooks::delivery::spawn_worker(
+            db.clone(),
+            self.webhooks.clone(),
+            self.clock.clone(),
+            WEBHOOK_SWEEP,
+            settings.webhooks.claim_hold(),
+        );
+        spawn_budget_sweep(
+            db.clone(),
+            self.ordering.clone(),
+            Duration::from_secs(settings.budgets.sweep_seconds),
+        );
+        spawn_event_pruning(db.clone(), self.clock.clone(), settings.events.retention());
+    }
 }
 
 /// Ends preempted spot allocations when their notice window has passed.

@@ -235,3 +235,26 @@ on_both_databases!(
     an_unknown_content_encoding_is_refused,
     metrics_need_an_operator_key_beyond_loopback,
 );
+
+/// SQLite is one process's database: a second server on the same file is refused at
+/// start, saying why, and the file is free again once the first has gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_one_sqlite_file_is_refused() {
+    use neocloud_api::settings::Settings;
+    use neocloud_api::startup::Application;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}/one.db?mode=rwc", dir.path().display());
+    let first = Application::build(Settings::for_tests(&url))
+        .await
+        .expect("the first server");
+    let refused = Application::build(Settings::for_tests(&url))
+        .await
+        .err()
+        .expect("a second server is refused")
+        .to_string();
+    assert!(refused.contains("SQLite is single-process"), "{refused}");
+    drop(first);
+    Application::build(Settings::for_tests(&url))
+        .await
+        .expect("the file is free once the first server has gone");
+}

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use neocloud_metering::payments::gateway::Gateway;
 use neocloud_metering::payments::outbox::{self, RetrySchedule};
-use neocloud_schema::clock::Clock;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use support::{Backend, TestApp};
@@ -212,10 +211,9 @@ async fn two_payment_workers_charge_a_due_invoice_once(backend: Backend) {
     let (invoice, _) = charged_tenant(&app, "umbrella", &good).await;
     let gateway = Gateway::new("sk_test_localstripe", Some(&stripe.url));
     let retries = RetrySchedule(vec![chrono::TimeDelta::days(1)]);
-    let now = app.clock.now();
     let (a, b) = tokio::join!(
-        outbox::deliver_due(&app.db, &gateway, &retries, now),
-        outbox::deliver_due(&app.db, &gateway, &retries, now),
+        outbox::deliver_due(&app.db, &gateway, &retries, app.clock.as_ref()),
+        outbox::deliver_due(&app.db, &gateway, &retries, app.clock.as_ref()),
     );
     assert!(a.expect("a worker") + b.expect("a worker") <= 1);
     let paid = wait_for_state(&app, &invoice["id"], "PAID").await;

@@ -56,6 +56,7 @@ mod m20261204_000021_meters;
 mod m20261204_000022_volumes;
 mod m20261204_000023_model_offerings;
 mod m20261205_000024_usage_event_identity;
+mod m20261205_000025_scale_out;
 
 pub struct Migrator;
 
@@ -87,6 +88,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000022_volumes::Migration),
             Box::new(m20261204_000023_model_offerings::Migration),
             Box::new(m20261205_000024_usage_event_identity::Migration),
+            Box::new(m20261205_000025_scale_out::Migration),
         ]
     }
 }

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
+    /// The node's id (names its usage subject on NATS); absent from servers before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<crate::ids::NodeId>,
     /// The registered hostname: the `agent_id` of this node's batches.
     pub hostname: String,
     pub region: String,

@@ -37,6 +37,7 @@ pub mod ingest;
 pub mod mig;
 pub mod money;
 pub mod slug;
+pub mod usage_stream;
 pub mod vocabulary;
 
 #[cfg(feature = "db")]

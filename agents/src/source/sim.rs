@@ -1294,6 +1294,7 @@ mod tests {
     #[test]
     fn a_gpu_the_server_knows_as_failed_stays_failed_and_runs_nothing() {
         let inventory = Inventory {
+            node_id: None,
             hostname: "n1".into(),
             region: "r".into(),
             zone: "z".into(),

@@ -1,6 +1,9 @@
 //! What the benchmark examples share: arguments, a GraphQL call, and the real server on a
 //! fresh PostgreSQL database that is dropped afterwards.
 
+pub mod fleet;
+pub mod http;
+
 use neocloud_api::settings::Settings;
 use neocloud_api::startup::Application;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};

@@ -94,23 +94,36 @@ pub struct PageLimit(pub u32);
 #[derive(Debug, Clone, Copy)]
 pub struct Retention(pub chrono::TimeDelta);
 
+/// The systems beyond the database that resolvers reach.
+pub struct Outside {
+    /// Stripe, when payments are configured.
+    pub gateway: Option<Arc<Gateway>>,
+    /// Tenant-supplied webhook URLs.
+    pub webhooks: Arc<WebhookClient>,
+    /// NATS JetStream, when configured (the ingest stream's backlog).
+    pub jetstream: Option<async_nats::jetstream::Context>,
+}
+
 pub fn build_schema(
     db: DatabaseConnection,
     ordering: Arc<Ordering>,
     billing: Arc<Billing>,
-    gateway: Option<Arc<Gateway>>,
-    webhooks: Arc<WebhookClient>,
+    outside: Outside,
     clock: SharedClock,
     settings: &Settings,
 ) -> NeoSchema {
     let limits = &settings.limits;
+    // Validated with the settings: a bad key never gets this far.
+    let authority = crate::nats::authority(&settings.nats).ok().flatten();
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(db)
         .data(clock)
         .data(ordering)
         .data(billing)
-        .data(gateway)
-        .data(webhooks)
+        .data(outside.gateway)
+        .data(outside.webhooks)
+        .data(authority)
+        .data(outside.jetstream)
         .data(PageLimit(limits.page_size_max))
         .data(Retention(settings.events.retention()))
         .extension(cost::CostLimits {

@@ -1,5 +1,7 @@
 //! Nodes: `nodes` and `registerNode` (operator).
 
+use std::sync::Arc;
+
 use async_graphql::connection::Connection;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -8,6 +10,7 @@ use neocloud_schema::entity::{gpu, node};
 use super::scalars::{GqlGpuHealth, GqlNodeState, connection, parse_id, to_id};
 use crate::error::ApiError;
 use crate::fleet::{self, GpuInput, NodeRegistration};
+use crate::nats::credentials::Authority;
 use crate::pagination::Page;
 
 pub struct Node {
@@ -179,6 +182,9 @@ pub struct RegisterNodePayload {
     pub node: Node,
     /// The node's agent token. Shown once.
     pub agent_token: String,
+    /// The node's NATS credentials file (`--nats-creds`): it may publish to the node's
+    /// usage subject only. Shown once; null when the server mints no NATS credentials.
+    pub nats_credentials: Option<String>,
 }
 
 #[derive(Default)]
@@ -255,13 +261,7 @@ impl NodeMutation {
         };
         let registered =
             fleet::register_node(super::db(ctx)?, super::principal(ctx)?, registration).await?;
-        Ok(RegisterNodePayload {
-            node: Node {
-                node: registered.node,
-                gpus: registered.gpus,
-            },
-            agent_token: registered.agent_token.secret,
-        })
+        payload(ctx, registered)
     }
 
     /// Gives the node's agent a new token and revokes every token it held before, at once
@@ -274,14 +274,35 @@ impl NodeMutation {
         let id = parse_id("nodeId", &node_id)?;
         let rotated =
             fleet::rotate_agent_token(super::db(ctx)?, super::principal(ctx)?, id).await?;
-        Ok(RegisterNodePayload {
-            node: Node {
-                node: rotated.node,
-                gpus: rotated.gpus,
-            },
-            agent_token: rotated.agent_token.secret,
-        })
+        payload(ctx, rotated)
     }
+}
+
+/// A registered (or rotated) node with its new secrets: the agent token and, where the
+/// server holds the NATS account's signing key, a NATS credential for the node alone.
+fn payload(ctx: &Context<'_>, registered: fleet::RegisteredNode) -> Result<RegisterNodePayload> {
+    let authority = ctx
+        .data::<Option<Arc<Authority>>>()
+        .ok()
+        .and_then(Option::as_ref);
+    let node = &registered.node;
+    let nats_credentials = match authority {
+        Some(authority) => Some(
+            authority
+                .node_credentials(node.id, &node.region, super::now(ctx)?.timestamp())
+                // Regions are slugs, always one subject token.
+                .map_err(|e| ApiError::invariant(e.to_string()))?,
+        ),
+        None => None,
+    };
+    Ok(RegisterNodePayload {
+        node: Node {
+            node: registered.node,
+            gpus: registered.gpus,
+        },
+        agent_token: registered.agent_token.secret,
+        nats_credentials,
+    })
 }
 
 /// One agent token of a node: never its secret.

@@ -111,6 +111,67 @@ pub struct IngestHealth {
     /// Batches acknowledged and not yet in usage buckets (the ingest journal's backlog):
     /// near zero while aggregation keeps up; every usage read aggregates it first.
     pub pending_batches: i64,
+    /// Messages a transport delivered that can never be ingested, newest first (at most
+    /// 100): set aside so the stream goes on.
+    pub rejected: Vec<RejectedMessage>,
+    /// The JetStream consumer ingest workers share; null without NATS (or while NATS does
+    /// not answer).
+    pub stream: Option<IngestStream>,
+}
+
+#[derive(SimpleObject)]
+pub struct RejectedMessage {
+    pub id: ID,
+    /// `nats`.
+    pub transport: String,
+    pub subject: String,
+    /// `Nats-Msg-Id` (`<agent>:<boot>:<seq>`), when it had one.
+    pub message_id: Option<String>,
+    /// The node the subject names, when it names one.
+    pub node_id: Option<ID>,
+    pub reason: String,
+    pub rejected_at: DateTime<Utc>,
+}
+
+impl From<neocloud_schema::entity::ingest_rejection::Model> for RejectedMessage {
+    fn from(r: neocloud_schema::entity::ingest_rejection::Model) -> Self {
+        RejectedMessage {
+            id: to_id(r.id),
+            transport: r.transport,
+            subject: r.subject,
+            message_id: r.message_id,
+            node_id: r.node_id.map(to_id),
+            reason: r.reason,
+            rejected_at: r.rejected_at,
+        }
+    }
+}
+
+/// The shared JetStream consumer's backlog.
+#[derive(SimpleObject)]
+pub struct IngestStream {
+    /// Messages not yet delivered to a worker.
+    pub pending: i64,
+    /// Messages delivered and not yet acknowledged.
+    pub ack_pending: i64,
+    /// Messages delivered more than once and not yet acknowledged.
+    pub redelivered: i64,
+    /// Workers waiting for messages.
+    pub waiting: i64,
+}
+
+impl From<async_nats::jetstream::consumer::Info> for IngestStream {
+    fn from(info: async_nats::jetstream::consumer::Info) -> Self {
+        // Counts beyond i64 saturate.
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let usize_count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        IngestStream {
+            pending: count(info.num_pending),
+            ack_pending: usize_count(info.num_ack_pending),
+            redelivered: usize_count(info.num_redelivered),
+            waiting: usize_count(info.num_waiting),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -183,7 +244,20 @@ impl UsageQuery {
         let anomalies = ingest::anomalies(db, INGEST_HEALTH_LIST)
             .await
             .map_err(ApiError::from)?;
+        let rejected = ingest::rejections::newest(db, INGEST_HEALTH_LIST)
+            .await
+            .map_err(ApiError::from)?;
+        let jetstream = ctx
+            .data::<Option<async_nats::jetstream::Context>>()
+            .ok()
+            .and_then(Option::as_ref);
+        let stream = match jetstream {
+            Some(js) => crate::nats::consumer::backlog(js).await,
+            None => None,
+        };
         Ok(IngestHealth {
+            stream: stream.map(IngestStream::from),
+            rejected: rejected.into_iter().map(RejectedMessage::from).collect(),
             pending_batches: i64::try_from(pending).unwrap_or(i64::MAX),
             quarantined: quarantined
                 .into_iter()

@@ -20,6 +20,7 @@ pub async fn inventory(
             .ok_or_else(|| ApiError::not_found("node"))?;
         let gpus = fleet::store::gpus_of(&state.db, &[node.id.into()]).await?;
         Ok::<_, ApiError>(Inventory {
+            node_id: Some(node.id),
             hostname: node.hostname,
             region: node.region,
             zone: node.zone,

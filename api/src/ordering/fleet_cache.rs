@@ -165,12 +165,21 @@ impl FleetCache {
             epoch: Some(epoch),
             regions,
         };
-        for alloc in &live {
-            cache.recommit(
-                alloc,
-                held.get(&Uuid::from(alloc.id))
-                    .map_or(&[][..], Vec::as_slice),
-            )?;
+        // An allocation being preempted may share its GPUs with the order that displaced
+        // it until its notice ends; placement already counts them as the newcomer's. So
+        // the others go first, and a preempted one that no longer fits is left out.
+        let (leaving, staying): (Vec<_>, Vec<_>) = live
+            .iter()
+            .partition(|a| a.status == AllocationStatus::Preempting);
+        let gpus_of =
+            |a: &allocation::Model| held.get(&Uuid::from(a.id)).map_or(&[][..], Vec::as_slice);
+        for alloc in staying {
+            cache.recommit(alloc, gpus_of(alloc))?;
+        }
+        for alloc in leaving {
+            if let Err(err) = cache.recommit(alloc, gpus_of(alloc)) {
+                tracing::debug!(%err, allocation = %alloc.id, "A preempted allocation's GPUs are already its successor's.");
+            }
         }
         for region in cache.regions.values_mut() {
             region.apply_states()?;

@@ -190,6 +190,8 @@ impl Ordering {
         }
         let mut cache = self.cache.lock().await;
         let txn = crate::db::begin_write(db).await?;
+        // The fleet's lock before the read: no other replica ends it meanwhile.
+        let epoch = Self::current(&mut cache, &txn).await?;
         let row = store::find_allocation(&txn, id, None)
             .await?
             .ok_or_else(|| ApiError::not_found("allocation"))?;
@@ -203,7 +205,6 @@ impl Ordering {
             (AccessState::Pending, AllocationStatus::Released) => return Err(ended()),
             (AccessState::Pending, _) => {}
         }
-        Self::current(&mut cache, &txn).await?;
         let now = self.clock.now();
         let failed = store::set_access(
             &txn,
@@ -219,7 +220,7 @@ impl Ordering {
             .await?;
         let after = json!({"access_state": AccessState::Failed, "reason": reason});
         audit::record(&txn, actor, entry(&row, "allocation.fail", after)).await?;
-        txn.commit().await?;
+        Self::commit(&mut cache, txn, epoch).await?;
         Ok(ended)
     }
 }

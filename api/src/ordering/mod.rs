@@ -103,14 +103,24 @@ impl Ordering {
             .map_or(0, |sender| sender.max_capacity() - sender.capacity())
     }
 
-    /// Starts a fleet change: bumps the epoch in `txn` and makes `cache` current for it.
-    async fn current(cache: &mut FleetCache, txn: &DatabaseTransaction) -> ApiResult<()> {
+    /// Starts a fleet change: bumps the epoch in `txn` (which makes this transaction the
+    /// fleet's only writer on every replica until it ends) and brings `cache` up to date
+    /// for it. The cache is then marked stale until [`Self::commit`] records the epoch: a
+    /// change that fails, or whose future is dropped, halfway leaves the next change to
+    /// reload, whatever another replica committed meanwhile.
+    async fn current(cache: &mut FleetCache, txn: &DatabaseTransaction) -> ApiResult<i64> {
         let epoch = fleet::store::bump_epoch(txn).await?;
         if cache.epoch != Some(epoch - 1) {
             *cache = FleetCache::load(txn, epoch).await?;
         }
-        // If this transaction rolls back, the database epoch stays at `epoch - 1` while
-        // the cache says `epoch`: the next change sees the mismatch and reloads.
+        cache.epoch = None;
+        Ok(epoch)
+    }
+
+    /// Ends a fleet change begun by [`Self::current`]: commits, then marks `cache` current
+    /// as of `epoch`.
+    async fn commit(cache: &mut FleetCache, txn: DatabaseTransaction, epoch: i64) -> ApiResult<()> {
+        txn.commit().await?;
         cache.epoch = Some(epoch);
         Ok(())
     }
@@ -182,13 +192,15 @@ impl Ordering {
         let scope = actor.tenant_scope_or_all();
         let mut cache = self.cache.lock().await;
         let txn = crate::db::begin_write(db).await?;
+        // The fleet's lock first: the allocation read below is then what the last writer,
+        // on any replica, left.
+        let epoch = Self::current(&mut cache, &txn).await?;
         let row = store::find_allocation(&txn, id, scope)
             .await?
             .ok_or_else(|| ApiError::not_found("allocation"))?;
         if row.status == AllocationStatus::Released {
             return Ok(row);
         }
-        Self::current(&mut cache, &txn).await?;
         let ended = self.end(&txn, &mut cache, &row).await?;
         audit::record(
             &txn,
@@ -203,7 +215,7 @@ impl Ordering {
             },
         )
         .await?;
-        txn.commit().await?;
+        Self::commit(&mut cache, txn, epoch).await?;
         Ok(ended)
     }
 
@@ -218,10 +230,10 @@ impl Ordering {
         let scope = actor.tenant_scope_or_all();
         let mut cache = self.cache.lock().await;
         let txn = crate::db::begin_write(db).await?;
+        let epoch = Self::current(&mut cache, &txn).await?;
         let order = store::find_order(&txn, id, scope)
             .await?
             .ok_or_else(|| ApiError::not_found("order"))?;
-        Self::current(&mut cache, &txn).await?;
         for row in store::allocations_of_orders(&txn, &[order.id.into()]).await? {
             if row.status != AllocationStatus::Released {
                 self.end(&txn, &mut cache, &row).await?;
@@ -240,7 +252,7 @@ impl Ordering {
             },
         )
         .await?;
-        txn.commit().await?;
+        Self::commit(&mut cache, txn, epoch).await?;
         drop(cache);
         let order = store::find_order(db, id, scope)
             .await?
@@ -301,12 +313,13 @@ impl Ordering {
             .filter(|(a, _)| a.status == AllocationStatus::Active)
             .map(|(a, _)| Uuid::from(a.id))
             .collect();
-        if !running.is_empty() {
-            let notice = chrono::TimeDelta::from_std(self.notice).unwrap_or_default();
-            store::mark_preempting(conn, &running, at + notice).await?;
-            events::preempting(conn, &running, "budget_stop", at).await?;
+        if running.is_empty() {
+            return Ok(0);
         }
-        Ok(running.len())
+        let notice = chrono::TimeDelta::from_std(self.notice).unwrap_or_default();
+        let stopped = store::mark_preempting(conn, &running, at + notice).await?;
+        events::preempting(conn, &stopped, "budget_stop", at).await?;
+        Ok(stopped.len())
     }
 
     /// Ends preempted allocations whose notice window has passed. Returns how many.
@@ -318,13 +331,13 @@ impl Ordering {
         }
         let mut cache = self.cache.lock().await;
         let txn = crate::db::begin_write(db).await?;
-        Self::current(&mut cache, &txn).await?;
+        let epoch = Self::current(&mut cache, &txn).await?;
         let mut ended = 0;
         for row in store::due_preemptions(&txn, self.clock.now()).await? {
             self.end(&txn, &mut cache, &row).await?;
             ended += 1;
         }
-        txn.commit().await?;
+        Self::commit(&mut cache, txn, epoch).await?;
         Ok(ended)
     }
 

@@ -128,8 +128,8 @@ async fn place_batch(
             }
         }
         Err(err) => {
-            // Nothing of the batch was written, but the cached fleet holds its placements.
-            cache.epoch = None;
+            // Nothing of the batch was written; the cached fleet, which holds its
+            // placements, stays stale until the next change reloads it.
             if batch.len() > 1 {
                 tracing::warn!(error = ?err, orders = batch.len(), "A batch of orders could not be written; placing each on its own.");
             }
@@ -138,13 +138,9 @@ async fn place_batch(
                 let outcome = if batch.len() == 1 {
                     Err(first_error.take().unwrap_or_else(lost))
                 } else {
-                    match attempt(db, cache, time, std::slice::from_ref(pending)).await {
-                        Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(lost())),
-                        Err(err) => {
-                            cache.epoch = None;
-                            Err(err)
-                        }
-                    }
+                    attempt(db, cache, time, std::slice::from_ref(pending))
+                        .await
+                        .and_then(|mut outcomes| outcomes.pop().unwrap_or_else(|| Err(lost())))
                 };
                 let _ = reply.send(outcome);
             }
@@ -172,7 +168,7 @@ async fn attempt(
     let txn = crate::db::begin_write(db).await?;
     // The epoch row first: from here on this transaction is the fleet's only writer on
     // every replica, so each read below sees what the previous writer committed.
-    Ordering::current(cache, &txn).await?;
+    let epoch = Ordering::current(cache, &txn).await?;
     let keys: Vec<(TenantId, &str)> = batch
         .iter()
         .map(|p| (p.tenant, p.idempotency_key.as_str()))
@@ -207,7 +203,7 @@ async fn attempt(
         .collect();
     let mut run = Batch {
         txn: &txn,
-        cache,
+        cache: &mut *cache,
         notice,
         now: clock.now().trunc_subsecs(6),
         tenants: tenant_rows,
@@ -223,7 +219,7 @@ async fn attempt(
         outcomes.push(run.place(pending).await?);
     }
     let preempted = run.writes.apply(&txn, &run.skus, run.now).await?;
-    txn.commit().await?;
+    Ordering::commit(cache, txn, epoch).await?;
     for (tenant, count) in preempted {
         tracing::info!(%tenant, preempted = count, "Spot allocations preempted for an order.");
     }
@@ -565,9 +561,9 @@ impl Writes {
         // the same batch.
         let mut preempted = Vec::with_capacity(self.preempting.len());
         for (tenant, victims, at) in self.preempting {
-            store::mark_preempting(txn, &victims, at).await?;
-            super::events::preempting(txn, &victims, "preempted", now).await?;
-            preempted.push((tenant, victims.len()));
+            let marked = store::mark_preempting(txn, &victims, at).await?;
+            super::events::preempting(txn, &marked, "preempted", now).await?;
+            preempted.push((tenant, marked.len()));
         }
         audit::record_all(txn, self.audit).await?;
         Ok(preempted)

@@ -205,17 +205,20 @@ pub(crate) async fn mark_preempting<C: ConnectionTrait>(
     conn: &C,
     ids: &[Uuid],
     at: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    allocation::Entity::update_many()
+) -> Result<Vec<Uuid>, DbErr> {
+    // Only what is still running: an allocation released (or already given notice)
+    // meanwhile, by this process or another, keeps its state.
+    let marked = allocation::Entity::update_many()
         .col_expr(
             allocation::Column::Status,
             Expr::value(AllocationStatus::Preempting.as_str()),
         )
         .col_expr(allocation::Column::PreemptAt, Expr::value(at))
         .filter(allocation::Column::Id.is_in(ids.iter().copied()))
-        .exec(conn)
-        .await
-        .map(|_| ())
+        .filter(allocation::Column::Status.eq(AllocationStatus::Active))
+        .exec_with_returning(conn)
+        .await?;
+    Ok(marked.into_iter().map(|a| a.id.into()).collect())
 }
 
 pub(crate) async fn end_allocation<C: ConnectionTrait>(

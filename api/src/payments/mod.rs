@@ -285,7 +285,7 @@ async fn work(
         }
         *last_catch_up = Some(now);
     }
-    outbox::deliver_due(db, gateway, &billing.retries, billing.clock.now()).await?;
+    outbox::deliver_due(db, gateway, &billing.retries, billing.clock.as_ref()).await?;
     Ok(())
 }
 

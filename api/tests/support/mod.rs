@@ -6,6 +6,7 @@
 //! skipping it.
 #![allow(dead_code)]
 
+pub mod nats;
 pub mod receiver;
 
 use std::sync::Arc;
@@ -43,6 +44,8 @@ macro_rules! on_both_databases {
 pub struct TestApp {
     pub url: String,
     pub db: DatabaseConnection,
+    /// The settings it was started with.
+    pub settings: Settings,
     /// The server's clock: tests move it forward instead of sleeping.
     pub clock: Arc<ShiftedClock>,
     pub operator_key: String,
@@ -142,7 +145,7 @@ impl TestApp {
         settings.webhook_allow_hosts = "127.0.0.1".into();
         adjust(&mut settings);
         let clock = Arc::new(ShiftedClock::default());
-        let app = Application::build_with_clock(settings, clock.clone())
+        let app = Application::build_with_clock(settings.clone(), clock.clone())
             .await
             .expect("the app builds");
         let db = app.db().clone();
@@ -155,12 +158,40 @@ impl TestApp {
         Some(TestApp {
             url: format!("http://127.0.0.1:{port}"),
             db,
+            settings,
             clock,
             operator_key,
             client: reqwest::Client::new(),
             _dir: dir,
             _pg: pg,
         })
+    }
+
+    /// Another server process on the same database and clock (a replica), running every
+    /// role; its URL. PostgreSQL only: SQLite refuses a second server.
+    pub async fn second_server(&self) -> String {
+        let mut settings = self.settings.clone();
+        settings.listen = "127.0.0.1:0".into();
+        let app = Application::build_with_db(settings, self.db.clone(), self.clock.clone())
+            .await
+            .expect("the second server builds");
+        let url = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        url
+    }
+
+    /// POSTs a GraphQL request to the server at `url` (e.g. a second server).
+    pub async fn gql_at(&self, url: &str, key: &str, query: &str, variables: Value) -> Value {
+        self.client
+            .post(format!("{url}/graphql"))
+            .bearer_auth(key)
+            .json(&json!({"query": query, "variables": variables}))
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON answer")
     }
 
     /// Moves the server's clock forward by `by`.

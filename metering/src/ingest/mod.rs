@@ -13,6 +13,7 @@
 mod aggregate;
 pub mod fold;
 pub mod journal;
+pub mod rejections;
 mod store;
 pub mod writer;
 

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{invoice, tenant};
 use neocloud_schema::vocabulary::{InvoiceStatus, TenantStatus};
-use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QuerySelect};
 
 use super::{Event, accounts};
 
@@ -39,7 +39,10 @@ pub async fn judge<C: ConnectionTrait>(
     }) else {
         return Ok(None);
     };
+    // Locked: two payment events of one tenant judged at once (on two replicas) see each
+    // other's verdict, so a tenant is suspended or resumed once.
     let Some(owner) = tenant::Entity::find_by_id(found.tenant_id)
+        .lock_exclusive()
         .one(conn)
         .await?
     else {

@@ -35,8 +35,10 @@ pub enum GatewayError {
 impl From<StripeError> for GatewayError {
     fn from(e: StripeError) -> Self {
         match e {
+            // 409: another request with the same idempotency key is in flight (another
+            // worker's); 429: rate limited. Both pass.
             StripeError::Stripe(request)
-                if request.http_status < 500 && request.http_status != 429 =>
+                if request.http_status < 500 && !matches!(request.http_status, 409 | 429) =>
             {
                 GatewayError::Refused(
                     request

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use neocloud_schema::clock::Clock;
 use neocloud_schema::entity::{invoice, payment_account, payment_outbox, tenant, top_up};
 use neocloud_schema::ids::InvoiceId;
 use neocloud_schema::ids::TenantId;
@@ -117,6 +118,7 @@ fn new_row(
         sent_at: Set(None),
         refusals: Set(0),
         retry_step: Set(0),
+        claim: Set(None),
     }
 }
 
@@ -198,6 +200,8 @@ pub async fn wake<C: ConnectionTrait>(
         .col_expr(payment_outbox::Column::RetryStep, Expr::value(0))
         .filter(payment_outbox::Column::TenantId.eq(tenant))
         .filter(payment_outbox::Column::Status.eq("pending"))
+        // A row a worker is delivering now is left to it.
+        .filter(payment_outbox::Column::Claim.is_null())
         .exec(conn)
         .await?;
     let given_up = payment_outbox::Entity::find()
@@ -247,6 +251,11 @@ pub async fn created<C: ConnectionTrait>(
             Expr::value(Option::<DateTime<Utc>>::None),
         )
         .col_expr(payment_outbox::Column::UpdatedAt, Expr::value(now))
+        // Settled: a worker still delivering it records nothing over this.
+        .col_expr(
+            payment_outbox::Column::Claim,
+            Expr::value(Option::<Uuid>::None),
+        )
         .filter(payment_outbox::Column::IdempotencyKey.eq(key))
         .filter(payment_outbox::Column::Status.eq("pending"))
         .exec(conn)
@@ -283,29 +292,31 @@ enum Delivered {
     Transient(String),
 }
 
-/// Delivers the due rows this worker claims (one worker may run per replica); returns how
-/// many it attempted.
+/// Delivers the due rows this worker claims (any number of workers may run, one per
+/// replica); returns how many it attempted. Each claim and outcome is timed by `clock`
+/// when it happens, not when the round began.
 #[tracing::instrument(name = "payments.deliver_due", skip_all)]
 pub async fn deliver_due<C: ConnectionTrait>(
     conn: &C,
     gateway: &Gateway,
     retries: &RetrySchedule,
-    now: DateTime<Utc>,
+    clock: &dyn Clock,
 ) -> Result<usize, DbErr> {
     let due = payment_outbox::Entity::find()
         .filter(payment_outbox::Column::Status.eq("pending"))
-        .filter(payment_outbox::Column::NextAttemptAt.lte(now))
+        .filter(payment_outbox::Column::NextAttemptAt.lte(clock.now()))
         .order_by_asc(payment_outbox::Column::NextAttemptAt)
         .limit(50)
         .all(conn)
         .await?;
     let mut delivered = 0;
     for row in &due {
-        if !claim(conn, row, now).await? {
+        let now = clock.now();
+        let Some(claim) = claim(conn, row, now).await? else {
             continue;
-        }
+        };
         let outcome = deliver(conn, gateway, row, now).await?;
-        record(conn, row, outcome, retries, now).await?;
+        record(conn, row, claim, outcome, retries, clock.now()).await?;
         delivered += 1;
     }
     Ok(delivered)
@@ -316,39 +327,64 @@ pub async fn deliver_due<C: ConnectionTrait>(
 /// idempotency key, so Stripe creates nothing twice.
 const CLAIM: TimeDelta = TimeDelta::minutes(5);
 
-/// Takes a due row for this worker: moves its next attempt past the claim while it is
-/// still pending and due, so that another worker (another replica) reading the same row
-/// finds it no longer due and leaves it alone. False when another worker took it first.
+/// Takes a due row for this worker: gives it this worker's token and moves its next
+/// attempt past the claim while it is still pending and due, so that another worker
+/// (another replica) reading the same row finds it no longer due and leaves it alone.
+/// None when another worker took it first.
 async fn claim<C: ConnectionTrait>(
     conn: &C,
     row: &payment_outbox::Model,
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+) -> Result<Option<Uuid>, DbErr> {
+    let token = Uuid::new_v4();
     let taken = payment_outbox::Entity::update_many()
         .col_expr(
             payment_outbox::Column::NextAttemptAt,
             Expr::value(now + CLAIM),
         )
+        .col_expr(payment_outbox::Column::Claim, Expr::value(token))
         .filter(payment_outbox::Column::Id.eq(row.id))
         .filter(payment_outbox::Column::Status.eq("pending"))
         .filter(payment_outbox::Column::NextAttemptAt.lte(now))
         .exec(conn)
         .await?;
-    Ok(taken.rows_affected == 1)
+    Ok((taken.rows_affected == 1).then_some(token))
 }
 
+/// Writes `active` if `claim` still holds its row; false when it no longer does.
+async fn update_if_claimed<C: ConnectionTrait>(
+    conn: &C,
+    active: payment_outbox::ActiveModel,
+    claim: Uuid,
+) -> Result<bool, DbErr> {
+    let update = payment_outbox::Entity::update(active)
+        .validate()?
+        .filter(payment_outbox::Column::Claim.eq(claim));
+    match update.exec(conn).await {
+        Ok(_) => Ok(true),
+        Err(DbErr::RecordNotUpdated) => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Records what delivering `row` came to, if this worker's `claim` still holds it: a
+/// worker whose claim lapsed (or whose row Stripe's events settled meanwhile) writes
+/// nothing, so it never undoes what the row's next holder recorded.
 async fn record<C: ConnectionTrait>(
     conn: &C,
     row: &payment_outbox::Model,
+    claim: Uuid,
     outcome: Delivered,
     retries: &RetrySchedule,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let mut active: payment_outbox::ActiveModel = row.clone().into();
+    active.claim = Set(None);
     active.attempts = Set(row.attempts + 1);
     active.updated_at = Set(now);
     active.next_attempt_at = Set(now);
     active.last_error = Set(None);
+    let mut refused_top_up = None;
     match outcome {
         Delivered::Done(stripe_id) => {
             active.status = Set("done".to_owned());
@@ -382,9 +418,7 @@ async fn record<C: ConnectionTrait>(
                     active.next_attempt_at = Set(now + *delay);
                 }
             }
-            if let Some(top_up) = row.top_up_id {
-                super::top_up_refused(conn, top_up, &reason, now).await?;
-            }
+            refused_top_up = row.top_up_id.map(|top_up| (top_up, reason));
         }
         Delivered::Transient(reason) => {
             // `sent_at` stays: the call may have arrived.
@@ -395,7 +429,14 @@ async fn record<C: ConnectionTrait>(
             }
         }
     }
-    active.update(conn).await.map(|_| ())
+    if !update_if_claimed(conn, active, claim).await? {
+        tracing::info!(row = %row.id, "An outbox row's claim lapsed; its next holder records it.");
+        return Ok(());
+    }
+    if let Some((top_up, reason)) = refused_top_up {
+        super::top_up_refused(conn, top_up, &reason, now).await?;
+    }
+    Ok(())
 }
 
 impl From<GatewayError> for Delivered {
@@ -721,5 +762,56 @@ mod tests {
             assert_eq!(OutboxKind::parse(kind.as_str()), Some(kind));
         }
         assert_eq!(OutboxKind::parse("refund"), None);
+    }
+
+    /// Two replicas: the first worker stalls past its claim, a second takes the row and
+    /// settles it; when the first comes back, it writes nothing over that.
+    #[tokio::test]
+    async fn a_worker_whose_claim_lapsed_records_nothing() {
+        use neocloud_migrations::{Migrator, MigratorTrait};
+        use neocloud_schema::vocabulary::TenantStatus;
+        let db = sea_orm::Database::connect("sqlite::memory:").await.unwrap();
+        Migrator::up(&db, None).await.unwrap();
+        let now = Utc::now();
+        let tenant = TenantId::new();
+        tenant::ActiveModel {
+            id: Set(tenant),
+            name: Set("acme".into()),
+            currency: Set("USD".into()),
+            status: Set(TenantStatus::Active),
+            created_at: Set(now),
+            billing_anchor_day: Set(1),
+        }
+        .insert(&db)
+        .await
+        .unwrap();
+        let row = new_row(CHARGE_INVOICE, tenant, "key".into(), now)
+            .insert(&db)
+            .await
+            .unwrap();
+        let first = claim(&db, &row, now).await.unwrap().expect("claimed");
+        assert_eq!(claim(&db, &row, now).await.unwrap(), None, "held");
+        let later = now + CLAIM + TimeDelta::seconds(1);
+        let second = claim(&db, &row, later).await.unwrap().expect("lapsed");
+        let retries = RetrySchedule(vec![TimeDelta::days(1)]);
+        let done = Delivered::Done(Some("pi_1".into()));
+        record(&db, &row, second, done, &retries, later)
+            .await
+            .unwrap();
+        let refused = Delivered::Refused("declined".into());
+        record(&db, &row, first, refused, &retries, later)
+            .await
+            .unwrap();
+        let stored = payment_outbox::Entity::find_by_id(row.id)
+            .one(&db)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.status, "done");
+        assert_eq!(stored.stripe_id.as_deref(), Some("pi_1"));
+        assert_eq!(
+            (stored.idempotency_key.as_str(), stored.claim),
+            ("key", None)
+        );
     }
 }

@@ -26,6 +26,7 @@ pub mod ingest_anomaly;
 pub mod ingest_batch;
 pub mod ingest_pending;
 pub mod ingest_quarantine;
+pub mod ingest_rejection;
 pub mod invoice;
 pub mod invoice_line;
 pub mod invoice_sequence;

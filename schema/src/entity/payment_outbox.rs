@@ -34,6 +34,8 @@ pub struct Model {
     pub refusals: i32,
     /// Where the row is in the retry schedule (restarted by a new payment method).
     pub retry_step: i32,
+    /// The token of the worker delivering it now: only that worker records the outcome.
+    pub claim: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,342 @@
+//! Usage over NATS JetStream, against a real nats-server started per test: an agent's
+//! batches published to its node's subject are counted exactly once (JetStream's duplicate
+//! window, then the database's batch identity beyond it); messages that can never be
+//! ingested are set aside where operators see them and the stream goes on; and a node's
+//! credential, minted by the server, reaches its own subject only.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use async_nats::HeaderMap;
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use neocloud_agent::shipper::nats::NatsShipper;
+use neocloud_agent::shipper::{Compression, ShipOutcome, Shipper};
+use neocloud_schema::ids::NodeId;
+use neocloud_schema::ingest::Batch;
+use neocloud_schema::usage_stream;
+use serde_json::{Value, json};
+use support::nats::NatsServer;
+use support::{Backend, TestApp};
+use uuid::Uuid;
+
+struct Setup {
+    node: NodeId,
+    /// The node's NATS credential, when the server mints them.
+    credentials: Option<String>,
+    host: String,
+    tenant_key: String,
+    gpu: String,
+    allocation: String,
+    started: DateTime<Utc>,
+}
+
+const NODE_FIELDS: &str = "node { id hostname } agentToken natsCredentials";
+
+async fn register(app: &TestApp, host: &str) -> Value {
+    let r = app.register_node(host, "H100", 8, "").await;
+    assert!(r["errors"].is_null(), "{r}");
+    // `TestApp::register_node` asks for the token only: ask again for the credential.
+    let rotated = app
+        .gql(
+            Some(&app.operator_key),
+            &format!("mutation($n: ID!) {{ rotateAgentToken(nodeId: $n) {{ {NODE_FIELDS} }} }}"),
+            json!({"n": r["data"]["registerNode"]["node"]["id"]}),
+        )
+        .await;
+    rotated["data"]["rotateAgentToken"].clone()
+}
+
+async fn setup(app: &TestApp) -> Setup {
+    let node = register(app, "hgx-0").await;
+    let sku = app.create_h100_sku().await;
+    let (_, tenant_key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&tenant_key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id startedAt gpus { uuid } } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    Setup {
+        node: node["node"]["id"]
+            .as_str()
+            .expect("id")
+            .parse()
+            .expect("uuid"),
+        credentials: node["natsCredentials"].as_str().map(str::to_owned),
+        host: "hgx-0".into(),
+        tenant_key,
+        gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
+        allocation: alloc["id"].as_str().expect("id").to_owned(),
+        started: alloc["startedAt"]
+            .as_str()
+            .expect("start")
+            .parse()
+            .expect("time"),
+    }
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A 10-second window `offset` seconds into the allocation, its one process busy `sm` %.
+fn batch(s: &Setup, boot: Uuid, seq: u64, offset: i64, sm: f64) -> Batch {
+    let start = s
+        .started
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc")
+        + TimeDelta::seconds(1 + offset);
+    serde_json::from_value(json!({"version": 1, "agent_id": s.host, "boot_id": boot, "seq": seq,
+        "window": {"start": iso(start), "end": iso(start + TimeDelta::seconds(10))},
+        "devices": [{"uuid": s.gpu, "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30, "energy_mj": 1000,
+            "temp_c": 60, "health": "ok", "events": [],
+            "processes": [{"pid": 42, "allocation_id": s.allocation, "labels": {},
+                "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30}]}]}))
+    .expect("a batch")
+}
+
+/// Ships `batch` once the server has made the stream (it does so as it starts).
+async fn ship(shipper: &NatsShipper, batch: &Batch) -> ShipOutcome {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match shipper.ship(batch).await {
+            ShipOutcome::Retry { reason } if Instant::now() < deadline => {
+                eprintln!("not yet: {reason}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+async fn active_seconds(app: &TestApp, s: &Setup) -> String {
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key activeSeconds } } }",
+            json!({"f": iso(s.started - TimeDelta::minutes(5)), "t": iso(s.started + TimeDelta::minutes(10))}),
+        )
+        .await;
+    r["data"]["usage"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .find(|row| row["key"] == s.allocation.as_str())
+        .map_or_else(
+            || "0".into(),
+            |row| row["activeSeconds"].as_str().expect("decimal").to_owned(),
+        )
+}
+
+async fn ingest_health(app: &TestApp) -> Value {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ingestHealth { rejected { subject messageId nodeId reason } stream { pending ackPending } } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["ingestHealth"].clone()
+}
+
+/// Waits until JetStream has nothing undelivered or unacknowledged for the workers.
+async fn drained(app: &TestApp) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = ingest_health(app).await;
+        let stream = &health["stream"];
+        if stream["pending"] == json!(0) && stream["ackPending"] == json!(0) {
+            return health;
+        }
+        assert!(Instant::now() < deadline, "never drained: {health}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Publishes raw bytes to `subject` with message id `id`, through JetStream.
+async fn publish_raw(url: &str, subject: &str, id: &str, payload: Vec<u8>) {
+    let client = async_nats::connect(url).await.expect("connect");
+    let js = async_nats::jetstream::new(client);
+    let mut headers = HeaderMap::new();
+    headers.insert(usage_stream::MESSAGE_ID_HEADER, id);
+    let ack = js
+        .publish_with_headers(subject.to_owned(), headers, payload.into())
+        .await
+        .expect("publish");
+    ack.await.expect("stored");
+}
+
+async fn usage_on_jetstream_counts_once_and_bad_messages_are_set_aside(backend: Backend) {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let url = nats.url.clone();
+    let Some(app) = TestApp::spawn_with(backend, |s| s.nats.url = Some(url)).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let shipper = NatsShipper::connect(&nats.url, None, "eu-west", s.node, Compression::Zstd)
+        .await
+        .expect("connect");
+    let boot = Uuid::new_v4();
+    let first = batch(&s, boot, 1, 0, 50.0);
+    assert_eq!(ship(&shipper, &first).await, ShipOutcome::Accepted);
+    assert_eq!(ship(&shipper, &first).await, ShipOutcome::Duplicate);
+    drained(&app).await;
+    // 10 s at 50 %: 5 busy seconds.
+    assert_eq!(active_seconds(&app, &s).await, "5");
+
+    // The same batch under another message id (as after JetStream's duplicate window):
+    // stored in the stream, and the database knows it.
+    let subject = shipper.subject().to_owned();
+    let json = serde_json::to_vec(&first).expect("json");
+    publish_raw(&nats.url, &subject, "beyond-the-window", json.clone()).await;
+    // Not a batch; and a batch that does not speak for its subject's node.
+    publish_raw(&nats.url, &subject, "garbage", b"{not json".to_vec()).await;
+    let other = register(&app, "hgx-1").await;
+    let other_id: NodeId = other["node"]["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("uuid");
+    let other_subject = usage_stream::subject("eu-west", other_id).expect("subject");
+    publish_raw(&nats.url, &other_subject, "impostor", json).await;
+    // The stream goes on behind them.
+    assert_eq!(
+        ship(&shipper, &batch(&s, boot, 2, 10, 100.0)).await,
+        ShipOutcome::Accepted
+    );
+    let health = drained(&app).await;
+    assert_eq!(active_seconds(&app, &s).await, "15");
+
+    let rejected = health["rejected"].as_array().expect("rejected");
+    assert_eq!(rejected.len(), 2, "{health}");
+    let garbage = rejected
+        .iter()
+        .find(|r| r["messageId"] == "garbage")
+        .unwrap_or_else(|| panic!("{health}"));
+    assert_eq!(garbage["nodeId"], json!(s.node.to_string()));
+    assert!(
+        garbage["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not an ingest v1 batch")),
+        "{garbage}"
+    );
+    let impostor = rejected
+        .iter()
+        .find(|r| r["messageId"] == "impostor")
+        .unwrap_or_else(|| panic!("{health}"));
+    assert_eq!(impostor["subject"], json!(other_subject));
+    assert!(
+        impostor["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("hgx-0")),
+        "{impostor}"
+    );
+}
+
+on_both_databases!(usage_on_jetstream_counts_once_and_bad_messages_are_set_aside);
+
+/// Server errors a connection reported (permission violations among them).
+fn recording(
+    options: async_nats::ConnectOptions,
+) -> (
+    async_nats::ConnectOptions,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = options.event_callback(move |event| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(event.to_string().to_lowercase());
+        }
+    });
+    (options, rx)
+}
+
+async fn violation(events: &mut tokio::sync::mpsc::UnboundedReceiver<String>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.recv()).await {
+            Ok(Some(event)) if event.contains("permissions violation") && event.contains(what) => {
+                return;
+            }
+            Ok(Some(_)) => {}
+            _ => panic!("no permissions violation for {what}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_credential_reaches_its_own_subject_only() {
+    let chain = neocloud_api::nats::credentials::bootstrap(Utc::now().timestamp()).expect("chain");
+    let Some(nats) = NatsServer::start_with(Some(&chain.server_config)) else {
+        return;
+    };
+    let url = nats.url.clone();
+    let (account, seed) = (chain.account.clone(), chain.account_signing_seed.clone());
+    let app = TestApp::spawn_with(Backend::Sqlite, move |s| {
+        s.nats.url = Some(url);
+        s.nats.account = Some(account);
+        s.nats.account_signing_seed = Some(seed.into());
+    })
+    .await
+    .expect("sqlite");
+    let s = setup(&app).await;
+    let other = register(&app, "hgx-1").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("node.creds");
+    std::fs::write(&path, s.credentials.as_deref().expect("minted")).expect("write");
+
+    // Without a credential, NATS refuses the connection.
+    assert!(async_nats::connect(&nats.url).await.is_err());
+
+    // The agent ships with it, and its batch counts.
+    let shipper =
+        NatsShipper::connect(&nats.url, Some(&path), "eu-west", s.node, Compression::Gzip)
+            .await
+            .expect("connect");
+    let boot = Uuid::new_v4();
+    assert_eq!(
+        ship(&shipper, &batch(&s, boot, 1, 0, 50.0)).await,
+        ShipOutcome::Accepted
+    );
+    drained(&app).await;
+    assert_eq!(active_seconds(&app, &s).await, "5");
+
+    // Everything else is refused: another node's subject, reading usage, another inbox.
+    let other: NodeId = other["node"]["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("uuid");
+    let options = async_nats::ConnectOptions::with_credentials_file(&path)
+        .await
+        .expect("creds")
+        .custom_inbox_prefix(usage_stream::inbox_prefix(s.node));
+    let (options, mut events) = recording(options);
+    let client = options.connect(&nats.url).await.expect("connect");
+    let other_subject = usage_stream::subject("eu-west", other).expect("subject");
+    client
+        .publish(other_subject.clone(), "{}".into())
+        .await
+        .expect("sent");
+    violation(&mut events, "publish").await;
+    let _usage = client
+        .subscribe(format!("{}.>", usage_stream::SUBJECT_PREFIX))
+        .await
+        .expect("asked");
+    violation(&mut events, "subscription").await;
+    let _inbox = client
+        .subscribe(format!("{}.>", usage_stream::inbox_prefix(other)))
+        .await
+        .expect("asked");
+    violation(&mut events, "subscription").await;
+    // Nothing reached the stream from the refused publish.
+    let health = drained(&app).await;
+    assert_eq!(health["rejected"], json!([]), "{health}");
+}
