@@ -130,6 +130,16 @@ pub fn encode(
     }
 }
 
+/// The batch's body, or what shipping it comes to when it does not encode.
+fn body(
+    batch: &Batch,
+    compression: Compression,
+) -> Result<(Vec<u8>, Option<&'static str>), ShipOutcome> {
+    encode(batch, compression).map_err(|reason| ShipOutcome::Invalid {
+        message: format!("the batch does not encode: {reason}"),
+    })
+}
+
 impl HttpShipper {
     pub fn new(server: &str, token: &str, compression: Compression) -> Result<Self, ShipperError> {
         let client = reqwest::Client::builder()
@@ -195,13 +205,9 @@ impl HttpShipper {
 
 impl Shipper for HttpShipper {
     async fn ship(&self, batch: &Batch) -> ShipOutcome {
-        let (body, encoding) = match encode(batch, self.compression) {
+        let (body, encoding) = match body(batch, self.compression) {
             Ok(b) => b,
-            Err(reason) => {
-                return ShipOutcome::Invalid {
-                    message: format!("the batch does not encode: {reason}"),
-                };
-            }
+            Err(outcome) => return outcome,
         };
         let mut req = self
             .client

@@ -6,66 +6,12 @@ mod support;
 
 use std::io::Write;
 
-use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
+use chrono::{Duration, Utc};
 use neocloud_schema::entity::{ingest_batch, usage_minute};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
+use support::ingest::{Setup, active_seconds, allocation_usage, batch, iso, setup};
 use support::{Backend, TestApp};
-
-struct Setup {
-    token: String,
-    tenant_key: String,
-    host: String,
-    gpu: String,
-    allocation: String,
-    started: DateTime<Utc>,
-}
-
-async fn setup(app: &TestApp) -> Setup {
-    let r = app.register_node("hgx-0", "H100", 8, "").await;
-    let token = support::agent_token(&r);
-    let sku = app.create_h100_sku().await;
-    let (_, tenant_key) = app.create_tenant("acme").await;
-    let r = app
-        .gql(
-            Some(&tenant_key),
-            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id startedAt gpus { uuid } } } } }",
-            json!({"s": sku}),
-        )
-        .await;
-    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
-    Setup {
-        token,
-        tenant_key,
-        host: "hgx-0".into(),
-        gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
-        allocation: alloc["id"].as_str().expect("id").to_owned(),
-        started: alloc["startedAt"]
-            .as_str()
-            .expect("start")
-            .parse()
-            .expect("time"),
-    }
-}
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// A 10-second window starting `offset` seconds after the allocation's first whole second.
-fn batch(s: &Setup, boot: &str, seq: u64, offset: i64, sm: f64) -> Value {
-    let start = s
-        .started
-        .duration_trunc(TimeDelta::seconds(1))
-        .expect("trunc")
-        + Duration::seconds(1 + offset);
-    json!({"version": 1, "agent_id": s.host, "boot_id": boot, "seq": seq,
-        "window": {"start": iso(start), "end": iso(start + Duration::seconds(10))},
-        "devices": [{"uuid": s.gpu, "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30, "energy_mj": 1000,
-            "temp_c": 60, "health": "ok", "events": [],
-            "processes": [{"pid": 42, "allocation_id": s.allocation, "labels": {"project": "llm"},
-                "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30}]}]})
-}
 
 async fn post(app: &TestApp, token: Option<&str>, body: Vec<u8>, gzip: bool) -> (u16, Value) {
     let mut req = app
@@ -96,30 +42,6 @@ async fn send(app: &TestApp, s: &Setup, body: &Value) -> (u16, Value) {
         false,
     )
     .await
-}
-
-/// One usage figure (`activeSeconds`, `energyKwh`, …) of the setup's allocation around its
-/// start, as the tenant reads it.
-async fn allocation_usage(app: &TestApp, s: &Setup, field: &str) -> String {
-    let r = app
-        .gql(
-            Some(&s.tenant_key),
-            &format!("query($f: DateTime!, $t: DateTime!) {{ usage(from: $f, to: $t, groupBy: [ALLOCATION]) {{ rows {{ key {field} }} }} }}"),
-            json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(s.started + Duration::minutes(10))}),
-        )
-        .await;
-    let rows = r["data"]["usage"]["rows"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"));
-    rows.iter()
-        .filter(|row| row["key"] == s.allocation.as_str())
-        .map(|row| row[field].as_str().expect("decimal").to_owned())
-        .next()
-        .unwrap_or_else(|| "0".into())
-}
-
-async fn active_seconds(app: &TestApp, s: &Setup) -> String {
-    allocation_usage(app, s, "activeSeconds").await
 }
 
 async fn a_batch_counts_once_however_often_it_arrives(backend: Backend) {
@@ -242,6 +164,8 @@ async fn fleet(app: &TestApp, n: usize) -> Vec<Setup> {
             .as_str()
             .unwrap_or_else(|| panic!("{r}"));
         out.push(Setup {
+            node: String::new(),
+            nats_credentials: None,
             token: tokens[host].clone(),
             tenant_key: tenant_key.clone(),
             host: host.to_owned(),

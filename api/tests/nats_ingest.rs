@@ -9,93 +9,35 @@ mod support;
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::Utc;
 use neocloud_agent::shipper::nats::NatsShipper;
 use neocloud_agent::shipper::{Compression, ShipOutcome, Shipper};
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::ingest::Batch;
 use neocloud_schema::usage_stream;
 use serde_json::{Value, json};
+use support::ingest::{self, Setup, active_seconds, setup};
 use support::nats::NatsServer;
 use support::{Backend, TestApp};
 use uuid::Uuid;
 
-struct Setup {
-    node: NodeId,
-    /// The node's NATS credential, when the server mints them.
-    credentials: Option<String>,
-    host: String,
-    tenant_key: String,
-    gpu: String,
-    allocation: String,
-    started: DateTime<Utc>,
-}
-
-const NODE_FIELDS: &str = "node { id hostname } agentToken natsCredentials";
-
-async fn register(app: &TestApp, host: &str) -> Value {
-    let r = app.register_node(host, "H100", 8, "").await;
-    assert!(r["errors"].is_null(), "{r}");
-    // `TestApp::register_node` asks for the token only: ask again for the credential.
-    let rotated = app
-        .gql(
-            Some(&app.operator_key),
-            &format!("mutation($n: ID!) {{ rotateAgentToken(nodeId: $n) {{ {NODE_FIELDS} }} }}"),
-            json!({"n": r["data"]["registerNode"]["node"]["id"]}),
-        )
-        .await;
-    rotated["data"]["rotateAgentToken"].clone()
-}
-
-async fn setup(app: &TestApp) -> Setup {
-    let node = register(app, "hgx-0").await;
-    let sku = app.create_h100_sku().await;
-    let (_, tenant_key) = app.create_tenant("acme").await;
-    let r = app
-        .gql(
-            Some(&tenant_key),
-            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id startedAt gpus { uuid } } } } }",
-            json!({"s": sku}),
-        )
-        .await;
-    let alloc = &r["data"]["placeOrder"]["order"]["allocations"][0];
-    Setup {
-        node: node["node"]["id"]
-            .as_str()
-            .expect("id")
-            .parse()
-            .expect("uuid"),
-        credentials: node["natsCredentials"].as_str().map(str::to_owned),
-        host: "hgx-0".into(),
-        tenant_key,
-        gpu: alloc["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
-        allocation: alloc["id"].as_str().expect("id").to_owned(),
-        started: alloc["startedAt"]
-            .as_str()
-            .expect("start")
-            .parse()
-            .expect("time"),
-    }
-}
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// A 10-second window `offset` seconds into the allocation, its one process busy `sm` %.
+/// The setup's batch as the agent's type.
 fn batch(s: &Setup, boot: Uuid, seq: u64, offset: i64, sm: f64) -> Batch {
-    let start = s
-        .started
-        .duration_trunc(TimeDelta::seconds(1))
-        .expect("trunc")
-        + TimeDelta::seconds(1 + offset);
-    serde_json::from_value(json!({"version": 1, "agent_id": s.host, "boot_id": boot, "seq": seq,
-        "window": {"start": iso(start), "end": iso(start + TimeDelta::seconds(10))},
-        "devices": [{"uuid": s.gpu, "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30, "energy_mj": 1000,
-            "temp_c": 60, "health": "ok", "events": [],
-            "processes": [{"pid": 42, "allocation_id": s.allocation, "labels": {},
-                "sm_util_pct": sm, "fb_used_bytes": 1u64 << 30}]}]}))
-    .expect("a batch")
+    serde_json::from_value(ingest::batch(s, &boot.to_string(), seq, offset, sm)).expect("a batch")
+}
+
+fn node_of(s: &Setup) -> NodeId {
+    s.node.parse().expect("node id")
+}
+
+/// Registers another node; its id.
+async fn other_node(app: &TestApp, host: &str) -> NodeId {
+    let r = app.register_node(host, "H100", 8, "").await;
+    r["data"]["registerNode"]["node"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .parse()
+        .expect("node id")
 }
 
 /// Ships `batch` once the server has made the stream (it does so as it starts).
@@ -110,25 +52,6 @@ async fn ship(shipper: &NatsShipper, batch: &Batch) -> ShipOutcome {
             outcome => return outcome,
         }
     }
-}
-
-async fn active_seconds(app: &TestApp, s: &Setup) -> String {
-    let r = app
-        .gql(
-            Some(&s.tenant_key),
-            "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [ALLOCATION]) { rows { key activeSeconds } } }",
-            json!({"f": iso(s.started - TimeDelta::minutes(5)), "t": iso(s.started + TimeDelta::minutes(10))}),
-        )
-        .await;
-    r["data"]["usage"]["rows"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .iter()
-        .find(|row| row["key"] == s.allocation.as_str())
-        .map_or_else(
-            || "0".into(),
-            |row| row["activeSeconds"].as_str().expect("decimal").to_owned(),
-        )
 }
 
 async fn ingest_health(app: &TestApp) -> Value {
@@ -178,7 +101,7 @@ async fn usage_on_jetstream_counts_once_and_bad_messages_are_set_aside(backend: 
         return;
     };
     let s = setup(&app).await;
-    let shipper = NatsShipper::connect(&nats.url, None, "eu-west", s.node, Compression::Zstd)
+    let shipper = NatsShipper::connect(&nats.url, None, "eu-west", node_of(&s), Compression::Zstd)
         .await
         .expect("connect");
     let boot = Uuid::new_v4();
@@ -196,13 +119,8 @@ async fn usage_on_jetstream_counts_once_and_bad_messages_are_set_aside(backend: 
     publish_raw(&nats.url, &subject, "beyond-the-window", json.clone()).await;
     // Not a batch; and a batch that does not speak for its subject's node.
     publish_raw(&nats.url, &subject, "garbage", b"{not json".to_vec()).await;
-    let other = register(&app, "hgx-1").await;
-    let other_id: NodeId = other["node"]["id"]
-        .as_str()
-        .expect("id")
-        .parse()
-        .expect("uuid");
-    let other_subject = usage_stream::subject("eu-west", other_id).expect("subject");
+    let other_subject =
+        usage_stream::subject("eu-west", other_node(&app, "hgx-1").await).expect("subject");
     publish_raw(&nats.url, &other_subject, "impostor", json).await;
     // The stream goes on behind them.
     assert_eq!(
@@ -218,7 +136,7 @@ async fn usage_on_jetstream_counts_once_and_bad_messages_are_set_aside(backend: 
         .iter()
         .find(|r| r["messageId"] == "garbage")
         .unwrap_or_else(|| panic!("{health}"));
-    assert_eq!(garbage["nodeId"], json!(s.node.to_string()));
+    assert_eq!(garbage["nodeId"], json!(s.node));
     assert!(
         garbage["reason"]
             .as_str()
@@ -287,19 +205,24 @@ async fn a_node_credential_reaches_its_own_subject_only() {
     .await
     .expect("sqlite");
     let s = setup(&app).await;
-    let other = register(&app, "hgx-1").await;
+    let other = other_node(&app, "hgx-1").await;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("node.creds");
-    std::fs::write(&path, s.credentials.as_deref().expect("minted")).expect("write");
+    std::fs::write(&path, s.nats_credentials.as_deref().expect("minted")).expect("write");
 
     // Without a credential, NATS refuses the connection.
     assert!(async_nats::connect(&nats.url).await.is_err());
 
     // The agent ships with it, and its batch counts.
-    let shipper =
-        NatsShipper::connect(&nats.url, Some(&path), "eu-west", s.node, Compression::Gzip)
-            .await
-            .expect("connect");
+    let shipper = NatsShipper::connect(
+        &nats.url,
+        Some(&path),
+        "eu-west",
+        node_of(&s),
+        Compression::Gzip,
+    )
+    .await
+    .expect("connect");
     let boot = Uuid::new_v4();
     assert_eq!(
         ship(&shipper, &batch(&s, boot, 1, 0, 50.0)).await,
@@ -309,15 +232,10 @@ async fn a_node_credential_reaches_its_own_subject_only() {
     assert_eq!(active_seconds(&app, &s).await, "5");
 
     // Everything else is refused: another node's subject, reading usage, another inbox.
-    let other: NodeId = other["node"]["id"]
-        .as_str()
-        .expect("id")
-        .parse()
-        .expect("uuid");
     let options = async_nats::ConnectOptions::with_credentials_file(&path)
         .await
         .expect("creds")
-        .custom_inbox_prefix(usage_stream::inbox_prefix(s.node));
+        .custom_inbox_prefix(usage_stream::inbox_prefix(node_of(&s)));
     let (options, mut events) = recording(options);
     let client = options.connect(&nats.url).await.expect("connect");
     let other_subject = usage_stream::subject("eu-west", other).expect("subject");

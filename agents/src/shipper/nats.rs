@@ -15,7 +15,7 @@ use neocloud_schema::ids::NodeId;
 use neocloud_schema::ingest::Batch;
 use neocloud_schema::usage_stream;
 
-use super::{Compression, ShipOutcome, Shipper, ShipperError, encode};
+use super::{Compression, ShipOutcome, Shipper, ShipperError, body};
 
 /// How long a batch waits for JetStream's acknowledgement before it is retried (with the
 /// same message id, so a late first copy and the retry are stored once).
@@ -86,13 +86,9 @@ fn nats_error(url: &str, e: &dyn std::fmt::Display) -> ShipperError {
 
 impl Shipper for NatsShipper {
     async fn ship(&self, batch: &Batch) -> ShipOutcome {
-        let (body, encoding) = match encode(batch, self.compression) {
+        let (body, encoding) = match body(batch, self.compression) {
             Ok(b) => b,
-            Err(reason) => {
-                return ShipOutcome::Invalid {
-                    message: format!("the batch does not encode: {reason}"),
-                };
-            }
+            Err(outcome) => return outcome,
         };
         let mut headers = HeaderMap::new();
         headers.insert(

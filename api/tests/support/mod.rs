@@ -6,6 +6,7 @@
 //! skipping it.
 #![allow(dead_code)]
 
+pub mod ingest;
 pub mod nats;
 pub mod receiver;
 
@@ -361,7 +362,7 @@ impl TestApp {
                 "mutation($h: String!, $m: String!, $g: [GpuRegistrationInput!]!) {{
                    registerNode(input: {{hostname: $h, region: \"eu-west\", zone: \"eu-west-a\",
                      rack: \"r01\", nvlinkDomain: $h, gpuModel: $m, gpus: $g {extra}}})
-                   {{ node {{ id hostname gpus {{ uuid index health }} }} agentToken }} }}"
+                   {{ node {{ id hostname gpus {{ uuid index health }} }} agentToken natsCredentials }} }}"
             ),
             json!({"h": hostname, "m": model, "g": gpu_list}),
         )
