@@ -110,10 +110,14 @@ async fn over_jetstream(nodes: usize, batches: usize, publishers: usize, workers
     neocloud_api::nats::consumer::consumer(&js, 8 << 20)
         .await
         .expect("stream");
-    let messages: Vec<(String, String, Vec<u8>)> = work
-        .iter()
-        .enumerate()
-        .map(|(i, (_, b))| {
+    // As a fleet's traffic arrives (and a backlog is stored): window by window, every node's
+    // batch of a window before the next window's.
+    let mut order: Vec<usize> = (0..work.len()).collect();
+    order.sort_by_key(|i| (i % batches, i / batches));
+    let messages: Vec<(String, String, Vec<u8>)> = order
+        .into_iter()
+        .map(|i| (i, &work[i].1))
+        .map(|(i, b)| {
             let node = agents[i / batches].id.parse().expect("node id");
             let subject = usage_stream::subject("eu-west", node).expect("subject");
             let text = |field: &str| b[field].as_str().expect("text").to_owned();

@@ -56,7 +56,11 @@ impl NatsShipper {
             .retry_on_initial_connect()
             .connection_timeout(Duration::from_secs(10))
             .event_callback(|event| async move {
-                tracing::warn!(%event, "NATS connection event.");
+                if matches!(event, async_nats::Event::Connected) {
+                    tracing::info!("Connected to NATS.");
+                } else {
+                    tracing::warn!(%event, "NATS connection event.");
+                }
             });
         let client = options
             .connect(url)

@@ -1,6 +1,6 @@
 //! Ingest workers on JetStream: every worker (in every `ingest` process) pulls from one
 //! durable consumer of stream `USAGE` with explicit acknowledgements, up to
-//! [`FETCH`] messages at a time, and hands each batch to the same group-commit writer as
+//! [`FETCH`] messages a pull, and hands each batch to the same group-commit writer as
 //! `POST /v1/ingest`. A message is acknowledged (double acknowledgement: the server
 //! confirms it) only after its batch is committed or known as a duplicate; a message that
 //! can never be ingested is recorded in `ingest_rejections` and terminated; one the
@@ -9,7 +9,6 @@
 //! database's batch identity makes the second delivery a duplicate.
 
 use std::io::Read;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
@@ -30,8 +29,10 @@ use crate::metrics::StreamMetrics;
 
 /// The durable consumer every ingest worker shares.
 pub const CONSUMER: &str = "ingest";
-/// The most messages a worker takes at once (one group commit).
+/// The most messages a worker asks for at once.
 pub const FETCH: usize = 64;
+/// The most messages a worker handles at once (a few writers' groups).
+const IN_FLIGHT: usize = 256;
 /// How long a delivered message may stay unacknowledged before JetStream gives it to
 /// another worker: far above a group commit's p99 (tens of milliseconds).
 pub const ACK_WAIT: Duration = Duration::from_secs(30);
@@ -43,6 +44,8 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(600);
 const RETRY_DELAY: Duration = Duration::from_secs(5);
 /// How long a fetch waits for messages on an idle stream.
 const FETCH_WAIT: Duration = Duration::from_secs(2);
+/// How often a worker reads the consumer's backlog into the gauges.
+const OBSERVE: Duration = Duration::from_secs(5);
 
 /// Creates stream `USAGE` and the shared consumer when they are missing; the consumer.
 pub async fn consumer(
@@ -112,7 +115,8 @@ struct Worker {
 }
 
 /// Creates the stream and consumer once NATS answers (retrying while it does not), then
-/// runs `workers` workers over them until the process ends.
+/// runs `workers` workers over them, and one task reading the backlog into the gauges,
+/// until the process ends.
 pub fn spawn(jetstream: jetstream::Context, ingest: Ingest, workers: usize) {
     tokio::spawn(async move {
         let consumer = loop {
@@ -125,6 +129,7 @@ pub fn spawn(jetstream: jetstream::Context, ingest: Ingest, workers: usize) {
             }
         };
         tracing::info!(workers, "Consuming usage from JetStream.");
+        tokio::spawn(observe(consumer.clone(), ingest.metrics.clone()));
         for _ in 0..workers.max(1) {
             let worker = Worker {
                 consumer: consumer.clone(),
@@ -133,6 +138,21 @@ pub fn spawn(jetstream: jetstream::Context, ingest: Ingest, workers: usize) {
             tokio::spawn(worker.run());
         }
     });
+}
+
+/// Reads the consumer's backlog into the gauges every [`OBSERVE`].
+async fn observe(consumer: PullConsumer, metrics: StreamMetrics) {
+    loop {
+        if let Ok(info) = consumer.get_info().await {
+            metrics
+                .pending
+                .set(i64::try_from(info.num_pending).unwrap_or(i64::MAX));
+            metrics
+                .ack_pending
+                .set(i64::try_from(info.num_ack_pending).unwrap_or(i64::MAX));
+        }
+        tokio::time::sleep(OBSERVE).await;
+    }
 }
 
 /// How a message ends.
@@ -146,42 +166,35 @@ enum Verdict {
 }
 
 impl Worker {
+    /// Pulls for ever: messages come in batches of up to [`FETCH`], prefetched while the
+    /// earlier ones are handled, and up to [`IN_FLIGHT`] are handled at once, so the
+    /// writers commit them in groups as they do concurrent HTTP requests.
     async fn run(self) {
-        let worker = Arc::new(self);
         loop {
-            match worker.round().await {
-                Ok(()) => {}
+            let pulled = self
+                .consumer
+                .stream()
+                .max_messages_per_batch(FETCH)
+                .expires(FETCH_WAIT)
+                .messages()
+                .await;
+            let messages = match pulled {
+                Ok(messages) => messages,
                 Err(error) => {
-                    tracing::warn!(%error, "Fetching usage from JetStream failed; retrying.");
+                    tracing::warn!(%error, "Pulling usage from JetStream failed; retrying.");
                     tokio::time::sleep(RETRY_DELAY).await;
+                    continue;
                 }
-            }
+            };
+            messages
+                .for_each_concurrent(IN_FLIGHT, |message| async {
+                    match message {
+                        Ok(message) => self.handle(message).await,
+                        Err(error) => tracing::warn!(%error, "A JetStream delivery failed."),
+                    }
+                })
+                .await;
         }
-    }
-
-    /// One fetch: every message handled at once, so the writer commits them as a group.
-    async fn round(self: &Arc<Self>) -> anyhow::Result<()> {
-        let mut fetched = self
-            .consumer
-            .fetch()
-            .max_messages(FETCH)
-            .expires(FETCH_WAIT)
-            .messages()
-            .await?;
-        let mut messages = Vec::new();
-        while let Some(message) = fetched.next().await {
-            match message {
-                Ok(message) => messages.push(message),
-                Err(error) => tracing::warn!(%error, "A JetStream delivery failed."),
-            }
-        }
-        let handled = messages.into_iter().map(|message| {
-            let worker = self.clone();
-            async move { worker.handle(message).await }
-        });
-        futures_util::future::join_all(handled).await;
-        self.observe().await;
-        Ok(())
     }
 
     async fn handle(&self, message: Message) {
@@ -271,20 +284,6 @@ impl Worker {
         };
         tracing::warn!(subject = %message.subject, reason, "A usage message was rejected.");
         rejections::record(&self.ingest.db, &rejection, self.ingest.clock.now()).await
-    }
-
-    /// Reads the consumer's backlog into the gauges.
-    async fn observe(&self) {
-        if let Ok(info) = self.consumer.get_info().await {
-            self.ingest
-                .metrics
-                .pending
-                .set(i64::try_from(info.num_pending).unwrap_or(i64::MAX));
-            self.ingest
-                .metrics
-                .ack_pending
-                .set(i64::try_from(info.num_ack_pending).unwrap_or(i64::MAX));
-        }
     }
 }
 

@@ -37,7 +37,11 @@ pub async fn connect(settings: &NatsSettings, now: i64) -> anyhow::Result<async_
         .name("neocloud")
         .retry_on_initial_connect()
         .event_callback(|event| async move {
-            tracing::warn!(%event, "NATS connection event.");
+            if matches!(event, async_nats::Event::Connected) {
+                tracing::info!("Connected to NATS.");
+            } else {
+                tracing::warn!(%event, "NATS connection event.");
+            }
         })
         .connect(url)
         .await
