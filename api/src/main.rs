@@ -115,7 +115,7 @@ enum AdminCommand {
         label: String,
     },
     /// Make a new NATS trust chain (operator, system account, usage account with a signing
-    /// key): writes nats-server.conf and neocloud-nats.toml into --out.
+    /// key): writes nats-server.conf, neocloud-nats.toml and operator.nk into --out.
     NatsBootstrap {
         /// A directory to write into (created; existing files are not overwritten).
         #[arg(long)]

@@ -9,6 +9,7 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::outbound::AllowList;
+use clap::ValueEnum;
 use serde::Deserialize;
 
 /// Everything the server needs to start.
@@ -327,14 +328,8 @@ impl Settings {
             };
             builder = builder.set_override("log_format", name)?;
         }
-        if let Some(role) = overrides.role {
-            let name = match role {
-                Role::All => "all",
-                Role::Api => "api",
-                Role::Ingest => "ingest",
-                Role::Worker => "worker",
-            };
-            builder = builder.set_override("role", name)?;
+        if let Some(role) = overrides.role.and_then(|r| r.to_possible_value()) {
+            builder = builder.set_override("role", role.get_name())?;
         }
         let settings: Settings = builder.build()?.try_deserialize()?;
         settings.validate()?;

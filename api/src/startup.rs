@@ -79,11 +79,11 @@ impl Application {
                 .wrap(from_fn(observe::known_encoding))
                 .wrap(from_fn(observe::observe))
                 .configure(|routes| {
+                    health_routes(routes);
                     if serves_api {
-                        self::routes(routes, ingest_limit);
-                    } else {
-                        self::health_routes(routes);
+                        api_routes(routes, ingest_limit);
                     }
+                    routes.default_service(web::to(not_found));
                 })
         })
         .workers(workers)
@@ -111,21 +111,17 @@ impl Application {
     }
 }
 
-/// What a process without the API serves: health and metrics.
+/// What every process serves: health and metrics.
 fn health_routes(routes: &mut web::ServiceConfig) {
     routes
         .route("/healthz", web::get().to(health::healthz))
         .route("/readyz", web::get().to(health::readyz))
-        .route("/metrics", web::get().to(metrics::metrics))
-        .default_service(web::to(not_found));
+        .route("/metrics", web::get().to(metrics::metrics));
 }
 
-/// Every endpoint; anything else answers `NOT_FOUND`.
-fn routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
+/// The API (`api` and `all` roles). Anything no route takes answers `NOT_FOUND`.
+fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
     routes
-        .route("/healthz", web::get().to(health::healthz))
-        .route("/readyz", web::get().to(health::readyz))
-        .route("/metrics", web::get().to(metrics::metrics))
         .route("/graphql", web::post().to(graphql::graphql))
         .route("/graphql", web::get().to(graphql::graphiql))
         .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
@@ -143,8 +139,7 @@ fn routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             web::resource("/v1/events")
                 .app_data(web::PayloadConfig::new(ingest_limit))
                 .route(web::post().to(usage_events::report)),
-        )
-        .default_service(web::to(not_found));
+        );
 }
 
 /// The services the handlers share, with the background workers started over them.
@@ -316,8 +311,13 @@ fn spawn_event_pruning(db: DatabaseConnection, clock: SharedClock, retention: ch
         let mut tick = tokio::time::interval(EVENT_PRUNING);
         loop {
             tick.tick().await;
-            if let Err(err) = prune_events(&db, clock.now() - retention).await {
+            let before = clock.now() - retention;
+            if let Err(err) = prune_events(&db, before).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Deleting expired events failed.");
+            }
+            // Rejected messages come from outside: kept as long as events, no longer.
+            if let Err(err) = neocloud_metering::ingest::rejections::prune(&db, before).await {
+                tracing::warn!(error = %err, "Deleting expired rejected messages failed.");
             }
         }
     });

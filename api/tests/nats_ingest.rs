@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
-use chrono::Utc;
+use chrono::{TimeDelta, Utc};
 use neocloud_agent::shipper::nats::NatsShipper;
 use neocloud_agent::shipper::{Compression, ShipOutcome, Shipper};
 use neocloud_schema::ids::NodeId;
@@ -154,6 +154,21 @@ async fn usage_on_jetstream_counts_once_and_bad_messages_are_set_aside(backend: 
             .is_some_and(|r| r.contains("hgx-0")),
         "{impostor}"
     );
+    // Kept as long as events are, then gone.
+    let rejections = neocloud_metering::ingest::rejections::prune;
+    assert_eq!(
+        rejections(&app.db, Utc::now() - TimeDelta::days(1))
+            .await
+            .expect("prune"),
+        0
+    );
+    assert_eq!(
+        rejections(&app.db, Utc::now() + TimeDelta::days(1))
+            .await
+            .expect("prune"),
+        2
+    );
+    assert_eq!(ingest_health(&app).await["rejected"], json!([]));
 }
 
 on_both_databases!(usage_on_jetstream_counts_once_and_bad_messages_are_set_aside);

@@ -170,8 +170,8 @@ pub fn bootstrap(now: i64) -> Result<Bootstrap, CredentialError> {
 }
 
 /// A JWT of `subject` named `name` with the `nats` claims, issued at `now` by `issuer`:
-/// `jti` is the SHA-512/256 of the claims without it, in base32, as nats-io's library
-/// computes it.
+/// `jti`, the token's unique id, is the SHA-512/256 of the claims without it, in base32
+/// (nats-server checks the signature, not this hash).
 fn sign(
     issuer: &KeyPair,
     subject: &str,

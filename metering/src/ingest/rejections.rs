@@ -1,10 +1,14 @@
 //! Messages a transport delivered that can never be ingested (`ingest_rejections`): set
 //! aside with the reason and a bounded copy of the payload, so one bad message never
-//! stops the stream behind it and operators see what was refused (`ingestHealth`).
+//! stops the stream behind it and operators see what was refused (`ingestHealth`); kept
+//! as long as events (`events.retention_days`).
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::ingest_rejection;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, QueryOrder, QuerySelect, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+};
 use uuid::Uuid;
 
 use crate::error::MeteringError;
@@ -60,4 +64,16 @@ pub async fn newest<C: ConnectionTrait>(
         .limit(limit)
         .all(conn)
         .await?)
+}
+
+/// Deletes the rejections recorded before `before`; how many.
+pub async fn prune<C: ConnectionTrait>(
+    conn: &C,
+    before: DateTime<Utc>,
+) -> Result<u64, MeteringError> {
+    let deleted = ingest_rejection::Entity::delete_many()
+        .filter(ingest_rejection::Column::RejectedAt.lt(before))
+        .exec(conn)
+        .await?;
+    Ok(deleted.rows_affected)
 }
