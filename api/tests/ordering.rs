@@ -238,6 +238,55 @@ async fn on_demand_preempts_spot_only_after_the_notice(backend: Backend) {
     );
 }
 
+/// The start of a placed order's first allocation (`startedAt`).
+fn started_at(r: &Value) -> String {
+    r["data"]["placeOrder"]["order"]["allocations"][0]["startedAt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
+}
+
+async fn a_spot_allocation_keeps_its_gpus_until_its_notice_ends(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let skus = small_fleet(&app, 1).await;
+    let (_, spot_key) = app.create_tenant("spotty").await;
+    let (_, key) = app.create_tenant("acme").await;
+    let (_, late_key) = app.create_tenant("late").await;
+    let r = place(
+        &app,
+        &spot_key,
+        json!({"sku": skus["h100"], "count": 8, "class": "SPOT"}),
+    )
+    .await;
+    assert!(r["data"]["placeOrder"].is_object(), "{r}");
+    // Four GPUs displace the spot allocation: they start when its notice ends.
+    let first = place(&app, &key, json!({"sku": skus["h100"], "count": 4})).await;
+    let notice_ends = started_at(&first);
+    // The other four still run the spot work until then: nothing may start on them now.
+    assert_eq!(available(&app, &key, "h100").await, 0);
+    let second = place(&app, &late_key, json!({"sku": skus["h100"], "count": 4})).await;
+    assert!(started_at(&second) >= notice_ends, "{second}");
+    // The first order, released before it started, gives its GPUs back to the spot
+    // allocation for the rest of its notice, and costs nothing.
+    release_order(&app, &key, &first["data"]["placeOrder"]["order"]["id"]).await;
+    assert_eq!(available(&app, &key, "h100").await, 0);
+    let third = place(&app, &key, json!({"sku": skus["h100"], "count": 4})).await;
+    assert!(started_at(&third) >= notice_ends, "{third}");
+    release_order(&app, &key, &third["data"]["placeOrder"]["order"]["id"]).await;
+    let r = app
+        .gql(Some(&key), "{ upcomingInvoice { total } }", json!({}))
+        .await;
+    assert_eq!(
+        r["data"]["upcomingInvoice"]["total"]
+            .as_str()
+            .map(|t| t.parse::<f64>().ok()),
+        Some(Some(0.0)),
+        "{r}"
+    );
+}
+
 async fn quotas_hold_and_suspension_blocks_orders(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
@@ -981,6 +1030,7 @@ on_both_databases!(
     a_retried_order_never_buys_twice,
     an_order_that_does_not_fit_names_what_would,
     on_demand_preempts_spot_only_after_the_notice,
+    a_spot_allocation_keeps_its_gpus_until_its_notice_ends,
     quotas_hold_and_suspension_blocks_orders,
     a_drained_node_takes_nothing_new,
     another_tenant_can_neither_see_nor_release_an_allocation,

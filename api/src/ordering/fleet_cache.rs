@@ -165,9 +165,8 @@ impl FleetCache {
             epoch: Some(epoch),
             regions,
         };
-        // An allocation being preempted may share its GPUs with the order that displaced
-        // it until its notice ends; placement already counts them as the newcomer's. So
-        // the others go first, and a preempted one that no longer fits is left out.
+        // An allocation being preempted holds, until its notice ends, what of it the order
+        // that displaced it did not take: the others go first.
         let (leaving, staying): (Vec<_>, Vec<_>) = live
             .iter()
             .partition(|a| a.status == AllocationStatus::Preempting);
@@ -177,9 +176,7 @@ impl FleetCache {
             cache.recommit(alloc, gpus_of(alloc))?;
         }
         for alloc in leaving {
-            if let Err(err) = cache.recommit(alloc, gpus_of(alloc)) {
-                tracing::debug!(%err, allocation = %alloc.id, "A preempted allocation's GPUs are already its successor's.");
-            }
+            cache.hold_for_notice(alloc, gpus_of(alloc))?;
         }
         for region in cache.regions.values_mut() {
             region.apply_states()?;
@@ -189,18 +186,86 @@ impl FleetCache {
 
     /// Re-applies a live allocation row to the scheduler state.
     fn recommit(&mut self, alloc: &allocation::Model, gpu_ids: &[Uuid]) -> Result<(), DbErr> {
-        let Some(region) = self
-            .regions
+        let region = self.region_of(alloc)?;
+        let placement = region.placement_of(alloc, gpu_ids);
+        region
+            .fleet
+            .commit(allocation_key(alloc.id.into()), &placement)
+            .map(|_| ())
+            .map_err(|e| DbErr::Custom(format!("allocation {} does not fit: {e}", alloc.id)))
+    }
+
+    /// A preempted allocation in its notice window takes back, on `gpu_ids`, whatever of
+    /// it no other allocation holds (see [`keep_until_notice_ends`]).
+    pub fn hold_for_notice(
+        &mut self,
+        alloc: &allocation::Model,
+        gpu_ids: &[Uuid],
+    ) -> Result<(), DbErr> {
+        let region = self.region_of(alloc)?;
+        let placement = region.placement_of(alloc, gpu_ids);
+        keep_until_notice_ends(
+            &mut region.fleet,
+            allocation_key(alloc.id.into()),
+            &placement,
+        );
+        Ok(())
+    }
+
+    fn region_of(&mut self, alloc: &allocation::Model) -> Result<&mut RegionFleet, DbErr> {
+        self.regions
             .values_mut()
             .find(|r| r.by_node.contains_key(&Uuid::from(alloc.node_id)))
-        else {
-            return Err(DbErr::Custom(format!(
-                "allocation {} is on an unknown node",
-                alloc.id
-            )));
-        };
-        let node = region.by_node[&Uuid::from(alloc.node_id)];
-        let node_gpus = &region.gpus[node.index()];
+            .ok_or_else(|| DbErr::Custom(format!("allocation {} is on an unknown node", alloc.id)))
+    }
+}
+
+/// A preempted allocation keeps running on its GPUs until its notice ends, so nothing that
+/// starts now may be placed there. The scheduler hands all of it to its successor at once;
+/// this commits again, under the allocation's key, each of its GPU grants that still fits
+/// beside everyone else (those the successor did not take), without CPU or memory (the
+/// successor may hold those). What it held before under the key is released first.
+pub fn keep_until_notice_ends(fleet: &mut Fleet, key: AllocationKey, placement: &Placement) {
+    let _ = fleet.release(key);
+    let mut kept = Placement {
+        nodes: Vec::new(),
+        victims: Vec::new(),
+        exclusive: None,
+        ..placement.clone()
+    };
+    for np in &placement.nodes {
+        kept.nodes.push(NodePlacement {
+            node: np.node,
+            cpu_milli: 0,
+            memory_mib: 0,
+            whole_node: false,
+            gpus: Vec::new(),
+        });
+        for grant in &np.gpus {
+            if let Some(last) = kept.nodes.last_mut() {
+                last.gpus.push(*grant);
+            }
+            if fleet.commit(key, &kept).is_ok() {
+                let _ = fleet.release(key);
+            } else if let Some(last) = kept.nodes.last_mut() {
+                last.gpus.pop();
+            }
+        }
+    }
+    kept.nodes.retain(|np| !np.gpus.is_empty());
+    if !kept.nodes.is_empty() && fleet.commit(key, &kept).is_err() {
+        tracing::warn!(
+            allocation = %Uuid::from_u128(key.0),
+            "A preempted allocation's remaining GPUs could not be held."
+        );
+    }
+}
+
+impl RegionFleet {
+    /// The placement of an allocation row over its node's GPUs `gpu_ids`.
+    fn placement_of(&self, alloc: &allocation::Model, gpu_ids: &[Uuid]) -> Placement {
+        let node = self.by_node[&Uuid::from(alloc.node_id)];
+        let node_gpus = &self.gpus[node.index()];
         let mut grants: Vec<GpuGrant> = (0u8..=u8::MAX)
             .zip(node_gpus)
             .filter(|(_, g)| gpu_ids.contains(&Uuid::from(g.id)))
@@ -210,7 +275,7 @@ impl FleetCache {
             })
             .collect();
         grants.sort_by_key(|g| g.gpu);
-        let placement = Placement {
+        Placement {
             tenant: tenant_key(alloc.tenant_id.into()),
             class: class_of(alloc.class),
             exclusive: exclusive_of(alloc.exclusive.as_deref()),
@@ -223,12 +288,7 @@ impl FleetCache {
             }],
             victims: Vec::new(),
             degraded: false,
-        };
-        region
-            .fleet
-            .commit(allocation_key(alloc.id.into()), &placement)
-            .map(|_| ())
-            .map_err(|e| DbErr::Custom(format!("allocation {} does not fit: {e}", alloc.id)))
+        }
     }
 }
 

@@ -294,7 +294,35 @@ impl Ordering {
                 break;
             }
         }
+        if row.started_at > at {
+            Self::return_to_the_displaced(txn, cache, row).await?;
+        }
         Ok(ended)
+    }
+
+    /// An allocation released before it started was waiting for spot allocations on its
+    /// node to end their notice: what it would have taken stays theirs until then.
+    async fn return_to_the_displaced(
+        txn: &DatabaseTransaction,
+        cache: &mut FleetCache,
+        row: &allocation::Model,
+    ) -> ApiResult<()> {
+        let displaced: Vec<allocation::Model> = store::live_on_nodes(txn, &[row.node_id.into()])
+            .await?
+            .into_iter()
+            .filter(|a| a.status == AllocationStatus::Preempting)
+            .collect();
+        let ids: Vec<Uuid> = displaced.iter().map(|a| a.id.into()).collect();
+        let gpus = store::gpus_of(txn, &ids).await?;
+        for alloc in &displaced {
+            let held: Vec<Uuid> = gpus
+                .iter()
+                .filter(|(a, _)| *a == Uuid::from(alloc.id))
+                .map(|(_, g)| g.id.into())
+                .collect();
+            cache.hold_for_notice(alloc, &held)?;
+        }
+        Ok(())
     }
 
     /// Gives every running allocation of `tenant` the preemption notice window from `at`

@@ -10,7 +10,7 @@ use neocloud_schema::ids::AllocationId;
 use neocloud_schema::vocabulary::{AccessState, AllocationStatus};
 use uuid::Uuid;
 
-use super::fleet_cache::{RegionFleet, allocation_key, exclusive_name};
+use super::fleet_cache::{RegionFleet, allocation_key, exclusive_name, keep_until_notice_ends};
 use super::views::AllocationView;
 use crate::error::{ApiError, ApiResult};
 
@@ -164,22 +164,29 @@ pub(super) fn place_units(
             if before.is_none() && placement.nodes.len() > 1 {
                 before = Some(fleet.clone());
             }
+            let mut preempted = Vec::new();
             for (i, mut part) in split_per_node(&placement).into_iter().enumerate() {
                 let id = AllocationId::new().as_uuid();
                 if i > 0 {
                     part.victims.clear();
                 }
                 match fleet.commit(allocation_key(id), &part) {
-                    Ok(preempted) => {
-                        let keys = preempted.iter().map(|a| Uuid::from_u128(a.key.0));
+                    Ok(victims) => {
+                        let keys = victims.iter().map(|a| Uuid::from_u128(a.key.0));
                         planned.victims.extend(keys);
                         planned.parts.push((id, part));
+                        preempted.extend(victims);
                     }
                     Err(err) => {
                         tracing::error!(error = %err, "A fresh placement did not commit.");
                         break 'units Refusal::NoCapacity;
                     }
                 }
+            }
+            // Once every part has what it needs, the displaced keep the rest until their
+            // notice ends.
+            for victim in &preempted {
+                keep_until_notice_ends(fleet, victim.key, &victim.placement);
             }
         }
         return Ok(Ok(planned));

@@ -181,10 +181,11 @@ async fn allocation_usage<C: ConnectionTrait>(
         .into_iter()
         .filter_map(|row| {
             let id: Uuid = row.key.first()?.parse().ok()?;
-            // Provisioning failed: the customer never had it, so none of it is billed.
-            let a = allocations
-                .get(&id)
-                .filter(|a| a.access_state != AccessState::Failed)?;
+            // Provisioning failed, or it was released while it waited for spot allocations
+            // to leave: the customer never had it, so none of it is billed.
+            let a = allocations.get(&id).filter(|a| {
+                a.access_state != AccessState::Failed && a.ended_at.is_none_or(|e| e > a.started_at)
+            })?;
             let units = usage::units_held(a, gpus_held.get(&id).copied().unwrap_or(0));
             let ended_here = a.ended_at.filter(|e| *e > from && *e <= to);
             let held_from = a.started_at.max(from);
