@@ -8,6 +8,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod localstripe;
+pub mod relay;
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// `target/<profile>/<name>`, next to the running test's own `deps/` directory. Panics
 /// with the build command when the binary is missing.
 pub fn binary(name: &str, package: &str) -> PathBuf {

@@ -7,135 +7,19 @@
 //! idempotency keys, so only neocloud's own recovery can keep the payment single here.
 //! Skipped when localstripe is missing, unless `NEOCLOUD_REQUIRE_LOCALSTRIPE=1`.
 
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use neocloud_e2e::Demo;
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use neocloud_e2e::localstripe::{KEY as STRIPE_KEY, LocalStripe};
+use neocloud_e2e::relay::{Link, Relay};
+use serde_json::Value;
 
-const STRIPE_KEY: &str = "sk_test_crash";
-
-struct Emulator(Child);
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// Whether `python3` can import localstripe. The emulator runs as `python3 -m localstripe`:
-/// pip installs the module where `python3` finds it, but its console script reaches `PATH`
-/// only in some Python set-ups (not under pyenv's shims, for one).
-fn localstripe_module_present() -> std::io::Result<()> {
-    let status = Command::new("python3")
-        .args(["-c", "import localstripe"])
-        .stderr(Stdio::null())
-        .status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other("python3 cannot import localstripe"))
-    }
-}
-
-async fn localstripe() -> Option<(Emulator, SocketAddr)> {
-    let port = free_port();
-    let child = localstripe_module_present().and_then(|()| {
-        Command::new("python3")
-            .args(["-m", "localstripe", "--from-scratch", "--port"])
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-    });
-    let child = match child {
-        Ok(child) => Emulator(child),
-        Err(e) => {
-            assert!(
-                std::env::var("NEOCLOUD_REQUIRE_LOCALSTRIPE").as_deref() != Ok("1"),
-                "localstripe is required (scripts/test-deps.sh installs it): {e}"
-            );
-            eprintln!("localstripe not installed: skipping");
-            return None;
-        }
-    };
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "localstripe did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Some((child, addr))
-}
-
-/// A TCP relay to `upstream` that passes requests on at once and holds back the answers
-/// while `hold` is set: Stripe acts on the call, the caller never hears of it.
-async fn relay(upstream: SocketAddr, hold: Arc<AtomicBool>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let hold = hold.clone();
-            tokio::spawn(async move {
-                let Ok(server) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let (mut client_read, mut client_write) = client.into_split();
-                let (mut server_read, mut server_write) = server.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-                });
-                let mut buf = vec![0u8; 16 * 1024];
-                loop {
-                    let n = match server_read.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    while hold.load(Ordering::SeqCst) {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    if client_write.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
-
-async fn stripe_get(stripe: SocketAddr, path: &str) -> Value {
-    reqwest::Client::new()
-        .get(format!("http://{stripe}{path}"))
-        .bearer_auth(STRIPE_KEY)
-        .send()
+async fn intents_for_top_up(stripe: &LocalStripe, top_up: &Value) -> Vec<Value> {
+    stripe
+        .payment_intents()
         .await
-        .expect("localstripe")
-        .json()
-        .await
-        .expect("JSON")
-}
-
-async fn intents_for_top_up(stripe: SocketAddr, top_up: &Value) -> Vec<Value> {
-    stripe_get(stripe, "/v1/payment_intents?limit=100").await["data"]
-        .as_array()
-        .expect("intents")
-        .iter()
+        .into_iter()
         .filter(|p| &p["metadata"]["top_up_id"] == top_up)
-        .cloned()
         .collect()
 }
 
@@ -148,14 +32,13 @@ fn tenant_key(demo: &Demo) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_9_during_a_stripe_call_creates_no_second_payment() {
-    let Some((_emulator, stripe)) = localstripe().await else {
+    let Some(stripe) = LocalStripe::start().await else {
         return;
     };
-    let hold = Arc::new(AtomicBool::new(false));
-    let relayed = relay(stripe, hold.clone()).await;
+    let relay = Relay::start(stripe.addr).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let database_url = format!("sqlite://{}?mode=rwc", dir.path().join("demo.db").display());
-    let api_base = format!("http://{relayed}");
+    let api_base = format!("http://{}", relay.addr);
     let env = [
         ("NEOCLOUD_STRIPE_SECRET_KEY", STRIPE_KEY),
         ("NEOCLOUD_STRIPE_WEBHOOK_SECRET", "whsec_crash"),
@@ -163,45 +46,28 @@ async fn a_kill_9_during_a_stripe_call_creates_no_second_payment() {
     ];
     let mut demo = Demo::start_with_env(dir.path(), &database_url, &["--no-agents"], &env).await;
     let key = tenant_key(&demo);
-
-    let pm = reqwest::Client::new()
-        .post(format!("http://{stripe}/v1/payment_methods"))
-        .bearer_auth(STRIPE_KEY)
-        .form(&[
-            ("type", "card"),
-            ("card[number]", "4242424242424242"),
-            ("card[exp_month]", "12"),
-            ("card[exp_year]", "2030"),
-            ("card[cvc]", "123"),
-        ])
-        .send()
-        .await
-        .expect("payment method")
-        .json::<Value>()
-        .await
-        .expect("JSON");
+    let pm = stripe.card().await;
     let r = demo
         .gql_vars(
             &key,
             "mutation($p: String!) { setDefaultPaymentMethod(paymentMethodId: $p) { defaultPaymentMethod } }",
-            json!({"p": pm["id"]}),
+            serde_json::json!({"p": pm}),
         )
         .await;
     assert!(r["errors"].is_null(), "{r}");
 
     // From now on Stripe's answers are held back; the top-up's PaymentIntent is created…
-    hold.store(true, Ordering::SeqCst);
+    relay.set(Link::HoldAnswers);
     let r = demo
-        .gql_vars(
+        .gql(
             &key,
             "mutation { startTopUp(amount: \"120.00\") { id status } }",
-            json!({}),
         )
         .await;
     let top_up = r["data"]["startTopUp"]["id"].clone();
     assert!(top_up.is_string(), "{r}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while intents_for_top_up(stripe, &top_up).await.is_empty() {
+    while intents_for_top_up(&stripe, &top_up).await.is_empty() {
         assert!(
             Instant::now() < deadline,
             "the PaymentIntent was never created"
@@ -211,7 +77,7 @@ async fn a_kill_9_during_a_stripe_call_creates_no_second_payment() {
     // …and the server dies before it hears back.
     demo.child.kill().expect("kill -9");
     demo.child.wait().expect("reaped");
-    hold.store(false, Ordering::SeqCst);
+    relay.set(Link::Up);
 
     let demo = Demo::start_with_env(dir.path(), &database_url, &["--no-agents"], &env).await;
     let key = tenant_key(&demo);
@@ -232,7 +98,7 @@ async fn a_kill_9_during_a_stripe_call_creates_no_second_payment() {
     };
     // Give a wrongly repeated call time to show.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let intents = intents_for_top_up(stripe, &top_up).await;
+    let intents = intents_for_top_up(&stripe, &top_up).await;
     assert_eq!(intents.len(), 1, "a second PaymentIntent: {intents:?}");
     let r = demo
         .gql(&key, "{ creditGrants { id amount reason } }")
