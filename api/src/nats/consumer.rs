@@ -1,14 +1,16 @@
 //! Ingest workers on JetStream: every worker (in every `ingest` process) pulls from one
 //! durable consumer of stream `USAGE` with explicit acknowledgements, up to
 //! [`FETCH`] messages a pull, and hands each batch to the same group-commit writer as
-//! `POST /v1/ingest`. A message is acknowledged (double acknowledgement: the server
+//! `POST /v1/ingest`, one batch of a node at a time (in stream order). A message is acknowledged (double acknowledgement: the server
 //! confirms it) only after its batch is committed or known as a duplicate; a message that
 //! can never be ingested is recorded in `ingest_rejections` and terminated; one the
 //! database could not take now is redelivered after [`RETRY_DELAY`]. A worker that dies
 //! leaves its unacknowledged messages to be redelivered after [`ACK_WAIT`], and the
 //! database's batch identity makes the second delivery a duplicate.
 
+use std::collections::HashMap;
 use std::io::Read;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
@@ -112,6 +114,20 @@ pub struct Ingest {
 struct Worker {
     consumer: PullConsumer,
     ingest: Ingest,
+    turns: Turns,
+}
+
+/// One node's batches go to the writers one at a time, in the order they came: a backlog
+/// holds many of each node's windows, and two of them in concurrent transactions would
+/// wait on each other's locks in the database.
+#[derive(Clone, Default)]
+struct Turns(Arc<std::sync::Mutex<HashMap<NodeId, Arc<tokio::sync::Mutex<()>>>>>);
+
+impl Turns {
+    fn of(&self, node: NodeId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.entry(node).or_default().clone()
+    }
 }
 
 /// Creates the stream and consumer once NATS answers (retrying while it does not), then
@@ -130,10 +146,12 @@ pub fn spawn(jetstream: jetstream::Context, ingest: Ingest, workers: usize) {
         };
         tracing::info!(workers, "Consuming usage from JetStream.");
         tokio::spawn(observe(consumer.clone(), ingest.metrics.clone()));
+        let turns = Turns::default();
         for _ in 0..workers.max(1) {
             let worker = Worker {
                 consumer: consumer.clone(),
                 ingest: ingest.clone(),
+                turns: turns.clone(),
             };
             tokio::spawn(worker.run());
         }
@@ -259,6 +277,8 @@ impl Worker {
             Ok(batch) => batch,
             Err(error) => return rejected(error.to_string()),
         };
+        let turn = self.turns.of(node);
+        let _turn = turn.lock().await;
         match self.ingest.writer.submit(node.into(), batch).await {
             Ok(Outcome::Accepted { .. }) => Verdict::Ingested("accepted"),
             Ok(Outcome::Duplicate { .. }) => Verdict::Ingested("duplicate"),
