@@ -128,6 +128,16 @@ impl Turns {
         let mut turns = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         turns.entry(node).or_default().clone()
     }
+
+    /// Forgets the node's turn once no one waits for it: the map holds only nodes with a
+    /// batch in hand, whatever node ids subjects name.
+    fn end(&self, node: NodeId, turn: Arc<tokio::sync::Mutex<()>>) {
+        let mut turns = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Ours and the map's: nobody else took it (taking it needs this lock).
+        if Arc::strong_count(&turn) == 2 {
+            turns.remove(&node);
+        }
+    }
 }
 
 /// Creates the stream and consumer once NATS answers (retrying while it does not), then
@@ -278,8 +288,12 @@ impl Worker {
             Err(error) => return rejected(error.to_string()),
         };
         let turn = self.turns.of(node);
-        let _turn = turn.lock().await;
-        match self.ingest.writer.submit(node.into(), batch).await {
+        let submitted = {
+            let _held = turn.lock().await;
+            self.ingest.writer.submit(node.into(), batch).await
+        };
+        self.turns.end(node, turn);
+        match submitted {
             Ok(Outcome::Accepted { .. }) => Verdict::Ingested("accepted"),
             Ok(Outcome::Duplicate { .. }) => Verdict::Ingested("duplicate"),
             Err(MeteringError::Database(error)) => Verdict::Retry(error.to_string()),

@@ -234,30 +234,31 @@ pub fn keep_until_notice_ends(fleet: &mut Fleet, key: AllocationKey, placement: 
         ..placement.clone()
     };
     for np in &placement.nodes {
-        kept.nodes.push(NodePlacement {
+        let mut node = NodePlacement {
             node: np.node,
             cpu_milli: 0,
             memory_mib: 0,
             whole_node: false,
             gpus: Vec::new(),
-        });
+        };
         for grant in &np.gpus {
-            if let Some(last) = kept.nodes.last_mut() {
-                last.gpus.push(*grant);
-            }
-            if fleet.commit(key, &kept).is_ok() {
+            node.gpus.push(*grant);
+            kept.nodes.push(node.clone());
+            let fits = fleet.commit(key, &kept).is_ok();
+            kept.nodes.pop();
+            if fits {
                 let _ = fleet.release(key);
-            } else if let Some(last) = kept.nodes.last_mut() {
-                last.gpus.pop();
+            } else {
+                node.gpus.pop();
             }
         }
+        if !node.gpus.is_empty() {
+            kept.nodes.push(node);
+        }
     }
-    kept.nodes.retain(|np| !np.gpus.is_empty());
-    if !kept.nodes.is_empty() && fleet.commit(key, &kept).is_err() {
-        tracing::warn!(
-            allocation = %Uuid::from_u128(key.0),
-            "A preempted allocation's remaining GPUs could not be held."
-        );
+    // Every grant kept was committed with all kept before it, so this fits.
+    if !kept.nodes.is_empty() {
+        let _ = fleet.commit(key, &kept);
     }
 }
 
