@@ -29,6 +29,13 @@
     )
 )]
 
+/// mimalloc for every binary of the server (the `neocloud` command, examples, tests): a
+/// request allocates and frees many small values (parsed JSON, rows, answers), and the
+/// system allocator spent about a sixth of the server's CPU on them under load
+/// (`docs/benchmarks.md`, "Usage events").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod access;
 pub mod audit;
 pub mod auth;

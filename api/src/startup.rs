@@ -210,6 +210,7 @@ fn start_services(
         ),
         billing,
         ingest,
+        events: crate::meters::spawn_writer(db.clone(), clock.clone()),
         stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
         exposure: settings.exposure,
         ordering,

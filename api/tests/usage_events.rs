@@ -9,7 +9,7 @@ use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_schema::clock::Clock;
-use neocloud_schema::entity::usage_event;
+use neocloud_schema::entity::{usage_event_batch, usage_event_key};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
 use support::{Backend, TestApp, error_code};
@@ -174,11 +174,23 @@ async fn a_batch_is_answered_event_by_event_and_billed_once(backend: Backend) {
             "invalid"
         ]
     );
-    let stored = usage_event::Entity::find()
+    let keys = usage_event_key::Entity::find()
         .count(&app.db)
         .await
         .expect("count");
-    assert_eq!(stored, 3, "refused events stored nothing, duplicates once");
+    let journaled: Vec<String> = usage_event_batch::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("batches")
+        .iter()
+        .flat_map(|b| usage_event_batch::decode(&b.body, 1 << 20).expect("a body"))
+        .map(|e| e["id"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        (keys, journaled.len()),
+        (3, 3),
+        "refused events stored nothing, duplicates once: {journaled:?}"
+    );
 
     // 12.5 GB at 0.09 is 1.125: half-even to 1.12.
     let invoice = app.gql(Some(&admin), LINES, json!({})).await;
@@ -594,7 +606,98 @@ async fn a_meter_counts_at_most_a_thousand_groups_per_tenant(backend: Backend) {
     );
 }
 
+/// Batches posted at once are recorded together (group commit) yet answered as if each
+/// came alone: 24 concurrent batches from two tenants, each event sent by three of them,
+/// one invalid event per batch. Every event is accepted exactly once across all answers,
+/// each invalid one is refused in its own batch, and each tenant's quantity is the sum of
+/// its events (computed here from them).
+async fn concurrent_overlapping_batches_count_each_event_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    metered(&app, "sku-egress", "GB", "1", json!({"key": "egress", "eventType": "net.egress", "valuePath": "gb", "aggregation": "SUM"})).await;
+    let mut reporters = Vec::new();
+    for name in ["acme", "globex"] {
+        let (_, admin) = app.create_tenant(name).await;
+        reporters.push((
+            admin.clone(),
+            key(&app, &admin, "USAGE_REPORTER", None).await,
+        ));
+    }
+    app.advance(TimeDelta::minutes(2));
+    let at = app.clock.now() - TimeDelta::seconds(30);
+    // Batch b of tenant t holds events b..b+3 of 14 (so each is in three batches) and a
+    // last one whose `gb` is not a number.
+    let batch = |b: usize| -> Vec<Value> {
+        let mut events: Vec<Value> = (b..b + 3)
+            .map(|e| egress(&format!("e{}", e % 14), json!(e % 14 + 1), None, at))
+            .collect();
+        events.push(egress(&format!("bad{b}"), json!("lots"), None, at));
+        events
+    };
+    let posts = (0..24).map(|i| {
+        let (tenant, b) = (i % 2, i / 2 + (i % 2) * 5);
+        let reporter = reporters[tenant].1.clone();
+        let app = &app;
+        async move {
+            let (status, answer) = post(app, &reporter, BATCH, &json!(batch(b))).await;
+            assert_eq!(status, 200, "{answer}");
+            (tenant, b, statuses(&answer))
+        }
+    });
+    let answers = futures_util::future::join_all(posts).await;
+    let mut accepted = [
+        std::collections::BTreeMap::<usize, usize>::new(),
+        Default::default(),
+    ];
+    for (tenant, b, statuses) in &answers {
+        assert_eq!(statuses[3], "invalid", "batch {b}: {statuses:?}");
+        for (k, status) in statuses[..3].iter().enumerate() {
+            assert!(
+                status == "accepted" || status == "duplicate",
+                "{statuses:?}"
+            );
+            if status == "accepted" {
+                *accepted[*tenant].entry((b + k) % 14).or_default() += 1;
+            }
+        }
+    }
+    for (tenant, (admin, _)) in reporters.iter().enumerate() {
+        let sent: std::collections::BTreeSet<usize> = answers
+            .iter()
+            .filter(|a| a.0 == tenant)
+            .flat_map(|a| (a.1..a.1 + 3).map(|e| e % 14))
+            .collect();
+        assert!(
+            accepted[tenant].keys().eq(sent.iter()) && accepted[tenant].values().all(|n| *n == 1),
+            "tenant {tenant}: accepted {:?} of {sent:?}",
+            accepted[tenant]
+        );
+        let now = app.clock.now();
+        let r = app
+            .gql(
+                Some(admin),
+                "query($f: DateTime!, $t: DateTime!) { meterUsage(from: $f, to: $t) { quantity events } }",
+                json!({"f": (now - TimeDelta::hours(1)).to_rfc3339(), "t": now.to_rfc3339()}),
+            )
+            .await;
+        let total: usize = sent.iter().map(|e| e + 1).sum();
+        assert_eq!(
+            (
+                r["data"]["meterUsage"][0]["quantity"].as_str(),
+                r["data"]["meterUsage"][0]["events"].as_u64()
+            ),
+            (
+                Some(total.to_string().as_str()),
+                u64::try_from(sent.len()).ok()
+            ),
+            "{r}"
+        );
+    }
+}
+
 on_both_databases!(
+    concurrent_overlapping_batches_count_each_event_once,
     a_meter_counts_at_most_a_thousand_groups_per_tenant,
     batches_into_one_bucket_add_up_as_the_events_say,
     a_batch_is_answered_event_by_event_and_billed_once,

@@ -36,6 +36,7 @@ pub mod budgets;
 pub mod coverage;
 pub mod error;
 pub mod events;
+pub mod group_commit;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;

@@ -57,6 +57,7 @@ mod m20261204_000022_volumes;
 mod m20261204_000023_model_offerings;
 mod m20261205_000024_usage_event_identity;
 mod m20261205_000025_scale_out;
+mod m20261205_000026_usage_event_journal;
 
 pub struct Migrator;
 
@@ -89,6 +90,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000023_model_offerings::Migration),
             Box::new(m20261205_000024_usage_event_identity::Migration),
             Box::new(m20261205_000025_scale_out::Migration),
+            Box::new(m20261205_000026_usage_event_journal::Migration),
         ]
     }
 }

@@ -1,9 +1,12 @@
 //! Migration 024 keys usage events by their identity: the events stored before are all
 //! there after it (and after its `down`), and a second row with one identity is refused
 //! by the key itself (SQLite, with a pool of connections as the server opens it, foreign
-//! keys on as the server has them: every event's tenant is a stored tenant).
+//! keys on as the server has them: every event's tenant is a stored tenant). Migration
+//! 026 moves them into keys and batches, and its `down` moves them back.
 
 use neocloud_migrations::{Migrator, MigratorTrait};
+use neocloud_schema::entity::usage_event_batch::decode;
+use neocloud_schema::entity::usage_event_key::key_of;
 use sea_orm::sea_query::{Alias, Query, SqliteQueryBuilder};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
 
@@ -104,7 +107,7 @@ async fn usage_events_keep_their_rows_under_their_identity() {
             .expect("event");
     }
 
-    Migrator::up(&db, None).await.expect("up");
+    Migrator::up(&db, Some(1)).await.expect("up 024");
     assert_eq!(stored(&db).await, ["req-1", "req-2"]);
     assert!(
         insert(&db, &event(None, tenant, "req-1")).await.is_err(),
@@ -131,4 +134,87 @@ async fn usage_events_keep_their_rows_under_their_identity() {
         .is_err(),
         "the tenant is checked again"
     );
+}
+
+/// The stored keys and, from the batches, each event's tenant, id and data, sorted.
+async fn journaled(
+    db: &DatabaseConnection,
+) -> (Vec<uuid::Uuid>, Vec<(uuid::Uuid, String, String)>) {
+    let rows = |table: &str, columns: &[&str]| {
+        Query::select()
+            .columns(columns.iter().map(|c| Alias::new(*c)))
+            .from(Alias::new(table))
+            .to_owned()
+    };
+    let backend = db.get_database_backend();
+    let mut keys: Vec<uuid::Uuid> = db
+        .query_all_raw(backend.build(&rows("usage_event_keys", &["key"])))
+        .await
+        .expect("keys")
+        .iter()
+        .map(|r| r.try_get("", "key").expect("key"))
+        .collect();
+    keys.sort();
+    let mut events = Vec::new();
+    for r in db
+        .query_all_raw(backend.build(&rows(
+            "usage_event_batches",
+            &["tenant_id", "events", "body"],
+        )))
+        .await
+        .expect("batches")
+    {
+        let tenant: uuid::Uuid = r.try_get("", "tenant_id").expect("tenant");
+        let body: Vec<u8> = r.try_get("", "body").expect("body");
+        let held = decode(&body, 1 << 20).expect("a body");
+        assert_eq!(
+            i64::try_from(held.len()).ok(),
+            r.try_get::<i64>("", "events").ok()
+        );
+        events.extend(held.iter().map(|e| {
+            (
+                tenant,
+                e["id"].as_str().unwrap_or("").to_owned(),
+                e["data"].to_string(),
+            )
+        }));
+    }
+    events.sort();
+    (keys, events)
+}
+
+#[tokio::test]
+async fn usage_events_move_into_keys_and_batches_and_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+    let mut options = ConnectOptions::new(url);
+    options.max_connections(4).min_connections(1);
+    let db = Database::connect(options).await.expect("connect");
+    Migrator::up(&db, Some(25)).await.expect("up to 025");
+    let (tenant, other) = (tenant(&db).await, tenant(&db).await);
+    for (t, id) in [(tenant, "req-1"), (tenant, "req-2"), (other, "req-1")] {
+        // Values bound, as the server stores them.
+        db.execute(&event(None, t, id)).await.expect("event");
+    }
+
+    Migrator::up(&db, None).await.expect("up");
+    let (keys, events) = journaled(&db).await;
+    let mut want_keys = vec![
+        key_of("gateway-1", "req-1"),
+        key_of("gateway-1", "req-2"),
+        key_of("gateway-1", "req-1"),
+    ];
+    want_keys.sort();
+    assert_eq!(keys, want_keys);
+    let data = serde_json::json!({"tokens": 5}).to_string();
+    let mut want = vec![
+        (tenant, "req-1".to_owned(), data.clone()),
+        (tenant, "req-2".to_owned(), data.clone()),
+        (other, "req-1".to_owned(), data),
+    ];
+    want.sort();
+    assert_eq!(events, want, "every event in a batch of its tenant");
+
+    Migrator::down(&db, Some(1)).await.expect("down");
+    assert_eq!(stored(&db).await, ["req-1", "req-1", "req-2"]);
 }

@@ -20,6 +20,8 @@ pub struct AppState {
     pub billing: Arc<Billing>,
     /// Writes ingest batches in groups.
     pub ingest: neocloud_metering::ingest::writer::Writer,
+    /// Records usage events in groups.
+    pub events: crate::meters::EventWriter,
     /// Verifies `POST /v1/stripe/webhook`; none: the endpoint answers 503.
     pub stripe_webhook_secret: Option<secrecy::SecretString>,
     /// What time it is.

@@ -6,6 +6,8 @@
 //! invalid event is answered `400`. A body that is not events at all is `400` and stores
 //! nothing.
 
+use std::sync::Arc;
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use neocloud_metering::meters::cloudevent;
 use neocloud_metering::meters::record::Outcome;
@@ -89,7 +91,8 @@ pub async fn report(
         }
         _ => {}
     }
-    let outcomes = meters::report(&state.db, &principal, &events, state.clock.now()).await?;
+    let events = Arc::new(events);
+    let outcomes = meters::report(&state.events, &principal, events.clone()).await?;
     if let ([Outcome::Invalid(refusal)], true) = (outcomes.as_slice(), single) {
         return Err(ApiError::invalid(refusal.field.clone(), refusal.message.clone()).into());
     }

@@ -5,10 +5,14 @@
 //! transaction a batch of events is recorded in. The rules and tables are
 //! `neocloud_metering::meters`.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use neocloud_metering::group_commit::{Bound, GroupCommit};
 use neocloud_metering::meters::quantity::{self, MeterQuantity};
-use neocloud_metering::meters::record::{self, Outcome, Reporter};
+use neocloud_metering::meters::record::{self, Outcome, Report, Reporter};
 use neocloud_metering::meters::{self, NewMeter, store};
+use neocloud_schema::clock::SharedClock;
 use neocloud_schema::entity::meter;
 use neocloud_schema::ids::TenantId;
 use sea_orm::{DatabaseConnection, DbErr};
@@ -89,35 +93,76 @@ pub async fn usage(
     Ok(quantity::by_group(db, tenant, from, to).await?)
 }
 
-/// `POST /v1/events`: records a batch in one transaction (retried once when the database
-/// gives up on it, e.g. a deadlock between two batches of one tenant); one outcome per
+/// Usage events recorded by group commit: the reports queued together are recorded in
+/// one transaction, each answered on its own.
+pub type EventWriter = GroupCommit<Report, Result<Vec<Outcome>, DbErr>>;
+
+/// Writer tasks recording usage events, and the most events one records in a transaction.
+const EVENT_WRITERS: usize = 4;
+const EVENT_GROUP: usize = 2000;
+
+/// Starts the tasks that record usage events, judging their times by `clock`.
+pub fn spawn_writer(db: DatabaseConnection, clock: SharedClock) -> EventWriter {
+    let bound = Bound {
+        max_weight: EVENT_GROUP,
+        weight: |r: &Report| r.events.len(),
+    };
+    GroupCommit::spawn(EVENT_WRITERS, bound, move |reports: Vec<Report>| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move { record_group(&db, &reports, clock.now()).await }
+    })
+}
+
+/// `POST /v1/events`: records a batch (with the others queued beside it); one outcome per
 /// event.
 pub async fn report(
-    db: &DatabaseConnection,
+    writer: &EventWriter,
     actor: &Principal,
-    events: &[Value],
-    now: DateTime<Utc>,
+    events: Arc<Vec<Value>>,
 ) -> ApiResult<Vec<Outcome>> {
     let reporter = Reporter {
         tenant: actor.usage_reporter()?,
     };
-    match record_once(db, reporter, events, now).await {
-        Ok(outcomes) => Ok(outcomes),
+    let stopped = || DbErr::Custom("the usage event writer stopped".into());
+    Ok(writer
+        .submit(Report { reporter, events })
+        .await
+        .unwrap_or_else(|| Err(stopped()))?)
+}
+
+/// Records `reports` in one transaction. If it fails, each report is recorded on its own
+/// (retried once when the database gives up on it, e.g. a deadlock between two batches of
+/// one tenant), so one report cannot fail another.
+async fn record_group(
+    db: &DatabaseConnection,
+    reports: &[Report],
+    now: DateTime<Utc>,
+) -> Vec<Result<Vec<Outcome>, DbErr>> {
+    match record_once(db, reports, now).await {
+        Ok(outcomes) => return outcomes.into_iter().map(Ok).collect(),
         Err(err) => {
-            tracing::warn!(error = %err, "Recording usage events failed; retrying once.");
-            Ok(record_once(db, reporter, events, now).await?)
+            tracing::warn!(error = %err, reports = reports.len(), "Recording usage events failed; retrying each report alone.")
         }
     }
+    let mut answers = Vec::with_capacity(reports.len());
+    for report in reports {
+        let alone = std::slice::from_ref(report);
+        let mut outcome = record_once(db, alone, now).await;
+        if outcome.is_err() && reports.len() > 1 {
+            outcome = record_once(db, alone, now).await;
+        }
+        answers.push(outcome.map(|mut o| o.pop().unwrap_or_default()));
+    }
+    answers
 }
 
 async fn record_once(
     db: &DatabaseConnection,
-    reporter: Reporter,
-    events: &[Value],
+    reports: &[Report],
     now: DateTime<Utc>,
-) -> Result<Vec<Outcome>, DbErr> {
+) -> Result<Vec<Vec<Outcome>>, DbErr> {
     let txn = crate::db::begin_write(db).await?;
-    let outcomes = record::record(&txn, reporter, events, now).await?;
+    let outcomes = record::record(&txn, reports, now).await?;
     txn.commit().await?;
     Ok(outcomes)
 }

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use neocloud_schema::entity::{meter_group, meter_minute, meter_unique, tenant, usage_event};
+use neocloud_schema::entity::usage_event_key::key_of;
+use neocloud_schema::entity::{meter_group, meter_minute, meter_unique, tenant};
 use neocloud_schema::ids::{MeterId, TenantId};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::Value;
@@ -36,32 +37,60 @@ pub enum Outcome {
 struct Admitted {
     index: usize,
     tenant: TenantId,
+    key: store::EventKey,
     event: CloudEvent,
     readings: Vec<Reading>,
 }
 
 impl Admitted {
-    fn key(&self) -> store::EventKey {
-        (
-            self.tenant,
-            self.event.source.clone(),
-            self.event.id.clone(),
-        )
+    /// What the journal keeps of the event: its attributes as received, and how many
+    /// meters counted it.
+    fn journaled(&self) -> Value {
+        let e = &self.event;
+        serde_json::json!({
+            "id": e.id, "source": e.source, "type": e.event_type, "time": e.time,
+            "subject": e.subject, "data": e.data, "meters": self.readings.len(),
+        })
     }
 }
 
-/// Records `events` (as sent: each is checked here) for `reporter`; one outcome per event,
-/// in order.
+/// One request's events (as sent: each is checked here) and who reported them.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub reporter: Reporter,
+    pub events: std::sync::Arc<Vec<Value>>,
+}
+
+/// Records the events of `reports` together, as if each report came after the ones
+/// before it (an event repeated by a later report is its duplicate); one outcome per
+/// event, in order, per report.
 pub async fn record<C: ConnectionTrait>(
     conn: &C,
-    reporter: Reporter,
-    events: &[Value],
+    reports: &[Report],
+    now: DateTime<Utc>,
+) -> Result<Vec<Vec<Outcome>>, DbErr> {
+    let items: Vec<(Reporter, &Value)> = reports
+        .iter()
+        .flat_map(|r| r.events.iter().map(move |e| (r.reporter, e)))
+        .collect();
+    let mut outcomes = record_items(conn, &items, now).await?.into_iter();
+    Ok(reports
+        .iter()
+        .map(|r| outcomes.by_ref().take(r.events.len()).collect())
+        .collect())
+}
+
+/// Records `items`, each an event with who reported it; one outcome per item, in order.
+async fn record_items<C: ConnectionTrait>(
+    conn: &C,
+    items: &[(Reporter, &Value)],
     now: DateTime<Utc>,
 ) -> Result<Vec<Outcome>, DbErr> {
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; events.len()];
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; items.len()];
     let mut checked = Vec::new();
-    for (index, value) in events.iter().enumerate() {
-        match cloudevent::validate(value, now).and_then(|e| tenant_of(reporter, &e).map(|t| (e, t)))
+    for (index, (reporter, value)) in items.iter().enumerate() {
+        match cloudevent::validate(value, now)
+            .and_then(|e| tenant_of(*reporter, &e).map(|t| (e, t)))
         {
             Ok((event, tenant)) => checked.push((index, event, tenant)),
             Err(refusal) => outcomes[index] = Some(Outcome::Invalid(refusal)),
@@ -69,9 +98,10 @@ pub async fn record<C: ConnectionTrait>(
     }
     let known = existing_tenants(conn, checked.iter().map(|c| c.2)).await?;
     let meters = meters_by_type(conn).await?;
-    let mut seen: HashSet<(TenantId, String, String)> = HashSet::new();
+    let mut seen: HashSet<store::EventKey> = HashSet::new();
     let mut admitted = Vec::new();
     for (index, event, tenant) in checked {
+        let key = (tenant, key_of(&event.source, &event.id));
         let first_period = known.get(&tenant);
         let verdict = if first_period.is_none() {
             Err(Outcome::Invalid(Refusal::new("subject", "no such tenant")))
@@ -81,7 +111,7 @@ pub async fn record<C: ConnectionTrait>(
                 "time",
                 "before the tenant's first billing period",
             )))
-        } else if !seen.insert((tenant, event.source.clone(), event.id.clone())) {
+        } else if !seen.insert(key) {
             Err(Outcome::Duplicate)
         } else {
             readings(&meters, &event).map_err(Outcome::Invalid)
@@ -90,6 +120,7 @@ pub async fn record<C: ConnectionTrait>(
             Ok(readings) => admitted.push(Admitted {
                 index,
                 tenant,
+                key,
                 event,
                 readings,
             }),
@@ -97,13 +128,13 @@ pub async fn record<C: ConnectionTrait>(
         }
     }
     let (admitted, opened) = bound_groups(conn, admitted, &mut outcomes).await?;
-    let fresh =
-        store::insert_events(conn, admitted.iter().map(|a| event_row(a, now)).collect()).await?;
+    let fresh = store::insert_keys(conn, admitted.iter().map(|a| a.key).collect()).await?;
     let (fresh, repeated): (Vec<Admitted>, Vec<Admitted>) =
-        admitted.into_iter().partition(|a| fresh.contains(&a.key()));
+        admitted.into_iter().partition(|a| fresh.contains(&a.key));
     for a in &repeated {
         outcomes[a.index] = Some(Outcome::Duplicate);
     }
+    journal(conn, &fresh, now).await?;
     count(conn, &fresh, &opened).await?;
     for a in &fresh {
         outcomes[a.index] = Some(Outcome::Accepted {
@@ -257,17 +288,20 @@ async fn bound_groups<C: ConnectionTrait>(
     Ok((kept, opened))
 }
 
-fn event_row(a: &Admitted, now: DateTime<Utc>) -> usage_event::Model {
-    usage_event::Model {
-        tenant_id: a.tenant,
-        source: a.event.source.clone(),
-        event_id: a.event.id.clone(),
-        event_type: a.event.event_type.clone(),
-        time: a.event.time,
-        data: Value::Object(a.event.data.clone()),
-        meters: i32::try_from(a.readings.len()).unwrap_or(i32::MAX),
-        received_at: now,
+/// Journals what the fresh events said, a batch per tenant.
+async fn journal<C: ConnectionTrait>(
+    conn: &C,
+    fresh: &[Admitted],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mut by_tenant: BTreeMap<TenantId, Vec<Value>> = BTreeMap::new();
+    for a in fresh {
+        by_tenant.entry(a.tenant).or_default().push(a.journaled());
     }
+    for (tenant, events) in by_tenant {
+        store::journal(conn, tenant, &events, now).await?;
+    }
+    Ok(())
 }
 
 fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
@@ -277,6 +311,17 @@ fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
 /// Shards of a minute bucket (`meter_minutes.shard`).
 const SHARDS: u8 = 16;
 
+/// The shard a transaction adds into: the process's transactions take the shards in
+/// turn, from a random first one, so concurrent ones rarely wait on one another's bucket
+/// rows (and other replicas' start elsewhere).
+fn next_shard() -> i16 {
+    use std::sync::LazyLock;
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static NEXT: LazyLock<AtomicU8> =
+        LazyLock::new(|| AtomicU8::new(uuid::Uuid::new_v4().as_bytes()[0]));
+    i16::from(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS)
+}
+
 /// Adds the fresh events' readings into the meters' buckets (one shard, chosen at random
 /// for this transaction), distinct values, and the groups not seen before (`new_groups`).
 async fn count<C: ConnectionTrait>(
@@ -284,7 +329,7 @@ async fn count<C: ConnectionTrait>(
     fresh: &[Admitted],
     new_groups: &HashSet<(TenantId, MeterId, String)>,
 ) -> Result<(), DbErr> {
-    let shard = i16::from(uuid::Uuid::new_v4().as_bytes()[0] % SHARDS);
+    let shard = next_shard();
     let mut buckets: BTreeMap<(TenantId, MeterId, DateTime<Utc>, String), meter_minute::Model> =
         BTreeMap::new();
     let mut uniques = HashSet::new();

@@ -1,10 +1,13 @@
-//! SQL of meters and usage events: `meters`, `usage_events`, `meter_minutes`,
-//! `meter_uniques`, `meter_groups`. Every read of a tenant's usage filters by tenant here.
+//! SQL of meters and usage events: `meters`, `usage_event_keys`, `usage_event_batches`,
+//! `meter_minutes`, `meter_uniques`, `meter_groups`. Every read of a tenant's usage filters
+//! by tenant here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{meter, meter_group, meter_minute, meter_unique, usage_event};
+use neocloud_schema::entity::{
+    meter, meter_group, meter_minute, meter_unique, usage_event_batch, usage_event_key,
+};
 use neocloud_schema::ids::{MeterId, TenantId};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
@@ -63,41 +66,40 @@ pub async fn versions<C: ConnectionTrait>(
         .collect())
 }
 
-/// Most bytes of event rows in one statement. A statement's messages then fit one TLS
-/// record (16 KiB): sqlx does not set `TCP_NODELAY`, so a statement split over two
-/// records waits for the server's delayed ACK (about 40 ms) before its tail is sent.
+/// Most bytes a statement sends. A statement's messages then fit one TLS record (16 KiB):
+/// sqlx does not set `TCP_NODELAY`, so a statement split over two records waits for the
+/// server's delayed ACK (about 40 ms) before its tail is sent.
 const STATEMENT_BYTES: usize = 12 * 1024;
 
-/// What identifies a usage event for ever: tenant, `source`, `id`.
-pub type EventKey = (TenantId, String, String);
+/// What identifies a usage event for ever: its tenant and key (`usage_event_key::key_of`).
+pub type EventKey = (TenantId, uuid::Uuid);
 
-/// Inserts the events not recorded before; returns the keys of those that were new.
-pub async fn insert_events<C: ConnectionTrait>(
+/// Records the keys not recorded before, in key order (two transactions recording the
+/// same keys wait for one another, never in a cycle); returns those recorded now.
+pub async fn insert_keys<C: ConnectionTrait>(
     conn: &C,
-    rows: Vec<usage_event::Model>,
+    mut keys: Vec<EventKey>,
 ) -> Result<HashSet<EventKey>, DbErr> {
+    keys.sort_unstable();
     if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        return insert_events_pg(conn, &rows).await;
+        return insert_keys_pg(conn, &keys).await;
     }
     let mut fresh = HashSet::new();
-    for chunk in rows.chunks(CHUNK) {
-        let inserted = usage_event::Entity::insert_many(
-            chunk
-                .iter()
-                .cloned()
-                .map(IntoActiveModel::into_active_model),
-        )
-        .on_conflict(
-            OnConflict::columns([
-                usage_event::Column::TenantId,
-                usage_event::Column::Source,
-                usage_event::Column::EventId,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_with_returning_keys(conn)
-        .await;
+    for chunk in keys.chunks(CHUNK) {
+        let rows = chunk
+            .iter()
+            .map(|&(tenant_id, key)| usage_event_key::Model { tenant_id, key }.into_active_model());
+        let inserted = usage_event_key::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::columns([
+                    usage_event_key::Column::TenantId,
+                    usage_event_key::Column::Key,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_with_returning_keys(conn)
+            .await;
         match inserted {
             Ok(keys) => fresh.extend(keys),
             Err(DbErr::RecordNotInserted) => {}
@@ -107,86 +109,84 @@ pub async fn insert_events<C: ConnectionTrait>(
     Ok(fresh)
 }
 
-/// PostgreSQL: the rows as one JSON parameter per statement, read by `json_to_recordset`:
-/// one statement text whatever the number of rows (parsed and planned once per
-/// connection), and no bind value per column and row.
-async fn insert_events_pg<C: ConnectionTrait>(
+/// PostgreSQL: a tenant's keys as one text parameter per statement (`uuid,uuid,…`, at
+/// most `STATEMENT_BYTES`), split in SQL: one statement text whatever their number, and
+/// about 300 keys a statement.
+async fn insert_keys_pg<C: ConnectionTrait>(
     conn: &C,
-    rows: &[usage_event::Model],
+    keys: &[EventKey],
 ) -> Result<HashSet<EventKey>, DbErr> {
-    const SQL: &str = "INSERT INTO usage_events \
-        (tenant_id, source, event_id, event_type, time, data, meters, received_at) \
-        SELECT * FROM json_to_recordset($1::json) AS e(tenant_id uuid, source text, \
-        event_id text, event_type text, time timestamptz, data json, meters int4, \
-        received_at timestamptz) \
-        ON CONFLICT (tenant_id, source, event_id) DO NOTHING \
-        RETURNING tenant_id, source, event_id";
+    const SQL: &str = "INSERT INTO usage_event_keys (tenant_id, key) \
+        SELECT $1::uuid, k::uuid FROM unnest(string_to_array($2, ',')) AS k \
+        ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key";
+    const PER_STATEMENT: usize = STATEMENT_BYTES / 37;
     let mut fresh = HashSet::new();
-    for run in json_runs(rows)? {
-        let stmt = sea_orm::Statement::from_sql_and_values(
-            sea_orm::DbBackend::Postgres,
-            SQL,
-            [run.into()],
-        );
-        for row in conn.query_all_raw(stmt).await? {
-            fresh.insert((
-                TenantId::from(row.try_get::<uuid::Uuid>("", "tenant_id")?),
-                row.try_get("", "source")?,
-                row.try_get("", "event_id")?,
-            ));
+    for tenant_keys in keys.chunk_by(|a, b| a.0 == b.0) {
+        let tenant = tenant_keys[0].0;
+        for chunk in tenant_keys.chunks(PER_STATEMENT) {
+            let list = chunk
+                .iter()
+                .map(|(_, key)| key.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            let stmt = sea_orm::Statement::from_sql_and_values(
+                sea_orm::DbBackend::Postgres,
+                SQL,
+                [uuid::Uuid::from(tenant).into(), list.into()],
+            );
+            for row in conn.query_all_raw(stmt).await? {
+                fresh.insert((tenant, row.try_get::<uuid::Uuid>("", "key")?));
+            }
         }
     }
     Ok(fresh)
 }
 
-/// `rows` as JSON arrays of at most `STATEMENT_BYTES` bytes each (a larger row alone), in
-/// order.
-fn json_runs(rows: &[usage_event::Model]) -> Result<Vec<String>, DbErr> {
-    let mut out = Vec::new();
-    let mut run = String::new();
-    for row in rows {
-        let one = serde_json::to_string(&EventRow::of(row))
-            .map_err(|e| DbErr::Custom(format!("an event row as JSON: {e}")))?;
-        if !run.is_empty() && run.len() + one.len() + 2 > STATEMENT_BYTES {
-            run.push(']');
-            out.push(std::mem::take(&mut run));
-        }
-        run.push(if run.is_empty() { '[' } else { ',' });
-        run.push_str(&one);
+/// Journals what a tenant's events recorded now said (`usage_event_batch`), in rows of at
+/// most `STATEMENT_BYTES` compressed (a larger event alone).
+pub async fn journal<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    events: &[serde_json::Value],
+    received_at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for (count, body) in bodies(events)? {
+        usage_event_batch::Entity::insert(
+            usage_event_batch::Model {
+                id: uuid::Uuid::now_v7(),
+                tenant_id: tenant,
+                received_at,
+                events: i32::try_from(count).unwrap_or(i32::MAX),
+                body,
+            }
+            .into_active_model(),
+        )
+        .exec_without_returning(conn)
+        .await?;
     }
-    if !run.is_empty() {
-        run.push(']');
-        out.push(run);
+    Ok(())
+}
+
+/// `events` as batch bodies of at most `STATEMENT_BYTES` each (halving a run that
+/// compresses larger, down to one event), in order, each with its count.
+fn bodies(events: &[serde_json::Value]) -> Result<Vec<(usize, Vec<u8>)>, DbErr> {
+    let mut out = Vec::new();
+    let mut pending = vec![events];
+    while let Some(run) = pending.pop() {
+        if run.is_empty() {
+            continue;
+        }
+        let body = usage_event_batch::encode(run)
+            .map_err(|e| DbErr::Custom(format!("a usage event batch body: {e}")))?;
+        if body.len() <= STATEMENT_BYTES || run.len() == 1 {
+            out.push((run.len(), body));
+        } else {
+            let (first, second) = run.split_at(run.len() / 2);
+            pending.push(second);
+            pending.push(first);
+        }
     }
     Ok(out)
-}
-
-/// An event row as `json_to_recordset` reads it.
-#[derive(serde::Serialize)]
-struct EventRow<'a> {
-    tenant_id: uuid::Uuid,
-    source: &'a str,
-    event_id: &'a str,
-    event_type: &'a str,
-    time: DateTime<Utc>,
-    data: &'a serde_json::Value,
-    meters: i32,
-    received_at: DateTime<Utc>,
-}
-
-impl<'a> EventRow<'a> {
-    fn of(row: &'a usage_event::Model) -> Self {
-        Self {
-            tenant_id: row.tenant_id.into(),
-            source: &row.source,
-            event_id: &row.event_id,
-            event_type: &row.event_type,
-            time: row.time,
-            data: &row.data,
-            meters: row.meters,
-            received_at: row.received_at,
-        }
-    }
 }
 
 /// Which of `wanted` (tenant, meter, group key) are counted groups already: one read of
@@ -464,47 +464,42 @@ pub async fn distinct_counts<C: ConnectionTrait>(
 mod tests {
     use super::*;
 
-    fn event(n: usize, data_bytes: usize) -> usage_event::Model {
-        usage_event::Model {
-            tenant_id: TenantId::new(),
-            source: "gateway".into(),
-            event_id: format!("e{n}"),
-            event_type: "model.request".into(),
-            time: chrono::Utc::now(),
-            data: serde_json::json!({"v": "x".repeat(data_bytes)}),
-            meters: 1,
-            received_at: chrono::Utc::now(),
-        }
+    fn event(n: usize, data_bytes: usize) -> serde_json::Value {
+        // Data that does not compress: a run of distinct numbers.
+        let data: String = (0..data_bytes)
+            .map(|i| char::from(b'a' + u8::try_from((i * 7 + n * 13) % 26).unwrap()))
+            .collect();
+        serde_json::json!({"id": format!("e{n}"), "source": "gateway", "data": {"v": data}})
     }
 
     #[test]
-    fn event_rows_go_in_runs_that_fit_one_tls_record() {
-        let rows: Vec<usage_event::Model> = [10, 9000, 10, 5000, 5000, 20_000, 10]
+    fn batch_bodies_fit_one_tls_record_and_keep_every_event_in_order() {
+        let events: Vec<serde_json::Value> = [10, 9000, 10, 5000, 5000, 20_000, 10]
             .iter()
             .chain(&[10; 250])
             .enumerate()
             .map(|(i, n)| event(i, *n))
             .collect();
-        let runs = json_runs(&rows).expect("runs");
-        let parsed: Vec<Vec<serde_json::Value>> = runs
-            .iter()
-            .map(|r| serde_json::from_str(r).expect("a JSON array"))
-            .collect();
-        let sizes: Vec<usize> = parsed.iter().map(Vec::len).collect();
-        // 9 KB and the small ones around it; two of 5 KB; 20 KB alone; then small ones.
-        assert_eq!(&sizes[..3], &[3, 2, 1], "{sizes:?}");
+        let bodies = bodies(&events).expect("bodies");
         assert!(
-            runs.iter()
-                .zip(&sizes)
-                .all(|(run, n)| *n == 1 || run.len() <= STATEMENT_BYTES),
-            "{sizes:?}"
+            bodies
+                .iter()
+                .all(|(n, body)| *n == 1 || body.len() <= STATEMENT_BYTES),
+            "{:?}",
+            bodies.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>()
         );
-        let ids: Vec<&str> = parsed
+        assert!(
+            bodies.len() < events.len() / 10,
+            "runs, not one row an event"
+        );
+        let back: Vec<serde_json::Value> = bodies
             .iter()
-            .flatten()
-            .map(|r| r["event_id"].as_str().expect("event_id"))
+            .flat_map(|(n, body)| {
+                let got = usage_event_batch::decode(body, 1 << 22).expect("decodes");
+                assert_eq!(got.len(), *n);
+                got
+            })
             .collect();
-        let sent: Vec<&str> = rows.iter().map(|r| r.event_id.as_str()).collect();
-        assert_eq!(ids, sent, "every row once, in order");
+        assert_eq!(back, events, "every event once, in order");
     }
 }
