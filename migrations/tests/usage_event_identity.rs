@@ -2,7 +2,8 @@
 //! there after it (and after its `down`), and a second row with one identity is refused
 //! by the key itself (SQLite, with a pool of connections as the server opens it, foreign
 //! keys on as the server has them: every event's tenant is a stored tenant). Migration
-//! 026 moves them into keys and batches, and its `down` moves them back.
+//! 026 moves them into keys and batches, and its `down` moves them back (on SQLite and
+//! PostgreSQL).
 
 use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::usage_event_batch::decode;
@@ -168,8 +169,8 @@ async fn journaled(
         let body: Vec<u8> = r.try_get("", "body").expect("body");
         let held = decode(&body, 1 << 20).expect("a body");
         assert_eq!(
-            i64::try_from(held.len()).ok(),
-            r.try_get::<i64>("", "events").ok()
+            i32::try_from(held.len()).ok(),
+            r.try_get::<i32>("", "events").ok()
         );
         events.extend(held.iter().map(|e| {
             (
@@ -183,22 +184,17 @@ async fn journaled(
     (keys, events)
 }
 
-#[tokio::test]
-async fn usage_events_move_into_keys_and_batches_and_back() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let mut options = ConnectOptions::new(url);
-    options.max_connections(4).min_connections(1);
-    let db = Database::connect(options).await.expect("connect");
-    Migrator::up(&db, Some(25)).await.expect("up to 025");
-    let (tenant, other) = (tenant(&db).await, tenant(&db).await);
+/// Migration 026 on `db` (migrated up to 025): stored events move into keys and batches
+/// of their tenants, and back.
+async fn events_move_into_keys_and_batches_and_back(db: &DatabaseConnection) {
+    let (tenant, other) = (tenant(db).await, tenant(db).await);
     for (t, id) in [(tenant, "req-1"), (tenant, "req-2"), (other, "req-1")] {
         // Values bound, as the server stores them.
         db.execute(&event(None, t, id)).await.expect("event");
     }
 
-    Migrator::up(&db, None).await.expect("up");
-    let (keys, events) = journaled(&db).await;
+    Migrator::up(db, None).await.expect("up");
+    let (keys, events) = journaled(db).await;
     let mut want_keys = vec![
         key_of("gateway-1", "req-1"),
         key_of("gateway-1", "req-2"),
@@ -215,6 +211,48 @@ async fn usage_events_move_into_keys_and_batches_and_back() {
     want.sort();
     assert_eq!(events, want, "every event in a batch of its tenant");
 
-    Migrator::down(&db, Some(1)).await.expect("down");
-    assert_eq!(stored(&db).await, ["req-1", "req-1", "req-2"]);
+    Migrator::down(db, Some(1)).await.expect("down");
+    assert_eq!(stored(db).await, ["req-1", "req-1", "req-2"]);
+}
+
+#[tokio::test]
+async fn usage_events_move_into_keys_and_batches_and_back_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+    let mut options = ConnectOptions::new(url);
+    options.max_connections(4).min_connections(1);
+    let db = Database::connect(options).await.expect("connect");
+    Migrator::up(&db, Some(25)).await.expect("up to 025");
+    events_move_into_keys_and_batches_and_back(&db).await;
+}
+
+/// On a database of its own at `NEOCLOUD_TEST_POSTGRES_URL` (skipped when none answers,
+/// unless `NEOCLOUD_REQUIRE_POSTGRES=1`).
+#[tokio::test]
+async fn usage_events_move_into_keys_and_batches_and_back_on_postgres() {
+    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin = match Database::connect(&admin_url).await {
+        Ok(admin) => admin,
+        Err(err) if std::env::var("NEOCLOUD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
+            panic!("PostgreSQL is required but unreachable at {admin_url}: {err}")
+        }
+        Err(err) => return eprintln!("skipping: {admin_url} unreachable: {err}"),
+    };
+    let name = format!("neocloud_migration_{}", uuid::Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .expect("create database");
+    let (base, _) = admin_url.rsplit_once('/').expect("a path");
+    let db = Database::connect(format!("{base}/{name}"))
+        .await
+        .expect("connect");
+    Migrator::up(&db, Some(25)).await.expect("up to 025");
+    events_move_into_keys_and_batches_and_back(&db).await;
+    drop(db);
+    admin
+        .execute_unprepared(&format!("DROP DATABASE \"{name}\" WITH (FORCE)"))
+        .await
+        .expect("drop database");
 }
