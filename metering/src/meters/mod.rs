@@ -7,10 +7,11 @@
 //! current when they arrive.
 //!
 //! - `cloudevent`: the CloudEvents 1.0 checks of one event;
-//! - `record`: recording a batch of events exactly once with what they count;
+//! - `record`: recording events exactly once with what they count (several requests'
+//!   batches in one transaction);
 //! - `quantity`: what the meters counted over a span, for rating and usage queries;
-//! - `store`: the SQL of `meters`, `usage_events`, `meter_minutes`, `meter_uniques`,
-//!   `meter_groups`.
+//! - `store`: the SQL of `meters`, `usage_event_keys`, `usage_event_batches`,
+//!   `meter_minutes`, `meter_uniques`, `meter_groups`.
 
 pub mod cloudevent;
 pub mod quantity;

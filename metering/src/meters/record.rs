@@ -1,7 +1,8 @@
-//! Recording a batch of usage events, in the caller's transaction: each event is checked
-//! on its own, recorded once (`(tenant, source, id)` for ever) and counted by every current
-//! meter of its type into minute buckets, all in that transaction, so a committed answer
-//! means counted and a failed one means nothing was.
+//! Recording usage events (the batches of one or more requests), in the caller's
+//! transaction: each event is checked on its own, recorded once (its tenant and the key of
+//! its source and id, for ever), journaled (what it said, a batch per tenant) and counted
+//! by every current meter of its type into minute buckets, all in that transaction, so a
+//! committed answer means counted and a failed one means nothing was.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
