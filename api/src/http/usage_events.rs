@@ -11,7 +11,7 @@ use std::sync::Arc;
 use actix_web::{HttpRequest, HttpResponse, web};
 use neocloud_metering::meters::cloudevent;
 use neocloud_metering::meters::record::Outcome;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AppState;
 use super::extract::{AnyKey, RestError};
@@ -43,25 +43,56 @@ fn mode(req: &HttpRequest) -> Result<Mode, ApiError> {
     }
 }
 
-fn result(index: usize, event: &Value, outcome: &Outcome) -> Value {
-    let id = event
-        .get("id")
-        .filter(|v| v.is_string())
-        .cloned()
-        .unwrap_or(Value::Null);
-    match outcome {
-        Outcome::Accepted { meters } => {
-            json!({"index": index, "id": id, "status": "accepted", "meters": meters})
-        }
-        Outcome::Duplicate => json!({"index": index, "id": id, "status": "duplicate"}),
-        Outcome::Invalid(refusal) => json!({
-            "index": index, "id": id, "status": "invalid",
-            "error": {
-                "code": Code::InvalidInput.as_str(),
-                "field": refusal.field,
-                "message": refusal.message,
-            }
-        }),
+/// The answer to a batch: counts, and one result per event, in order.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    accepted: usize,
+    duplicates: usize,
+    invalid: usize,
+    results: Vec<EventResult<'a>>,
+}
+
+/// One event's result in the answer (serialized as it is borrowed).
+#[derive(serde::Serialize)]
+struct EventResult<'a> {
+    index: usize,
+    /// The event's `id` when it is a string, else null.
+    id: Option<&'a str>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    meters: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<EventError<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct EventError<'a> {
+    code: &'static str,
+    field: &'a str,
+    message: &'a str,
+}
+
+fn result<'a>(index: usize, event: &'a Value, outcome: &'a Outcome) -> EventResult<'a> {
+    let id = event.get("id").and_then(Value::as_str);
+    let (status, meters, error) = match outcome {
+        Outcome::Accepted { meters } => ("accepted", Some(*meters), None),
+        Outcome::Duplicate => ("duplicate", None, None),
+        Outcome::Invalid(refusal) => (
+            "invalid",
+            None,
+            Some(EventError {
+                code: Code::InvalidInput.as_str(),
+                field: &refusal.field,
+                message: &refusal.message,
+            }),
+        ),
+    };
+    EventResult {
+        index,
+        id,
+        status,
+        meters,
+        error,
     }
 }
 
@@ -97,15 +128,15 @@ pub async fn report(
         return Err(ApiError::invalid(refusal.field.clone(), refusal.message.clone()).into());
     }
     let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
-    Ok(HttpResponse::Ok().json(json!({
-        "accepted": count(|o| matches!(o, Outcome::Accepted { .. })),
-        "duplicates": count(|o| matches!(o, Outcome::Duplicate)),
-        "invalid": count(|o| matches!(o, Outcome::Invalid(_))),
-        "results": events
+    Ok(HttpResponse::Ok().json(Answer {
+        accepted: count(|o| matches!(o, Outcome::Accepted { .. })),
+        duplicates: count(|o| matches!(o, Outcome::Duplicate)),
+        invalid: count(|o| matches!(o, Outcome::Invalid(_))),
+        results: events
             .iter()
             .zip(&outcomes)
             .enumerate()
             .map(|(i, (e, o))| result(i, e, o))
-            .collect::<Vec<_>>(),
-    })))
+            .collect(),
+    }))
 }

@@ -44,15 +44,32 @@ struct Admitted {
 }
 
 impl Admitted {
-    /// What the journal keeps of the event: its attributes as received, and how many
-    /// meters counted it.
-    fn journaled(&self) -> Value {
+    fn journaled(&self) -> Journaled<'_> {
         let e = &self.event;
-        serde_json::json!({
-            "id": e.id, "source": e.source, "type": e.event_type, "time": e.time,
-            "subject": e.subject, "data": e.data, "meters": self.readings.len(),
-        })
+        Journaled {
+            id: &e.id,
+            source: &e.source,
+            event_type: &e.event_type,
+            time: e.time,
+            subject: e.subject.as_deref(),
+            data: &e.data,
+            meters: self.readings.len(),
+        }
     }
+}
+
+/// What the journal keeps of an event: its attributes as received, and how many meters
+/// counted it (serialized as it is borrowed, not copied into a JSON value first).
+#[derive(serde::Serialize)]
+struct Journaled<'a> {
+    id: &'a str,
+    source: &'a str,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    time: DateTime<Utc>,
+    subject: Option<&'a str>,
+    data: &'a serde_json::Map<String, Value>,
+    meters: usize,
 }
 
 /// One request's events (as sent: each is checked here) and who reported them.
@@ -295,7 +312,7 @@ async fn journal<C: ConnectionTrait>(
     fresh: &[Admitted],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    let mut by_tenant: BTreeMap<TenantId, Vec<Value>> = BTreeMap::new();
+    let mut by_tenant: BTreeMap<TenantId, Vec<Journaled<'_>>> = BTreeMap::new();
     for a in fresh {
         by_tenant.entry(a.tenant).or_default().push(a.journaled());
     }

@@ -144,10 +144,10 @@ async fn insert_keys_pg<C: ConnectionTrait>(
 
 /// Journals what a tenant's events recorded now said (`usage_event_batch`), in rows of at
 /// most `STATEMENT_BYTES` compressed (a larger event alone).
-pub async fn journal<C: ConnectionTrait>(
+pub async fn journal<C: ConnectionTrait, E: serde::Serialize>(
     conn: &C,
     tenant: TenantId,
-    events: &[serde_json::Value],
+    events: &[E],
     received_at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     for (count, body) in bodies(events)? {
@@ -169,7 +169,7 @@ pub async fn journal<C: ConnectionTrait>(
 
 /// `events` as batch bodies of at most `STATEMENT_BYTES` each (halving a run that
 /// compresses larger, down to one event), in order, each with its count.
-fn bodies(events: &[serde_json::Value]) -> Result<Vec<(usize, Vec<u8>)>, DbErr> {
+fn bodies<E: serde::Serialize>(events: &[E]) -> Result<Vec<(usize, Vec<u8>)>, DbErr> {
     let mut out = Vec::new();
     let mut pending = vec![events];
     while let Some(run) = pending.pop() {

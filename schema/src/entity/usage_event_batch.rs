@@ -25,7 +25,7 @@ pub enum Relation {}
 impl ActiveModelBehavior for ActiveModel {}
 
 /// `events` as a batch body.
-pub fn encode(events: &[Value]) -> std::io::Result<Vec<u8>> {
+pub fn encode<E: serde::Serialize>(events: &[E]) -> std::io::Result<Vec<u8>> {
     let json = serde_json::to_vec(events)?;
     zstd::bulk::compress(&json, 1)
 }
