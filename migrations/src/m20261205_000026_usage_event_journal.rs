@@ -33,7 +33,7 @@ enum UsageEventBatches {
     Body,
 }
 
-#[derive(DeriveIden)]
+#[derive(DeriveIden, Clone, Copy)]
 enum UsageEvents {
     Table,
     TenantId,
@@ -45,6 +45,18 @@ enum UsageEvents {
     Meters,
     ReceivedAt,
 }
+
+/// The old table's columns, as read when moving and written when moving back.
+const OLD_COLUMNS: [UsageEvents; 8] = [
+    UsageEvents::TenantId,
+    UsageEvents::Source,
+    UsageEvents::EventId,
+    UsageEvents::EventType,
+    UsageEvents::Time,
+    UsageEvents::Data,
+    UsageEvents::Meters,
+    UsageEvents::ReceivedAt,
+];
 
 const BATCH_INDEX: &str = "idx_usage_event_batches_tenant_received";
 /// Rows moved per read.
@@ -104,16 +116,7 @@ async fn create_tables(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
 /// One page of the old table, in (tenant, receipt time, identity) order.
 async fn old_events(manager: &SchemaManager<'_>, offset: u64) -> Result<Vec<OldEvent>, DbErr> {
     let select = Query::select()
-        .columns([
-            UsageEvents::TenantId,
-            UsageEvents::Source,
-            UsageEvents::EventId,
-            UsageEvents::EventType,
-            UsageEvents::Time,
-            UsageEvents::Data,
-            UsageEvents::Meters,
-            UsageEvents::ReceivedAt,
-        ])
+        .columns(OLD_COLUMNS)
         .from(UsageEvents::Table)
         .order_by(UsageEvents::TenantId, Order::Asc)
         .order_by(UsageEvents::ReceivedAt, Order::Asc)
@@ -213,16 +216,7 @@ fn restored(
     let meters = <i32 as TryFrom<_>>::try_from(e["meters"].as_i64().unwrap_or(0)).unwrap_or(0);
     Ok(Query::insert()
         .into_table(UsageEvents::Table)
-        .columns([
-            UsageEvents::TenantId,
-            UsageEvents::Source,
-            UsageEvents::EventId,
-            UsageEvents::EventType,
-            UsageEvents::Time,
-            UsageEvents::Data,
-            UsageEvents::Meters,
-            UsageEvents::ReceivedAt,
-        ])
+        .columns(OLD_COLUMNS)
         .values_panic([
             tenant.into(),
             text("source").into(),

@@ -119,7 +119,8 @@ async fn insert_keys_pg<C: ConnectionTrait>(
     const SQL: &str = "INSERT INTO usage_event_keys (tenant_id, key) \
         SELECT $1::uuid, k::uuid FROM unnest(string_to_array($2, ',')) AS k \
         ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key";
-    const PER_STATEMENT: usize = STATEMENT_BYTES / 37;
+    // A key is 36 characters of text and a comma.
+    const PER_STATEMENT: usize = STATEMENT_BYTES / (36 + 1);
     let mut fresh = HashSet::new();
     for tenant_keys in keys.chunk_by(|a, b| a.0 == b.0) {
         let tenant = tenant_keys[0].0;
