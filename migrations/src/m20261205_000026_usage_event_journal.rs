@@ -7,7 +7,8 @@
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::usage_event_batch::{decode, encode};
 use neocloud_schema::entity::usage_event_key::key_of;
-use sea_orm_migration::sea_orm::ConnectionTrait;
+use sea_orm_migration::SchemaManagerConnection;
+use sea_orm_migration::sea_orm::{ConnectionTrait, QueryResult};
 use sea_orm_migration::{prelude::*, schema::*};
 use serde_json::{Value, json};
 
@@ -59,8 +60,10 @@ const OLD_COLUMNS: [UsageEvents; 8] = [
 ];
 
 const BATCH_INDEX: &str = "idx_usage_event_batches_tenant_received";
-/// Rows moved per read.
+/// Events moved per read.
 const PAGE: u64 = 500;
+/// Batches moved back per read.
+const BATCH_PAGE: u64 = 20;
 /// Most bytes of JSON a batch body may expand to when moved back.
 const MAX_BODY_JSON: usize = 64 << 20;
 
@@ -68,8 +71,21 @@ const MAX_BODY_JSON: usize = 64 << 20;
 struct OldEvent {
     tenant: uuid::Uuid,
     received_at: DateTime<Utc>,
+    source: String,
+    id: String,
     journaled: Value,
-    key: uuid::Uuid,
+}
+
+impl OldEvent {
+    /// The event's place in the order pages are read in.
+    fn position(&self) -> [Expr; 4] {
+        [
+            Expr::val(self.tenant),
+            Expr::val(self.received_at),
+            Expr::val(self.source.as_str()),
+            Expr::val(self.id.as_str()),
+        ]
+    }
 }
 
 async fn create_tables(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
@@ -113,18 +129,30 @@ async fn create_tables(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
         .await
 }
 
-/// One page of the old table, in (tenant, receipt time, identity) order.
-async fn old_events(manager: &SchemaManager<'_>, offset: u64) -> Result<Vec<OldEvent>, DbErr> {
-    let select = Query::select()
+/// The page of the old table after the event at `after`, in (tenant, receipt time,
+/// identity) order.
+async fn old_events(
+    manager: &SchemaManager<'_>,
+    after: Option<&OldEvent>,
+) -> Result<Vec<OldEvent>, DbErr> {
+    let order = [
+        UsageEvents::TenantId,
+        UsageEvents::ReceivedAt,
+        UsageEvents::Source,
+        UsageEvents::EventId,
+    ];
+    let mut select = Query::select();
+    select
         .columns(OLD_COLUMNS)
         .from(UsageEvents::Table)
-        .order_by(UsageEvents::TenantId, Order::Asc)
-        .order_by(UsageEvents::ReceivedAt, Order::Asc)
-        .order_by(UsageEvents::Source, Order::Asc)
-        .order_by(UsageEvents::EventId, Order::Asc)
-        .limit(PAGE)
-        .offset(offset)
-        .to_owned();
+        .limit(PAGE);
+    for column in order {
+        select.order_by(column, Order::Asc);
+    }
+    if let Some(last) = after {
+        let columns = Expr::tuple(order.map(Expr::col));
+        select.and_where(columns.gt(Expr::tuple(last.position())));
+    }
     let conn = manager.get_connection();
     let rows = conn.query_all(&select).await?;
     rows.iter()
@@ -132,7 +160,7 @@ async fn old_events(manager: &SchemaManager<'_>, offset: u64) -> Result<Vec<OldE
             let source: String = row.try_get("", "source")?;
             let id: String = row.try_get("", "event_id")?;
             let journaled = json!({
-                "id": id, "source": source,
+                "id": &id, "source": &source,
                 "type": row.try_get::<String>("", "event_type")?,
                 "time": row.try_get::<DateTime<Utc>>("", "time")?,
                 "subject": Value::Null,
@@ -142,7 +170,8 @@ async fn old_events(manager: &SchemaManager<'_>, offset: u64) -> Result<Vec<OldE
             Ok(OldEvent {
                 tenant: row.try_get("", "tenant_id")?,
                 received_at: row.try_get("", "received_at")?,
-                key: key_of(&source, &id),
+                source,
+                id,
                 journaled,
             })
         })
@@ -163,7 +192,7 @@ async fn write_batch(manager: &SchemaManager<'_>, events: &[OldEvent]) -> Result
                 .to_owned(),
         );
     for e in events {
-        keys.values_panic([e.tenant.into(), e.key.into()]);
+        keys.values_panic([e.tenant.into(), key_of(&e.source, &e.id).into()]);
     }
     manager.exec_stmt(keys).await?;
     let bodies: Vec<Value> = events.iter().map(|e| e.journaled.clone()).collect();
@@ -191,17 +220,14 @@ async fn write_batch(manager: &SchemaManager<'_>, events: &[OldEvent]) -> Result
 
 /// Moves every stored event into keys and batches.
 async fn move_events(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
-    let mut offset = 0;
-    loop {
-        let page = old_events(manager, offset).await?;
+    let mut page = old_events(manager, None).await?;
+    while let Some(last) = page.last() {
         for batch in page.chunk_by(|a, b| (a.tenant, a.received_at) == (b.tenant, b.received_at)) {
             write_batch(manager, batch).await?;
         }
-        if <u64 as TryFrom<_>>::try_from(page.len()).unwrap_or(0) < PAGE {
-            return Ok(());
-        }
-        offset += PAGE;
+        page = old_events(manager, Some(last)).await?;
     }
+    Ok(())
 }
 
 /// The old table's row of a journaled event.
@@ -255,24 +281,42 @@ async fn restore_events(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
         )
         .await?;
     let conn = manager.get_connection();
-    let select = Query::select()
-        .columns([
-            UsageEventBatches::TenantId,
-            UsageEventBatches::ReceivedAt,
-            UsageEventBatches::Body,
-        ])
-        .from(UsageEventBatches::Table)
-        .to_owned();
-    let rows = conn.query_all(&select).await?;
-    for row in rows {
-        let tenant: uuid::Uuid = row.try_get("", "tenant_id")?;
-        let received_at: DateTime<Utc> = row.try_get("", "received_at")?;
-        let body: Vec<u8> = row.try_get("", "body")?;
-        let events = decode(&body, MAX_BODY_JSON)
-            .map_err(|e| DbErr::Custom(format!("a batch body: {e}")))?;
-        for e in events {
-            conn.execute(&restored(tenant, received_at, &e)?).await?;
+    let mut after = None;
+    loop {
+        let mut select = Query::select();
+        select
+            .columns([
+                UsageEventBatches::Id,
+                UsageEventBatches::TenantId,
+                UsageEventBatches::ReceivedAt,
+                UsageEventBatches::Body,
+            ])
+            .from(UsageEventBatches::Table)
+            .order_by(UsageEventBatches::Id, Order::Asc)
+            .limit(BATCH_PAGE);
+        if let Some(last) = after {
+            select.and_where(Expr::col(UsageEventBatches::Id).gt(Expr::val::<uuid::Uuid>(last)));
         }
+        let rows = conn.query_all(&select).await?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = Some(last.try_get("", "id")?);
+        for row in rows {
+            restore_batch(conn, &row).await?;
+        }
+    }
+}
+
+/// Writes back the old table's rows of one batch.
+async fn restore_batch(conn: &SchemaManagerConnection<'_>, row: &QueryResult) -> Result<(), DbErr> {
+    let tenant: uuid::Uuid = row.try_get("", "tenant_id")?;
+    let received_at: DateTime<Utc> = row.try_get("", "received_at")?;
+    let body: Vec<u8> = row.try_get("", "body")?;
+    let events =
+        decode(&body, MAX_BODY_JSON).map_err(|e| DbErr::Custom(format!("a batch body: {e}")))?;
+    for e in events {
+        conn.execute(&restored(tenant, received_at, &e)?).await?;
     }
     Ok(())
 }

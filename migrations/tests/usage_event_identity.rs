@@ -16,6 +16,16 @@ fn event(
     tenant: uuid::Uuid,
     event_id: &str,
 ) -> sea_orm::sea_query::InsertStatement {
+    received(id, tenant, event_id, 0)
+}
+
+/// An event received `later` seconds after the others.
+fn received(
+    id: Option<uuid::Uuid>,
+    tenant: uuid::Uuid,
+    event_id: &str,
+    later: i64,
+) -> sea_orm::sea_query::InsertStatement {
     let at: chrono::DateTime<chrono::Utc> = "2026-12-04T10:00:00Z".parse().expect("time");
     let mut columns = vec![
         "tenant_id",
@@ -35,7 +45,7 @@ fn event(
         at.into(),
         serde_json::json!({"tokens": 5}).into(),
         1i32.into(),
-        at.into(),
+        (at + chrono::Duration::seconds(later)).into(),
     ];
     if let Some(id) = id {
         columns.insert(0, "id");
@@ -188,31 +198,39 @@ async fn journaled(
 /// of their tenants, and back.
 async fn events_move_into_keys_and_batches_and_back(db: &DatabaseConnection) {
     let (tenant, other) = (tenant(db).await, tenant(db).await);
-    for (t, id) in [(tenant, "req-1"), (tenant, "req-2"), (other, "req-1")] {
+    // More events (and original batches: one a receipt time) than the migration reads at
+    // once, so it pages both ways.
+    let bulk = (0..1_234).map(|n| (tenant, format!("bulk-{n:04}")));
+    let mut held: Vec<(uuid::Uuid, String)> =
+        [(tenant, "req-1"), (tenant, "req-2"), (other, "req-1")]
+            .map(|(t, id)| (t, id.to_owned()))
+            .into_iter()
+            .chain(bulk)
+            .collect();
+    for (n, (t, id)) in (0..).zip(&held) {
         // Values bound, as the server stores them.
-        db.execute(&event(None, t, id)).await.expect("event");
+        let event = received(None, *t, id, n / 7);
+        db.execute(&event).await.expect("event");
     }
 
     Migrator::up(db, None).await.expect("up");
     let (keys, events) = journaled(db).await;
-    let mut want_keys = vec![
-        key_of("gateway-1", "req-1"),
-        key_of("gateway-1", "req-2"),
-        key_of("gateway-1", "req-1"),
-    ];
+    let mut want_keys: Vec<uuid::Uuid> =
+        held.iter().map(|(_, id)| key_of("gateway-1", id)).collect();
     want_keys.sort();
     assert_eq!(keys, want_keys);
     let data = serde_json::json!({"tokens": 5}).to_string();
-    let mut want = vec![
-        (tenant, "req-1".to_owned(), data.clone()),
-        (tenant, "req-2".to_owned(), data.clone()),
-        (other, "req-1".to_owned(), data),
-    ];
+    let mut want: Vec<_> = held
+        .iter()
+        .map(|(t, id)| (*t, id.clone(), data.clone()))
+        .collect();
     want.sort();
     assert_eq!(events, want, "every event in a batch of its tenant");
 
     Migrator::down(db, Some(1)).await.expect("down");
-    assert_eq!(stored(db).await, ["req-1", "req-1", "req-2"]);
+    held.sort_by(|a, b| a.1.cmp(&b.1));
+    let ids: Vec<String> = held.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(stored(db).await, ids);
 }
 
 #[tokio::test]

@@ -109,7 +109,14 @@ pub fn spawn_writer(db: DatabaseConnection, clock: SharedClock) -> EventWriter {
     };
     GroupCommit::spawn(EVENT_WRITERS, bound, move |reports: Vec<Report>| {
         let (db, clock) = (db.clone(), clock.clone());
-        async move { record_group(&db, &reports, clock.now()).await }
+        async move {
+            let now = clock.now();
+            let attempt = |some: Vec<Report>| {
+                let db = db.clone();
+                async move { record_once(&db, &some, now).await }
+            };
+            record_group(&reports, attempt).await
+        }
     })
 }
 
@@ -130,15 +137,15 @@ pub async fn report(
         .unwrap_or_else(|| Err(stopped()))?)
 }
 
-/// Records `reports` in one transaction. If it fails, each report is recorded on its own
-/// (retried once when the database gives up on it, e.g. a deadlock between two batches of
-/// one tenant), so one report cannot fail another.
-async fn record_group(
-    db: &DatabaseConnection,
-    reports: &[Report],
-    now: DateTime<Utc>,
-) -> Vec<Result<Vec<Outcome>, DbErr>> {
-    match record_once(db, reports, now).await {
+/// Records `reports` in one transaction by `attempt`. If it fails, each report is
+/// recorded on its own (retried once when the database gives up on it, e.g. a deadlock
+/// between two batches of one tenant), so one report cannot fail another.
+async fn record_group<F, Fut>(reports: &[Report], attempt: F) -> Vec<Result<Vec<Outcome>, DbErr>>
+where
+    F: Fn(Vec<Report>) -> Fut,
+    Fut: Future<Output = Result<Vec<Vec<Outcome>>, DbErr>>,
+{
+    match attempt(reports.to_vec()).await {
         Ok(outcomes) => return outcomes.into_iter().map(Ok).collect(),
         Err(err) => {
             tracing::warn!(error = %err, reports = reports.len(), "Recording usage events failed; retrying each report alone.")
@@ -146,10 +153,9 @@ async fn record_group(
     }
     let mut answers = Vec::with_capacity(reports.len());
     for report in reports {
-        let alone = std::slice::from_ref(report);
-        let mut outcome = record_once(db, alone, now).await;
+        let mut outcome = attempt(vec![report.clone()]).await;
         if outcome.is_err() && reports.len() > 1 {
-            outcome = record_once(db, alone, now).await;
+            outcome = attempt(vec![report.clone()]).await;
         }
         answers.push(outcome.map(|mut o| o.pop().unwrap_or_default()));
     }
@@ -165,4 +171,88 @@ async fn record_once(
     let outcomes = record::record(&txn, reports, now).await?;
     txn.commit().await?;
     Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    fn report(events: usize) -> Report {
+        Report {
+            reporter: Reporter { tenant: None },
+            events: Arc::new(vec![Value::Null; events]),
+        }
+    }
+
+    /// A database stand-in: a transaction of several reports fails, a report of 3 events
+    /// always fails, one of 2 events fails the first time only; otherwise each event is
+    /// accepted. Every attempt's report sizes are logged.
+    struct Flaky {
+        attempts: RefCell<Vec<Vec<usize>>>,
+    }
+
+    impl Flaky {
+        fn attempt(&self, reports: &[Report]) -> Result<Vec<Vec<Outcome>>, DbErr> {
+            let sizes: Vec<usize> = reports.iter().map(|r| r.events.len()).collect();
+            let mut attempts = self.attempts.borrow_mut();
+            let tried_before = attempts.contains(&sizes);
+            attempts.push(sizes.clone());
+            let fails = sizes.len() > 1 || sizes == [3] || (sizes == [2] && !tried_before);
+            if fails {
+                return Err(DbErr::Custom("deadlock detected".into()));
+            }
+            Ok(sizes
+                .iter()
+                .map(|&n| vec![Outcome::Accepted { meters: 1 }; n])
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_group_records_each_report_alone_and_retries_once() {
+        let db = Flaky {
+            attempts: RefCell::default(),
+        };
+        let reports = [report(1), report(2), report(3)];
+        let answers = record_group(&reports, |r| std::future::ready(db.attempt(&r))).await;
+
+        assert_eq!(answers.len(), 3);
+        assert_eq!(answers[0].as_ref().unwrap().len(), 1);
+        assert_eq!(
+            answers[1].as_ref().unwrap().len(),
+            2,
+            "retried after one failure"
+        );
+        assert!(
+            answers[2].is_err(),
+            "the failing report is answered with its error"
+        );
+        let attempts = db.attempts.into_inner();
+        assert_eq!(
+            attempts,
+            [vec![1, 2, 3], vec![1], vec![2], vec![2], vec![3], vec![3]]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lone_report_that_fails_is_tried_twice_at_most() {
+        let db = Flaky {
+            attempts: RefCell::default(),
+        };
+        let answers = record_group(&[report(3)], |r| std::future::ready(db.attempt(&r))).await;
+        assert!(answers[0].is_err());
+        assert_eq!(db.attempts.into_inner(), [vec![3], vec![3]]);
+    }
+
+    #[tokio::test]
+    async fn a_group_that_succeeds_is_attempted_once() {
+        let db = Flaky {
+            attempts: RefCell::default(),
+        };
+        let answers = record_group(&[report(1)], |r| std::future::ready(db.attempt(&r))).await;
+        assert_eq!(answers[0].as_ref().unwrap().len(), 1);
+        assert_eq!(db.attempts.into_inner(), [vec![1]]);
+    }
 }
