@@ -32,7 +32,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use neocloud_api::settings::{LogFormat, Overrides, Role, Settings};
 use neocloud_api::startup::Application;
-use neocloud_api::{auth, db, demo, graphql, nats, telemetry};
+use neocloud_api::{audit, auth, db, demo, graphql, nats, telemetry};
 
 /// How long a stopping demo waits for its simulated agents to close their windows.
 const AGENTS_STOP: std::time::Duration = std::time::Duration::from_secs(15);
@@ -113,6 +113,25 @@ enum AdminCommand {
         /// A note to tell keys apart.
         #[arg(long, default_value = "created by neocloud admin")]
         label: String,
+    },
+    /// Prove the audit log's hash chains (global and per tenant); exits 1 where one
+    /// breaks. The head it prints is the anchor to record elsewhere and pass next time.
+    VerifyAudit {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// A place and hash recorded earlier (`SEQ:HASH`, repeatable): the entry must still
+        /// be there as it was (proves the tail was not cut).
+        #[arg(long = "anchor")]
+        anchors: Vec<String>,
+    },
+    /// Print sealed audit entries after a place as JSON lines, with their chain places and
+    /// hashes (for a SIEM: run it with the last place it received).
+    ExportAudit {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// The last place already exported (0: from the start).
+        #[arg(long, default_value_t = 0)]
+        after: i64,
     },
     /// Make a new NATS trust chain (operator, system account, usage account with a signing
     /// key): writes nats-server.conf, neocloud-nats.toml and operator.nk into --out.
@@ -292,10 +311,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("Database is up to date.");
             Ok(())
         }
-        Command::Admin {
-            command: AdminCommand::CreateOperatorKey { database, label },
-        } => {
-            let settings = load(&cli, database.database_url.as_deref(), None)?;
+        Command::Admin { command } => admin(&cli, command).await,
+    }
+}
+
+/// `neocloud admin …`.
+async fn admin(cli: &Cli, command: &AdminCommand) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::CreateOperatorKey { database, label } => {
+            let settings = load(cli, database.database_url.as_deref(), None)?;
             let db = db::connect(&settings.database_url).await?;
             db::migrate(&db).await?;
             let minted = auth::bootstrap_operator_key(&db, label)
@@ -304,10 +328,38 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", minted.secret);
             Ok(())
         }
-        Command::Admin {
-            command: AdminCommand::NatsBootstrap { out },
-        } => nats_bootstrap(out),
+        AdminCommand::NatsBootstrap { out } => nats_bootstrap(out),
+        AdminCommand::VerifyAudit { database, anchors } => {
+            let settings = load(cli, database.database_url.as_deref(), None)?;
+            let db = db::connect(&settings.database_url).await?;
+            verify_audit(&db, anchors).await
+        }
+        AdminCommand::ExportAudit { database, after } => {
+            let settings = load(cli, database.database_url.as_deref(), None)?;
+            let db = db::connect(&settings.database_url).await?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            audit::chain::export(&db, *after, &mut out).await?;
+            Ok(())
+        }
     }
+}
+
+/// `neocloud admin verify-audit`: what the chains hold, each break, and failure if any.
+async fn verify_audit(db: &sea_orm::DatabaseConnection, anchors: &[String]) -> anyhow::Result<()> {
+    let anchors = anchors
+        .iter()
+        .map(|a| {
+            let (seq, hash) = a.split_once(':').context("an anchor is SEQ:HASH")?;
+            Ok((
+                seq.parse::<i64>().context("an anchor's SEQ")?,
+                hash.to_owned(),
+            ))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let found = audit::chain::verify(db, &anchors).await?;
+    print!("{}", audit::chain::describe(&found));
+    anyhow::ensure!(found.holds(), "the audit log's chain is broken");
+    Ok(())
 }
 
 /// `neocloud admin nats-bootstrap --out DIR`: the nats-server configuration, neocloud's

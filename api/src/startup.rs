@@ -268,7 +268,21 @@ impl Jobs<'_> {
             Duration::from_secs(settings.budgets.sweep_seconds),
         );
         spawn_event_pruning(db.clone(), self.clock.clone(), settings.events.retention());
+        spawn_audit_sealer(db.clone());
     }
+}
+
+/// Seals new audit entries into the chains (`audit::chain`).
+fn spawn_audit_sealer(db: DatabaseConnection) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(AUDIT_SEAL_SWEEP);
+        loop {
+            tick.tick().await;
+            if let Err(err) = crate::audit::chain::seal(&db).await {
+                tracing::warn!(error = %err, "Sealing audit entries failed.");
+            }
+        }
+    });
 }
 
 /// Ends preempted spot allocations when their notice window has passed.
@@ -367,6 +381,9 @@ const WEBHOOK_SWEEP: Duration = Duration::from_secs(1);
 
 /// How often billing periods are checked for closing.
 const PERIOD_CLOSE_SWEEP: Duration = Duration::from_secs(60);
+
+/// How often new audit entries are sealed.
+const AUDIT_SEAL_SWEEP: Duration = Duration::from_secs(1);
 
 /// How often preemption deadlines are checked.
 const PREEMPTION_SWEEP: Duration = Duration::from_secs(2);

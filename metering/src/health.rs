@@ -175,6 +175,7 @@ pub async fn worsen<C: ConnectionTrait>(
         object_id: Set(gpu.uuid.clone()),
         before: Set(Some(serde_json::json!({"health": gpu.health}))),
         after: Set(Some(serde_json::json!({"health": health, "cause": cause}))),
+        ..Default::default()
     }
     .insert(conn)
     .await?;

@@ -58,6 +58,7 @@ mod m20261204_000023_model_offerings;
 mod m20261205_000024_usage_event_identity;
 mod m20261205_000025_scale_out;
 mod m20261205_000026_usage_event_journal;
+mod m20261206_000027_audit_chain;
 
 pub struct Migrator;
 
@@ -91,6 +92,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000024_usage_event_identity::Migration),
             Box::new(m20261205_000025_scale_out::Migration),
             Box::new(m20261205_000026_usage_event_journal::Migration),
+            Box::new(m20261206_000027_audit_chain::Migration),
         ]
     }
 }

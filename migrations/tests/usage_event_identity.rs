@@ -5,11 +5,13 @@
 //! 026 moves them into keys and batches, and its `down` moves them back (on SQLite and
 //! PostgreSQL).
 
+mod support;
+
 use neocloud_migrations::{Migrator, MigratorTrait};
 use neocloud_schema::entity::usage_event_batch::decode;
 use neocloud_schema::entity::usage_event_key::key_of;
 use sea_orm::sea_query::{Alias, Query, SqliteQueryBuilder};
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 fn event(
     id: Option<uuid::Uuid>,
@@ -103,10 +105,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<String> {
 #[tokio::test]
 async fn usage_events_keep_their_rows_under_their_identity() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let mut options = ConnectOptions::new(url);
-    options.max_connections(4).min_connections(1);
-    let db = Database::connect(options).await.expect("connect");
+    let db = support::sqlite(&dir).await;
     db.execute_unprepared("PRAGMA journal_mode = WAL")
         .await
         .expect("pragma");
@@ -213,7 +212,7 @@ async fn events_move_into_keys_and_batches_and_back(db: &DatabaseConnection) {
         db.execute(&event).await.expect("event");
     }
 
-    Migrator::up(db, None).await.expect("up");
+    Migrator::up(db, Some(1)).await.expect("up 026");
     let (keys, events) = journaled(db).await;
     let mut want_keys: Vec<uuid::Uuid> =
         held.iter().map(|(_, id)| key_of("gateway-1", id)).collect();
@@ -236,41 +235,17 @@ async fn events_move_into_keys_and_batches_and_back(db: &DatabaseConnection) {
 #[tokio::test]
 async fn usage_events_move_into_keys_and_batches_and_back_on_sqlite() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let mut options = ConnectOptions::new(url);
-    options.max_connections(4).min_connections(1);
-    let db = Database::connect(options).await.expect("connect");
+    let db = support::sqlite(&dir).await;
     Migrator::up(&db, Some(25)).await.expect("up to 025");
     events_move_into_keys_and_batches_and_back(&db).await;
 }
 
-/// On a database of its own at `NEOCLOUD_TEST_POSTGRES_URL` (skipped when none answers,
-/// unless `NEOCLOUD_REQUIRE_POSTGRES=1`).
 #[tokio::test]
 async fn usage_events_move_into_keys_and_batches_and_back_on_postgres() {
-    let admin_url = std::env::var("NEOCLOUD_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let admin = match Database::connect(&admin_url).await {
-        Ok(admin) => admin,
-        Err(err) if std::env::var("NEOCLOUD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
-            panic!("PostgreSQL is required but unreachable at {admin_url}: {err}")
-        }
-        Err(err) => return eprintln!("skipping: {admin_url} unreachable: {err}"),
+    let Some(pg) = support::Pg::create().await else {
+        return;
     };
-    let name = format!("neocloud_migration_{}", uuid::Uuid::new_v4().simple());
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .expect("create database");
-    let (base, _) = admin_url.rsplit_once('/').expect("a path");
-    let db = Database::connect(format!("{base}/{name}"))
-        .await
-        .expect("connect");
-    Migrator::up(&db, Some(25)).await.expect("up to 025");
-    events_move_into_keys_and_batches_and_back(&db).await;
-    drop(db);
-    admin
-        .execute_unprepared(&format!("DROP DATABASE \"{name}\" WITH (FORCE)"))
-        .await
-        .expect("drop database");
+    Migrator::up(&pg.db, Some(25)).await.expect("up to 025");
+    events_move_into_keys_and_batches_and_back(&pg.db).await;
+    pg.drop().await;
 }

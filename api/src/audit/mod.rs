@@ -2,6 +2,8 @@
 //! operator and tenant-admin mutation records an entry in the same transaction as its
 //! change, so the log can never miss a change or record one that did not happen.
 
+pub mod chain;
+
 use chrono::Utc;
 use neocloud_schema::entity::audit_log;
 use neocloud_schema::ids::{AuditId, TenantId};
@@ -62,6 +64,8 @@ pub fn row(actor: Option<&Principal>, entry: Entry) -> audit_log::ActiveModel {
         object_id: Set(entry.object_id),
         before: Set(entry.before),
         after: Set(entry.after),
+        // Sealed later, in commit order (`chain::seal`).
+        ..Default::default()
     }
 }
 

@@ -101,6 +101,14 @@ pub struct AuditEntry {
     /// JSON of the object before the change.
     pub before: Option<String>,
     pub after: Option<String>,
+    /// Place in the global hash chain (null until sealed, within seconds).
+    pub seq: Option<i64>,
+    /// SHA-256 (hex) over the previous entry's hash, `seq` and this entry
+    /// (`neocloud admin verify-audit` proves the chain).
+    pub hash: Option<String>,
+    /// Place in its tenant's chain.
+    pub tenant_seq: Option<i64>,
+    pub tenant_hash: Option<String>,
 }
 
 impl From<audit_log::Model> for AuditEntry {
@@ -116,6 +124,10 @@ impl From<audit_log::Model> for AuditEntry {
             object_id: e.object_id,
             before: e.before.map(|v| v.to_string()),
             after: e.after.map(|v| v.to_string()),
+            seq: e.seq,
+            hash: e.hash,
+            tenant_seq: e.tenant_seq,
+            tenant_hash: e.tenant_hash,
         }
     }
 }

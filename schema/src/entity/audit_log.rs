@@ -1,5 +1,6 @@
 //! Who did what: one row per operator or tenant-admin mutation, with the object's state
-//! before and after. Append-only.
+//! before and after. Append-only (the database refuses anything else), and chained: once
+//! sealed, an entry holds its place and hash in the global chain and in its tenant's.
 
 use crate::ids::ApiKeyId;
 use crate::ids::AuditId;
@@ -20,6 +21,14 @@ pub struct Model {
     pub object_id: String,
     pub before: Option<Json>,
     pub after: Option<Json>,
+    /// Place in the global chain, from 1; `None` until sealed.
+    pub seq: Option<i64>,
+    /// SHA-256 (hex) over the previous entry's hash, `seq` and this entry.
+    pub hash: Option<String>,
+    /// Place in its tenant's chain, from 1 (entries with a tenant, once sealed).
+    pub tenant_seq: Option<i64>,
+    /// SHA-256 (hex) over the tenant's previous entry's hash, `tenant_seq` and this entry.
+    pub tenant_hash: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
