@@ -302,7 +302,8 @@ fn spawn_preemption_worker(db: DatabaseConnection, ordering: Arc<Ordering>) {
     });
 }
 
-/// Closes billing periods whose grace for late usage has passed.
+/// Closes billing periods whose grace for late usage has passed, and reminds tenants of
+/// invoices falling or fallen due.
 fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PERIOD_CLOSE_SWEEP);
@@ -310,6 +311,9 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
             tick.tick().await;
             if let Err(err) = crate::invoicing::close_due(&db, &billing).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Closing billing periods failed.");
+            }
+            if let Err(err) = crate::invoicing::send_reminders(&db, &billing).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Sending invoice reminders failed.");
             }
         }
     });

@@ -25,6 +25,7 @@ async fn tenant_created_at(created: &str, anchor: i32) -> (DatabaseConnection, T
         status: Set(TenantStatus::Active),
         created_at: Set(t(created)),
         billing_anchor_day: Set(anchor),
+        ..Default::default()
     }
     .insert(&db)
     .await

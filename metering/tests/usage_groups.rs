@@ -162,6 +162,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
         status: Set(TenantStatus::Active),
         created_at: Set(base),
         billing_anchor_day: Set(1),
+        ..Default::default()
     }
     .insert(db)
     .await

@@ -14,7 +14,7 @@ const CHANGE: &str = "UPDATE audit_log SET action = 'tenant.forged'";
 const DELETE: &str = "DELETE FROM audit_log";
 
 async fn guarded_and_back(db: &DatabaseConnection) {
-    Migrator::up(db, None).await.expect("up");
+    Migrator::up(db, Some(27)).await.expect("up to 027");
     db.execute_unprepared(ENTRY).await.expect("an entry");
     db.execute_unprepared(SEAL).await.expect("sealed once");
     for sql in [
@@ -30,7 +30,7 @@ async fn guarded_and_back(db: &DatabaseConnection) {
     db.execute_unprepared(CHANGE).await.expect("no guard");
     db.execute_unprepared(DELETE).await.expect("no guard");
 
-    Migrator::up(db, None).await.expect("up again");
+    Migrator::up(db, Some(1)).await.expect("027 again");
     db.execute_unprepared(ENTRY).await.expect("an entry");
     assert!(
         db.execute_unprepared(DELETE).await.is_err(),

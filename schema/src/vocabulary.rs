@@ -333,8 +333,19 @@ string_enum!(
         Void = "void",
         /// Payment given up on after dunning.
         Uncollectible = "uncollectible",
+        /// Finalized, owed and past its due date.
+        Overdue = "overdue",
     }
 );
+
+impl InvoiceStatus {
+    /// Finalized and still owed: open, or open past its due date.
+    pub const OWED: [InvoiceStatus; 2] = [InvoiceStatus::Open, InvoiceStatus::Overdue];
+
+    pub fn is_owed(self) -> bool {
+        Self::OWED.contains(&self)
+    }
+}
 
 string_enum!(
     /// Where collecting a finalized invoice stands.

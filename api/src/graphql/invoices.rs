@@ -25,6 +25,8 @@ pub enum GqlInvoiceStatus {
     Paid,
     Void,
     Uncollectible,
+    /// Finalized, owed and past its due date.
+    Overdue,
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -161,6 +163,10 @@ impl Invoice {
     async fn finalized_at(&self) -> Option<DateTime<Utc>> {
         self.0.invoice.finalized_at
     }
+    /// When it falls due: finalization plus the tenant's net terms (null while a draft).
+    async fn due_at(&self) -> Option<DateTime<Utc>> {
+        self.0.invoice.due_at
+    }
     async fn paid_at(&self) -> Option<DateTime<Utc>> {
         self.0.invoice.paid_at
     }
@@ -187,6 +193,8 @@ pub struct InvoiceSummary {
     pub period_end: DateTime<Utc>,
     pub currency: String,
     pub total: String,
+    /// When it falls due (null while a draft).
+    pub due_at: Option<DateTime<Utc>>,
     #[graphql(skip)]
     pub draft: bool,
 }
@@ -210,6 +218,7 @@ impl From<invoice::Model> for InvoiceSummary {
             period_end: i.period_end,
             currency: i.currency,
             total: i.total.to_string(),
+            due_at: i.due_at,
             draft,
         }
     }

@@ -44,6 +44,11 @@ impl Tenant {
     async fn billing_anchor_day(&self) -> i32 {
         self.0.billing_anchor_day
     }
+
+    /// Days from an invoice's finalization to its due date (net terms; 0: due on receipt).
+    async fn net_terms_days(&self) -> i32 {
+        self.0.net_terms_days
+    }
 }
 
 #[derive(InputObject)]
@@ -105,5 +110,20 @@ impl TenantMutation {
             tenant: Tenant(created.tenant),
             api_key: created.admin_key.secret,
         })
+    }
+
+    /// Sets a tenant's net terms (operator): invoices finalized from now on fall due this
+    /// many days later (0 to 120; 30 for a new tenant).
+    async fn set_payment_terms(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: ID,
+        net_terms_days: i32,
+    ) -> Result<Tenant> {
+        let id = super::scalars::parse_id("tenantId", &tenant_id)?;
+        let updated =
+            tenancy::set_payment_terms(super::db(ctx)?, super::principal(ctx)?, id, net_terms_days)
+                .await?;
+        Ok(Tenant(updated))
     }
 }

@@ -206,6 +206,7 @@ fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
         "period_end": invoice.period_end,
         "plan": invoice.plan,
         "finalized_at": invoice.finalized_at,
+        "due_at": invoice.due_at,
         "paid_at": invoice.paid_at,
         "voided_at": invoice.voided_at,
         "void_reason": invoice.void_reason,
@@ -235,6 +236,18 @@ fn focus(view: &InvoiceView, operator: &str, tenant: &str) -> String {
     out
 }
 
+/// "2026-12-31 (net 30 days)", or "2026-12-01 (due on receipt)".
+fn due_text(invoice: &neocloud_schema::entity::invoice::Model) -> Option<String> {
+    let due = invoice.due_at?;
+    let days = invoice.finalized_at.map_or(0, |at| (due - at).num_days());
+    let terms = match days {
+        0 => "due on receipt".to_owned(),
+        1 => "net 1 day".to_owned(),
+        n => format!("net {n} days"),
+    };
+    Some(format!("{} ({terms})", due.format("%Y-%m-%d")))
+}
+
 fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice {
     let invoice = &view.invoice;
     let title = match invoice.status {
@@ -260,6 +273,7 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         issued_at: invoice
             .finalized_at
             .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()),
+        due: due_text(invoice),
         period_start: invoice
             .period_start
             .format("%Y-%m-%d %H:%M UTC")

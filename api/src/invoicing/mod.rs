@@ -284,6 +284,17 @@ pub async fn close_due(db: &DatabaseConnection, billing_config: &Billing) -> Api
     Ok(closed)
 }
 
+/// Sends the reminders of owed invoices due now, and moves invoices past their due date
+/// to `overdue` (run periodically, after `close_due`). Returns how many went out.
+#[tracing::instrument(name = "invoicing.send_reminders", skip_all)]
+pub async fn send_reminders(db: &DatabaseConnection, billing_config: &Billing) -> ApiResult<usize> {
+    let txn = crate::db::begin_write(db).await?;
+    let sent =
+        neocloud_metering::invoicing::reminders::send_due(&txn, billing_config.clock.now()).await?;
+    txn.commit().await?;
+    Ok(sent)
+}
+
 async fn close_one(
     db: &DatabaseConnection,
     billing_config: &Billing,

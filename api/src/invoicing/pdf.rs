@@ -21,6 +21,7 @@ pub struct PdfInvoice {
     pub number: Option<String>,    // e.g. "NC-2026-000123"; None for drafts
     pub status: String,            // "OPEN", "PAID", "VOID", "DRAFT"
     pub issued_at: Option<String>, // e.g. "2026-12-01 00:00 UTC"
+    pub due: Option<String>,       // e.g. "2026-12-31 (net 30 days)"; None for drafts
     pub period_start: String,
     pub period_end: String,
     pub currency: String, // "USD"
@@ -320,12 +321,15 @@ impl Layout<'_> {
         let mut y = left.min(y - 38.0) - 14.0;
         let period = format!("{} to {}", inv.period_start, inv.period_end);
         let issued = inv.issued_at.as_deref().unwrap_or("not issued");
-        let details = [
-            ("Issue date", issued),
+        let mut details = vec![("Issue date", issued)];
+        if let Some(due) = &inv.due {
+            details.push(("Due date", due.as_str()));
+        }
+        details.extend([
             ("Billing period", period.as_str()),
             ("Currency", inv.currency.as_str()),
             ("Plan", inv.plan.as_str()),
-        ];
+        ]);
         for (label, value) in details {
             self.text(At::Left(LEFT), y, STRONG, label, 80.0);
             self.text(At::Left(LEFT + 85.0), y, BODY, value, RIGHT - LEFT - 85.0);
@@ -552,6 +556,7 @@ mod tests {
             number: Some("NC-2026-000123".into()),
             status: "OPEN".into(),
             issued_at: Some("2026-12-01 00:00 UTC".into()),
+            due: Some("2026-12-31 (net 30 days)".into()),
             period_start: "2026-11-01".into(),
             period_end: "2026-12-01".into(),
             currency: "USD".into(),
@@ -630,6 +635,8 @@ mod tests {
         let expected = [
             "(Page 1 of 1)",
             "NC-2026-000123)",
+            "(Due date)",
+            "(2026-12-31 \\(net 30 days\\))",
             "(Subtotal)",
             "(-100.00)",
         ];

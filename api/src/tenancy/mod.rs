@@ -206,6 +206,46 @@ pub async fn set_status(
     Ok(updated)
 }
 
+/// Longest net terms an operator may grant.
+pub const MAX_NET_TERMS_DAYS: i32 = 120;
+
+/// `setPaymentTerms` (operator): the days from an invoice's finalization to its due date,
+/// for the tenant's invoices finalized from now on.
+pub async fn set_payment_terms(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: TenantId,
+    net_terms_days: i32,
+) -> ApiResult<tenant::Model> {
+    actor.require_operator()?;
+    if !(0..=MAX_NET_TERMS_DAYS).contains(&net_terms_days) {
+        return Err(ApiError::invalid(
+            "netTermsDays",
+            format!("from 0 (due on receipt) to {MAX_NET_TERMS_DAYS} days"),
+        ));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let tenant = store::find(&txn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let updated = store::set_net_terms(&txn, &tenant, net_terms_days).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(id),
+            action: "tenant.payment_terms",
+            object_type: "tenant",
+            object_id: id.to_string(),
+            before: Some(serde_json::json!({"net_terms_days": tenant.net_terms_days})),
+            after: Some(serde_json::json!({"net_terms_days": net_terms_days})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
 /// Sets a tenant's status and tells the tenant (`tenant.suspended` with the reason, or
 /// `tenant.resumed`), in the caller's transaction.
 pub(crate) async fn change_status<C: sea_orm::ConnectionTrait>(

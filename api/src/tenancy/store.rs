@@ -12,6 +12,9 @@ use uuid::Uuid;
 
 use crate::pagination::{Page, PageOf};
 
+/// Net terms of a new tenant: invoices fall due 30 days after they are finalized.
+pub const DEFAULT_NET_TERMS_DAYS: i32 = 30;
+
 pub(crate) async fn insert<C: ConnectionTrait>(
     conn: &C,
     name: &str,
@@ -25,6 +28,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         status: Set(TenantStatus::Active),
         created_at: Set(Utc::now()),
         billing_anchor_day: Set(billing_anchor_day),
+        net_terms_days: Set(DEFAULT_NET_TERMS_DAYS),
     }
     .insert(conn)
     .await
@@ -71,6 +75,7 @@ pub(crate) fn describe(tenant: &tenant::Model) -> Value {
         "name": tenant.name,
         "currency": tenant.currency,
         "status": tenant.status,
+        "net_terms_days": tenant.net_terms_days,
     })
 }
 
@@ -81,5 +86,15 @@ pub(crate) async fn set_status<C: ConnectionTrait>(
 ) -> Result<tenant::Model, DbErr> {
     let mut active: tenant::ActiveModel = tenant.clone().into();
     active.status = Set(status);
+    active.update(conn).await
+}
+
+pub(crate) async fn set_net_terms<C: ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    days: i32,
+) -> Result<tenant::Model, DbErr> {
+    let mut active: tenant::ActiveModel = tenant.clone().into();
+    active.net_terms_days = Set(days);
     active.update(conn).await
 }

@@ -83,6 +83,7 @@ const INVOICE: Field = req("invoice_id", Id, "the invoice");
 const NUMBER: Field = req("number", Text, "the invoice number, e.g. `NC-2026-000123`");
 const TOTAL: Field = req("total", Decimal, "the amount due, in `currency`");
 const CURRENCY: Field = req("currency", Text, "ISO 4217 code");
+const DUE_AT: Field = req("due_at", Time, "when it fell or falls due");
 const NODE: Field = req("node_id", Id, "the node");
 const HOSTNAME: Field = req("hostname", Text, "the node's host name");
 
@@ -282,6 +283,13 @@ const CATALOG: &[Spec] = &[
         ],
     },
     Spec {
+        name: "invoice.paid",
+        audience: Tenant,
+        version: 1,
+        summary: "An invoice was paid.",
+        fields: &[INVOICE, NUMBER, TOTAL, CURRENCY],
+    },
+    Spec {
         name: "invoice.finalized",
         audience: Tenant,
         version: 1,
@@ -293,14 +301,36 @@ const CATALOG: &[Spec] = &[
             req("period_end", Time, "the period's end (exclusive)"),
             TOTAL,
             CURRENCY,
+            opt("due_at", Time, "when it falls due (the tenant's net terms)"),
         ],
     },
     Spec {
-        name: "invoice.paid",
+        name: "invoice.due_soon",
         audience: Tenant,
         version: 1,
-        summary: "An invoice was paid.",
-        fields: &[INVOICE, NUMBER, TOTAL, CURRENCY],
+        summary: "An owed invoice falls due within three days.",
+        fields: &[INVOICE, NUMBER, TOTAL, CURRENCY, DUE_AT],
+    },
+    Spec {
+        name: "invoice.overdue",
+        audience: Tenant,
+        version: 1,
+        summary: "An invoice was not paid by its due date; its status is now OVERDUE.",
+        fields: &[INVOICE, NUMBER, TOTAL, CURRENCY, DUE_AT],
+    },
+    Spec {
+        name: "invoice.payment_reminder",
+        audience: Tenant,
+        version: 1,
+        summary: "An overdue invoice is still unpaid 7, 14 or 30 days after its due date.",
+        fields: &[
+            INVOICE,
+            NUMBER,
+            TOTAL,
+            CURRENCY,
+            DUE_AT,
+            req("days_overdue", Integer, "whole days since the due date"),
+        ],
     },
     Spec {
         name: "invoice.payment_failed",

@@ -450,6 +450,7 @@ mod tests {
             plan: String::new(),
             rating,
             finalized_at: None,
+            due_at: None,
             paid_at: None,
             voided_at: None,
             void_reason: None,

@@ -10,6 +10,7 @@
 
 mod input;
 pub mod prices;
+pub mod reminders;
 pub mod store;
 pub mod volumes;
 
@@ -168,7 +169,7 @@ pub async fn close_period<C: ConnectionTrait>(
     now: DateTime<Utc>,
     policy: &BillingPolicy,
 ) -> Result<(invoice::Model, Vec<invoice_line::Model>), InvoicingError> {
-    store::lock_tenant(conn, tenant).await?;
+    let net_terms_days = store::lock_tenant(conn, tenant).await?;
     let mut draft = store::open_draft(conn, tenant).await?;
     let end = whole_second_up(end).min(draft.period_end);
     if end <= draft.period_start {
@@ -190,14 +191,26 @@ pub async fn close_period<C: ConnectionTrait>(
     } else {
         PaymentState::External
     };
-    let finalized =
-        store::finalize(conn, draft, &number, &input, &rated, payment_state, now).await?;
+    let due_at = now + chrono::Duration::days(net_terms_days);
+    let finalized = store::finalize(
+        conn,
+        draft,
+        &number,
+        &input,
+        &rated,
+        payment_state,
+        (now, due_at),
+    )
+    .await?;
     if payment_state == PaymentState::Pending {
         // Charged through the outbox: committed with the invoice, or not at all.
         crate::payments::outbox::queue_invoice(conn, tenant, finalized.id, now).await?;
     }
-    let period =
-        json!({"period_start": finalized.period_start, "period_end": finalized.period_end});
+    let period = json!({
+        "period_start": finalized.period_start,
+        "period_end": finalized.period_end,
+        "due_at": finalized.due_at,
+    });
     record_invoice_event(conn, "invoice.finalized", &finalized, period, now).await?;
     if payment_state == PaymentState::Paid {
         record_invoice_event(conn, "invoice.paid", &finalized, json!({}), now).await?;
@@ -256,7 +269,7 @@ pub async fn void<C: ConnectionTrait>(
     // settled by credits alone can be, and gives its credits back.
     let nothing_collected = found.total.get() <= Decimal::ZERO;
     let voidable = match found.status {
-        InvoiceStatus::Open | InvoiceStatus::Uncollectible => true,
+        InvoiceStatus::Open | InvoiceStatus::Overdue | InvoiceStatus::Uncollectible => true,
         InvoiceStatus::Paid => nothing_collected,
         InvoiceStatus::Draft | InvoiceStatus::Void => false,
     };

@@ -21,17 +21,24 @@ use uuid::Uuid;
 use super::{NewGrant, next_anchor, whole_minute};
 use crate::rating::period::{Line, PeriodInput, RatedInvoice};
 
-/// A no-op write on the tenant's row: closes of one tenant wait for each other.
+/// A no-op write on the tenant's row (closes of one tenant wait for each other); the
+/// tenant's net terms in days.
 pub(super) async fn lock_tenant<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-) -> Result<(), DbErr> {
+) -> Result<i64, DbErr> {
     tenant::Entity::update_many()
         .col_expr(tenant::Column::Name, Expr::col(tenant::Column::Name))
         .filter(tenant::Column::Id.eq(tenant))
         .exec(conn)
-        .await
-        .map(|_| ())
+        .await?;
+    let terms: Option<i32> = tenant::Entity::find_by_id(tenant)
+        .select_only()
+        .column(tenant::Column::NetTermsDays)
+        .into_tuple()
+        .one(conn)
+        .await?;
+    Ok(terms.map_or(0, i64::from))
 }
 
 /// The tenant's draft; its first one (from the tenant's creation) or the one after its
@@ -76,6 +83,7 @@ pub async fn open_draft<C: ConnectionTrait>(
         plan: Set(String::new()),
         rating: Set(None),
         finalized_at: Set(None),
+        due_at: Set(None),
         paid_at: Set(None),
         voided_at: Set(None),
         void_reason: Set(None),
@@ -144,7 +152,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     input: &PeriodInput,
     rated: &RatedInvoice,
     payment_state: PaymentState,
-    now: DateTime<Utc>,
+    (now, due_at): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<invoice::Model, DbErr> {
     insert_lines(conn, &draft, &rated.lines).await?;
     insert_credit_applications(conn, &draft, &rated.credit_uses, now).await?;
@@ -165,6 +173,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.plan = Set(plan);
     active.rating = Set(Some(rating_record(input, rated)));
     active.finalized_at = Set(Some(now));
+    active.due_at = Set(Some(due_at));
     if payment_state == PaymentState::Paid {
         active.status = Set(InvoiceStatus::Paid);
         active.paid_at = Set(Some(now));
@@ -312,6 +321,7 @@ pub(super) async fn finalized_since<C: ConnectionTrait>(
         .filter(invoice::Column::TenantId.eq(tenant))
         .filter(invoice::Column::Status.is_in([
             InvoiceStatus::Open.as_str(),
+            InvoiceStatus::Overdue.as_str(),
             InvoiceStatus::Paid.as_str(),
             InvoiceStatus::Uncollectible.as_str(),
         ]))

@@ -52,7 +52,7 @@ pub async fn judge<C: ConnectionTrait>(
         .await?
         .is_some_and(|a| a.dunning_suspended_at.is_some());
     let suspend = failures > 0
-        && found.status == InvoiceStatus::Open
+        && found.status.is_owed()
         && found.payment_failures >= failures
         && owner.status == TenantStatus::Active;
     let resume = found.status == InvoiceStatus::Paid

@@ -317,6 +317,7 @@ async fn paid<C: ConnectionTrait>(
         .filter(invoice::Column::Id.eq(id))
         .filter(invoice::Column::Status.is_in([
             InvoiceStatus::Open.as_str(),
+            InvoiceStatus::Overdue.as_str(),
             InvoiceStatus::Uncollectible.as_str(),
         ]))
         .exec(conn)
@@ -361,7 +362,7 @@ async fn failed<C: ConnectionTrait>(
             Expr::col(invoice::Column::PaymentFailures).add(1),
         )
         .filter(invoice::Column::Id.eq(id))
-        .filter(invoice::Column::Status.eq(InvoiceStatus::Open.as_str()))
+        .filter(invoice::Column::Status.is_in(InvoiceStatus::OWED.map(InvoiceStatus::as_str)))
         .exec(conn)
         .await?
         .rows_affected;
@@ -382,7 +383,7 @@ async fn uncollectible<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<Ou
             Expr::value(PaymentState::Uncollectible.as_str()),
         )
         .filter(invoice::Column::Id.eq(id))
-        .filter(invoice::Column::Status.eq(InvoiceStatus::Open.as_str()))
+        .filter(invoice::Column::Status.is_in(InvoiceStatus::OWED.map(InvoiceStatus::as_str)))
         .exec(conn)
         .await?
         .rows_affected;

@@ -230,7 +230,7 @@ async fn owed<C: ConnectionTrait>(conn: &C, invoice: Option<InvoiceId>) -> Resul
         Some(id) => invoice::Entity::find_by_id(id)
             .one(conn)
             .await?
-            .is_some_and(|i| i.status == InvoiceStatus::Open),
+            .is_some_and(|i| i.status.is_owed()),
         None => false,
     })
 }
@@ -558,7 +558,7 @@ impl<'a, C: ConnectionTrait> Delivery<'a, C> {
         Ok(match found {
             None => Err(Delivered::Refused("no such invoice".into())),
             // Paid, voided: nothing to collect any more.
-            Some(i) if !matches!(i.status, InvoiceStatus::Open | InvoiceStatus::Uncollectible) => {
+            Some(i) if !(i.status.is_owed() || i.status == InvoiceStatus::Uncollectible) => {
                 Err(Delivered::Done(None))
             }
             Some(i) => Ok(i),
@@ -781,6 +781,7 @@ mod tests {
             status: Set(TenantStatus::Active),
             created_at: Set(now),
             billing_anchor_day: Set(1),
+            ..Default::default()
         }
         .insert(&db)
         .await

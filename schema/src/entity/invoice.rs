@@ -28,6 +28,8 @@ pub struct Model {
     /// Everything needed to recompute the total: usage, plan terms, rounding, trace.
     pub rating: Option<Json>,
     pub finalized_at: Option<DateTimeUtc>,
+    /// When it falls due: finalization plus the tenant's net terms, frozen with it.
+    pub due_at: Option<DateTimeUtc>,
     pub paid_at: Option<DateTimeUtc>,
     pub voided_at: Option<DateTimeUtc>,
     pub void_reason: Option<String>,

@@ -29,6 +29,7 @@ pub mod ingest_quarantine;
 pub mod ingest_rejection;
 pub mod invoice;
 pub mod invoice_line;
+pub mod invoice_reminder;
 pub mod invoice_sequence;
 pub mod meter;
 pub mod meter_group;

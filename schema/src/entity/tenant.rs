@@ -16,6 +16,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Day of the month (1–28, UTC) on which the tenant's billing periods start.
     pub billing_anchor_day: i32,
+    /// Days from an invoice's finalization to its due date (net terms).
+    pub net_terms_days: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
