@@ -170,8 +170,23 @@ pub struct BillingSettings {
     pub invoice_prefix: String,
     /// How long after its end a billing period waits for late usage before it closes.
     pub close_grace_seconds: u64,
-    /// The seller named on invoices.
+    /// The seller named on invoices: the operator's legal name.
     pub operator_name: String,
+    /// The seller's postal address, a line each (printed under its name).
+    #[serde(default)]
+    pub seller_address: Vec<String>,
+    /// The seller's country (ISO 3166-1 alpha-2), VAT id, company registration (court
+    /// and number), contact email and bank details for transfers (IBAN, BIC, bank).
+    #[serde(default)]
+    pub seller_country: String,
+    #[serde(default)]
+    pub seller_vat_id: String,
+    #[serde(default)]
+    pub seller_registration: String,
+    #[serde(default)]
+    pub seller_email: String,
+    #[serde(default)]
+    pub seller_bank: String,
     /// Failed payments of one invoice after which the tenant is suspended for new orders
     /// until it pays (0: never).
     pub dunning_failures: u32,
@@ -181,6 +196,33 @@ pub struct BillingSettings {
 }
 
 impl BillingSettings {
+    /// The seller's identity: bounded lines, and an EU VAT id that matches its country
+    /// and check digits.
+    fn check_seller(&self) -> Result<(), SettingsError> {
+        use neocloud_metering::parties::vat_id;
+        let invalid = |setting, message: &str| SettingsError::Invalid {
+            setting,
+            message: message.to_owned(),
+        };
+        if self.seller_address.len() > 6 || self.seller_address.iter().any(|l| l.len() > 100) {
+            return Err(invalid(
+                "billing.seller_address",
+                "at most 6 lines of 100 characters",
+            ));
+        }
+        let vat = vat_id::compact(&self.seller_vat_id);
+        if let (false, Some(prefix)) = (vat.is_empty(), vat_id::prefix_of(&self.seller_country)) {
+            if !vat.starts_with(prefix) {
+                return Err(invalid(
+                    "billing.seller_vat_id",
+                    "must start with the VAT prefix of billing.seller_country",
+                ));
+            }
+            vat_id::check(&vat).map_err(|e| invalid("billing.seller_vat_id", &e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// `charge_retry_seconds` as numbers (validated at start-up).
     pub fn charge_retry_delays(&self) -> Vec<u64> {
         parse_delays(&self.charge_retry_seconds).unwrap_or_default()
@@ -359,6 +401,12 @@ impl Settings {
                 invoice_prefix: "NC".into(),
                 close_grace_seconds: 3600,
                 operator_name: "neocloud".into(),
+                seller_address: Vec::new(),
+                seller_country: String::new(),
+                seller_vat_id: String::new(),
+                seller_registration: String::new(),
+                seller_email: String::new(),
+                seller_bank: String::new(),
                 dunning_failures: 3,
                 charge_retry_seconds: "86400,172800,172800".into(),
             },
@@ -484,7 +532,7 @@ impl Settings {
                 message: "1 to 200 characters".into(),
             });
         }
-        Ok(())
+        self.billing.check_seller()
     }
 
     /// Every numeric setting within its bounds.

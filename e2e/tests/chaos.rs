@@ -767,6 +767,9 @@ async fn the_pipeline_counts_and_bills_everything_once_through_kills_and_restart
     tokio::time::sleep(Duration::from_secs(30)).await;
     settle(&client, &url_a, &world.operator, &agents).await;
     world.close_every_period().await;
+    // Agents keep sending their idle GPUs' samples: what came in while periods closed is
+    // journaled for a moment; it must drain too (a row stuck there fails `settle`).
+    settle(&client, &url_a, &world.operator, &agents).await;
     let db = Database::connect(db_url).await.expect("database");
     let replay = format!(
         "seed {seed}: NEOCLOUD_CHAOS_SEED={seed} NEOCLOUD_CHAOS_SECONDS={seconds} cargo test -p neocloud-e2e --test chaos"

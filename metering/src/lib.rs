@@ -41,6 +41,7 @@ pub mod health;
 pub mod ingest;
 pub mod invoicing;
 pub mod meters;
+pub mod parties;
 pub mod payments;
 pub mod plans;
 pub mod rating;

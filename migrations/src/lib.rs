@@ -60,6 +60,7 @@ mod m20261205_000025_scale_out;
 mod m20261205_000026_usage_event_journal;
 mod m20261206_000027_audit_chain;
 mod m20261206_000028_payment_terms;
+mod m20261206_000029_parties;
 
 pub struct Migrator;
 
@@ -95,6 +96,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000026_usage_event_journal::Migration),
             Box::new(m20261206_000027_audit_chain::Migration),
             Box::new(m20261206_000028_payment_terms::Migration),
+            Box::new(m20261206_000029_parties::Migration),
         ]
     }
 }

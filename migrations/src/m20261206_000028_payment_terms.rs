@@ -7,6 +7,8 @@
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
 use sea_orm_migration::{prelude::*, schema::*};
 
+use crate::helpers::{INVOICE_FROZEN_028, freeze_invoices};
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -28,74 +30,6 @@ enum InvoiceReminders {
     InvoiceId,
     Kind,
     SentAt,
-}
-
-/// Columns of a finalized invoice that never change again (migration 004's, and `due_at`).
-const FROZEN: &[&str] = &[
-    "tenant_id",
-    "number",
-    "currency",
-    "period_start",
-    "period_end",
-    "subtotal",
-    "credits",
-    "total",
-    "plan",
-    "finalized_at",
-    "due_at",
-];
-
-fn postgres_function(frozen: &[&str]) -> String {
-    let changed = frozen
-        .iter()
-        .map(|c| format!("NEW.{c} IS DISTINCT FROM OLD.{c}"))
-        .chain(["NEW.rating::text IS DISTINCT FROM OLD.rating::text".to_owned()])
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    format!(
-        "CREATE OR REPLACE FUNCTION invoices_frozen() RETURNS trigger AS $$
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    IF OLD.status <> 'draft' THEN
-      RAISE EXCEPTION 'invoice % is finalized and cannot be deleted', OLD.id USING ERRCODE = 'check_violation';
-    END IF;
-    RETURN OLD;
-  END IF;
-  IF OLD.status <> 'draft' AND ({changed}) THEN
-    RAISE EXCEPTION 'invoice % is finalized and cannot be changed', OLD.id USING ERRCODE = 'check_violation';
-  END IF;
-  IF OLD.status = 'void' AND NEW.status <> 'void' THEN
-    RAISE EXCEPTION 'invoice % is void', OLD.id USING ERRCODE = 'check_violation';
-  END IF;
-  RETURN NEW;
-END $$ LANGUAGE plpgsql"
-    )
-}
-
-/// Replaces the update trigger, in one execution (one connection of the pool).
-fn sqlite_update_trigger(frozen: &[&str]) -> String {
-    let changed = frozen
-        .iter()
-        .chain(&["rating"])
-        .map(|c| format!("NEW.{c} IS NOT OLD.{c}"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    format!(
-        "DROP TRIGGER invoices_frozen_update; \
-         CREATE TRIGGER invoices_frozen_update BEFORE UPDATE ON invoices \
-         WHEN OLD.status <> 'draft' AND ({changed} OR (OLD.status = 'void' AND NEW.status <> 'void')) \
-         BEGIN SELECT RAISE(ABORT, 'invoice is finalized and cannot be changed'); END"
-    )
-}
-
-/// Makes the invoice triggers freeze `frozen`.
-async fn freeze(manager: &SchemaManager<'_>, frozen: &[&str]) -> Result<(), DbErr> {
-    let sql = match manager.get_database_backend() {
-        DbBackend::Postgres => postgres_function(frozen),
-        _ => sqlite_update_trigger(frozen),
-    };
-    manager.get_connection().execute_unprepared(&sql).await?;
-    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -145,11 +79,12 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        freeze(manager, FROZEN).await
+        freeze_invoices(manager, INVOICE_FROZEN_028, &["rating"]).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        freeze(manager, &FROZEN[..FROZEN.len() - 1]).await?;
+        let before = &INVOICE_FROZEN_028[..INVOICE_FROZEN_028.len() - 1];
+        freeze_invoices(manager, before, &["rating"]).await?;
         manager
             .drop_table(Table::drop().table(InvoiceReminders::Table).to_owned())
             .await?;

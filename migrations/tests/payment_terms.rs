@@ -1,6 +1,7 @@
 //! Migration 028: tenants get 30-day net terms, invoices finalized before it fall due 30
 //! days after their finalization, and the due date is frozen with the invoice; its `down`
-//! takes both away (SQLite and PostgreSQL).
+//! takes both away. Migration 029 freezes the invoice's parties too (SQLite and
+//! PostgreSQL).
 
 mod support;
 
@@ -103,6 +104,35 @@ async fn terms_come_and_go(db: &DatabaseConnection) {
     db.execute_unprepared("UPDATE invoices SET paid_at = finalized_at, status = 'paid'")
         .await
         .expect("payment still moves on");
+}
+
+/// Migration 029 freezes `invoices.parties`; its `down` keeps 028's freeze of `due_at`.
+async fn parties_are_frozen_and_the_down_keeps_due_dates_frozen(db: &DatabaseConnection) {
+    Migrator::up(db, Some(27)).await.expect("up to 027");
+    finalized_invoice(db, "2026-11-01T10:00:00Z".parse().expect("time")).await;
+    Migrator::up(db, Some(2)).await.expect("up 028 and 029");
+    let set_parties = "UPDATE invoices SET parties = '{\"seller\": {}}'";
+    assert!(db.execute_unprepared(set_parties).await.is_err(), "frozen");
+    Migrator::down(db, Some(1)).await.expect("down 029");
+    let moved = db
+        .execute_unprepared("UPDATE invoices SET due_at = finalized_at")
+        .await;
+    assert!(moved.is_err(), "due_at is still frozen");
+}
+
+#[tokio::test]
+async fn parties_are_frozen_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    parties_are_frozen_and_the_down_keeps_due_dates_frozen(&support::sqlite(&dir).await).await;
+}
+
+#[tokio::test]
+async fn parties_are_frozen_on_postgres() {
+    let Some(pg) = support::Pg::create().await else {
+        return;
+    };
+    parties_are_frozen_and_the_down_keeps_due_dates_frozen(&pg.db).await;
+    pg.drop().await;
 }
 
 #[tokio::test]

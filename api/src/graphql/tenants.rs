@@ -68,6 +68,58 @@ pub struct CreateTenantPayload {
     pub api_key: String,
 }
 
+/// The legal identity a tenant's invoices are addressed to (frozen onto each invoice as it
+/// is finalized).
+#[derive(SimpleObject)]
+pub struct BillingProfile {
+    pub legal_name: String,
+    pub address_lines: Vec<String>,
+    pub postal_code: String,
+    pub city: String,
+    /// ISO 3166-1 alpha-2.
+    pub country: String,
+    /// Compacted, e.g. `DE136695976`.
+    pub vat_id: Option<String>,
+    /// `check_digits_valid`, `format_valid` (this country's check digits are not verified)
+    /// or `not_checked` (outside the EU). Never verified with VIES: shown on invoices as
+    /// "not verified".
+    pub vat_id_status: Option<String>,
+    pub po_number: Option<String>,
+    pub billing_email: Option<String>,
+}
+
+impl From<neocloud_metering::parties::Buyer> for BillingProfile {
+    fn from(b: neocloud_metering::parties::Buyer) -> Self {
+        BillingProfile {
+            legal_name: b.legal_name,
+            address_lines: b.address_lines,
+            postal_code: b.postal_code,
+            city: b.city,
+            country: b.country,
+            vat_id: b.vat_id,
+            vat_id_status: b.vat_id_status,
+            po_number: b.po_number,
+            billing_email: b.billing_email,
+        }
+    }
+}
+
+#[derive(InputObject)]
+pub struct BillingProfileInput {
+    pub legal_name: String,
+    /// 1 to 4 street lines.
+    pub address_lines: Vec<String>,
+    pub postal_code: String,
+    pub city: String,
+    /// ISO 3166-1 alpha-2, e.g. DE.
+    pub country: String,
+    /// For an EU country, a VAT id with its country's prefix, checked by format and check
+    /// digits; elsewhere, the tax id as written.
+    pub vat_id: Option<String>,
+    pub po_number: Option<String>,
+    pub billing_email: Option<String>,
+}
+
 #[derive(Default)]
 pub struct TenantQuery;
 
@@ -84,6 +136,19 @@ impl TenantQuery {
         let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
         let result = tenancy::list_tenants(super::db(ctx)?, super::principal(ctx)?, page).await?;
         Ok(connection(result, |t| t.id.into(), Tenant))
+    }
+
+    /// The billing profile of the caller's tenant (operators: `tenantId`'s); null until set.
+    async fn billing_profile(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: Option<ID>,
+    ) -> Result<Option<BillingProfile>> {
+        let tenant = tenant_id
+            .map(|id| super::scalars::parse_id("tenantId", &id))
+            .transpose()?;
+        let found = tenancy::profile::get(super::db(ctx)?, super::principal(ctx)?, tenant).await?;
+        Ok(found.map(BillingProfile::from))
     }
 }
 
@@ -110,6 +175,39 @@ impl TenantMutation {
             tenant: Tenant(created.tenant),
             api_key: created.admin_key.secret,
         })
+    }
+
+    /// Sets the billing profile of the caller's tenant (tenant admins) or of `tenantId`
+    /// (operators); audited. Invoices already finalized keep the profile they were issued
+    /// with.
+    async fn set_billing_profile(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: Option<ID>,
+        input: BillingProfileInput,
+    ) -> Result<BillingProfile> {
+        let tenant = tenant_id
+            .map(|id| super::scalars::parse_id("tenantId", &id))
+            .transpose()?;
+        let input = neocloud_metering::parties::BuyerInput {
+            legal_name: input.legal_name,
+            address_lines: input.address_lines,
+            postal_code: input.postal_code,
+            city: input.city,
+            country: input.country,
+            vat_id: input.vat_id,
+            po_number: input.po_number,
+            billing_email: input.billing_email,
+        };
+        let saved = tenancy::profile::set(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant,
+            &input,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(saved.into())
     }
 
     /// Sets a tenant's net terms (operator): invoices finalized from now on fall due this

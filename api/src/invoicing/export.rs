@@ -2,6 +2,7 @@
 //! needed to recompute the total), PDF (the document a customer files), and FOCUS (the
 //! FinOps Open Cost and Usage Specification column layout, one row per line).
 
+use neocloud_metering::parties::{Buyer, Parties, Seller};
 use neocloud_metering::rating::period::Line;
 use serde_json::json;
 
@@ -206,6 +207,7 @@ fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
         "period_end": invoice.period_end,
         "plan": invoice.plan,
         "finalized_at": invoice.finalized_at,
+        "parties": invoice.parties,
         "due_at": invoice.due_at,
         "paid_at": invoice.paid_at,
         "voided_at": invoice.voided_at,
@@ -248,7 +250,50 @@ fn due_text(invoice: &neocloud_schema::entity::invoice::Model) -> Option<String>
     Some(format!("{} ({terms})", due.format("%Y-%m-%d")))
 }
 
+/// The seller and buyer frozen on a finalized invoice (none on drafts and on invoices
+/// finalized before parties were kept).
+fn parties(invoice: &neocloud_schema::entity::invoice::Model) -> Option<Parties> {
+    serde_json::from_value(invoice.parties.clone()?).ok()
+}
+
+/// The seller's lines under its name: address, country, VAT id, registration, contact,
+/// bank.
+fn seller_lines(seller: &Seller) -> Vec<String> {
+    let mut lines = seller.address_lines.clone();
+    let labelled = [
+        ("", &seller.country),
+        ("VAT ID: ", &seller.vat_id),
+        ("Registration: ", &seller.registration),
+        ("", &seller.email),
+        ("Bank: ", &seller.bank),
+    ];
+    lines.extend(
+        labelled
+            .iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(label, v)| format!("{label}{v}")),
+    );
+    lines
+}
+
+/// The buyer's lines under its name: address, VAT id (marked not verified), PO number.
+fn buyer_lines(buyer: &Buyer) -> Vec<String> {
+    let mut lines = buyer.address_lines.clone();
+    lines.push(format!("{} {}", buyer.postal_code, buyer.city));
+    lines.push(buyer.country.clone());
+    if let Some(vat) = &buyer.vat_id {
+        lines.push(format!("VAT ID: {vat} (not verified)"));
+    }
+    if let Some(po) = &buyer.po_number {
+        lines.push(format!("PO: {po}"));
+    }
+    lines
+}
+
 fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice {
+    let parties = parties(&view.invoice);
+    let seller = parties.as_ref().map(|p| &p.seller);
+    let buyer = parties.as_ref().and_then(|p| p.buyer.as_ref());
     let invoice = &view.invoice;
     let title = match invoice.status {
         neocloud_schema::vocabulary::InvoiceStatus::Draft => "Draft invoice",
@@ -263,9 +308,12 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         notes.insert(0, format!("Voided: {reason}"));
     }
     PdfInvoice {
-        operator_name: operator.to_owned(),
-        operator_lines: Vec::new(),
-        tenant_name: tenant.to_owned(),
+        operator_name: seller
+            .map_or(operator, |s| s.legal_name.as_str())
+            .to_owned(),
+        operator_lines: seller.map(seller_lines).unwrap_or_default(),
+        tenant_name: buyer.map_or(tenant, |b| b.legal_name.as_str()).to_owned(),
+        tenant_lines: buyer.map(buyer_lines).unwrap_or_default(),
         tenant_id: invoice.tenant_id.to_string(),
         title: title.to_owned(),
         number: invoice.number.clone(),

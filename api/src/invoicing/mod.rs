@@ -51,6 +51,15 @@ impl Billing {
                 close_grace: TimeDelta::seconds(
                     i64::try_from(settings.close_grace_seconds).unwrap_or(3600),
                 ),
+                seller: neocloud_metering::parties::Seller {
+                    legal_name: settings.operator_name.clone(),
+                    address_lines: settings.seller_address.clone(),
+                    country: settings.seller_country.clone(),
+                    vat_id: settings.seller_vat_id.clone(),
+                    registration: settings.seller_registration.clone(),
+                    email: settings.seller_email.clone(),
+                    bank: settings.seller_bank.clone(),
+                },
             },
             operator_name: settings.operator_name.clone(),
             dunning_failures: i32::try_from(settings.dunning_failures).unwrap_or(3),

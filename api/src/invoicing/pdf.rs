@@ -16,6 +16,7 @@ pub struct PdfInvoice {
     pub operator_name: String,       // seller, e.g. "neocloud"
     pub operator_lines: Vec<String>, // seller address / tax id lines, may be empty
     pub tenant_name: String,         // buyer
+    pub tenant_lines: Vec<String>,   // buyer address / tax id lines, may be empty
     pub tenant_id: String,
     pub title: String,             // "Invoice", "Draft invoice" or "Void invoice"
     pub number: Option<String>,    // e.g. "NC-2026-000123"; None for drafts
@@ -315,10 +316,15 @@ impl Layout<'_> {
         }
         self.text(bill, y, LABEL, "BILL TO", 100.0);
         self.text(bill, y - 14.0, NAME, &inv.tenant_name, bill_w);
+        let mut right = y - 27.0;
+        for line in inv.tenant_lines.iter().take(7) {
+            self.text(bill, right, BODY, line, bill_w);
+            right -= 11.0;
+        }
         let tenant = format!("Tenant ID: {}", inv.tenant_id);
-        self.text(bill, y - 27.0, BODY, &tenant, bill_w);
+        self.text(bill, right, BODY, &tenant, bill_w);
 
-        let mut y = left.min(y - 38.0) - 14.0;
+        let mut y = left.min(right - 11.0).min(y - 38.0) - 14.0;
         let period = format!("{} to {}", inv.period_start, inv.period_end);
         let issued = inv.issued_at.as_deref().unwrap_or("not issued");
         let mut details = vec![("Issue date", issued)];
@@ -551,6 +557,7 @@ mod tests {
             operator_name: "neocloud".into(),
             operator_lines: vec!["1 Example Street, Berlin".into(), "VAT DE123456789".into()],
             tenant_name: "Acme Research".into(),
+            tenant_lines: vec!["Invalidenstraße 1".into(), "10115 Berlin".into()],
             tenant_id: "tn_42".into(),
             title: "Invoice".into(),
             number: Some("NC-2026-000123".into()),

@@ -1,6 +1,7 @@
 //! Tenants: customer organisations. Creating one also mints its first `tenant_admin` key,
 //! in one transaction, so no tenant exists that nobody can log in to.
 
+pub mod profile;
 pub(crate) mod store;
 
 use neocloud_schema::entity::tenant;

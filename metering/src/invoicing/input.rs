@@ -451,6 +451,7 @@ mod tests {
             rating,
             finalized_at: None,
             due_at: None,
+            parties: None,
             paid_at: None,
             voided_at: None,
             void_reason: None,

@@ -56,6 +56,8 @@ pub struct BillingPolicy {
     /// Whether finalized invoices are collected through Stripe (`pending`) or outside
     /// neocloud (`external`).
     pub payments: bool,
+    /// The operator as seller, frozen onto each invoice it finalizes.
+    pub seller: crate::parties::Seller,
 }
 
 impl Default for BillingPolicy {
@@ -64,6 +66,10 @@ impl Default for BillingPolicy {
             invoice_prefix: "NC".to_owned(),
             close_grace: TimeDelta::hours(1),
             payments: false,
+            seller: crate::parties::Seller {
+                legal_name: "neocloud".to_owned(),
+                ..Default::default()
+            },
         }
     }
 }
@@ -192,16 +198,16 @@ pub async fn close_period<C: ConnectionTrait>(
         PaymentState::External
     };
     let due_at = now + chrono::Duration::days(net_terms_days);
-    let finalized = store::finalize(
-        conn,
-        draft,
-        &number,
-        &input,
-        &rated,
-        payment_state,
-        (now, due_at),
-    )
-    .await?;
+    let issue = store::Issue {
+        at: now,
+        due_at,
+        parties: crate::parties::Parties {
+            seller: policy.seller.clone(),
+            buyer: crate::parties::store::find(conn, tenant).await?,
+        },
+    };
+    let finalized =
+        store::finalize(conn, draft, &number, &input, &rated, payment_state, &issue).await?;
     if payment_state == PaymentState::Pending {
         // Charged through the outbox: committed with the invoice, or not at all.
         crate::payments::outbox::queue_invoice(conn, tenant, finalized.id, now).await?;

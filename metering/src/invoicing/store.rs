@@ -84,6 +84,7 @@ pub async fn open_draft<C: ConnectionTrait>(
         rating: Set(None),
         finalized_at: Set(None),
         due_at: Set(None),
+        parties: Set(None),
         paid_at: Set(None),
         voided_at: Set(None),
         void_reason: Set(None),
@@ -144,6 +145,13 @@ pub(super) async fn next_number<C: ConnectionTrait>(
     Ok(format!("{series}-{value:06}"))
 }
 
+/// When and to whom an invoice is issued.
+pub(super) struct Issue {
+    pub at: DateTime<Utc>,
+    pub due_at: DateTime<Utc>,
+    pub parties: crate::parties::Parties,
+}
+
 /// Freezes the draft: lines, credit applications, amounts, number, rating input.
 pub(super) async fn finalize<C: ConnectionTrait>(
     conn: &C,
@@ -152,8 +160,14 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     input: &PeriodInput,
     rated: &RatedInvoice,
     payment_state: PaymentState,
-    (now, due_at): (DateTime<Utc>, DateTime<Utc>),
+    issue: &Issue,
 ) -> Result<invoice::Model, DbErr> {
+    let Issue {
+        at: now,
+        due_at,
+        parties,
+    } = issue;
+    let (now, due_at) = (*now, *due_at);
     insert_lines(conn, &draft, &rated.lines).await?;
     insert_credit_applications(conn, &draft, &rated.credit_uses, now).await?;
     let plan = input
@@ -174,6 +188,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.rating = Set(Some(rating_record(input, rated)));
     active.finalized_at = Set(Some(now));
     active.due_at = Set(Some(due_at));
+    active.parties = Set(serde_json::to_value(parties).ok());
     if payment_state == PaymentState::Paid {
         active.status = Set(InvoiceStatus::Paid);
         active.paid_at = Set(Some(now));

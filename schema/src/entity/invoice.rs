@@ -30,6 +30,8 @@ pub struct Model {
     pub finalized_at: Option<DateTimeUtc>,
     /// When it falls due: finalization plus the tenant's net terms, frozen with it.
     pub due_at: Option<DateTimeUtc>,
+    /// Seller and buyer as they were when it was finalized (`neocloud_metering::parties`).
+    pub parties: Option<Json>,
     pub paid_at: Option<DateTimeUtc>,
     pub voided_at: Option<DateTimeUtc>,
     pub void_reason: Option<String>,

@@ -12,6 +12,7 @@ pub mod api_key;
 pub mod audit_log;
 mod exact;
 pub use exact::{Exact, NotExact};
+pub mod billing_profile;
 pub mod budget;
 pub mod budget_event;
 pub mod credit_application;
