@@ -25,6 +25,9 @@ fn seller(s: &mut neocloud_api::settings::Settings) {
     s.billing.seller_address = vec!["Kungsgatan 1".into(), "111 43 Stockholm".into()];
     s.billing.seller_country = "SE".into();
     s.billing.seller_vat_id = "SE556058115801".into();
+    s.billing.seller_registration = "Bolagsverket 556058-1158".into();
+    s.billing.seller_email = "billing@nordic-gpu.example".into();
+    s.billing.seller_bank = "IBAN SE45 5000 0000 0583 9825 7466".into();
 }
 
 async fn a_tenant_keeps_its_own_profile_checked(backend: Backend) {
@@ -155,6 +158,8 @@ async fn an_issued_invoice_keeps_the_parties_it_was_issued_to(backend: Backend) 
         "(PO: PO-7)",
         "(Nordic GPU Cloud AB)",
         "(VAT ID: SE556058115801)",
+        "(Registration: Bolagsverket 556058-1158)",
+        "(Bank: IBAN SE45 5000 0000 0583 9825 7466)",
     ] {
         assert!(text.contains(shown), "the PDF shows {shown}");
     }

@@ -310,14 +310,14 @@ impl Layout<'_> {
         self.text(At::Left(LEFT), y, LABEL, "FROM", 100.0);
         self.text(At::Left(LEFT), y - 14.0, NAME, &inv.operator_name, 250.0);
         let mut left = y - 27.0;
-        for line in inv.operator_lines.iter().take(6) {
+        for line in inv.operator_lines.iter().take(11) {
             self.text(At::Left(LEFT), left, BODY, line, 250.0);
             left -= 11.0;
         }
         self.text(bill, y, LABEL, "BILL TO", 100.0);
         self.text(bill, y - 14.0, NAME, &inv.tenant_name, bill_w);
         let mut right = y - 27.0;
-        for line in inv.tenant_lines.iter().take(7) {
+        for line in inv.tenant_lines.iter().take(8) {
             self.text(bill, right, BODY, line, bill_w);
             right -= 11.0;
         }
