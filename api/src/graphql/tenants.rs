@@ -80,7 +80,7 @@ pub struct BillingProfile {
     pub country: String,
     /// Compacted, e.g. `DE136695976`.
     pub vat_id: Option<String>,
-    /// `check_digits_valid`, `format_valid` (this country's check digits are not verified)
+    /// `check_digits_valid`, `format_valid` (a form whose check digits are not verified here)
     /// or `not_checked` (outside the EU). Never verified with VIES: shown on invoices as
     /// "not verified".
     pub vat_id_status: Option<String>,

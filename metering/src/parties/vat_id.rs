@@ -83,7 +83,17 @@ pub fn check(vat_id: &str) -> Result<VatCheck, VatError> {
         "SE" => se(number),
         "SI" => si(number),
         "SK" => sk(number),
-        other => format_only(other, number),
+        "BG" => bg(number),
+        "CY" => cy(number),
+        "CZ" => cz(number),
+        "ES" => es(number),
+        "HR" => hr(number),
+        "IE" => ie(number),
+        "LT" => lt(number),
+        "LV" => lv(number),
+        "MT" => mt(number),
+        "RO" => ro(number),
+        other => Err(VatError::UnknownCountry(other.into())),
     }
 }
 
@@ -325,48 +335,187 @@ fn sk(number: &str) -> Result<VatCheck, VatError> {
     verdict(value.is_multiple_of(11))
 }
 
-/// Countries whose check digits are not verified here: length and characters only.
-fn format_only(prefix: &str, number: &str) -> Result<VatCheck, VatError> {
-    let all_digits = |n: &str| n.bytes().all(|b| b.is_ascii_digit());
-    let alnum = |n: &str| n.bytes().all(|b| b.is_ascii_alphanumeric());
-    let (ok, what) = match prefix {
-        "BG" => (
-            matches!(number.len(), 9 | 10) && all_digits(number),
-            "9 or 10 digits",
-        ),
-        "CY" => (
-            number.len() == 9
-                && all_digits(&number[..8])
-                && number.as_bytes()[8].is_ascii_uppercase(),
-            "8 digits and a letter",
-        ),
-        "CZ" => (
-            (8..=10).contains(&number.len()) && all_digits(number),
-            "8 to 10 digits",
-        ),
-        "ES" => (number.len() == 9 && alnum(number), "9 letters and digits"),
-        "HR" => (number.len() == 11 && all_digits(number), "11 digits"),
-        "IE" => (
-            matches!(number.len(), 8 | 9) && alnum(number),
-            "8 or 9 letters and digits",
-        ),
-        "LT" => (
-            matches!(number.len(), 9 | 12) && all_digits(number),
-            "9 or 12 digits",
-        ),
-        "LV" => (number.len() == 11 && all_digits(number), "11 digits"),
-        "MT" => (number.len() == 8 && all_digits(number), "8 digits"),
-        "RO" => (
-            (2..=10).contains(&number.len()) && all_digits(number),
-            "2 to 10 digits",
-        ),
-        _ => (false, "known"),
-    };
-    if ok {
-        Ok(VatCheck::FormatValid)
-    } else {
-        Err(VatError::Format(what))
+/// Bulgaria: 9 digits for companies (checked); 10 for people and others (format only).
+fn bg(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "9 or 10 digits";
+    if number.len() == 10 {
+        digits(number, 10, WHAT)?;
+        return Ok(VatCheck::FormatValid);
     }
+    let d = digits(number, 9, WHAT)?;
+    let mut r = weighted(&d[..8], &[1, 2, 3, 4, 5, 6, 7, 8]) % 11;
+    if r == 10 {
+        r = weighted(&d[..8], &[3, 4, 5, 6, 7, 8, 9, 10]) % 11 % 10;
+    }
+    verdict(r == d[8])
+}
+
+/// Cyprus: 8 digits (not starting 12) and a check letter.
+fn cy(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "8 digits, not starting 12, and a letter";
+    let (body, letter) = number.split_at_checked(8).ok_or(VatError::Format(WHAT))?;
+    let d = digits(body, 8, WHAT)?;
+    if d[..2] == [1, 2] || letter.len() != 1 {
+        return Err(VatError::Format(WHAT));
+    }
+    const EVEN: [u32; 10] = [1, 0, 5, 7, 9, 13, 15, 17, 19, 21];
+    let sum: u32 = d
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| if i % 2 == 0 { EVEN[x as usize] } else { x })
+        .sum();
+    verdict(letter.as_bytes()[0] == b'A' + (sum % 26) as u8)
+}
+
+/// Czechia: 8 digits for legal entities (checked); 9 or 10 for people (format only).
+fn cz(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "8 to 10 digits";
+    if matches!(number.len(), 9 | 10) {
+        digits(number, number.len(), WHAT)?;
+        return Ok(VatCheck::FormatValid);
+    }
+    let d = digits(number, 8, WHAT)?;
+    if d[0] == 9 {
+        return Err(VatError::Format("8 digits, the first not 9"));
+    }
+    let check = match 11 - weighted(&d[..7], &[8, 7, 6, 5, 4, 3, 2]) % 11 {
+        10 => 0,
+        11 => 1,
+        c => c,
+    };
+    verdict(check == d[7])
+}
+
+/// The letter of a Spanish DNI number.
+fn dni_letter(n: u32) -> u8 {
+    b"TRWAGMYFPDXBNJZSQVHLCKE"[(n % 23) as usize]
+}
+
+/// Spain: a DNI (8 digits, letter), an NIE (X/Y/Z, 7 digits, letter), a NIF of K/L/M
+/// (letter, 7 digits, letter) or a CIF (letter, 7 digits, digit or letter).
+fn es(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "a DNI, NIE or CIF: 9 letters and digits";
+    let b = number.as_bytes();
+    if b.len() != 9 || !b[1..8].iter().all(u8::is_ascii_digit) {
+        return Err(VatError::Format(WHAT));
+    }
+    let seven: u32 = number[1..8].parse().map_err(|_| VatError::Format(WHAT))?;
+    let last = b[8];
+    match b[0] {
+        b'0'..=b'9' => verdict(last == dni_letter(u32::from(b[0] - b'0') * 10_000_000 + seven)),
+        b'X' | b'Y' | b'Z' => {
+            verdict(last == dni_letter(u32::from(b[0] - b'X') * 10_000_000 + seven))
+        }
+        b'K' | b'L' | b'M' => verdict(last == dni_letter(seven)),
+        b'A'..=b'W' => {
+            let d: Vec<u32> = b[1..8].iter().map(|x| u32::from(x - b'0')).collect();
+            let sum: u32 = d
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    if i % 2 == 0 {
+                        (x * 2) / 10 + (x * 2) % 10
+                    } else {
+                        x
+                    }
+                })
+                .sum();
+            let c = (10 - sum % 10) % 10;
+            verdict(last == b'0' + c as u8 || last == b"JABCDEFGHI"[c as usize])
+        }
+        _ => Err(VatError::Format(WHAT)),
+    }
+}
+
+/// Croatia: the OIB, 11 digits, ISO 7064 MOD 11,10.
+fn hr(number: &str) -> Result<VatCheck, VatError> {
+    verdict(mod_11_10(&digits(number, 11, "11 digits")?))
+}
+
+/// Ireland: 7 digits and a check letter, with an optional second letter; or the old form
+/// (digit, letter or + or *, 5 digits, check letter).
+fn ie(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "7 digits and 1 or 2 letters";
+    let b = number.as_bytes();
+    let old = b.len() == 8 && b[0].is_ascii_digit() && !b[1].is_ascii_digit();
+    let number = if old {
+        format!("0{}{}{}", &number[2..7], &number[..1], &number[7..])
+    } else {
+        number.to_owned()
+    };
+    let (body, letters) = number.split_at_checked(7).ok_or(VatError::Format(WHAT))?;
+    let d = digits(body, 7, WHAT)?;
+    let letters = letters.as_bytes();
+    if letters.is_empty() || letters.len() > 2 || !letters.iter().all(u8::is_ascii_uppercase) {
+        return Err(VatError::Format(WHAT));
+    }
+    let mut sum = weighted(&d, &[8, 7, 6, 5, 4, 3, 2]);
+    if let Some(second) = letters.get(1) {
+        let value = (0u32..)
+            .zip(b"WABCDEFGHI")
+            .find_map(|(v, c)| (c == second).then_some(v))
+            .ok_or(VatError::Format(WHAT))?;
+        sum += 9 * value;
+    }
+    verdict(letters[0] == b"WABCDEFGHIJKLMNOPQRSTUV"[(sum % 23) as usize])
+}
+
+/// Lithuania: 9 digits (the 8th is 1) or 12 (the 11th is 1).
+fn lt(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "9 digits with 1 in the 8th place, or 12 with 1 in the 11th";
+    let d = digits(number, number.len().clamp(9, 12), WHAT)?;
+    if !matches!(d.len(), 9 | 12) || d[d.len() - 2] != 1 {
+        return Err(VatError::Format(WHAT));
+    }
+    let (body, check) = d.split_at(d.len() - 1);
+    let sum = |shift: usize| -> u32 {
+        body.iter()
+            .zip((1..=9u32).cycle().skip(shift))
+            .map(|(&x, w)| x * w)
+            .sum::<u32>()
+            % 11
+    };
+    let mut c = sum(0);
+    if c == 10 {
+        c = sum(2);
+    }
+    verdict(c % 10 == check[0])
+}
+
+/// Latvia: 11 digits; legal entities (first digit above 3) are checked, people's numbers
+/// (a birth date) by format only.
+fn lv(number: &str) -> Result<VatCheck, VatError> {
+    let d = digits(number, 11, "11 digits")?;
+    if d[0] <= 3 {
+        return Ok(VatCheck::FormatValid);
+    }
+    let sum = weighted(&d[..10], &[9, 1, 4, 8, 3, 10, 2, 5, 7, 6]);
+    let check = (3 + 11 * 20 - sum % 11) % 11;
+    verdict(check == d[10])
+}
+
+/// Malta: 8 digits, the first not 0, whose weighted sum is divisible by 37.
+fn mt(number: &str) -> Result<VatCheck, VatError> {
+    let d = digits(number, 8, "8 digits, the first not 0")?;
+    if d[0] == 0 {
+        return Err(VatError::Format("8 digits, the first not 0"));
+    }
+    verdict(weighted(&d, &[3, 4, 6, 7, 8, 9, 10, 1]).is_multiple_of(37))
+}
+
+/// Romania: a CUI of 2 to 10 digits (checked), or a person's 13-digit CNP (format only).
+fn ro(number: &str) -> Result<VatCheck, VatError> {
+    const WHAT: &str = "2 to 10 digits (or a 13-digit CNP)";
+    if number.len() == 13 {
+        digits(number, 13, WHAT)?;
+        return Ok(VatCheck::FormatValid);
+    }
+    if !(2..=10).contains(&number.len()) {
+        return Err(VatError::Format(WHAT));
+    }
+    let d = digits(&format!("{number:0>10}"), 10, WHAT)?;
+    let sum = weighted(&d[..9], &[7, 5, 3, 2, 1, 7, 5, 3, 2]);
+    verdict(sum * 10 % 11 % 10 == d[9])
 }
 
 #[cfg(test)]
@@ -434,14 +583,41 @@ mod tests {
         "SK 1078449064",
         "SK2022193459",
         "BG 175074752",
+        "BG 124 551 319",
+        "BG7523169263",
         "CY-10189098G",
+        "CY 10246672X",
+        "CY00632993 F",
         "CZ 25123891",
+        "CZ00023205",
+        "CZ 640229/4448",
+        "CZ 6956220612",
         "ES A-28184661",
+        "ES - Q0818001J",
+        "ES 54362315K",
+        "ES W4003922D",
+        "ES X-5253868-R",
+        "ES Y5277343F",
+        "ES Z5277343K",
+        "ES-x-2482300w",
+        "HR 33392005961",
         "IE 6388047V",
+        "IE 0005306C",
+        "IE6433435IH",
+        "IE8D79739I",
+        "IE 8223200u",
         "LT 100001354118",
+        "LT 119511515",
+        "LT-100000979812",
         "LV 40003189718",
+        "LV 40003282138",
+        "LV-42103048183",
         "MT 17025737",
+        "MT 1039-6417",
         "RO 21996566",
+        "RO 1822964",
+        "RO 573768",
+        "RO 1630615123457",
     ];
 
     /// The same kind of ids with a digit changed: their check digits fail.
@@ -462,6 +638,25 @@ mod tests {
         "FR 21 326 565 603",
         "SK 1078449164",
         "SK 2030 237 945",
+        "BG 131 172 009",
+        "BG 147147471",
+        "BG 200940556",
+        "CY 10246672F",
+        "CY-10009489 A",
+        "CY-10257074Y",
+        "CZ 25557481",
+        "CZ 48207726",
+        "ES 54362415K",
+        "ES K-2814015-F",
+        "ES-x-2322300w",
+        "Es-a48951310",
+        "IE 4731823H",
+        "IE 632 3421 C",
+        "IE 5339273F",
+        "IE8D79729I",
+        "LV 40003189715",
+        "LV 90000528022",
+        "LV-42103048181",
     ];
 
     #[test]
@@ -510,7 +705,8 @@ mod tests {
     #[test]
     fn check_digits_are_verified_where_the_rule_is_known() {
         assert_eq!(check("DE136695976"), Ok(VatCheck::CheckDigitsValid));
-        assert_eq!(check("ESA28184661"), Ok(VatCheck::FormatValid));
+        assert_eq!(check("ESA28184661"), Ok(VatCheck::CheckDigitsValid));
+        assert_eq!(check("CZ6956220612"), Ok(VatCheck::FormatValid));
         assert_eq!(prefix_of("gr"), Some("EL"));
         assert_eq!(prefix_of("US"), None);
     }

@@ -18,7 +18,7 @@ pub struct Model {
     pub country: String,
     /// Compacted (`DE136695976`); for an EU country its prefix matches the country.
     pub vat_id: Option<String>,
-    /// `check_digits_valid`, `format_valid` (EU, this country's check digits not
+    /// `check_digits_valid`, `format_valid` (EU, a form whose check digits are not
     /// verified) or `not_checked` (outside the EU); never verified against VIES.
     pub vat_id_status: Option<String>,
     pub po_number: Option<String>,
