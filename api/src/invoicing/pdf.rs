@@ -261,6 +261,18 @@ impl Layout<'_> {
         self.raw_text(at, y, style, &bytes);
     }
 
+    /// A party's address and identity lines from baseline `y` down, each wrapped to two
+    /// lines of `max_w` at most; the baseline after them.
+    fn party_lines(&mut self, at: At, mut y: f32, lines: &[String], max_w: f32) -> f32 {
+        for line in lines.iter().take(11) {
+            for part in wrap(&encode(line), max_w, BODY, 2) {
+                self.raw_text(at, y, BODY, &part);
+                y -= 11.0;
+            }
+        }
+        y
+    }
+
     fn raw_text(&mut self, at: At, y: f32, style: Style, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
@@ -309,18 +321,10 @@ impl Layout<'_> {
         let (bill, bill_w) = (At::Left(BILL_TO_X), RIGHT - BILL_TO_X);
         self.text(At::Left(LEFT), y, LABEL, "FROM", 100.0);
         self.text(At::Left(LEFT), y - 14.0, NAME, &inv.operator_name, 250.0);
-        let mut left = y - 27.0;
-        for line in inv.operator_lines.iter().take(11) {
-            self.text(At::Left(LEFT), left, BODY, line, 250.0);
-            left -= 11.0;
-        }
+        let left = self.party_lines(At::Left(LEFT), y - 27.0, &inv.operator_lines, 250.0);
         self.text(bill, y, LABEL, "BILL TO", 100.0);
         self.text(bill, y - 14.0, NAME, &inv.tenant_name, bill_w);
-        let mut right = y - 27.0;
-        for line in inv.tenant_lines.iter().take(8) {
-            self.text(bill, right, BODY, line, bill_w);
-            right -= 11.0;
-        }
+        let right = self.party_lines(bill, y - 27.0, &inv.tenant_lines, bill_w);
         let tenant = format!("Tenant ID: {}", inv.tenant_id);
         self.text(bill, right, BODY, &tenant, bill_w);
 

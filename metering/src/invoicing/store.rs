@@ -162,12 +162,7 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     payment_state: PaymentState,
     issue: &Issue,
 ) -> Result<invoice::Model, DbErr> {
-    let Issue {
-        at: now,
-        due_at,
-        parties,
-    } = issue;
-    let (now, due_at) = (*now, *due_at);
+    let now = issue.at;
     insert_lines(conn, &draft, &rated.lines).await?;
     insert_credit_applications(conn, &draft, &rated.credit_uses, now).await?;
     let plan = input
@@ -187,8 +182,8 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.plan = Set(plan);
     active.rating = Set(Some(rating_record(input, rated)));
     active.finalized_at = Set(Some(now));
-    active.due_at = Set(Some(due_at));
-    active.parties = Set(serde_json::to_value(parties).ok());
+    active.due_at = Set(Some(issue.due_at));
+    active.parties = Set(serde_json::to_value(&issue.parties).ok());
     if payment_state == PaymentState::Paid {
         active.status = Set(InvoiceStatus::Paid);
         active.paid_at = Set(Some(now));
