@@ -122,6 +122,9 @@ impl From<InvoicingError> for ApiError {
             InvoicingError::Conflict(message) => ApiError::InvalidState { message },
             InvoicingError::Invalid { field, message } => ApiError::invalid(field, message),
             InvoicingError::Database(source) => ApiError::Database { source },
+            InvoicingError::Tax(e) => ApiError::InvalidState {
+                message: e.to_string(),
+            },
             InvoicingError::Rate(e) => ApiError::Internal {
                 message: format!("rating failed: {e}"),
             },

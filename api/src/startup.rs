@@ -128,6 +128,10 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         .route("/v1/agents/inventory", web::get().to(agents::inventory))
         .route("/v1/agents/assignments", web::get().to(agents::assignments))
         .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
+        .route(
+            "/v1/credit-notes/{id}/export",
+            web::get().to(invoices::credit_note),
+        )
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
         .route("/v1/events/schema", web::get().to(events::catalog))
         .service(

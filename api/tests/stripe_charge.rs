@@ -533,7 +533,86 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
     assert_eq!(r["data"]["topUps"], json!([]), "{r}");
 }
 
+const ISSUE: &str = "mutation($i: IssueCreditNoteInput!) { issueCreditNote(input: $i) { id number total applied toBalance refunded refundState } }";
+
+/// A credit note against an invoice Stripe charged refunds its amount to the same
+/// PaymentIntent once (the refund's outcome recorded on the note); a refund beyond what
+/// was collected is refused and changes nothing.
+async fn a_credit_note_refunds_a_charged_invoice_once(backend: Backend) {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let Some(app) = with_localstripe(backend, &stripe, |_| {}).await else {
+        return;
+    };
+    let good = card(&app, &stripe, "4242424242424242").await;
+    let (invoice, key) = charged_tenant(&app, "acme", &good).await;
+    wait_for_state(&app, &invoice["id"], "PAID").await;
+    let total: Decimal = invoice["total"]
+        .as_str()
+        .expect("total")
+        .parse()
+        .expect("decimal");
+    let input = |amount: Decimal| {
+        json!({"i": {"invoiceId": invoice["id"], "form": "AMOUNT", "amount": amount.to_string(),
+                     "reason": "GPU preempted by maintenance", "refund": true}})
+    };
+    let r = app
+        .gql(Some(&app.operator_key), ISSUE, input(total + Decimal::ONE))
+        .await;
+    assert_eq!(support::error_code(&r), Some("INVALID_INPUT"), "{r}");
+    let r = app
+        .gql(Some(&app.operator_key), ISSUE, input(Decimal::ONE))
+        .await;
+    let note = r["data"]["issueCreditNote"].clone();
+    assert_eq!(
+        (&note["refunded"], &note["refundState"], &note["applied"]),
+        (&json!("1.00"), &json!("pending"), &json!("0.00")),
+        "{r}"
+    );
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        let r = app
+            .gql(
+                Some(&key),
+                "query($id: ID!) { creditNote(id: $id) { refundState } }",
+                json!({"id": note["id"]}),
+            )
+            .await;
+        state = r["data"]["creditNote"]["refundState"].clone();
+        if state != "pending" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(state, "done");
+    let intent = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
+    let refunds = app
+        .client
+        .get(format!(
+            "{}/v1/refunds?payment_intent={}",
+            stripe.url,
+            intent[0]["id"].as_str().expect("intent")
+        ))
+        .bearer_auth("sk_test_localstripe")
+        .send()
+        .await
+        .expect("list")
+        .json::<Value>()
+        .await
+        .expect("json");
+    let ours: Vec<&Value> = refunds["data"]
+        .as_array()
+        .expect("refunds")
+        .iter()
+        .filter(|r| r["metadata"]["credit_note_id"] == note["id"])
+        .collect();
+    assert_eq!(ours.len(), 1, "{refunds}");
+    assert_eq!(ours[0]["amount"], 100);
+}
+
 on_both_databases!(
+    a_credit_note_refunds_a_charged_invoice_once,
     two_payment_workers_charge_a_due_invoice_once,
     an_invoice_is_charged_once_and_paid_by_the_signed_webhook,
     refused_charges_are_retried_on_schedule_until_dunning_then_paid,

@@ -1,7 +1,8 @@
 //! `SEND_INVOICE` collection against recorded Stripe payloads (`fixtures/stripe/`): the
 //! emulator creates invoices only for subscriptions, so a local server answers as Stripe
 //! did and records every request. A finalized invoice becomes one Stripe-hosted invoice —
-//! a draft carrying our ids, one item per non-zero line (summing to our total), finalized
+//! a draft carrying our ids, one item per non-zero line and per tax rate (summing to our
+//! total, tax included), finalized
 //! and sent, every step under a key derived from our ids — its payment page is shown on
 //! the invoice, and the recorded `invoice.paid` event marks it `PAID`.
 
@@ -133,13 +134,17 @@ async fn closed_and_sent(app: &TestApp, tenant: &str, key: &str) -> (Value, Valu
 
 const MODE: &str = "mutation($t: ID!, $d: Int) { setCollectionMode(tenantId: $t, mode: SEND_INVOICE, daysUntilDue: $d) { collectionMode daysUntilDue } }";
 
-fn recorded_app(backend: Backend) -> impl std::future::Future<Output = Option<(TestApp, Log)>> {
+fn recorded_app(
+    backend: Backend,
+    adjust: fn(&mut neocloud_api::settings::Settings),
+) -> impl std::future::Future<Output = Option<(TestApp, Log)>> {
     let (stripe, log) = recorded_stripe();
     async move {
         let app = TestApp::spawn_with(backend, move |s| {
             s.stripe_secret_key = Some("sk_test_recorded".to_owned().into());
             s.stripe_webhook_secret = Some(SECRET.to_owned().into());
             s.stripe_api_base = Some(stripe);
+            adjust(s);
         })
         .await?;
         Some((app, log))
@@ -147,9 +152,11 @@ fn recorded_app(backend: Backend) -> impl std::future::Future<Output = Option<(T
 }
 
 async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Backend) {
-    let Some((app, log)) = recorded_app(backend).await else {
+    // A German seller charging 19 %: the hosted invoice must ask for the tax too.
+    let Some((app, log)) = recorded_app(backend, support::billing::seller).await else {
         return;
     };
+    support::billing::add_rate(&app, "DE", "19", "2020-01-01T00:00:00Z").await;
     let (tenant, key) = app.create_tenant("acme").await;
     // Payment terms are checked; a refused change changes nothing.
     for days in [0, 366] {
@@ -227,7 +234,8 @@ async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Back
         invoice["number"].as_str()
     );
 
-    // One item per non-zero line, keyed by the line, summing to the total in cents.
+    // One item per non-zero line, keyed by the line, and one for the tax, summing to the
+    // total (tax included) in cents.
     let lines: Vec<&Value> = invoice["lines"]
         .as_array()
         .expect("lines")
@@ -236,7 +244,7 @@ async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Back
             l["amount"].as_str().and_then(|a| a.parse::<Decimal>().ok()) != Some(Decimal::ZERO)
         })
         .collect();
-    assert_eq!(items.len(), lines.len(), "{seen:?}");
+    assert_eq!(items.len(), lines.len() + 1, "{seen:?}");
     let mut keys = std::collections::HashSet::new();
     let mut cents = 0i64;
     for item in &items {
@@ -310,7 +318,7 @@ async fn a_send_invoice_tenant_gets_one_hosted_invoice_and_pays_it(backend: Back
 }
 
 async fn voiding_an_invoice_voids_its_hosted_invoice(backend: Backend) {
-    let Some((app, log)) = recorded_app(backend).await else {
+    let Some((app, log)) = recorded_app(backend, |_| {}).await else {
         return;
     };
     let (tenant, key) = app.create_tenant("acme").await;

@@ -168,6 +168,7 @@ fn main() {
         }],
         month_fraction: Decimal::ONE,
         late: Vec::new(),
+        tax: None,
         grants: vec![
             GrantBalance {
                 grant: Uuid::from_u128(9),

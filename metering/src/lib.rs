@@ -34,6 +34,7 @@
 
 pub mod budgets;
 pub mod coverage;
+pub mod credit_notes;
 pub mod error;
 pub mod events;
 pub mod group_commit;
@@ -45,6 +46,7 @@ pub mod parties;
 pub mod payments;
 pub mod plans;
 pub mod rating;
+pub mod tax;
 pub mod usage;
 
 pub use error::MeteringError;

@@ -36,6 +36,21 @@ pub(crate) fn index(
     stmt.to_owned()
 }
 
+/// An exact-decimal column: `NUMERIC` on PostgreSQL, text on SQLite; nullable unless
+/// made `not_null()`.
+pub(crate) fn exact(
+    backend: sea_orm_migration::sea_orm::DbBackend,
+    col: impl IntoIden,
+) -> ColumnDef {
+    let mut def = ColumnDef::new(col);
+    if backend == sea_orm_migration::sea_orm::DbBackend::Postgres {
+        def.custom(Alias::new("numeric"));
+    } else {
+        def.text();
+    }
+    def.to_owned()
+}
+
 /// Columns of a finalized invoice that never change again, as of migration 028 (those of
 /// 004 and `due_at`).
 pub(crate) const INVOICE_FROZEN_028: &[&str] = &[

@@ -61,6 +61,8 @@ mod m20261205_000026_usage_event_journal;
 mod m20261206_000027_audit_chain;
 mod m20261206_000028_payment_terms;
 mod m20261206_000029_parties;
+mod m20261206_000030_taxes;
+mod m20261206_000031_credit_notes;
 
 pub struct Migrator;
 
@@ -97,6 +99,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000027_audit_chain::Migration),
             Box::new(m20261206_000028_payment_terms::Migration),
             Box::new(m20261206_000029_parties::Migration),
+            Box::new(m20261206_000030_taxes::Migration),
+            Box::new(m20261206_000031_credit_notes::Migration),
         ]
     }
 }

@@ -1,7 +1,7 @@
 //! Migration 028: tenants get 30-day net terms, invoices finalized before it fall due 30
 //! days after their finalization, and the due date is frozen with the invoice; its `down`
-//! takes both away. Migration 029 freezes the invoice's parties too (SQLite and
-//! PostgreSQL).
+//! takes both away. Migration 029 freezes the invoice's parties too; 030 reads an
+//! earlier invoice as untaxed and freezes its tax (SQLite and PostgreSQL).
 
 mod support;
 
@@ -118,6 +118,54 @@ async fn parties_are_frozen_and_the_down_keeps_due_dates_frozen(db: &DatabaseCon
         .execute_unprepared("UPDATE invoices SET due_at = finalized_at")
         .await;
     assert!(moved.is_err(), "due_at is still frozen");
+}
+
+/// Migration 030: an invoice from before reads untaxed, its tax is frozen, and the down
+/// keeps the parties frozen.
+async fn taxes_come_frozen_and_go(db: &DatabaseConnection) {
+    Migrator::up(db, Some(27)).await.expect("up to 027");
+    finalized_invoice(db, "2026-11-01T10:00:00Z".parse().expect("time")).await;
+    Migrator::up(db, Some(3)).await.expect("up 028 to 030");
+    let select = Query::select()
+        .expr(Expr::cust("CAST(tax AS TEXT)"))
+        .from(Alias::new("invoices"))
+        .to_owned();
+    let row = db.query_one(&select).await.expect("read").expect("a row");
+    let tax: String = row.try_get_by_index(0).expect("tax");
+    assert_eq!(tax, "0", "an earlier invoice is untaxed");
+    for change in [
+        "UPDATE invoices SET tax = '1.00'",
+        "UPDATE invoices SET taxes = '[]'",
+    ] {
+        assert!(
+            db.execute_unprepared(change).await.is_err(),
+            "{change}: frozen"
+        );
+    }
+    Migrator::down(db, Some(1)).await.expect("down 030");
+    let set_parties = "UPDATE invoices SET parties = '{\"seller\": {}}'";
+    assert!(
+        db.execute_unprepared(set_parties).await.is_err(),
+        "still frozen"
+    );
+    db.execute_unprepared("UPDATE invoices SET paid_at = finalized_at, status = 'paid'")
+        .await
+        .expect("payment still moves on");
+}
+
+#[tokio::test]
+async fn taxes_are_frozen_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    taxes_come_frozen_and_go(&support::sqlite(&dir).await).await;
+}
+
+#[tokio::test]
+async fn taxes_are_frozen_on_postgres() {
+    let Some(pg) = support::Pg::create().await else {
+        return;
+    };
+    taxes_come_frozen_and_go(&pg.db).await;
+    pg.drop().await;
 }
 
 #[tokio::test]

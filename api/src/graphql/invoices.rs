@@ -84,6 +84,49 @@ pub struct InvoiceLine {
     pub amount_exact: String,
     /// For late usage: the invoice whose period it belongs to.
     pub adjusts_invoice_id: Option<ID>,
+    /// How it is taxed (null when the invoice is untaxed, and for credits: they pay).
+    pub tax_category: Option<GqlTaxCategory>,
+    pub tax_percent: Option<String>,
+    /// The line's own tax, for information: the invoice's tax is computed per rate.
+    pub tax_amount: Option<String>,
+}
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "neocloud_metering::tax::TaxCategory", name = "TaxCategory")]
+pub enum GqlTaxCategory {
+    /// Taxed at the jurisdiction's rate.
+    Standard,
+    /// EU business customer abroad: the customer accounts for the VAT.
+    ReverseCharge,
+    /// Customer outside the seller's tax area: no tax.
+    Export,
+}
+
+/// The tax of one rate on an invoice: `tax` = `taxable × percent / 100`, rounded half away
+/// from zero to the minor unit.
+#[derive(SimpleObject)]
+pub struct InvoiceTax {
+    pub category: GqlTaxCategory,
+    /// The country whose rate applies.
+    pub jurisdiction: String,
+    pub percent: String,
+    pub taxable: String,
+    pub tax: String,
+    /// What the invoice says about it (the reverse-charge or export note).
+    pub note: Option<String>,
+}
+
+impl From<&neocloud_metering::tax::TaxSummary> for InvoiceTax {
+    fn from(t: &neocloud_metering::tax::TaxSummary) -> Self {
+        InvoiceTax {
+            category: t.category.into(),
+            jurisdiction: t.jurisdiction.clone(),
+            percent: t.percent.normalize().to_string(),
+            taxable: t.taxable.to_string(),
+            tax: t.tax.to_string(),
+            note: t.note.clone(),
+        }
+    }
 }
 
 impl From<&Line> for InvoiceLine {
@@ -101,8 +144,18 @@ impl From<&Line> for InvoiceLine {
             amount: l.amount.to_string(),
             amount_exact: l.amount_exact.to_string(),
             adjusts_invoice_id: l.adjusts_invoice.map(to_id),
+            tax_category: l.tax.as_ref().map(|t| t.category.into()),
+            tax_percent: l.tax.as_ref().map(|t| t.percent.normalize().to_string()),
+            tax_amount: l.tax.as_ref().map(|t| t.amount.to_string()),
         }
     }
+}
+
+/// A credit note as an invoice lists it (`creditNote(id)` has the rest).
+#[derive(SimpleObject)]
+pub struct InvoiceCreditNote {
+    pub number: String,
+    pub total: String,
 }
 
 /// An invoice. A `DRAFT` is the open period's, rated as of the request.
@@ -152,11 +205,19 @@ impl Invoice {
     async fn subtotal(&self) -> String {
         self.0.subtotal.to_string()
     }
-    /// What prepaid and promotional credits took off.
+    /// The tax charged: the sum of `taxes` ("0.00" when untaxed).
+    async fn tax(&self) -> String {
+        self.0.tax.to_string()
+    }
+    /// The tax per rate (empty when the operator charges no tax).
+    async fn taxes(&self) -> Vec<InvoiceTax> {
+        self.0.taxes.iter().map(InvoiceTax::from).collect()
+    }
+    /// What prepaid and promotional credits paid (of the charges and their tax).
     async fn credits(&self) -> String {
         self.0.credits.to_string()
     }
-    /// The sum of all rounded lines.
+    /// What is owed: `subtotal + tax − credits` (the sum of all rounded lines plus tax).
     async fn total(&self) -> String {
         self.0.total.to_string()
     }
@@ -175,6 +236,27 @@ impl Invoice {
     }
     async fn void_reason(&self) -> Option<&str> {
         self.0.invoice.void_reason.as_deref()
+    }
+    /// Credit notes issued against it: number and total, oldest first.
+    async fn credit_notes(&self) -> Vec<InvoiceCreditNote> {
+        self.0
+            .credit_notes
+            .iter()
+            .map(|(number, total)| InvoiceCreditNote {
+                number: number.clone(),
+                total: total.to_string(),
+            })
+            .collect()
+    }
+    /// What its credit notes credited together, tax included.
+    async fn credited_total(&self) -> String {
+        let credited: rust_decimal::Decimal = self.0.credit_notes.iter().map(|(_, t)| t).sum();
+        crate::invoicing::in_minor_units(&self.0.invoice.currency)(credited).to_string()
+    }
+    /// What is still owed: `total` less what credit notes took off it ("0.00" once paid
+    /// or void; a draft's total as of now).
+    async fn amount_due(&self) -> String {
+        self.0.amount_due.to_string()
     }
     async fn lines(&self) -> Vec<InvoiceLine> {
         self.0.lines.iter().map(InvoiceLine::from).collect()
@@ -295,6 +377,7 @@ impl InvoiceQuery {
             tenant_arg(tenant_id)?,
             page,
             super::now(ctx)?,
+            &super::billing(ctx)?.policy.seller,
         )
         .await?;
         Ok(connection(result, |i| i.id.into(), InvoiceSummary::from))
@@ -308,6 +391,7 @@ impl InvoiceQuery {
             super::principal(ctx)?,
             id,
             super::now(ctx)?,
+            &super::billing(ctx)?.policy.seller,
         )
         .await?;
         Ok(Invoice(view))
@@ -320,6 +404,7 @@ impl InvoiceQuery {
             super::principal(ctx)?,
             tenant_arg(tenant_id)?,
             super::now(ctx)?,
+            &super::billing(ctx)?.policy.seller,
         )
         .await?;
         Ok(Invoice(view))

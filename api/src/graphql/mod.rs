@@ -9,6 +9,7 @@ mod budgets;
 mod catalog;
 mod console;
 pub mod cost;
+mod credit_notes;
 mod invoices;
 pub mod loaders;
 mod meters;
@@ -18,6 +19,7 @@ mod ordering;
 mod payments;
 mod plans;
 mod scalars;
+mod taxes;
 mod tenants;
 mod usage;
 mod viewer;
@@ -58,6 +60,8 @@ pub struct Query(
     access::AccessQuery,
     volumes::VolumeQuery,
     models::ModelQuery,
+    taxes::TaxQuery,
+    credit_notes::CreditNoteQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -78,6 +82,8 @@ pub struct Mutation(
     access::AccessMutation,
     volumes::VolumeMutation,
     models::ModelMutation,
+    taxes::TaxMutation,
+    credit_notes::CreditNoteMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

@@ -1,6 +1,7 @@
-//! `GET /v1/invoices/{id}/export?format=csv|json|pdf|focus`: an invoice as a file, for
-//! the tenant it belongs to (or an operator). Another tenant's invoice is `404`, exactly
-//! as a missing one.
+//! `GET /v1/invoices/{id}/export?format=csv|json|pdf|focus` and
+//! `GET /v1/credit-notes/{id}/export?format=…`: an invoice or a credit note as a file, for
+//! the tenant it belongs to (or an operator). Another tenant's is `404`, exactly as a
+//! missing one.
 
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
@@ -11,7 +12,7 @@ use uuid::Uuid;
 use super::AppState;
 use super::extract::User;
 use crate::error::{ApiError, ApiResult};
-use crate::invoicing::{self, export};
+use crate::invoicing::{self, credit_note_export, credit_notes, export};
 use crate::tenancy;
 
 #[derive(Deserialize)]
@@ -28,13 +29,37 @@ pub async fn export(
     let result = async {
         let format = export::Format::parse(query.format.as_deref().unwrap_or("json"))?;
         let id = Uuid::parse_str(&path).map_err(|_| ApiError::not_found("invoice"))?;
-        let view = invoicing::get(&state.db, &principal, InvoiceId(id), state.clock.now()).await?;
+        let now = state.clock.now();
+        let seller = &state.billing.policy.seller;
+        let view = invoicing::get(&state.db, &principal, InvoiceId(id), now, seller).await?;
         let tenant = tenancy::store::find(&state.db, view.invoice.tenant_id)
             .await?
             .map(|t| t.name)
             .unwrap_or_default();
         let body = export::render_export(&view, format, &state.billing.operator_name, &tenant);
         Ok::<_, ApiError>((format, export::file_name(&view, format), body))
+    }
+    .await;
+    respond(result)
+}
+
+pub async fn credit_note(
+    state: web::Data<AppState>,
+    User(principal): User,
+    path: web::Path<String>,
+    query: web::Query<ExportQuery>,
+) -> HttpResponse {
+    let result = async {
+        let format = export::Format::parse(query.format.as_deref().unwrap_or("json"))?;
+        let id = Uuid::parse_str(&path).map_err(|_| ApiError::not_found("credit note"))?;
+        let view = credit_notes::get(&state.db, &principal, id).await?;
+        let tenant = tenancy::store::find(&state.db, view.note.tenant_id)
+            .await?
+            .map(|t| t.name)
+            .unwrap_or_default();
+        let operator = &state.billing.operator_name;
+        let body = credit_note_export::render_export(&view, format, operator, &tenant);
+        Ok::<_, ApiError>((format, credit_note_export::file_name(&view, format), body))
     }
     .await;
     respond(result)

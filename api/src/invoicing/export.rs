@@ -81,7 +81,7 @@ fn field(text: &str, is_text: bool) -> String {
     }
 }
 
-fn row(out: &mut String, cells: &[(&str, bool)]) {
+pub(super) fn row(out: &mut String, cells: &[(&str, bool)]) {
     let line: Vec<String> = cells.iter().map(|(c, t)| field(c, *t)).collect();
     out.push_str(&line.join(","));
     out.push_str("\r\n");
@@ -99,36 +99,38 @@ fn opt<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// The CSV's columns: the invoice, the line, the usage behind it, its tax.
+const CSV_COLUMNS: [&str; 25] = [
+    "invoice",
+    "status",
+    "period_start",
+    "period_end",
+    "currency",
+    "line",
+    "kind",
+    "description",
+    "sku",
+    "metric",
+    "tier",
+    "quantity",
+    "unit",
+    "unit_price",
+    "amount",
+    "amount_exact",
+    "plan",
+    "usage_raw",
+    "usage_raw_unit",
+    "allocations",
+    "minimum_top_up_seconds",
+    "adjusts_invoice",
+    "tax_category",
+    "tax_percent",
+    "tax_amount",
+];
+
 fn csv(view: &InvoiceView) -> String {
     let mut out = String::new();
-    row(
-        &mut out,
-        &[
-            "invoice",
-            "status",
-            "period_start",
-            "period_end",
-            "currency",
-            "line",
-            "kind",
-            "description",
-            "sku",
-            "metric",
-            "tier",
-            "quantity",
-            "unit",
-            "unit_price",
-            "amount",
-            "amount_exact",
-            "plan",
-            "usage_raw",
-            "usage_raw_unit",
-            "allocations",
-            "minimum_top_up_seconds",
-            "adjusts_invoice",
-        ]
-        .map(|h| (h, false)),
-    );
+    row(&mut out, &CSV_COLUMNS.map(|h| (h, false)));
     let invoice = &view.invoice;
     let number = invoice.number.clone().unwrap_or_else(|| "draft".into());
     for (i, line) in view.lines.iter().enumerate() {
@@ -155,6 +157,9 @@ fn csv(view: &InvoiceView) -> String {
             trace_text(line, "allocations"),
             trace_text(line, "minimum_top_up_seconds"),
             opt(line.adjusts_invoice),
+            opt(line.tax.as_ref().map(|t| t.category.as_str())),
+            opt(line.tax.as_ref().map(|t| t.percent.normalize())),
+            opt(line.tax.as_ref().map(|t| t.amount)),
         ];
         let text_columns = [7, 8, 16];
         let cells: Vec<(&str, bool)> = cells
@@ -168,20 +173,25 @@ fn csv(view: &InvoiceView) -> String {
     out
 }
 
-/// The closing rows, marked in the `kind` column with the amount in `amount`: SUBTOTAL
-/// and CREDITS (negative: what credits took off) when credits paid part of it, then
-/// TOTAL. Subtotal plus credits is the total.
+/// The closing rows, marked in the `kind` column with the amount in `amount`: SUBTOTAL,
+/// a TAX row per rate (its taxable amount in `quantity`, its category and rate in the tax
+/// columns, its note in `description`) and CREDITS (negative: what credits paid) when
+/// there are taxes or credits, then TOTAL. SUBTOTAL plus the TAX rows plus CREDITS is the
+/// TOTAL.
 fn totals(out: &mut String, view: &InvoiceView, number: &str) {
     let invoice = &view.invoice;
     let mut totals = Vec::new();
-    if !view.credits.is_zero() {
-        totals.push(("SUBTOTAL", view.subtotal));
-        totals.push(("CREDITS", -view.credits));
+    if !view.credits.is_zero() || !view.taxes.is_empty() {
+        totals.push(("SUBTOTAL", view.subtotal, None));
+        for tax in &view.taxes {
+            totals.push(("TAX", tax.tax, Some(tax)));
+        }
+        totals.push(("CREDITS", -view.credits, None));
     }
-    totals.push(("TOTAL", view.total));
-    for (kind, amount) in totals {
+    totals.push(("TOTAL", view.total, None));
+    for (kind, amount, tax) in totals {
         // The invoice's columns, the kind, and the amount; nothing per line.
-        let mut cells = vec![String::new(); 22];
+        let mut cells = vec![String::new(); CSV_COLUMNS.len()];
         cells[0] = number.to_owned();
         cells[1] = invoice.status.to_string();
         cells[2] = invoice.period_start.to_rfc3339();
@@ -189,7 +199,17 @@ fn totals(out: &mut String, view: &InvoiceView, number: &str) {
         cells[4] = invoice.currency.clone();
         cells[6] = kind.to_owned();
         cells[14] = amount.to_string();
-        let cells: Vec<(&str, bool)> = cells.iter().map(|c| (c.as_str(), false)).collect();
+        if let Some(tax) = tax {
+            cells[7] = tax.note.clone().unwrap_or_default();
+            cells[11] = tax.taxable.to_string();
+            cells[22] = tax.category.as_str().to_owned();
+            cells[23] = tax.percent.normalize().to_string();
+        }
+        let cells: Vec<(&str, bool)> = cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c.as_str(), j == 7))
+            .collect();
         row(out, &cells);
     }
 }
@@ -213,10 +233,14 @@ fn json(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<u8> {
         "voided_at": invoice.voided_at,
         "void_reason": invoice.void_reason,
         "subtotal": view.subtotal.to_string(),
+        "tax": view.tax.to_string(),
+        "taxes": view.taxes,
         "credits": view.credits.to_string(),
         "total": view.total.to_string(),
+        "credit_notes": view.credit_notes.iter().map(|(n, t)| json!({"number": n, "total": t.to_string()})).collect::<Vec<_>>(),
+        "amount_due": view.amount_due.to_string(),
         "lines": view.lines,
-        "rounding": "each line: quantity × unit_price, rounded half-even to the currency's minor unit; total = sum of the rounded lines; subtotal = the lines before credits",
+        "rounding": "each line: quantity × unit_price, rounded half-even to the currency's minor unit; subtotal = the lines before credits; each rate's tax = its taxable amount × rate, rounded half away from zero; total = subtotal + tax − credits",
         "tier_numbering": "lines[].tier and lines[].trace.tier count from 1, as GraphQL and the CSV do",
         "rating": view.rating,
     });
@@ -258,7 +282,7 @@ fn parties(invoice: &neocloud_schema::entity::invoice::Model) -> Option<Parties>
 
 /// The seller's lines under its name: address, country, VAT id, registration, contact,
 /// bank.
-fn seller_lines(seller: &Seller) -> Vec<String> {
+pub(super) fn seller_lines(seller: &Seller) -> Vec<String> {
     let mut lines = seller.address_lines.clone();
     let labelled = [
         ("", &seller.country),
@@ -277,7 +301,7 @@ fn seller_lines(seller: &Seller) -> Vec<String> {
 }
 
 /// The buyer's lines under its name: address, VAT id (marked not verified), PO number.
-fn buyer_lines(buyer: &Buyer) -> Vec<String> {
+pub(super) fn buyer_lines(buyer: &Buyer) -> Vec<String> {
     let mut lines = buyer.address_lines.clone();
     lines.push(format!("{} {}", buyer.postal_code, buyer.city));
     lines.push(buyer.country.clone());
@@ -290,6 +314,41 @@ fn buyer_lines(buyer: &Buyer) -> Vec<String> {
     lines
 }
 
+/// The notes under an invoice: how it was settled or voided, its legal tax notes, and
+/// how its amounts are computed.
+fn invoice_notes(view: &InvoiceView) -> Vec<String> {
+    let invoice = &view.invoice;
+    let mut notes: Vec<String> = view.taxes.iter().filter_map(|t| t.note.clone()).collect();
+    notes.dedup();
+    notes.extend([
+        "Each line is quantity × unit price, rounded half-even to the currency's minor unit; the subtotal is the sum of the rounded lines.".to_owned(),
+        "The usage and plan behind every line are in the JSON and CSV exports of this invoice.".to_owned(),
+    ]);
+    if !view.taxes.is_empty() {
+        notes.push("Amounts are before tax; each rate's tax is its taxable amount × rate, rounded half away from zero.".to_owned());
+    }
+    if let Some(reason) = &invoice.void_reason {
+        notes.insert(0, format!("Voided: {reason}"));
+    }
+    if !view.credit_notes.is_empty() {
+        let listed: Vec<String> = view
+            .credit_notes
+            .iter()
+            .map(|(number, total)| format!("{number} ({total})"))
+            .collect();
+        notes.insert(
+            0,
+            format!(
+                "Credit notes: {}. Amount due: {} {}.",
+                listed.join(", "),
+                view.amount_due,
+                invoice.currency
+            ),
+        );
+    }
+    notes
+}
+
 fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice {
     let parties = parties(&view.invoice);
     let seller = parties.as_ref().map(|p| &p.seller);
@@ -300,13 +359,7 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         neocloud_schema::vocabulary::InvoiceStatus::Void => "Void invoice",
         _ => "Invoice",
     };
-    let mut notes = vec![
-        "Each line is quantity × unit price, rounded half-even to the currency's minor unit; the total is the sum of the rounded lines.".to_owned(),
-        "The usage and plan behind every line are in the JSON and CSV exports of this invoice.".to_owned(),
-    ];
-    if let Some(reason) = &invoice.void_reason {
-        notes.insert(0, format!("Voided: {reason}"));
-    }
+    let notes = invoice_notes(view);
     PdfInvoice {
         operator_name: seller
             .map_or(operator, |s| s.legal_name.as_str())
@@ -316,6 +369,7 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         tenant_lines: buyer.map(buyer_lines).unwrap_or_default(),
         tenant_id: invoice.tenant_id.to_string(),
         title: title.to_owned(),
+        document: "Invoice".to_owned(),
         number: invoice.number.clone(),
         status: invoice.status.as_str().to_uppercase(),
         issued_at: invoice
@@ -329,11 +383,12 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         period_end: invoice.period_end.format("%Y-%m-%d %H:%M UTC").to_string(),
         currency: invoice.currency.clone(),
         plan: invoice.plan.clone(),
+        references: Vec::new(),
         lines: view
             .lines
             .iter()
             .map(|l| PdfLine {
-                description: l.description.clone(),
+                description: line_description(l, view.taxes.len() > 1),
                 quantity: l.quantity.round_dp(4).normalize().to_string(),
                 unit: l.unit.clone(),
                 unit_price: l.unit_price.to_string(),
@@ -341,10 +396,33 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
             })
             .collect(),
         subtotal: view.subtotal.to_string(),
-        credits: view.credits.to_string(),
+        taxes: view.taxes.iter().map(tax_row).collect(),
+        credits: Some(view.credits.to_string()),
         total: view.total.to_string(),
         notes,
     }
+}
+
+/// A line's description, with its tax rate when the invoice has several.
+fn line_description(line: &Line, several_rates: bool) -> String {
+    match &line.tax {
+        Some(tax) if several_rates => {
+            format!("{} (tax {}%)", line.description, tax.percent.normalize())
+        }
+        _ => line.description.clone(),
+    }
+}
+
+/// A rate's row under the subtotal: "VAT 19% of 100.00", "Reverse charge 0% of 100.00".
+fn tax_row(tax: &neocloud_metering::tax::TaxSummary) -> (String, String) {
+    use neocloud_metering::tax::TaxCategory;
+    let name = match tax.category {
+        TaxCategory::Standard => format!("VAT {}", tax.jurisdiction),
+        TaxCategory::ReverseCharge => "Reverse charge".to_owned(),
+        TaxCategory::Export => "Export".to_owned(),
+    };
+    let label = format!("{name} {}% of {}", tax.percent.normalize(), tax.taxable);
+    (label, tax.tax.to_string())
 }
 
 #[cfg(test)]

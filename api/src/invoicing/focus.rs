@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use neocloud_metering::invoicing::whole_second_up;
 use neocloud_metering::rating::period::{Line, SkuInfo};
+use neocloud_metering::tax::TaxSummary;
+use neocloud_schema::entity::invoice;
 use neocloud_schema::vocabulary::{LineKind, Metric, ServiceCategory};
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -60,13 +62,120 @@ pub const COLUMNS: [&str; 39] = [
 /// Cells that hold free text (a spreadsheet must not run them as formulas).
 pub const TEXT_COLUMNS: [usize; 4] = [1, 9, 29, 33];
 
-/// The invoice as FOCUS rows: a cell per column of `COLUMNS`, per line.
+/// The invoice as FOCUS rows: a cell per column of `COLUMNS`, per line, then one `Tax`
+/// row per tax rate (so `BilledCost` sums to the invoice's total).
 pub fn rows(view: &InvoiceView, operator: &str, tenant: &str) -> Vec<Vec<String>> {
     let skus = skus_of(&view.rating);
-    view.lines
+    let lines = view
+        .lines
         .iter()
-        .map(|line| Charge::of(view, &skus, line).cells(operator, tenant))
-        .collect()
+        .map(|line| Charge::of(view, &skus, line).cells(operator, tenant));
+    let taxes = view
+        .taxes
+        .iter()
+        .map(|t| tax_cells(view, t, operator, tenant));
+    lines.chain(taxes).collect()
+}
+
+/// A rate's tax as a `Tax` charge over the billing period.
+fn tax_cells(view: &InvoiceView, tax: &TaxSummary, operator: &str, tenant: &str) -> Vec<String> {
+    let invoice = &view.invoice;
+    let description = format!(
+        "{} tax {}% of {}",
+        tax.jurisdiction,
+        tax.percent.normalize(),
+        tax.taxable
+    );
+    let number = invoice.number.clone();
+    let charge = PeriodCharge {
+        document: &number.unwrap_or_else(|| invoice.id.to_string()),
+        category: "Tax",
+        class: "",
+        description: &description,
+        amount: &tax.tax.to_string(),
+        kind: &format!("tax_{}", tax.category.as_str()),
+    };
+    charge.cells(invoice, operator, tenant)
+}
+
+/// A correction on a credit note (`document`) of `invoice`'s period: a negative `Credit`
+/// or `Tax` charge.
+pub fn correction(
+    invoice: &invoice::Model,
+    document: &str,
+    category: &str,
+    description: &str,
+    amount: &str,
+    operator: &str,
+    tenant: &str,
+) -> Vec<String> {
+    let charge = PeriodCharge {
+        document,
+        category,
+        class: "Correction",
+        description,
+        amount,
+        kind: "credit_note",
+    };
+    charge.cells(invoice, operator, tenant)
+}
+
+/// A charge over a whole billing period that no rated line carries.
+struct PeriodCharge<'a> {
+    /// The invoice or credit note it appears on.
+    document: &'a str,
+    category: &'a str,
+    class: &'a str,
+    description: &'a str,
+    amount: &'a str,
+    kind: &'a str,
+}
+
+impl PeriodCharge<'_> {
+    fn cells(&self, invoice: &invoice::Model, operator: &str, tenant: &str) -> Vec<String> {
+        let mut cells = vec![String::new(); COLUMNS.len()];
+        let mut set = |name: &str, value: &str| {
+            if let Some(i) = COLUMNS.iter().position(|c| *c == name) {
+                value.clone_into(&mut cells[i]);
+            }
+        };
+        let start = time(invoice.period_start);
+        let end = time(whole_second_up(invoice.period_end));
+        set("BillingAccountId", &invoice.tenant_id.to_string());
+        set("BillingAccountName", tenant);
+        set("BillingCurrency", &invoice.currency);
+        for (name, value) in [
+            ("BillingPeriodStart", &start),
+            ("ChargePeriodStart", &start),
+            ("BillingPeriodEnd", &end),
+            ("ChargePeriodEnd", &end),
+        ] {
+            set(name, value);
+        }
+        set("ChargeCategory", self.category);
+        set("ChargeClass", self.class);
+        set("ChargeDescription", self.description);
+        set("ChargeFrequency", "Usage-Based");
+        for cost in ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost"] {
+            set(cost, self.amount);
+        }
+        set("InvoiceId", self.document);
+        for name in ["InvoiceIssuerName", "ProviderName", "PublisherName"] {
+            set(name, operator);
+        }
+        set("ServiceCategory", "Other");
+        set("ServiceSubcategory", "Other (Other)");
+        set(
+            "ServiceName",
+            if self.category == "Tax" {
+                "Tax"
+            } else {
+                "Credit note"
+            },
+        );
+        set("x_LineKind", self.kind);
+        cells
+    }
 }
 
 /// The SKUs as the invoice was rated with them (list price, unit, region).
@@ -375,6 +484,7 @@ mod tests {
             amount: Decimal::ONE,
             adjusts_invoice: None,
             trace: Value::Null,
+            tax: None,
         };
         assert_eq!(
             category(&line(LineKind::Adjustment, Some(Metric::Active))),

@@ -3,15 +3,20 @@
 //! closing of periods whose grace has passed, and exports. Pricing and the invoice rules
 //! live in `neocloud_metering::invoicing` and `rating::period`.
 
+pub mod credit_note_export;
+pub mod credit_notes;
 pub mod export;
 mod focus;
 pub mod pdf;
+pub mod taxes;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::ingest;
 use neocloud_metering::invoicing::{self as billing, BillingPolicy, NewGrant};
+use neocloud_metering::parties::Seller;
 use neocloud_metering::payments::outbox::RetrySchedule;
 use neocloud_metering::rating::period::Line;
+use neocloud_metering::tax::TaxSummary;
 use neocloud_schema::clock::SharedClock;
 use neocloud_schema::entity::{credit_grant, invoice};
 use neocloud_schema::ids::{InvoiceId, TenantId};
@@ -81,8 +86,15 @@ pub struct InvoiceView {
     pub lines: Vec<Line>,
     /// For a draft: its amounts as rated now (a stored draft keeps zeros).
     pub subtotal: Decimal,
+    /// The tax per rate and their sum (none when untaxed).
+    pub taxes: Vec<TaxSummary>,
+    pub tax: Decimal,
     pub credits: Decimal,
     pub total: Decimal,
+    /// Credit notes issued against it: (number, total).
+    pub credit_notes: Vec<(String, Decimal)>,
+    /// What is still owed: `total` less what credit notes took off (zero once paid).
+    pub amount_due: Decimal,
     /// Rating input and output (the JSON export's content).
     pub rating: serde_json::Value,
 }
@@ -99,8 +111,12 @@ fn draft_view(draft: billing::Draft) -> InvoiceView {
     InvoiceView {
         invoice,
         subtotal: draft.rated.subtotal,
+        taxes: draft.rated.taxes.clone(),
+        tax: draft.rated.tax,
         credits: draft.rated.credits,
         total: draft.rated.total,
+        credit_notes: Vec::new(),
+        amount_due: draft.rated.total,
         rating: json!({"input": draft.input, "output": draft.rated}),
         lines: draft.rated.lines,
     }
@@ -124,8 +140,22 @@ async fn finalized_view(
             line
         })
         .collect();
+    let taxes = invoice
+        .taxes
+        .clone()
+        .and_then(|t| serde_json::from_value(t).ok())
+        .unwrap_or_default();
+    let credited = credit_notes::of_invoice(db, &invoice).await?;
     Ok(InvoiceView {
+        credit_notes: credited
+            .notes
+            .iter()
+            .map(|n| (n.number.clone(), money(n.total.get())))
+            .collect(),
+        amount_due: money(credited.amount_due),
         subtotal: money(invoice.subtotal.get()),
+        taxes,
+        tax: money(invoice.tax.get()),
         credits: money(invoice.credits.get()),
         total: money(invoice.total.get()),
         rating: invoice.rating.clone().unwrap_or_default(),
@@ -163,23 +193,25 @@ pub async fn upcoming(
     actor: &Principal,
     asked: Option<TenantId>,
     now: DateTime<Utc>,
+    seller: &Seller,
 ) -> ApiResult<InvoiceView> {
     let tenant = actor.acting_tenant(asked)?;
     tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    Ok(draft_view(rated_draft(db, tenant, now).await?))
+    Ok(draft_view(rated_draft(db, tenant, now, seller).await?))
 }
 
-/// The tenant's open period, rated as of now with all usage received so far.
+/// The tenant's open period, rated (and taxed) as of now with all usage received so far.
 async fn rated_draft(
     db: &DatabaseConnection,
     tenant: TenantId,
     now: DateTime<Utc>,
+    seller: &Seller,
 ) -> ApiResult<billing::Draft> {
     ingest::settle(db).await?;
     // Opening a missing draft is one idempotent insert: no transaction to hold while rating.
-    Ok(billing::rate_open(db, tenant, now).await?)
+    Ok(billing::rate_open(db, tenant, now, Some(seller)).await?)
 }
 
 /// `invoice(id)`: one of the caller's invoices (any, for operators).
@@ -188,6 +220,7 @@ pub async fn get(
     actor: &Principal,
     id: InvoiceId,
     now: DateTime<Utc>,
+    seller: &Seller,
 ) -> ApiResult<InvoiceView> {
     actor.require_user()?;
     let scope = actor.tenant_scope_or_all();
@@ -195,8 +228,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
     if found.status == InvoiceStatus::Draft {
-        ingest::settle(db).await?;
-        let draft = billing::rate_open(db, found.tenant_id, now).await?;
+        let draft = rated_draft(db, found.tenant_id, now, seller).await?;
         if draft.invoice.id == found.id {
             return Ok(draft_view(draft));
         }
@@ -213,6 +245,7 @@ pub async fn list(
     asked: Option<TenantId>,
     page: Page,
     now: DateTime<Utc>,
+    seller: &Seller,
 ) -> ApiResult<PageOf<invoice::Model>> {
     let tenant = actor.acting_tenant(asked)?;
     tenancy::store::find(db, tenant)
@@ -222,14 +255,16 @@ pub async fn list(
     let select = invoice::Entity::find().filter(invoice::Column::TenantId.eq(tenant.0));
     let mut found = page.fetch(db, select, invoice::Column::Id).await?;
     if let Some(listed) = found.items.iter_mut().find(|i| i.id == open.id) {
-        let draft = rated_draft(db, tenant, now).await?;
+        let draft = rated_draft(db, tenant, now, seller).await?;
         listed.subtotal = draft.rated.subtotal.into();
+        listed.tax = draft.rated.tax.into();
         listed.credits = draft.rated.credits.into();
         listed.total = draft.rated.total.into();
     }
     for listed in &mut found.items {
         let money = in_minor_units(&listed.currency);
         listed.subtotal = money(listed.subtotal.get()).into();
+        listed.tax = money(listed.tax.get()).into();
         listed.credits = money(listed.credits.get()).into();
         listed.total = money(listed.total.get()).into();
     }

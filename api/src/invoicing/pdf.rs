@@ -19,17 +19,20 @@ pub struct PdfInvoice {
     pub tenant_lines: Vec<String>,   // buyer address / tax id lines, may be empty
     pub tenant_id: String,
     pub title: String,             // "Invoice", "Draft invoice" or "Void invoice"
+    pub document: String,          // what the number numbers: "Invoice" (default), "Credit note"
     pub number: Option<String>,    // e.g. "NC-2026-000123"; None for drafts
     pub status: String,            // "OPEN", "PAID", "VOID", "DRAFT"
     pub issued_at: Option<String>, // e.g. "2026-12-01 00:00 UTC"
     pub due: Option<String>,       // e.g. "2026-12-31 (net 30 days)"; None for drafts
     pub period_start: String,
     pub period_end: String,
-    pub currency: String, // "USD"
-    pub plan: String,     // e.g. "standard v2"
+    pub currency: String,                  // "USD"
+    pub plan: String,                      // e.g. "standard v2"; not printed when empty
+    pub references: Vec<(String, String)>, // more labelled details, e.g. the invoice a note credits
     pub lines: Vec<PdfLine>,
     pub subtotal: String,
-    pub credits: String, // credits applied, as a non-negative amount
+    pub taxes: Vec<(String, String)>, // per rate: label ("VAT 19% of 100.00") and amount
+    pub credits: Option<String>,      // credits applied, as a non-negative amount
     pub total: String,
     pub notes: Vec<String>, // free text lines printed at the bottom
 }
@@ -312,7 +315,7 @@ impl Layout<'_> {
         self.text(At::Left(LEFT), top, TITLE, title, 300.0);
         self.text(At::Right(RIGHT), top, STAMP, &inv.status, 180.0);
         let number = match &inv.number {
-            Some(n) if !n.trim().is_empty() => format!("Invoice no. {n}"),
+            Some(n) if !n.trim().is_empty() => format!("{} no. {n}", or(&inv.document, "Invoice")),
             _ => "No invoice number (draft)".to_owned(),
         };
         self.text(At::Left(LEFT), top - 20.0, LEAD, &number, 300.0);
@@ -338,8 +341,11 @@ impl Layout<'_> {
         details.extend([
             ("Billing period", period.as_str()),
             ("Currency", inv.currency.as_str()),
-            ("Plan", inv.plan.as_str()),
         ]);
+        if !inv.plan.is_empty() {
+            details.push(("Plan", inv.plan.as_str()));
+        }
+        details.extend(inv.references.iter().map(|(l, v)| (l.as_str(), v.as_str())));
         for (label, value) in details {
             self.text(At::Left(LEFT), y, STRONG, label, 80.0);
             self.text(At::Left(LEFT + 85.0), y, BODY, value, RIGHT - LEFT - 85.0);
@@ -406,16 +412,17 @@ impl Layout<'_> {
 
     fn totals(&mut self) {
         let inv = self.inv;
-        if self.y - 70.0 < BOTTOM {
+        let rows = inv.taxes.len() as f32;
+        if self.y - 70.0 - 13.0 * rows < BOTTOM {
             self.new_page(false);
         }
         let mut y = self.y - 16.0;
-        let credits = credits_text(&inv.credits);
-        for (label, value) in [
-            ("Subtotal", inv.subtotal.as_str()),
-            ("Credits applied", &credits),
-        ] {
-            self.text(At::Right(PRICE_RIGHT), y, BODY, label, 150.0);
+        let credits = inv.credits.as_deref().map(credits_text);
+        let subtotal = [("Subtotal", inv.subtotal.as_str())];
+        let taxes = inv.taxes.iter().map(|(l, v)| (l.as_str(), v.as_str()));
+        let credits = credits.iter().map(|c| ("Credits applied", c.as_str()));
+        for (label, value) in subtotal.into_iter().chain(taxes).chain(credits) {
+            self.text(At::Right(PRICE_RIGHT), y, BODY, label, 200.0);
             self.text(At::Right(RIGHT), y, BODY, value, 75.0);
             y -= 13.0;
         }
@@ -564,6 +571,7 @@ mod tests {
             tenant_lines: vec!["Invalidenstraße 1".into(), "10115 Berlin".into()],
             tenant_id: "tn_42".into(),
             title: "Invoice".into(),
+            document: String::new(),
             number: Some("NC-2026-000123".into()),
             status: "OPEN".into(),
             issued_at: Some("2026-12-01 00:00 UTC".into()),
@@ -572,10 +580,12 @@ mod tests {
             period_end: "2026-12-01".into(),
             currency: "USD".into(),
             plan: "standard v2".into(),
+            references: Vec::new(),
             lines: (0..lines).map(line).collect(),
             subtotal: "1792.80".into(),
-            credits: "100.00".into(),
-            total: "1692.80".into(),
+            taxes: vec![("VAT 19% of 1792.80".into(), "340.63".into())],
+            credits: Some("100.00".into()),
+            total: "2033.43".into(),
             notes: vec!["Amounts are rounded half-even to the cent.".into()],
         }
     }
@@ -649,6 +659,8 @@ mod tests {
             "(Due date)",
             "(2026-12-31 \\(net 30 days\\))",
             "(Subtotal)",
+            "(VAT 19% of 1792.80)",
+            "(340.63)",
             "(-100.00)",
         ];
         for text in expected {

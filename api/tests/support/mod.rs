@@ -6,6 +6,7 @@
 //! skipping it.
 #![allow(dead_code)]
 
+pub mod billing;
 pub mod ingest;
 pub mod nats;
 pub mod receiver;

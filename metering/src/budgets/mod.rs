@@ -42,7 +42,8 @@ pub async fn standing(
     tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<Standing, InvoicingError> {
-    let draft = invoicing::rate_open(db, tenant, now).await?;
+    // Budgets limit spend before tax.
+    let draft = invoicing::rate_open(db, tenant, now, None).await?;
     Ok(Standing {
         spend: draft.rated.spend(),
         due: draft.rated.total,

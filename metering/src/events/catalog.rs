@@ -353,6 +353,40 @@ const CATALOG: &[Spec] = &[
         fields: &[INVOICE, NUMBER, req("reason", Text, "why")],
     },
     Spec {
+        name: "credit_note.issued",
+        audience: Tenant,
+        version: 1,
+        summary: "A credit note was issued against a finalized invoice.",
+        fields: &[
+            req("credit_note_id", Id, "the credit note"),
+            req("number", Text, "its number, e.g. `NC-CN-2026-000001`"),
+            INVOICE,
+            req("invoice_number", Text, "the invoice it credits"),
+            req(
+                "total",
+                Decimal,
+                "what it credits, tax included, in `currency`",
+            ),
+            CURRENCY,
+            req(
+                "applied",
+                Decimal,
+                "of `total`, what reduced the invoice's amount due",
+            ),
+            req(
+                "to_balance",
+                Decimal,
+                "of `total`, what went to the balance as prepaid credit",
+            ),
+            req(
+                "refunded",
+                Decimal,
+                "of `total`, what is refunded to the card",
+            ),
+            req("reason", Text, "why"),
+        ],
+    },
+    Spec {
         name: "top_up.succeeded",
         audience: Tenant,
         version: 1,

@@ -234,6 +234,7 @@ pub(super) async fn period_input<C: ConnectionTrait>(
         month_fraction: month_fraction(invoice.period_start, invoice.period_end, anchor),
         late: Vec::new(),
         grants: Vec::new(),
+        tax: None,
     };
     for (from, to, plan) in segments(conn, tenant.id, invoice.period_start, until).await? {
         input.segments.push(Segment {
@@ -362,9 +363,16 @@ async fn late_usage<C: ConnectionTrait>(
             number: closed.number.clone().unwrap_or_default(),
             billed,
             rerated,
+            tax: frozen_treatment(&closed),
         });
     }
     Ok(out)
+}
+
+/// The tax a finalized invoice was rated with (`None` if untaxed).
+fn frozen_treatment(closed: &invoice::Model) -> Option<crate::tax::Treatment> {
+    let tax = closed.rating.as_ref()?.get("input")?.get("tax")?;
+    serde_json::from_value(tax.clone()).ok()
 }
 
 /// Whether a line bills the same under GPU shares and under SKU units: any sampled metric,
@@ -410,6 +418,7 @@ mod tests {
             amount: Decimal::ONE,
             adjusts_invoice: None,
             trace: serde_json::Value::Null,
+            tax: None,
         }
     }
 
@@ -445,6 +454,7 @@ mod tests {
             period_start: DateTime::UNIX_EPOCH,
             period_end: DateTime::UNIX_EPOCH,
             subtotal: Exact::default(),
+            tax: Exact::default(),
             credits: Exact::default(),
             total: Exact::default(),
             plan: String::new(),
@@ -452,6 +462,7 @@ mod tests {
             finalized_at: None,
             due_at: None,
             parties: None,
+            taxes: None,
             paid_at: None,
             voided_at: None,
             void_reason: None,

@@ -42,6 +42,8 @@ pub enum InvoicingError {
     },
     #[error("rating: {0}")]
     Rate(#[from] RateError),
+    #[error("tax: {0}")]
+    Tax(#[from] crate::tax::TaxError),
     #[error("database: {0}")]
     Database(#[from] DbErr),
 }
@@ -146,15 +148,29 @@ pub struct Draft {
 }
 
 /// The tenant's draft invoice (opening its first period if it has none), rated up to
-/// `now` (or to the period's end, if that has passed).
+/// `now` (or to the period's end, if that has passed). With `seller`, taxed as it would be
+/// if the period ended now; a tax that cannot be determined (a rate missing) leaves the
+/// draft untaxed, as finalizing it would be refused until the rate is added.
 pub async fn rate_open<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     now: DateTime<Utc>,
+    seller: Option<&crate::parties::Seller>,
 ) -> Result<Draft, InvoicingError> {
     let invoice = store::open_draft(conn, tenant).await?;
     let until = now.min(invoice.period_end).max(invoice.period_start);
-    let input = input::period_input(conn, &invoice, until, now, true).await?;
+    let mut input = input::period_input(conn, &invoice, until, now, true).await?;
+    if let Some(seller) = seller {
+        let buyer = crate::parties::store::find(conn, tenant).await?;
+        input.tax = match treatment(conn, seller, buyer.as_ref(), until).await {
+            Ok(found) => found,
+            Err(InvoicingError::Tax(err)) => {
+                tracing::warn!(%tenant, error = %err, "draft left untaxed");
+                None
+            }
+            Err(err) => return Err(err),
+        };
+    }
     let rated = rate_period(&input)?;
     Ok(Draft {
         invoice,
@@ -186,7 +202,10 @@ pub async fn close_period<C: ConnectionTrait>(
     draft.period_end = end;
     // The period may end up to a second after `now`: allocations still running are held
     // to its end, so rating it again later (for late usage) finds the same seconds.
-    let input = input::period_input(conn, &draft, end, now.max(end), true).await?;
+    let mut input = input::period_input(conn, &draft, end, now.max(end), true).await?;
+    let buyer = crate::parties::store::find(conn, tenant).await?;
+    // The tax point of a period's supply is its end (continuous supply, Art. 64).
+    input.tax = treatment(conn, &policy.seller, buyer.as_ref(), end).await?;
     let rated = rate_period(&input)?;
     let number = store::next_number(conn, &policy.invoice_prefix, now.year()).await?;
     let payment_state = if rated.total <= Decimal::ZERO {
@@ -203,7 +222,7 @@ pub async fn close_period<C: ConnectionTrait>(
         due_at,
         parties: crate::parties::Parties {
             seller: policy.seller.clone(),
-            buyer: crate::parties::store::find(conn, tenant).await?,
+            buyer,
         },
     };
     let finalized =
@@ -224,6 +243,20 @@ pub async fn close_period<C: ConnectionTrait>(
     let lines = store::lines(conn, tenant, finalized.id).await?;
     store::open_draft(conn, tenant).await?;
     Ok((finalized, lines))
+}
+
+/// The tax of a supply by `seller` to `buyer` at `at`, by the operator's rate table.
+async fn treatment<C: ConnectionTrait>(
+    conn: &C,
+    seller: &crate::parties::Seller,
+    buyer: Option<&crate::parties::Buyer>,
+    at: DateTime<Utc>,
+) -> Result<Option<crate::tax::Treatment>, InvoicingError> {
+    if seller.country.is_empty() {
+        return Ok(None);
+    }
+    let rates = crate::tax::store::table(conn).await?;
+    Ok(crate::tax::determine(seller, buyer, at, &rates)?)
 }
 
 /// Records an invoice event: the invoice's id, number, total and currency, with `extra`

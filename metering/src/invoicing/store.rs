@@ -20,10 +20,11 @@ use uuid::Uuid;
 
 use super::{NewGrant, next_anchor, whole_minute};
 use crate::rating::period::{Line, PeriodInput, RatedInvoice};
+use crate::tax::LineTax;
 
 /// A no-op write on the tenant's row (closes of one tenant wait for each other); the
 /// tenant's net terms in days.
-pub(super) async fn lock_tenant<C: ConnectionTrait>(
+pub(crate) async fn lock_tenant<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
 ) -> Result<i64, DbErr> {
@@ -78,6 +79,8 @@ pub async fn open_draft<C: ConnectionTrait>(
         period_start: Set(start),
         period_end: Set(end),
         subtotal: Set(Exact::default()),
+        tax: Set(Exact::default()),
+        taxes: Set(None),
         credits: Set(Exact::default()),
         total: Set(Exact::default()),
         plan: Set(String::new()),
@@ -113,7 +116,7 @@ pub async fn open_draft<C: ConnectionTrait>(
 
 /// Takes the next number of the series `{prefix}-{year}`: the increment is a row update
 /// in the finalizing transaction, so a rolled-back finalization leaves no gap.
-pub(super) async fn next_number<C: ConnectionTrait>(
+pub(crate) async fn next_number<C: ConnectionTrait>(
     conn: &C,
     prefix: &str,
     year: i32,
@@ -177,6 +180,10 @@ pub(super) async fn finalize<C: ConnectionTrait>(
     active.number = Set(Some(number.to_owned()));
     active.period_end = Set(end);
     active.subtotal = Set(rated.subtotal.into());
+    active.tax = Set(rated.tax.into());
+    active.taxes = Set((!rated.taxes.is_empty())
+        .then(|| serde_json::to_value(&rated.taxes).ok())
+        .flatten());
     active.credits = Set(rated.credits.into());
     active.total = Set(rated.total.into());
     active.plan = Set(plan);
@@ -217,6 +224,9 @@ async fn insert_lines<C: ConnectionTrait>(
             amount_exact: Set(line.amount_exact.into()),
             adjusts_invoice_id: Set(line.adjusts_invoice),
             trace: Set(line.trace.clone()),
+            tax_category: Set(line.tax.as_ref().map(|t| t.category.as_str().to_owned())),
+            tax_percent: Set(line.tax.as_ref().map(|t| t.percent.into())),
+            tax_amount: Set(line.tax.as_ref().map(|t| t.amount.into())),
         }
         .insert(conn)
         .await?;
@@ -255,10 +265,23 @@ fn rating_record(input: &PeriodInput, rated: &RatedInvoice) -> serde_json::Value
         "input": input,
         "output": rated,
         "rounding": format!(
-            "each line rounded half-even to {} decimal places; total = sum of rounded lines",
+            "each line rounded half-even to {} decimal places; tax per rate rounded half away from zero; total = sum of rounded lines + tax",
             input.minor_digits
         ),
     })
+}
+
+/// Settles an owed invoice whose credit notes left nothing due.
+pub(crate) async fn mark_settled<C: ConnectionTrait>(
+    conn: &C,
+    found: invoice::Model,
+    now: DateTime<Utc>,
+) -> Result<invoice::Model, DbErr> {
+    let mut active: invoice::ActiveModel = found.into();
+    active.status = Set(InvoiceStatus::Paid);
+    active.paid_at = Set(Some(now));
+    active.payment_state = Set(PaymentState::Paid);
+    active.update(conn).await
 }
 
 pub(super) async fn mark_void<C: ConnectionTrait>(
@@ -318,7 +341,18 @@ pub fn line_of(model: &invoice_line::Model) -> Line {
         amount: model.amount.get(),
         adjusts_invoice: model.adjusts_invoice_id,
         trace: model.trace.clone(),
+        tax: line_tax(model),
     }
+}
+
+/// A stored line's tax, if it was taxed.
+fn line_tax(model: &invoice_line::Model) -> Option<LineTax> {
+    let category = serde_json::from_value(serde_json::json!(model.tax_category.as_ref()?)).ok()?;
+    Some(LineTax {
+        category,
+        percent: model.tax_percent?.get(),
+        amount: model.tax_amount?.get(),
+    })
 }
 
 /// Finalized, not voided invoices of the tenant whose period ended after `since`.

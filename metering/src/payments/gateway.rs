@@ -15,7 +15,6 @@ use stripe::{
     CustomerId, CustomerInvoiceSettings, PaymentIntent, PaymentIntentOffSession, PaymentMethod,
     PaymentMethodId, RangeQuery, RequestStrategy, StripeError, UpdateCustomer,
 };
-use uuid::Uuid;
 
 /// Most pages of events read in one catch-up (100 events a page).
 const MAX_EVENT_PAGES: usize = 50;
@@ -213,7 +212,7 @@ impl Gateway {
                         invoice: &id,
                         amount: item.amount_minor,
                         currency: &currency,
-                        description: item.description,
+                        description: &item.description,
                         metadata: HashMap::from([
                             (
                                 "invoice_id",
@@ -264,6 +263,32 @@ impl Gateway {
             .post(&format!("/invoices/{hosted}/void"))
             .await?;
         Ok(())
+    }
+
+    /// Refunds `amount_minor` of a PaymentIntent (`pi_…`), carrying `metadata`, under the
+    /// outbox row's idempotency key; the refund's id.
+    pub async fn refund(
+        &self,
+        idempotency_key: &str,
+        payment_intent: &str,
+        amount_minor: i64,
+        metadata: HashMap<String, String>,
+    ) -> Result<String, GatewayError> {
+        if !payment_intent.starts_with("pi_") {
+            return Err(GatewayError::Refused("not a PaymentIntent id".into()));
+        }
+        let refund: Value = self
+            .idempotent(idempotency_key.to_owned())
+            .post_form(
+                "/refunds",
+                NewRefund {
+                    payment_intent,
+                    amount: amount_minor,
+                    metadata,
+                },
+            )
+            .await?;
+        object_id(&refund, "re_")
     }
 
     /// Stripe's events created at or after `since` (unix seconds), oldest first, as JSON.
@@ -321,15 +346,16 @@ pub struct HostedInvoice<'a> {
     pub days_until_due: i32,
     pub description: &'a str,
     pub metadata: HashMap<String, String>,
-    pub items: Vec<HostedItem<'a>>,
+    pub items: Vec<HostedItem>,
 }
 
 /// One of its lines, in minor units (negative for credits and discounts).
 #[derive(Debug)]
-pub struct HostedItem<'a> {
-    pub line: Uuid,
+pub struct HostedItem {
+    /// What keys the item: an invoice line's id, or the invoice's id and a tax rate.
+    pub line: String,
     pub amount_minor: i64,
-    pub description: &'a str,
+    pub description: String,
 }
 
 /// The hosted invoice Stripe created.
@@ -360,6 +386,13 @@ struct NewInvoiceItem<'a> {
     currency: &'a str,
     description: &'a str,
     metadata: HashMap<&'static str, String>,
+}
+
+#[derive(Serialize)]
+struct NewRefund<'a> {
+    payment_intent: &'a str,
+    amount: i64,
+    metadata: HashMap<String, String>,
 }
 
 #[derive(Serialize)]

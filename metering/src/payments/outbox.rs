@@ -8,7 +8,8 @@
 //! Kinds: `charge_invoice` (an off-session PaymentIntent for a finalized invoice),
 //! `send_invoice` (a Stripe-hosted invoice for a tenant paying by transfer) and
 //! `charge_top_up` (a PaymentIntent buying prepaid credit), `void_hosted_invoice` (voiding
-//! at Stripe the hosted invoice of an invoice voided here).
+//! at Stripe the hosted invoice of an invoice voided here), `refund_credit_note`
+//! (refunding a credit note to the PaymentIntent that paid its invoice).
 
 use std::collections::HashMap;
 
@@ -38,14 +39,16 @@ pub enum OutboxKind {
     SendInvoice,
     ChargeTopUp,
     VoidHostedInvoice,
+    RefundCreditNote,
 }
 
 impl OutboxKind {
-    pub const ALL: [OutboxKind; 4] = [
+    pub const ALL: [OutboxKind; 5] = [
         OutboxKind::ChargeInvoice,
         OutboxKind::SendInvoice,
         OutboxKind::ChargeTopUp,
         OutboxKind::VoidHostedInvoice,
+        OutboxKind::RefundCreditNote,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -54,6 +57,7 @@ impl OutboxKind {
             OutboxKind::SendInvoice => "send_invoice",
             OutboxKind::ChargeTopUp => "charge_top_up",
             OutboxKind::VoidHostedInvoice => "void_hosted_invoice",
+            OutboxKind::RefundCreditNote => "refund_credit_note",
         }
     }
 
@@ -66,6 +70,7 @@ pub const CHARGE_INVOICE: &str = OutboxKind::ChargeInvoice.as_str();
 pub const SEND_INVOICE: &str = OutboxKind::SendInvoice.as_str();
 pub const CHARGE_TOP_UP: &str = OutboxKind::ChargeTopUp.as_str();
 pub const VOID_HOSTED_INVOICE: &str = OutboxKind::VoidHostedInvoice.as_str();
+pub const REFUND_CREDIT_NOTE: &str = OutboxKind::RefundCreditNote.as_str();
 /// Most attempts at a transient failure before the row is given up (and shows as failed).
 pub const MAX_ATTEMPTS: i32 = 12;
 
@@ -119,6 +124,7 @@ fn new_row(
         refusals: Set(0),
         retry_step: Set(0),
         claim: Set(None),
+        credit_note_id: Set(None),
     }
 }
 
@@ -184,6 +190,25 @@ pub async fn queue_void_hosted<C: ConnectionTrait>(
     );
     row.invoice_id = Set(Some(invoice));
     row.stripe_id = Set(Some(hosted));
+    row.insert(conn).await.map(|_| ())
+}
+
+/// Queues refunding a credit note (inside the transaction that issues it).
+pub async fn queue_refund<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    invoice: InvoiceId,
+    note: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let mut row = new_row(
+        REFUND_CREDIT_NOTE,
+        tenant,
+        format!("neocloud-credit-note-{note}"),
+        now,
+    );
+    row.invoice_id = Set(Some(invoice));
+    row.credit_note_id = Set(Some(note));
     row.insert(conn).await.map(|_| ())
 }
 
@@ -590,6 +615,7 @@ async fn deliver<C: ConnectionTrait>(
             Err(done) => Ok(done),
         },
         OutboxKind::VoidHostedInvoice => void_hosted_invoice(&delivery).await,
+        OutboxKind::RefundCreditNote => refund_credit_note(&mut delivery).await,
     }
 }
 
@@ -640,7 +666,14 @@ async fn charge_invoice<C: ConnectionTrait>(
 ) -> Result<Delivered, DbErr> {
     invoice_metadata(d, invoice);
     Ok(
-        match d.charge(invoice.total.get(), &invoice.currency).await? {
+        // Less what credit notes took off it since it was finalized.
+        match d
+            .charge(
+                crate::credit_notes::store::amount_due(d.conn, invoice).await?,
+                &invoice.currency,
+            )
+            .await?
+        {
             Ok(intent) => Delivered::Done(Some(intent)),
             Err(outcome) => outcome,
         },
@@ -665,17 +698,10 @@ async fn send_invoice<C: ConnectionTrait>(
         },
     };
     let lines = crate::invoicing::store::lines(d.conn, invoice.tenant_id, invoice.id).await?;
-    let mut items = Vec::with_capacity(lines.len());
-    for line in lines.iter().filter(|l| !l.amount.is_zero()) {
-        let Some(amount_minor) = minor_units(line.amount.get(), &invoice.currency) else {
-            return Ok(too_large(line.amount.get(), &invoice.currency));
-        };
-        items.push(HostedItem {
-            line: line.id,
-            amount_minor,
-            description: &line.description,
-        });
-    }
+    let items = match hosted_items(invoice, &lines) {
+        Ok(items) => items,
+        Err(refused) => return Ok(refused),
+    };
     let description = format!(
         "Invoice {}, {} to {}",
         invoice.number.clone().unwrap_or_default(),
@@ -722,6 +748,89 @@ async fn void_hosted_invoice<C: ConnectionTrait>(d: &Delivery<'_, C>) -> Result<
             Err(e) => e.into(),
         },
     )
+}
+
+/// A hosted invoice's items: a line per invoice line, and one per tax rate.
+fn hosted_items(
+    invoice: &invoice::Model,
+    lines: &[neocloud_schema::entity::invoice_line::Model],
+) -> Result<Vec<HostedItem>, Delivered> {
+    let taxes: Vec<crate::tax::TaxSummary> = invoice
+        .taxes
+        .clone()
+        .and_then(|t| serde_json::from_value(t).ok())
+        .unwrap_or_default();
+    let charges = lines
+        .iter()
+        .map(|l| (l.id.to_string(), l.amount.get(), l.description.clone()));
+    let taxes = taxes.iter().enumerate().map(|(i, t)| {
+        let description = format!(
+            "Tax {} {}% of {}",
+            t.jurisdiction,
+            t.percent.normalize(),
+            t.taxable
+        );
+        (format!("{}-tax-{i}", invoice.id), t.tax, description)
+    });
+    let mut items = Vec::with_capacity(lines.len());
+    for (line, amount, description) in charges.chain(taxes).filter(|(_, a, _)| !a.is_zero()) {
+        let amount_minor = minor_units(amount, &invoice.currency)
+            .ok_or_else(|| too_large(amount, &invoice.currency))?;
+        items.push(HostedItem {
+            line,
+            amount_minor,
+            description,
+        });
+    }
+    Ok(items)
+}
+
+/// Refunds a credit note's `refunded` part to the PaymentIntent that paid its invoice, and
+/// records how it went on the note.
+async fn refund_credit_note<C: ConnectionTrait>(
+    d: &mut Delivery<'_, C>,
+) -> Result<Delivered, DbErr> {
+    use crate::credit_notes::store;
+    let note = match d.row.credit_note_id {
+        Some(id) => store::find(d.conn, Some(d.row.tenant_id), id).await?,
+        None => None,
+    };
+    let invoice = match (&note, d.row.invoice_id) {
+        (Some(_), Some(id)) => invoice::Entity::find_by_id(id).one(d.conn).await?,
+        _ => None,
+    };
+    let (Some(note), Some(invoice)) = (note, invoice) else {
+        return Ok(Delivered::Refused("no such credit note".into()));
+    };
+    let Some(intent) = store::payment_intent(d.conn, &invoice).await? else {
+        store::set_refund_state(d.conn, note.id, "failed").await?;
+        return Ok(Delivered::Refused(
+            "the invoice was not paid through Stripe".into(),
+        ));
+    };
+    let amount = note.refunded.get();
+    let Some(minor) = minor_units(amount, &note.currency) else {
+        return Ok(too_large(amount, &note.currency));
+    };
+    d.metadata
+        .insert("credit_note_id".to_owned(), note.id.to_string());
+    d.mark_sent().await?;
+    let refunded = d
+        .gateway
+        .refund(
+            &d.row.idempotency_key,
+            &intent,
+            minor,
+            std::mem::take(&mut d.metadata),
+        )
+        .await;
+    let (state, outcome) = match refunded {
+        Ok(id) => ("done", Delivered::Done(Some(id))),
+        Err(GatewayError::Refused(reason)) => ("failed", Delivered::Refused(reason)),
+        Err(e) => return Ok(e.into()),
+    };
+    store::set_refund_state(d.conn, note.id, state).await?;
+    Ok(outcome)
 }
 
 /// The tenant's Stripe customer, created on first use (keyed by the tenant's id).

@@ -36,6 +36,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{ChargePart, PriceModel, RateError, seconds_to_hours};
+use crate::tax::{LineTax, TaxSummary, Treatment};
 
 /// One rate of a plan version, for one SKU and metric.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,6 +218,9 @@ pub struct LateUsage {
     pub number: String,
     pub billed: Vec<Line>,
     pub rerated: Vec<Line>,
+    /// The tax of that invoice, which its adjustments keep.
+    #[serde(default)]
+    pub tax: Option<Treatment>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,6 +236,9 @@ pub struct PeriodInput {
     pub late: Vec<LateUsage>,
     #[serde(default)]
     pub grants: Vec<GrantBalance>,
+    /// The tax of the period's supply; `None`: untaxed.
+    #[serde(default)]
+    pub tax: Option<Treatment>,
 }
 
 fn one() -> Decimal {
@@ -264,6 +271,8 @@ pub struct Line {
     pub adjusts_invoice: Option<InvoiceId>,
     #[serde(default)]
     pub trace: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tax: Option<LineTax>,
 }
 
 /// A line's tier as it is written out: the first tier is 1.
@@ -294,7 +303,13 @@ pub const TIER_NUMBERING_RULE: &str = "tiers numbered from 1";
 pub struct RatedInvoice {
     pub lines: Vec<Line>,
     pub subtotal: Decimal,
+    /// The tax per rate, and their sum.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taxes: Vec<TaxSummary>,
+    #[serde(default)]
+    pub tax: Decimal,
     pub credits: Decimal,
+    /// `subtotal + tax − credits`.
     pub total: Decimal,
     /// (grant, amount it gives to this invoice).
     pub credit_uses: Vec<(Uuid, Decimal)>,
@@ -466,6 +481,7 @@ impl LineBuilder<'_> {
             amount: round(amount_exact, self.input.minor_digits),
             adjusts_invoice: None,
             trace,
+            tax: None,
         });
         Ok(())
     }
@@ -804,13 +820,17 @@ pub fn rate_period(input: &PeriodInput) -> Result<RatedInvoice, RateError> {
         builder.late_adjustments(late)?;
     }
     let subtotal = builder.rounded_sum();
-    let (credits, credit_uses) = builder.credits(subtotal)?;
-    let total = builder.rounded_sum();
+    let taxes = builder.taxes();
+    let tax: Decimal = taxes.iter().map(|t| t.tax).sum();
+    let (credits, credit_uses) = builder.credits(subtotal + tax)?;
+    let total = builder.rounded_sum() + tax;
     Ok(RatedInvoice {
         lines: builder.lines,
         subtotal,
+        taxes,
+        tax: round(tax, input.minor_digits),
         credits,
-        total,
+        total: round(total, input.minor_digits),
         credit_uses,
     })
 }
@@ -907,20 +927,51 @@ impl LineBuilder<'_> {
         Ok(())
     }
 
-    /// Applies the grants to what is owed (`subtotal`), oldest expiry first: what they
-    /// took off together, and what each gave.
-    fn credits(&mut self, subtotal: Decimal) -> Result<(Decimal, Vec<(Uuid, Decimal)>), RateError> {
+    /// Taxes each line by its treatment (an adjustment by its invoice's, the rest by the
+    /// period's) and sums the tax per rate. Credits are not taxed: they pay.
+    fn taxes(&mut self) -> Vec<TaxSummary> {
+        let input = self.input;
+        let treatment_of = |line: &Line| match line.adjusts_invoice {
+            Some(closed) => input
+                .late
+                .iter()
+                .find(|l| l.invoice == closed)
+                .and_then(|l| l.tax.as_ref()),
+            None => input.tax.as_ref(),
+        };
+        let mut taxed = Vec::new();
+        for line in &mut self.lines {
+            if let Some(treatment) = treatment_of(line) {
+                line.tax = Some(LineTax {
+                    category: treatment.category,
+                    percent: treatment.percent,
+                    amount: crate::tax::tax_on(line.amount, treatment.percent, input.minor_digits),
+                });
+                taxed.push((line.amount, treatment));
+            }
+        }
+        crate::tax::summarise(taxed, input.minor_digits)
+    }
+
+    /// Applies the grants to what is owed (`owed`: the subtotal with its tax), oldest
+    /// expiry first: what they took off together, and what each gave. A grant's cap (the
+    /// charges accrued within its coverage, before tax) takes the period's tax on.
+    fn credits(&mut self, due: Decimal) -> Result<(Decimal, Vec<(Uuid, Decimal)>), RateError> {
         let input = self.input;
         let digits = input.minor_digits;
+        let with_tax = |net: Decimal| match &input.tax {
+            Some(t) => net + crate::tax::tax_on(net, t.percent, digits),
+            None => net,
+        };
         let mut credit_uses = Vec::new();
         let mut grants: Vec<&GrantBalance> = input.grants.iter().collect();
         grants.sort_by_key(|g| (g.expires_at.is_none(), g.expires_at, g.grant));
         let mut applied = round(Decimal::ZERO, digits);
         for grant in grants {
-            let owed = subtotal - applied;
+            let owed = due - applied;
             let cap = grant
                 .accrued_cap
-                .map_or(owed, |cap| (cap - applied).min(owed));
+                .map_or(owed, |cap| (with_tax(cap) - applied).min(owed));
             let take = round(grant.available.min(cap), digits).max(Decimal::ZERO);
             if take.is_zero() {
                 continue;

@@ -22,6 +22,8 @@ pub struct Model {
     pub period_end: DateTimeUtc,
     pub subtotal: super::Exact,
     pub credits: super::Exact,
+    /// The tax charged (the sum of `taxes`); `total` = `subtotal` + `tax` − `credits`.
+    pub tax: super::Exact,
     pub total: super::Exact,
     /// The plan version(s) the period was rated with, e.g. `standard v2`.
     pub plan: String,
@@ -32,6 +34,8 @@ pub struct Model {
     pub due_at: Option<DateTimeUtc>,
     /// Seller and buyer as they were when it was finalized (`neocloud_metering::parties`).
     pub parties: Option<Json>,
+    /// The tax per rate (`neocloud_metering::tax::TaxSummary`), frozen when finalized.
+    pub taxes: Option<Json>,
     pub paid_at: Option<DateTimeUtc>,
     pub voided_at: Option<DateTimeUtc>,
     pub void_reason: Option<String>,

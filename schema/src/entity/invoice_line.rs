@@ -31,6 +31,12 @@ pub struct Model {
     pub amount_exact: super::Exact,
     /// For adjustments: the invoice whose period the late usage belongs to.
     pub adjusts_invoice_id: Option<InvoiceId>,
+    /// The line's tax category (`standard`, `reverse_charge`, `export`); none when the
+    /// invoice was not taxed.
+    pub tax_category: Option<String>,
+    pub tax_percent: Option<super::Exact>,
+    /// The line's own tax, for information: the invoice's tax is computed per rate.
+    pub tax_amount: Option<super::Exact>,
     pub trace: Json,
 }
 

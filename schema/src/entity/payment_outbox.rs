@@ -36,6 +36,8 @@ pub struct Model {
     pub retry_step: i32,
     /// The token of the worker delivering it now: only that worker records the outcome.
     pub claim: Option<Uuid>,
+    /// For `refund_credit_note`: the credit note refunded.
+    pub credit_note_id: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

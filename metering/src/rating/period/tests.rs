@@ -138,6 +138,7 @@ fn input(plan: PlanTerms, usage: Vec<AllocationUsage>, grants: Vec<GrantBalance>
         }],
         month_fraction: Decimal::ONE,
         late: Vec::new(),
+        tax: None,
         grants,
     }
 }
@@ -251,4 +252,54 @@ fn a_minimum_is_topped_up_once_when_the_allocation_ends() {
     // Ended after 10 s on 2 GPUs with a 60 s minimum: (60 - 10) × 2 more GPU-seconds.
     let ended = rate_period(&input(terms, vec![usage(Some(10))], Vec::new())).expect("rates");
     assert_eq!(ended.total, Decimal::new(12000, 2));
+}
+
+fn treatment(percent: Decimal) -> crate::tax::Treatment {
+    crate::tax::Treatment {
+        category: crate::tax::TaxCategory::Standard,
+        jurisdiction: "DE".into(),
+        percent,
+        note: None,
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_taxed_period_charges_the_rate_on_its_charges_and_credits_pay_the_gross(
+        models in proptest::collection::vec(arb_model(), 1..6),
+        minutes in arb_minutes(),
+        commitment in arb_commitment(),
+        grants in arb_grants(),
+        basis_points in 0i64..3000,
+    ) {
+        let percent = Decimal::new(basis_points, 2);
+        let mut period = input(plan(models, commitment), fold_minutes(&minutes), grants);
+        period.tax = Some(treatment(percent));
+        let rated = rate_period(&period).expect("rates");
+        let charges: Decimal = rated.lines.iter()
+            .filter(|l| l.kind != LineKind::Credit)
+            .map(|l| l.amount)
+            .sum();
+        for line in &rated.lines {
+            let tax = line.tax.as_ref().map(|t| t.percent);
+            let expected = (line.kind != LineKind::Credit).then_some(percent);
+            prop_assert_eq!(tax, expected);
+        }
+        // 1/100 of a cent's precision, then half away from zero, by hand.
+        let exact = charges * percent / Decimal::ONE_HUNDRED;
+        let cents = (exact * Decimal::ONE_HUNDRED).abs();
+        let floor = cents.trunc();
+        let up = cents - floor >= Decimal::new(5, 1);
+        let magnitude = (floor + if up { Decimal::ONE } else { Decimal::ZERO }) / Decimal::ONE_HUNDRED;
+        let tax = if exact < Decimal::ZERO { -magnitude } else { magnitude };
+        prop_assert_eq!(rated.tax, tax);
+        // One rate, so one summary, when anything was charged.
+        let charged = rated.lines.iter().any(|l| l.kind != LineKind::Credit);
+        prop_assert_eq!(rated.taxes.len(), usize::from(charged));
+        prop_assert_eq!(rated.subtotal, charges);
+        let paid: Decimal = rated.lines.iter().filter(|l| l.kind == LineKind::Credit).map(|l| -l.amount).sum();
+        prop_assert_eq!(rated.credits, paid);
+        prop_assert_eq!(rated.total, charges + tax - paid);
+        prop_assert!(rated.credits <= (charges + tax).max(Decimal::ZERO));
+    }
 }
