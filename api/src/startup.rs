@@ -16,7 +16,8 @@ use crate::graphql::{Outside, build_schema};
 use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::{
-    agents, events, graphql, health, ingest, invoices, metrics, observe, stripe, usage_events,
+    agents, events, graphql, health, ingest, invoices, metrics, observe, privacy, stripe,
+    usage_events,
 };
 use crate::invoicing::Billing;
 use crate::metrics::Metrics;
@@ -132,6 +133,7 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             "/v1/credit-notes/{id}/export",
             web::get().to(invoices::credit_note),
         )
+        .route("/v1/tenant/export", web::get().to(privacy::tenant_export))
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
         .route("/v1/events/schema", web::get().to(events::catalog))
         .service(

@@ -63,6 +63,7 @@ mod m20261206_000028_payment_terms;
 mod m20261206_000029_parties;
 mod m20261206_000030_taxes;
 mod m20261206_000031_credit_notes;
+mod m20261206_000032_erasure;
 
 pub struct Migrator;
 
@@ -101,6 +102,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000029_parties::Migration),
             Box::new(m20261206_000030_taxes::Migration),
             Box::new(m20261206_000031_credit_notes::Migration),
+            Box::new(m20261206_000032_erasure::Migration),
         ]
     }
 }

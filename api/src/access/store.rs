@@ -73,3 +73,12 @@ pub(crate) async fn delete<C: ConnectionTrait>(
         .await?;
     Ok(done.rows_affected > 0)
 }
+
+/// Erasure: deletes every key of the tenant; rows deleted.
+pub(crate) async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let deleted = ssh_key::Entity::delete_many()
+        .filter(ssh_key::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(deleted.rows_affected)
+}

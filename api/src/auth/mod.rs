@@ -7,7 +7,7 @@
 mod agent_tokens;
 pub mod keys;
 mod principal;
-mod store;
+pub(crate) mod store;
 
 pub use principal::Principal;
 pub use store::KeyScope;

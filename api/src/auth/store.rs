@@ -140,3 +140,24 @@ pub(super) fn describe(key: &api_key::Model) -> Value {
         "revoked_at": key.revoked_at,
     })
 }
+
+/// Erasure: revokes every key of the tenant and empties their labels; keys touched.
+pub(crate) async fn erase<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    now: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    use sea_orm::sea_query::Expr;
+    ApiKeys::update_many()
+        .col_expr(api_key::Column::RevokedAt, Expr::value(now))
+        .filter(api_key::Column::TenantId.eq(tenant))
+        .filter(api_key::Column::RevokedAt.is_null())
+        .exec(conn)
+        .await?;
+    let labelled = ApiKeys::update_many()
+        .col_expr(api_key::Column::Label, Expr::value(""))
+        .filter(api_key::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(labelled.rows_affected)
+}

@@ -49,6 +49,10 @@ impl Tenant {
     async fn net_terms_days(&self) -> i32 {
         self.0.net_terms_days
     }
+    /// When its personal data was erased on request (null while it was not).
+    async fn erased_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.0.erased_at
+    }
 }
 
 #[derive(InputObject)]
@@ -208,6 +212,24 @@ impl TenantMutation {
         )
         .await?;
         Ok(saved.into())
+    }
+
+    /// Erases a tenant's personal data on request (operator; `confirmName` is its current
+    /// name): billing profile, SSH keys, labels, key labels, webhook URLs, payment method
+    /// and event payloads go, its keys are revoked and it is suspended under a pseudonym.
+    /// Invoices, credit notes, usage and the audit log are kept as the law requires.
+    /// Refused while it has running allocations or volumes.
+    async fn erase_tenant_data(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: ID,
+        confirm_name: String,
+    ) -> Result<Tenant> {
+        let id = super::scalars::parse_id("tenantId", &tenant_id)?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let (erased, _) =
+            tenancy::erasure::erase(db, principal, id, &confirm_name, super::now(ctx)?).await?;
+        Ok(Tenant(erased))
     }
 
     /// Sets a tenant's net terms (operator): invoices finalized from now on fall due this

@@ -3,7 +3,6 @@
 //! the tenant it belongs to (or an operator). Another tenant's is `404`, exactly as a
 //! missing one.
 
-use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use neocloud_schema::ids::InvoiceId;
 use serde::Deserialize;
@@ -67,14 +66,7 @@ pub async fn credit_note(
 
 fn respond(result: ApiResult<(export::Format, String, Vec<u8>)>) -> HttpResponse {
     match result {
-        Ok((format, name, body)) => HttpResponse::Ok()
-            .content_type(format.content_type())
-            .insert_header((
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{name}\""),
-            ))
-            .insert_header((header::CACHE_CONTROL, "private, no-store"))
-            .body(body),
+        Ok((format, name, body)) => super::attachment(format.content_type(), &name, body),
         Err(err) => err.to_response(),
     }
 }

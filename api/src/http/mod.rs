@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod invoices;
 pub mod metrics;
 pub mod observe;
+pub mod privacy;
 pub mod rate_limit;
 mod state;
 pub mod stripe;
@@ -18,6 +19,19 @@ pub mod usage_events;
 pub use state::AppState;
 
 use actix_web::HttpRequest;
+
+/// A file to download: `name` as an attachment, never cached.
+pub fn attachment(content_type: &str, name: &str, body: Vec<u8>) -> actix_web::HttpResponse {
+    use actix_web::http::header;
+    actix_web::HttpResponse::Ok()
+        .content_type(content_type)
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .insert_header((header::CACHE_CONTROL, "private, no-store"))
+        .body(body)
+}
 
 /// The bearer token of a request, if any (`Bearer ` with nothing after it, as GraphiQL's
 /// header template sends before a key is pasted, is no token).

@@ -299,3 +299,39 @@ pub(crate) async fn live_on_nodes<C: ConnectionTrait>(
         .all(conn)
         .await
 }
+
+/// Erasure: empties the labels of the tenant's orders and allocations and forgets where
+/// its allocations were reached; rows changed.
+pub(crate) async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let orders = order::Entity::update_many()
+        .col_expr(order::Column::Labels, Expr::value(serde_json::json!({})))
+        .filter(order::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    let allocations = allocation::Entity::update_many()
+        .col_expr(
+            allocation::Column::Labels,
+            Expr::value(serde_json::json!({})),
+        )
+        .col_expr(
+            allocation::Column::AccessEndpoints,
+            Expr::value(Option::<serde_json::Value>::None),
+        )
+        .filter(allocation::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(orders.rows_affected + allocations.rows_affected)
+}
+
+/// Whether any allocation of the tenant still runs.
+pub(crate) async fn any_running<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<bool, DbErr> {
+    let running = allocation::Entity::find()
+        .filter(allocation::Column::TenantId.eq(tenant))
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released.as_str()))
+        .one(conn)
+        .await?;
+    Ok(running.is_some())
+}

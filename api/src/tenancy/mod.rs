@@ -1,6 +1,9 @@
 //! Tenants: customer organisations. Creating one also mints its first `tenant_admin` key,
 //! in one transaction, so no tenant exists that nobody can log in to.
 
+mod archive;
+pub mod erasure;
+pub mod export;
 pub mod profile;
 pub(crate) mod store;
 

@@ -29,6 +29,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         created_at: Set(Utc::now()),
         billing_anchor_day: Set(billing_anchor_day),
         net_terms_days: Set(DEFAULT_NET_TERMS_DAYS),
+        erased_at: Set(None),
     }
     .insert(conn)
     .await
@@ -86,6 +87,20 @@ pub(crate) async fn set_status<C: ConnectionTrait>(
 ) -> Result<tenant::Model, DbErr> {
     let mut active: tenant::ActiveModel = tenant.clone().into();
     active.status = Set(status);
+    active.update(conn).await
+}
+
+/// Renames an erased tenant to its pseudonym and suspends it, with when.
+pub(crate) async fn erase<C: ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    pseudonym: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<tenant::Model, DbErr> {
+    let mut active: tenant::ActiveModel = tenant.clone().into();
+    active.name = Set(pseudonym.to_owned());
+    active.status = Set(neocloud_schema::vocabulary::TenantStatus::Suspended);
+    active.erased_at = Set(Some(now));
     active.update(conn).await
 }
 

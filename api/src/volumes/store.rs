@@ -217,3 +217,26 @@ pub(crate) async fn mark_ready<C: ConnectionTrait>(
     active.access_state = Set(AccessState::Ready);
     active.update(conn).await
 }
+
+/// Erasure: empties the labels of the tenant's volumes; rows changed.
+pub(crate) async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let changed = volume::Entity::update_many()
+        .col_expr(volume::Column::Labels, Expr::value(serde_json::json!({})))
+        .filter(volume::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(changed.rows_affected)
+}
+
+/// Whether any volume of the tenant is not deleted.
+pub(crate) async fn any_kept<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<bool, DbErr> {
+    let kept = volume::Entity::find()
+        .filter(volume::Column::TenantId.eq(tenant))
+        .filter(volume::Column::Status.ne(VolumeStatus::Deleted.as_str()))
+        .one(conn)
+        .await?;
+    Ok(kept.is_some())
+}

@@ -140,3 +140,16 @@ pub async fn delete<C: ConnectionTrait>(conn: &C, ids: Vec<EventId>) -> Result<u
         .await
         .map(|done| done.rows_affected)
 }
+
+/// Erasure: replaces the payloads of the tenant's events; events changed.
+pub async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let changed = event::Entity::update_many()
+        .col_expr(
+            event::Column::Payload,
+            Expr::value(serde_json::json!({"erased": true})),
+        )
+        .filter(event::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(changed.rows_affected)
+}

@@ -480,3 +480,23 @@ pub async fn delete_for_events<C: ConnectionTrait>(
         .await
         .map(|_| ())
 }
+
+/// Erasure: points the tenant's endpoints nowhere, without description, disabled;
+/// endpoints changed.
+pub async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let changed = webhook_endpoint::Entity::update_many()
+        .col_expr(
+            webhook_endpoint::Column::Url,
+            Expr::value("https://erased.invalid/"),
+        )
+        .col_expr(webhook_endpoint::Column::Description, Expr::value(""))
+        .col_expr(webhook_endpoint::Column::Enabled, Expr::value(false))
+        .col_expr(
+            webhook_endpoint::Column::DisabledReason,
+            Expr::value("erased"),
+        )
+        .filter(webhook_endpoint::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(changed.rows_affected)
+}

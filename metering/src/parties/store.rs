@@ -71,3 +71,13 @@ pub async fn save<C: ConnectionTrait>(
         .await?;
     Ok(())
 }
+
+/// Erasure: deletes the tenant's profile (issued invoices keep theirs); rows deleted.
+pub async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let deleted = billing_profile::Entity::delete_many()
+        .filter(billing_profile::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(deleted.rows_affected)
+}

@@ -112,3 +112,18 @@ pub async fn set_dunning_suspended<C: ConnectionTrait>(
 ) -> Result<payment_account::Model, DbErr> {
     upsert(conn, tenant, now, |a| a.dunning_suspended_at = Set(since)).await
 }
+
+/// Erasure: forgets the tenant's payment method; accounts changed.
+pub async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    use sea_orm::sea_query::Expr;
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let changed = payment_account::Entity::update_many()
+        .col_expr(
+            payment_account::Column::DefaultPaymentMethod,
+            Expr::value(Option::<String>::None),
+        )
+        .filter(payment_account::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(changed.rows_affected)
+}

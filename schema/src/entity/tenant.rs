@@ -18,6 +18,9 @@ pub struct Model {
     pub billing_anchor_day: i32,
     /// Days from an invoice's finalization to its due date (net terms).
     pub net_terms_days: i32,
+    /// When its personal data was erased on request (it is kept suspended, under a
+    /// pseudonym).
+    pub erased_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
