@@ -279,6 +279,16 @@ async fn a_paid_invoice_is_credited_to_the_balance(backend: Backend) {
         "{r}"
     );
 
+    // Credited, it is corrected and no longer voided.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { voidInvoice(id: $id, reason: \"x\") { status } }",
+            json!({"id": invoice["id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+
     let r = app
         .gql(Some(&who.admin), "{ upcomingInvoice { id } }", json!({}))
         .await;

@@ -64,6 +64,7 @@ mod m20261206_000029_parties;
 mod m20261206_000030_taxes;
 mod m20261206_000031_credit_notes;
 mod m20261206_000032_erasure;
+mod m20261206_000033_residency;
 
 pub struct Migrator;
 
@@ -103,6 +104,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000030_taxes::Migration),
             Box::new(m20261206_000031_credit_notes::Migration),
             Box::new(m20261206_000032_erasure::Migration),
+            Box::new(m20261206_000033_residency::Migration),
         ]
     }
 }

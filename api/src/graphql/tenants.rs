@@ -49,6 +49,14 @@ impl Tenant {
     async fn net_terms_days(&self) -> i32 {
         self.0.net_terms_days
     }
+    /// The region its data lives in (null: not set).
+    async fn home_region(&self) -> Option<&str> {
+        self.0.home_region.as_deref()
+    }
+    /// The regions it may order GPUs and volumes in (null: any).
+    async fn allowed_regions(&self) -> Option<Vec<String>> {
+        crate::tenancy::residency::allowed(&self.0)
+    }
     /// When its personal data was erased on request (null while it was not).
     async fn erased_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         self.0.erased_at
@@ -212,6 +220,28 @@ impl TenantMutation {
         )
         .await?;
         Ok(saved.into())
+    }
+
+    /// Sets where a tenant's data lives (operator): its home region and the regions it may
+    /// order GPUs and volumes in (null: any); the home region must be among them. Orders
+    /// and volumes elsewhere are refused (`INVALID_INPUT`). Audited.
+    async fn set_data_residency(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: ID,
+        home_region: Option<String>,
+        allowed_regions: Option<Vec<String>>,
+    ) -> Result<Tenant> {
+        let id = super::scalars::parse_id("tenantId", &tenant_id)?;
+        let updated = tenancy::residency::set(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            home_region.as_deref(),
+            allowed_regions.as_deref(),
+        )
+        .await?;
+        Ok(Tenant(updated))
     }
 
     /// Erases a tenant's personal data on request (operator; `confirmName` is its current

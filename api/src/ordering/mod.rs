@@ -42,7 +42,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
 
 use self::fleet_cache::{FleetCache, allocation_key};
-use self::request::{check_price, request_hash, validate};
+use self::request::{check_price, check_residency, request_hash, validate};
 use self::shapes::{units_for, with_models};
 use crate::audit;
 use crate::auth::Principal;
@@ -135,6 +135,7 @@ impl Ordering {
     ) -> ApiResult<OrderView> {
         let tenant = actor.tenant()?;
         validate(&input)?;
+        check_residency(db, tenant, &input).await?;
         check_price(db, tenant, &input, self.clock.now()).await?;
         let request_hash = request_hash(&input);
         let idempotency_key = input

@@ -124,6 +124,19 @@ pub async fn hourly_price<C: ConnectionTrait>(
 }
 
 /// Refuses an order whose hourly price, as it will be billed, is above the buyer's limit.
+/// Refuses an order for a SKU in a region the tenant's data may not be in.
+pub(super) async fn check_residency<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    input: &PlaceOrder,
+) -> ApiResult<()> {
+    // An unknown SKU is refused by placement.
+    let Some(sku) = catalog::store::find(conn, input.sku).await? else {
+        return Ok(());
+    };
+    crate::tenancy::residency::check(conn, tenant, "sku", &sku.region).await
+}
+
 pub(super) async fn check_price<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,

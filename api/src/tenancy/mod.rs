@@ -5,6 +5,7 @@ mod archive;
 pub mod erasure;
 pub mod export;
 pub mod profile;
+pub mod residency;
 pub(crate) mod store;
 
 use neocloud_schema::entity::tenant;

@@ -30,6 +30,8 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         billing_anchor_day: Set(billing_anchor_day),
         net_terms_days: Set(DEFAULT_NET_TERMS_DAYS),
         erased_at: Set(None),
+        home_region: Set(None),
+        allowed_regions: Set(None),
     }
     .insert(conn)
     .await
@@ -101,6 +103,19 @@ pub(crate) async fn erase<C: ConnectionTrait>(
     active.name = Set(pseudonym.to_owned());
     active.status = Set(neocloud_schema::vocabulary::TenantStatus::Suspended);
     active.erased_at = Set(Some(now));
+    active.update(conn).await
+}
+
+/// Sets where the tenant's data lives and where it may order.
+pub(crate) async fn set_residency<C: ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    home: Option<String>,
+    allowed: Option<Vec<String>>,
+) -> Result<tenant::Model, DbErr> {
+    let mut active: tenant::ActiveModel = tenant.clone().into();
+    active.home_region = Set(home);
+    active.allowed_regions = Set(allowed.map(|a| serde_json::json!(a)));
     active.update(conn).await
 }
 

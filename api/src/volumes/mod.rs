@@ -146,6 +146,7 @@ pub async fn create(
     check_size(new.storage_class, new.size_gb)?;
     check_labels(&new.labels)?;
     let region = new.region.trim();
+    crate::tenancy::residency::check(db, tenant, "region", region).await?;
     let txn = crate::db::begin_write(db).await?;
     let tenant_row = store::lock_tenant(&txn, tenant)
         .await?

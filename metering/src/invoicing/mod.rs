@@ -318,6 +318,13 @@ pub async fn void<C: ConnectionTrait>(
             found.status
         )));
     }
+    // A credited invoice was sent and corrected: what is left is credited, not voided.
+    let notes = crate::credit_notes::store::of_invoice(conn, found.tenant_id, found.id.into());
+    if !notes.await?.is_empty() {
+        return Err(InvoicingError::Conflict(
+            "this invoice has credit notes: credit what is left instead of voiding it".into(),
+        ));
+    }
     let voided = store::mark_void(conn, found, reason, now).await?;
     record_invoice_event(
         conn,

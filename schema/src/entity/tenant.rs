@@ -21,6 +21,10 @@ pub struct Model {
     /// When its personal data was erased on request (it is kept suspended, under a
     /// pseudonym).
     pub erased_at: Option<DateTimeUtc>,
+    /// The region its data lives in (docs/compliance.md, "Data residency").
+    pub home_region: Option<String>,
+    /// The regions it may order GPUs and volumes in (a JSON array); null: any.
+    pub allowed_regions: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
