@@ -4,7 +4,7 @@
 //! an invoice with two rates (late usage keeps the rate of the period it belongs to); a
 //! close refused for a missing rate that changes nothing; and generated invoices checked
 //! against a model written from docs/invoicing.md ("Taxes") that shares no code with the
-//! server.
+//! server; and the PDF's text carries every field Art. 226 of the VAT directive requires.
 
 mod support;
 
@@ -537,7 +537,123 @@ async fn generated_invoices_agree_with_the_model(backend: Backend) {
     }
 }
 
+/// The text of a PDF as its text runs, one per line, read here from the literal strings
+/// of its (uncompressed) content streams: escapes undone, octal bytes as Latin-1.
+fn pdf_text(pdf: &[u8]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < pdf.len() {
+        if pdf[i] != b'(' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        while i < pdf.len() && pdf[i] != b')' {
+            if pdf[i] == b'\\' && i + 1 < pdf.len() {
+                let next = pdf[i + 1];
+                if next.is_ascii_digit() && i + 3 < pdf.len() {
+                    let octal = std::str::from_utf8(&pdf[i + 1..i + 4]).unwrap_or("077");
+                    out.push(char::from(u8::from_str_radix(octal, 8).unwrap_or(b'?')));
+                    i += 4;
+                } else {
+                    out.push(char::from(next));
+                    i += 2;
+                }
+            } else {
+                out.push(char::from(pdf[i]));
+                i += 1;
+            }
+        }
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
+/// EU VAT directive Art. 226: every field an invoice must carry, found in the text of a
+/// reverse-charged invoice's PDF and a domestic one's.
+async fn the_pdf_carries_every_field_article_226_requires(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, seller).await else {
+        return;
+    };
+    egress_sku(&app).await;
+    add_rate(&app, "DE", "19", "2020-01-01T00:00:00Z").await;
+    let reverse = customer(&app, "reverse", Some(("FR", Some("FR40303265045")))).await;
+    let domestic = customer(&app, "domestic", Some(("DE", Some("DE811363057")))).await;
+    app.advance(TimeDelta::minutes(20));
+    let at = app.clock.now() - TimeDelta::minutes(10);
+    egress(&app, &reverse, "e1", "100", at).await;
+    egress(&app, &domestic, "e1", "15", at).await;
+    let pdf_of = |who: &Customer, id: String| {
+        let request = app
+            .client
+            .get(format!("{}/v1/invoices/{id}/export?format=pdf", app.url))
+            .bearer_auth(&who.admin);
+        async move {
+            request
+                .send()
+                .await
+                .expect("pdf")
+                .bytes()
+                .await
+                .expect("body")
+        }
+    };
+    let first = close(&app, &reverse).await;
+    let text = pdf_text(&pdf_of(&reverse, first["id"].as_str().expect("id").to_owned()).await);
+    let year = app.clock.now().format("%Y").to_string();
+    let today = app.clock.now().format("%Y-%m-%d").to_string();
+    let required = [
+        // (1) date of issue, (2) a sequential number
+        ("date of issue", format!("{today} ")),
+        ("sequential number", format!("Invoice no. NC-{year}-000001")),
+        // (3) the supplier's VAT id, (4) the customer's for a reverse charge
+        ("supplier VAT id", "VAT ID: DE136695976".to_owned()),
+        ("customer VAT id", "VAT ID: FR40303265045".to_owned()),
+        // (5) full names and addresses of both
+        ("supplier name", "Rhein GPU GmbH".to_owned()),
+        ("supplier address", "Rheinallee 1".to_owned()),
+        ("supplier town", "55116 Mainz".to_owned()),
+        ("customer name", "reverse Ltd".to_owned()),
+        ("customer address", "Main Street 1".to_owned()),
+        ("customer town", "1000 Capital".to_owned()),
+        // (6) quantity and nature of the services, (7) the date they were supplied
+        ("nature of the services", "egress-gb".to_owned()),
+        ("quantity", "\n100\n".to_owned()),
+        ("date of supply", "Billing period".to_owned()),
+        // (8) taxable amount per rate and unit price before tax, (9) rate, (10) VAT due
+        ("unit price before tax", "\n0.10\n".to_owned()),
+        (
+            "taxable amount, rate",
+            "Reverse charge 0% of 10.00".to_owned(),
+        ),
+        ("VAT amount", "\n0.00\n".to_owned()),
+        // (11a) the reverse charge mention
+        (
+            "reverse charge",
+            "Reverse charge: VAT to be accounted for by the recipient".to_owned(),
+        ),
+    ];
+    for (field, shown) in &required {
+        assert!(
+            text.contains(shown.as_str()),
+            "Art. 226 {field}: `{shown}` not in\n{text}"
+        );
+    }
+    let second = close(&app, &domestic).await;
+    let text = pdf_text(&pdf_of(&domestic, second["id"].as_str().expect("id").to_owned()).await);
+    for shown in [
+        "VAT DE 19% of 1.50",
+        "\n0.29\n",
+        "VAT ID: DE811363057",
+        "\n1.79\n",
+    ] {
+        assert!(text.contains(shown), "`{shown}` not in\n{text}");
+    }
+}
+
 on_both_databases!(
+    the_pdf_carries_every_field_article_226_requires,
     rates_are_the_operators_and_never_overlap,
     golden_invoices_per_tax_case,
     late_usage_keeps_the_rate_of_its_period,
