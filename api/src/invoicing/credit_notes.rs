@@ -102,22 +102,15 @@ pub async fn get(
     })
 }
 
-/// What an invoice's notes came to: the notes, what they credited together, what is
-/// still due and what is left to credit.
+/// What an invoice's notes came to: the notes and what is still due.
 #[derive(Debug, Clone, Default)]
 pub struct Credited {
     pub notes: Vec<credit_note::Model>,
-    pub credited: rust_decimal::Decimal,
     pub amount_due: rust_decimal::Decimal,
 }
 
 pub async fn of_invoice(db: &DatabaseConnection, invoice: &invoice::Model) -> ApiResult<Credited> {
     let notes = store::of_invoice(db, invoice.tenant_id, invoice.id.into()).await?;
-    let credited = notes.iter().map(|n| n.total.get()).sum();
-    let amount_due = store::amount_due(db, invoice).await?;
-    Ok(Credited {
-        notes,
-        credited,
-        amount_due,
-    })
+    let amount_due = store::due_after(invoice, &notes);
+    Ok(Credited { notes, amount_due })
 }

@@ -174,8 +174,12 @@ fn listed(
     invoice: &Invoice<'_>,
     asked: &[(u32, Option<Decimal>)],
 ) -> Result<Vec<CreditLine>, Refusal> {
-    if asked.is_empty() {
-        return Err(invalid("lines", "name at least one line"));
+    // More names than the invoice has lines would repeat one or name none.
+    if asked.is_empty() || asked.len() > invoice.lines.len() {
+        return Err(invalid(
+            "lines",
+            format!("name 1 to {} lines of the invoice", invoice.lines.len()),
+        ));
     }
     let mut out: Vec<CreditLine> = Vec::new();
     for (position, amount) in asked {

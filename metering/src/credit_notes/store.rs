@@ -129,11 +129,23 @@ pub async fn amount_due<C: ConnectionTrait>(
     conn: &C,
     invoice: &invoice::Model,
 ) -> Result<Decimal, DbErr> {
-    if !(invoice.status.is_owed() || invoice.status == InvoiceStatus::Uncollectible) {
+    if !owed(invoice) {
         return Ok(Decimal::ZERO);
     }
     let notes = of_invoice(conn, invoice.tenant_id, invoice.id.into()).await?;
-    Ok((invoice.total.get() - sum(&notes, |n| n.applied.get())).max(Decimal::ZERO))
+    Ok(due_after(invoice, &notes))
+}
+
+/// [`amount_due`] given the invoice's notes, already read.
+pub fn due_after(invoice: &invoice::Model, notes: &[credit_note::Model]) -> Decimal {
+    if !owed(invoice) {
+        return Decimal::ZERO;
+    }
+    (invoice.total.get() - sum(notes, |n| n.applied.get())).max(Decimal::ZERO)
+}
+
+fn owed(invoice: &invoice::Model) -> bool {
+    invoice.status.is_owed() || invoice.status == InvoiceStatus::Uncollectible
 }
 
 /// What Stripe collected for `invoice` and no note refunded yet (zero unless a charge of

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::parties::{Buyer, Seller, vat_id};
 
-/// How a supply is taxed (its UNCL 5305 code in e-invoices: `code()`).
+/// How a supply is taxed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaxCategory {
@@ -39,15 +39,6 @@ pub enum TaxCategory {
 }
 
 impl TaxCategory {
-    /// The UNCL 5305 duty or tax category code.
-    pub fn code(self) -> &'static str {
-        match self {
-            TaxCategory::Standard => "S",
-            TaxCategory::ReverseCharge => "AE",
-            TaxCategory::Export => "G",
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             TaxCategory::Standard => "standard",
