@@ -3,9 +3,20 @@
 # - the `localstripe` Stripe emulator (PyPI), used by the payment tests, which run it as
 #   `python3 -m localstripe` (pip's console script is not on PATH in every Python set-up);
 # - `nats-server` (Debian's package), which the JetStream tests start themselves on a free
-#   port with a temporary store.
+#   port with a temporary store;
+# - Debian's `chromium` and the browser journeys' npm packages (`e2e/browser`:
+#   playwright-core and axe-core, from its lockfile), for the portal and console tests.
 # Idempotent.
 set -euo pipefail
+apt_install() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$1 is missing and installing it needs root: apt-get install $1" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+}
+
 python=${PYTHON:-python3}
 if ! "$python" -c "import localstripe" 2>/dev/null; then
   echo "Installing localstripe."
@@ -19,11 +30,19 @@ echo "localstripe: ready ($python -m localstripe)."
 
 if ! command -v nats-server >/dev/null 2>&1; then
   echo "Installing nats-server."
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "nats-server is missing and installing it needs root: apt-get install nats-server" >&2
-    exit 1
-  fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+  apt_install nats-server
 fi
 echo "nats-server: ready ($(nats-server --version))."
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "Installing chromium."
+  apt_install chromium
+fi
+echo "chromium: ready ($(/usr/bin/chromium --version 2>/dev/null))."
+
+browser_dir="$(dirname "$0")/../e2e/browser"
+if [ ! -d "$browser_dir/node_modules/playwright-core" ] || [ "$browser_dir/package-lock.json" -nt "$browser_dir/node_modules" ]; then
+  echo "Installing the browser journeys' npm packages."
+  (cd "$browser_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+echo "playwright-core: ready ($(cd "$browser_dir" && node -p "require('playwright-core/package.json').version"))."

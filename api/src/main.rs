@@ -222,6 +222,14 @@ async fn run_demo(
 
 fn print_credentials(credentials: &demo::Credentials, written_to: Option<&std::path::Path>) {
     println!("neocloud demo is running.");
+    println!(
+        "  portal:        {}/portal (sign in with a tenant key)",
+        credentials.url
+    );
+    println!(
+        "  console:       {}/console (the operator key)",
+        credentials.url
+    );
     println!("  GraphiQL:      {}", credentials.graphiql);
     println!("  operator key:  {}", credentials.operator_key);
     for tenant in &credentials.tenants {

@@ -50,6 +50,105 @@ pub struct Settings {
     /// NATS JetStream: the production transport of usage.
     #[serde(default)]
     pub nats: NatsSettings,
+    /// Single sign-on for the operator console.
+    #[serde(default)]
+    pub oidc: OidcSettings,
+}
+
+/// The operators' identity provider (OpenID Connect: Keycloak, Entra ID, Okta…) for the
+/// console; `issuer` unset: operators sign in with operator keys only.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct OidcSettings {
+    /// The issuer URL; `{issuer}/.well-known/openid-configuration` describes the provider
+    /// (`NEOCLOUD_OIDC__ISSUER`).
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// This deployment's client at the provider (`NEOCLOUD_OIDC__CLIENT_ID`).
+    #[serde(default)]
+    pub client_id: String,
+    /// Its secret (`NEOCLOUD_OIDC__CLIENT_SECRET`), sent as HTTP Basic authentication.
+    #[serde(default)]
+    pub client_secret: Option<SecretString>,
+    /// Where browsers reach this deployment, e.g. `https://cloud.example.com`; the
+    /// provider redirects to `{public_url}/v1/session/oidc/callback`
+    /// (`NEOCLOUD_OIDC__PUBLIC_URL`).
+    #[serde(default)]
+    pub public_url: String,
+    /// Comma-separated emails (verified by the provider) that are operators
+    /// (`NEOCLOUD_OIDC__OPERATOR_EMAILS`).
+    #[serde(default)]
+    pub operator_emails: String,
+    /// Comma-separated groups whose members are operators (`NEOCLOUD_OIDC__OPERATOR_GROUPS`),
+    /// read from the ID token's `groups_claim`.
+    #[serde(default)]
+    pub operator_groups: String,
+    /// The claim that lists a person's groups (`groups` unless set).
+    #[serde(default)]
+    pub groups_claim: Option<String>,
+}
+
+impl OidcSettings {
+    /// Whether single sign-on is configured.
+    pub fn enabled(&self) -> bool {
+        self.issuer.is_some()
+    }
+
+    pub fn redirect_uri(&self) -> String {
+        format!(
+            "{}/v1/session/oidc/callback",
+            self.public_url.trim_end_matches('/')
+        )
+    }
+
+    /// Splits a comma-separated setting into lower-cased entries.
+    pub fn list(value: &str) -> Vec<String> {
+        value
+            .split(',')
+            .map(|v| v.trim().to_lowercase())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+
+    fn check(&self) -> Result<(), SettingsError> {
+        let Some(issuer) = &self.issuer else {
+            return Ok(());
+        };
+        let invalid = |setting, message: &str| SettingsError::Invalid {
+            setting,
+            message: message.to_owned(),
+        };
+        let http = |url: &str| {
+            reqwest::Url::parse(url)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        };
+        if !http(issuer) {
+            return Err(invalid(
+                "oidc.issuer (NEOCLOUD_OIDC__ISSUER)",
+                "an http(s) URL",
+            ));
+        }
+        if !http(&self.public_url) {
+            return Err(invalid(
+                "oidc.public_url (NEOCLOUD_OIDC__PUBLIC_URL)",
+                "the http(s) URL browsers reach this deployment at",
+            ));
+        }
+        if self.client_id.is_empty() || self.client_secret.is_none() {
+            return Err(invalid(
+                "oidc.client_id, oidc.client_secret",
+                "both are needed with an issuer",
+            ));
+        }
+        if Self::list(&self.operator_emails).is_empty()
+            && Self::list(&self.operator_groups).is_empty()
+        {
+            return Err(invalid(
+                "oidc.operator_emails, oidc.operator_groups",
+                "name who is an operator: some emails or groups",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// What one process runs; a deployment runs every role at least once.
@@ -425,6 +524,7 @@ impl Settings {
             webhook_allow_hosts: String::new(),
             role: Role::All,
             nats: NatsSettings::default(),
+            oidc: OidcSettings::default(),
         }
     }
 
@@ -452,6 +552,7 @@ impl Settings {
         self.check_connections()?;
         self.check_nats()?;
         self.check_billing()?;
+        self.oidc.check()?;
         self.check_ranges()
     }
 

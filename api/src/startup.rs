@@ -16,7 +16,7 @@ use crate::graphql::{Outside, build_schema};
 use crate::http::AppState;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::{
-    agents, events, graphql, health, ingest, invoices, metrics, observe, privacy, stripe,
+    agents, events, graphql, health, ingest, invoices, metrics, observe, privacy, session, stripe,
     usage_events,
 };
 use crate::invoicing::Billing;
@@ -123,6 +123,7 @@ fn health_routes(routes: &mut web::ServiceConfig) {
 /// The API (`api` and `all` roles). Anything no route takes answers `NOT_FOUND`.
 fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
     routes
+        .configure(crate::http::web::routes)
         .route("/graphql", web::post().to(graphql::graphql))
         .route("/graphql", web::get().to(graphql::graphiql))
         .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
@@ -135,6 +136,24 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         )
         .route("/v1/tenant/export", web::get().to(privacy::tenant_export))
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
+        .service(
+            web::resource("/v1/session")
+                .app_data(session::json_body())
+                .route(web::post().to(session::sign_in))
+                .route(web::get().to(session::current))
+                .route(web::delete().to(session::sign_out)),
+        )
+        .route("/v1/session/methods", web::get().to(session::methods))
+        .route("/v1/session/oidc", web::get().to(session::oidc_start))
+        .route(
+            "/v1/session/oidc/callback",
+            web::get().to(session::oidc_callback),
+        )
+        .service(
+            web::resource("/v1/session/invitation")
+                .app_data(session::json_body())
+                .route(web::post().to(session::accept_invitation)),
+        )
         .route("/v1/events/schema", web::get().to(events::catalog))
         .service(
             web::resource("/v1/ingest")
@@ -156,14 +175,7 @@ fn start_services(
     jetstream: Option<async_nats::jetstream::Context>,
 ) -> anyhow::Result<AppState> {
     let metrics = Metrics::new()?;
-    let ordering = Arc::new(
-        Ordering::new(
-            Duration::from_secs(settings.ordering.preemption_notice_seconds),
-            clock.clone(),
-        )
-        .with_metrics(metrics.placement.clone()),
-    );
-    ordering.start(db);
+    let ordering = start_ordering(settings, db, &clock, &metrics);
     let gateway = stripe_gateway(settings);
     let billing = Arc::new(Billing::new(
         &settings.billing,
@@ -219,12 +231,43 @@ fn start_services(
         events: crate::meters::spawn_writer(db.clone(), clock.clone()),
         stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
         exposure: settings.exposure,
+        oidc: identity_provider(settings)?,
         ordering,
         rate_limiter: RateLimiter::new(settings.limits.requests_per_second, settings.limits.burst),
         metrics,
         clock,
         db: db.clone(),
     })
+}
+
+/// Placement, with its metrics, its fleet loaded from `db`.
+fn start_ordering(
+    settings: &Settings,
+    db: &DatabaseConnection,
+    clock: &SharedClock,
+    metrics: &Metrics,
+) -> Arc<Ordering> {
+    let ordering = Arc::new(
+        Ordering::new(
+            Duration::from_secs(settings.ordering.preemption_notice_seconds),
+            clock.clone(),
+        )
+        .with_metrics(metrics.placement.clone()),
+    );
+    ordering.start(db);
+    ordering
+}
+
+/// The operators' identity provider, when single sign-on is configured.
+fn identity_provider(
+    settings: &Settings,
+) -> anyhow::Result<Option<Arc<crate::auth::oidc::Provider>>> {
+    if !settings.oidc.enabled() {
+        return Ok(None);
+    }
+    let provider = crate::auth::oidc::Provider::new(settings.oidc.clone())
+        .map_err(|err| anyhow::anyhow!("oidc: {}", err.message()))?;
+    Ok(Some(Arc::new(provider)))
 }
 
 /// Stripe, when a secret key is configured.

@@ -210,6 +210,14 @@ async fn erasure_takes_personal_data_and_keeps_invoices_as_issued(backend: Backe
         )
         .await;
     assert!(r["errors"].is_null(), "{r}");
+    let r = app
+        .gql(
+            Some(&acme.admin),
+            "mutation { inviteUser(email: \"alice@acme.example\", role: TENANT_MEMBER) { invitationToken } }",
+            json!({}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
     app.advance(TimeDelta::minutes(20));
     egress(
         &app,
@@ -273,6 +281,11 @@ async fn erasure_takes_personal_data_and_keeps_invoices_as_issued(backend: Backe
         .map(|(_, f)| String::from_utf8_lossy(f).into_owned())
         .collect();
     assert!(!all.contains("alice laptop") && !all.contains("user@example"));
+    assert!(!all.contains("alice@acme.example"));
+    for user in jsonl(&files, "portal_users") {
+        assert!(user["disabled_at"].is_string(), "{user}");
+        assert!(user.get("invitation_hash").is_none(), "withheld: {user}");
+    }
     assert!(!jsonl(&files, "audit_log").is_empty());
     // The invoice stays as issued, buyer and all (10 years of tax law).
     let r = app

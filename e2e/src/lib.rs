@@ -64,18 +64,24 @@ impl Demo {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Demo {
+        Demo::start_on(dir, database_url, "127.0.0.1:0", extra, env).await
+    }
+
+    /// `start_with_env`, listening on `listen` (when another process must know the URL
+    /// before the demo starts, as an identity provider its redirect).
+    pub async fn start_on(
+        dir: &Path,
+        database_url: &str,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Demo {
         let creds_path = dir.join("credentials.json");
         let _ = std::fs::remove_file(&creds_path);
         let log = std::fs::File::create(dir.join("demo.log")).expect("log file");
         let child = Command::new(binary("neocloud", "neocloud-api"))
             .current_dir(dir)
-            .args([
-                "demo",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-                database_url,
-            ])
+            .args(["demo", "--listen", listen, "--database-url", database_url])
             .arg("--credentials-out")
             .arg(&creds_path)
             .args(extra)

@@ -65,6 +65,9 @@ mod m20261206_000030_taxes;
 mod m20261206_000031_credit_notes;
 mod m20261206_000032_erasure;
 mod m20261206_000033_residency;
+mod m20261206_000034_web_sessions;
+mod m20261206_000035_portal_users;
+mod m20261206_000036_oidc;
 
 pub struct Migrator;
 
@@ -105,6 +108,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000031_credit_notes::Migration),
             Box::new(m20261206_000032_erasure::Migration),
             Box::new(m20261206_000033_residency::Migration),
+            Box::new(m20261206_000034_web_sessions::Migration),
+            Box::new(m20261206_000035_portal_users::Migration),
+            Box::new(m20261206_000036_oidc::Migration),
         ]
     }
 }

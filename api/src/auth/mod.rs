@@ -6,8 +6,11 @@
 
 mod agent_tokens;
 pub mod keys;
+pub mod oidc;
 mod principal;
+pub mod sessions;
 pub(crate) mod store;
+pub mod users;
 
 pub use principal::Principal;
 pub use store::KeyScope;

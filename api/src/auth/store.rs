@@ -59,6 +59,14 @@ pub(super) async fn find_by_prefix<C: ConnectionTrait>(
         .await
 }
 
+/// A key by id, whoever owns it (a session's own key).
+pub(super) async fn find<C: ConnectionTrait>(
+    conn: &C,
+    id: ApiKeyId,
+) -> Result<Option<api_key::Model>, DbErr> {
+    ApiKeys::find_by_id(Uuid::from(id)).one(conn).await
+}
+
 /// A key by id, only if it belongs to `tenant` (`None`: any key, for operators).
 pub(super) async fn find_in_scope<C: ConnectionTrait>(
     conn: &C,

@@ -22,6 +22,7 @@ mod scalars;
 mod taxes;
 mod tenants;
 mod usage;
+mod users;
 mod viewer;
 mod volumes;
 mod webhooks;
@@ -62,6 +63,7 @@ pub struct Query(
     models::ModelQuery,
     taxes::TaxQuery,
     credit_notes::CreditNoteQuery,
+    users::UserQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -84,6 +86,7 @@ pub struct Mutation(
     models::ModelMutation,
     taxes::TaxMutation,
     credit_notes::CreditNoteMutation,
+    users::UserMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

@@ -66,6 +66,15 @@ fn key<'r>(req: &'r HttpRequest, what: &str) -> ApiResult<&'r str> {
     })
 }
 
+/// A key or a signed-in session (`session::caller`); `UNAUTHENTICATED` without either.
+async fn signed_in(state: &AppState, req: &HttpRequest) -> ApiResult<Principal> {
+    super::session::caller(state, req)
+        .await?
+        .ok_or_else(|| ApiError::Unauthenticated {
+            message: "send `Authorization: Bearer <API key>`, or sign in".to_owned(),
+        })
+}
+
 fn admitted(state: &AppState, principal: Principal) -> ApiResult<Principal> {
     if state.rate_limiter.allow(principal.key_id) {
         Ok(principal)
@@ -82,8 +91,7 @@ impl FromRequest for User {
         let req = req.clone();
         Box::pin(async move {
             let state = state(&req)?;
-            let principal = auth::authenticate(&state.db, key(&req, "API key")?).await?;
-            let principal = admitted(&state, principal)?;
+            let principal = admitted(&state, signed_in(&state, &req).await?)?;
             principal.require_user()?;
             Ok(User(principal))
         })
@@ -98,8 +106,7 @@ impl FromRequest for AnyKey {
         let req = req.clone();
         Box::pin(async move {
             let state = state(&req)?;
-            let principal = auth::authenticate(&state.db, key(&req, "API key")?).await?;
-            Ok(AnyKey(admitted(&state, principal)?))
+            Ok(AnyKey(admitted(&state, signed_in(&state, &req).await?)?))
         })
     }
 }

@@ -8,8 +8,6 @@ use async_graphql::{ErrorExtensionValues, Response, ServerError, Value};
 use actix_web::http::StatusCode;
 
 use super::AppState;
-use super::bearer;
-use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::graphql::cost::IntrospectionOnly;
 use crate::graphql::loaders::NodeExtras;
@@ -88,14 +86,11 @@ async fn admit(
             format!("the body is not a GraphQL request: {err}"),
         )
     })?;
-    let caller = match bearer(req) {
-        None => Caller(None),
-        Some(key) => Caller(Some(
-            auth::authenticate(&state.db, key)
-                .await
-                .map_err(|e| Refusal::of(&e))?,
-        )),
-    };
+    let caller = Caller(
+        super::session::caller(state, req)
+            .await
+            .map_err(|e| Refusal::of(&e))?,
+    );
     // Without a key only introspection may run (where the deployment allows it): refused
     // before anything but the parse that tells.
     if caller.0.is_none() && !state.exposure.introspection_without_key {

@@ -12,9 +12,11 @@ pub mod metrics;
 pub mod observe;
 pub mod privacy;
 pub mod rate_limit;
+pub mod session;
 mod state;
 pub mod stripe;
 pub mod usage_events;
+pub mod web;
 
 pub use state::AppState;
 

@@ -28,4 +28,6 @@ pub struct AppState {
     pub clock: neocloud_schema::clock::SharedClock,
     /// What answers without a key.
     pub exposure: crate::settings::ExposureSettings,
+    /// The operators' identity provider, when single sign-on is configured.
+    pub oidc: Option<Arc<crate::auth::oidc::Provider>>,
 }

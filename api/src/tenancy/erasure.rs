@@ -1,7 +1,7 @@
 //! Erasing a tenant's personal data on request (GDPR Art. 17), by an operator, in one
 //! transaction (docs/compliance.md, "Erasure"). What identifies people goes: the billing
 //! profile, SSH keys, the labels of orders, allocations and volumes, API key labels,
-//! webhook URLs, the payment method, the payloads of its events; its keys are revoked and
+//! portal users' emails and passwords, webhook URLs, the payment method, the payloads of its events; its keys are revoked and
 //! the tenant is renamed to a pseudonym and suspended. What the law requires to be kept
 //! stays as it was: finalized invoices and credit notes (with the parties they were issued
 //! to, 10 years of tax law), payments, usage and the audit log (append-only evidence).
@@ -90,6 +90,10 @@ async fn erase_rows<C: ConnectionTrait>(
         ),
         ("volumes", crate::volumes::store::erase(conn, id).await?),
         ("api_keys", crate::auth::store::erase(conn, id, now).await?),
+        (
+            "portal_users",
+            crate::auth::users::store::erase(conn, id, now).await?,
+        ),
         (
             "webhook_endpoints",
             events::webhooks::erase(conn, id).await?,

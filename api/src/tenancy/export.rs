@@ -23,6 +23,8 @@ pub const FORMAT: &str = "neocloud tenant export v1";
 /// Columns never exported: secrets that authenticate, not data about the tenant.
 const WITHHELD: &[(&str, &str)] = &[
     ("api_keys", "secret_hash"),
+    ("portal_users", "password_hash"),
+    ("portal_users", "invitation_hash"),
     ("webhook_endpoints", "secret"),
     ("webhook_endpoints", "previous_secret"),
 ];
@@ -158,7 +160,7 @@ pub async fn archive(
         "tables": listed,
         "notes": [
             "Each file holds one JSON object per line: a row of the table, column by column.",
-            "Credentials (API key hashes, webhook signing secrets) are withheld.",
+            "Credentials (API key hashes, password hashes, invitations, webhook signing secrets) are withheld.",
             "Invoices and credit notes are kept for 10 years as tax law requires, also after erasure.",
         ],
     });

@@ -1,0 +1,76 @@
+//! SQL for browser sessions.
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::web_session::{self, Entity as WebSessions};
+use neocloud_schema::ids::ApiKeyId;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
+};
+use uuid::Uuid;
+
+pub(super) struct NewSession<'a> {
+    pub token_hash: &'a str,
+    pub csrf_token: &'a str,
+    pub api_key_id: ApiKeyId,
+    pub user_id: Option<Uuid>,
+    pub now: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+pub(super) async fn insert<C: ConnectionTrait>(
+    conn: &C,
+    new: NewSession<'_>,
+) -> Result<web_session::Model, DbErr> {
+    web_session::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        token_hash: Set(new.token_hash.to_owned()),
+        csrf_token: Set(new.csrf_token.to_owned()),
+        api_key_id: Set(new.api_key_id),
+        user_id: Set(new.user_id),
+        created_at: Set(new.now),
+        last_seen_at: Set(new.now),
+        expires_at: Set(new.expires_at),
+        ended_at: Set(None),
+    }
+    .insert(conn)
+    .await
+}
+
+pub(super) async fn find_by_hash<C: ConnectionTrait>(
+    conn: &C,
+    token_hash: &str,
+) -> Result<Option<web_session::Model>, DbErr> {
+    WebSessions::find()
+        .filter(web_session::Column::TokenHash.eq(token_hash))
+        .one(conn)
+        .await
+}
+
+pub(super) async fn touch<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    WebSessions::update_many()
+        .col_expr(web_session::Column::LastSeenAt, Expr::value(now))
+        .filter(web_session::Column::Id.eq(id))
+        .exec(conn)
+        .await
+        .map(drop)
+}
+
+/// Ends a session that is still open; whether it was.
+pub(super) async fn end<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let ended = WebSessions::update_many()
+        .col_expr(web_session::Column::EndedAt, Expr::value(now))
+        .filter(web_session::Column::Id.eq(id))
+        .filter(web_session::Column::EndedAt.is_null())
+        .exec(conn)
+        .await?;
+    Ok(ended.rows_affected == 1)
+}

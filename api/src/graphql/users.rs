@@ -1,0 +1,132 @@
+//! Portal users (`portalUsers`, `inviteUser`, `removeUser`): the people of a tenant who
+//! sign in to the portal with an email and a password (`auth::users`).
+
+use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::portal_user;
+
+use super::scalars::{GqlRole, parse_id, tenant_arg, to_id};
+use crate::auth::users;
+
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum PortalUserState {
+    /// Invited; no password set yet.
+    Invited,
+    Active,
+    /// Removed (or erased): cannot sign in.
+    Removed,
+}
+
+/// A person who signs in to the portal.
+#[derive(SimpleObject)]
+pub struct PortalUser {
+    pub id: ID,
+    pub email: String,
+    pub role: GqlRole,
+    pub state: PortalUserState,
+    /// Until when a pending invitation can be accepted.
+    pub invitation_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub last_sign_in_at: Option<DateTime<Utc>>,
+    /// Locked after too many wrong passwords, until then.
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+impl From<portal_user::Model> for PortalUser {
+    fn from(u: portal_user::Model) -> Self {
+        let state = match (u.disabled_at, &u.password_hash) {
+            (Some(_), _) => PortalUserState::Removed,
+            (None, None) => PortalUserState::Invited,
+            (None, Some(_)) => PortalUserState::Active,
+        };
+        PortalUser {
+            id: to_id(u.id),
+            email: u.email,
+            role: u.role.into(),
+            state,
+            invitation_expires_at: u.invitation_expires_at,
+            created_at: u.created_at,
+            last_sign_in_at: u.last_sign_in_at,
+            locked_until: u.locked_until,
+        }
+    }
+}
+
+/// An invitation, with its token (shown once): the person opens
+/// `/portal/invitation#<token>` and chooses a password.
+#[derive(SimpleObject)]
+pub struct InviteUserPayload {
+    pub user: PortalUser,
+    pub invitation_token: String,
+    /// The portal path that accepts it (append it to the deployment's address).
+    pub invitation_path: String,
+}
+
+#[derive(Default)]
+pub struct UserQuery;
+
+#[Object]
+impl UserQuery {
+    /// The tenant's portal users, oldest first (operators name the tenant).
+    async fn portal_users(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: Option<ID>,
+    ) -> Result<Vec<PortalUser>> {
+        let list = users::list(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(list.into_iter().map(Into::into).collect())
+    }
+}
+
+#[derive(Default)]
+pub struct UserMutation;
+
+#[Object]
+impl UserMutation {
+    /// Invites a person to the portal with a tenant role the caller may grant. The token
+    /// is valid for 7 days and shown once; inviting a pending email again replaces it.
+    async fn invite_user(
+        &self,
+        ctx: &Context<'_>,
+        email: String,
+        role: GqlRole,
+        tenant_id: Option<ID>,
+    ) -> Result<InviteUserPayload> {
+        let invited = users::invite(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            &email,
+            role.into(),
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(InviteUserPayload {
+            invitation_path: format!("/portal/invitation#{}", invited.token),
+            invitation_token: invited.token,
+            user: invited.user.into(),
+        })
+    }
+
+    /// Removes a portal user: it cannot sign in again and its sessions end.
+    async fn remove_user(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        tenant_id: Option<ID>,
+    ) -> Result<PortalUser> {
+        let id = parse_id("id", &id)?;
+        let user = users::remove(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(user.into())
+    }
+}

@@ -1,0 +1,83 @@
+//! The portal (`/portal`) and the operator console (`/console`): single-page apps built
+//! from `api/web/` with npm and Vite into `api/web/dist/`, which is committed and embedded
+//! in the binary, so a deployment needs neither Node.js nor the internet. Every path under
+//! an app answers its page (the app routes in the browser); `/ui/assets/` serves the
+//! bundle's files, whose names carry a content hash and may be cached for good.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use include_dir::{Dir, include_dir};
+
+static BUNDLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web/dist");
+
+/// Scripts, styles and data only from this origin; never framed.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("woff2") => "font/woff2",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+fn serve(path: &str, cache: &str) -> HttpResponse {
+    match BUNDLE.get_file(path) {
+        Some(file) => HttpResponse::Ok()
+            .content_type(content_type(path))
+            .insert_header((header::CACHE_CONTROL, cache))
+            .insert_header((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+            .insert_header((header::REFERRER_POLICY, "no-referrer"))
+            .body(file.contents()),
+        None => crate::error::ApiError::not_found("file").to_response(),
+    }
+}
+
+/// `GET /portal[/…]`.
+pub async fn portal() -> HttpResponse {
+    serve("portal.html", "no-cache")
+}
+
+/// `GET /console[/…]`.
+pub async fn console() -> HttpResponse {
+    serve("console.html", "no-cache")
+}
+
+/// `GET /`: the portal.
+pub async fn root() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/portal"))
+        .finish()
+}
+
+/// `GET /ui/assets/{file}`: one file of the bundle.
+pub async fn asset(file: web::Path<String>) -> HttpResponse {
+    if file.contains('/') || file.starts_with('.') {
+        return crate::error::ApiError::not_found("file").to_response();
+    }
+    serve(
+        &format!("assets/{file}"),
+        "public, max-age=31536000, immutable",
+    )
+}
+
+/// The apps' routes.
+pub fn routes(routes: &mut web::ServiceConfig) {
+    routes
+        .route("/", web::get().to(root))
+        .route("/portal", web::get().to(portal))
+        .route("/portal/{tail:.*}", web::get().to(portal))
+        .route("/console", web::get().to(console))
+        .route("/console/{tail:.*}", web::get().to(console))
+        .route("/ui/assets/{file}", web::get().to(asset));
+}

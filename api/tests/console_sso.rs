@@ -1,0 +1,348 @@
+//! Single sign-on to the operator console against a real OpenID Connect provider (the
+//! `oidc-provider` package, `e2e/browser/oidc-provider.mjs`), on both databases, followed
+//! redirect by redirect as a browser would: an operator by email and one by group sign in
+//! and act as operators; someone else is sent back with the reason and no session; a
+//! replayed or foreign callback is refused; revoking the identity's key ends its session
+//! and its next sign-in. Without an issuer, single sign-on is not offered.
+//!
+//! Needs node and `e2e/browser/node_modules` (`scripts/test-deps.sh`); missing, the test is
+//! skipped, unless `NEOCLOUD_REQUIRE_BROWSER=1` (CI).
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use neocloud_api::settings::OidcSettings;
+use reqwest::{StatusCode, redirect::Policy};
+use serde_json::{Value, json};
+use support::{Backend, Killed, TestApp, error_code, lines_of};
+
+const SECRET: &str = "console-client-secret";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The provider, for the app at `app_url`; `None` (skipped) without node or its package.
+fn provider(app_url: &str) -> Option<(Killed, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/browser");
+    let present = dir.join("node_modules/oidc-provider").exists();
+    assert!(
+        present || std::env::var("NEOCLOUD_REQUIRE_BROWSER").as_deref() != Ok("1"),
+        "e2e/browser/node_modules is required: run scripts/test-deps.sh"
+    );
+    if !present {
+        eprintln!("oidc-provider is not installed: skipping");
+        return None;
+    }
+    let port = free_port();
+    let mut child = Command::new("node")
+        .arg(dir.join("oidc-provider.mjs"))
+        .env("OIDC_PORT", port.to_string())
+        .env("OIDC_CLIENT_SECRET", SECRET)
+        .env(
+            "OIDC_REDIRECT_URI",
+            format!("{app_url}/v1/session/oidc/callback"),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node");
+    let lines = lines_of(child.stdout.take().expect("stdout"));
+    let ready = lines
+        .recv_timeout(Duration::from_secs(20))
+        .is_ok_and(|line| line.contains("ready"));
+    assert!(ready, "the identity provider did not start");
+    Some((Killed(child), format!("http://127.0.0.1:{port}")))
+}
+
+/// Cookies as a browser keeps them for one site: name → value.
+#[derive(Default)]
+struct Jar(HashMap<String, String>);
+
+impl Jar {
+    fn take(&mut self, response: &reqwest::Response) {
+        for value in response.headers().get_all("set-cookie") {
+            let pair = value
+                .to_str()
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or_default();
+            if let Some((name, value)) = pair.split_once('=') {
+                if value.is_empty() {
+                    self.0.remove(name);
+                } else {
+                    self.0.insert(name.to_owned(), value.to_owned());
+                }
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+struct Browser {
+    client: reqwest::Client,
+    app: Jar,
+    idp: Jar,
+    app_url: String,
+}
+
+impl Browser {
+    fn new(app_url: &str) -> Browser {
+        Browser {
+            client: reqwest::Client::builder()
+                .redirect(Policy::none())
+                .build()
+                .expect("client"),
+            app: Jar::default(),
+            idp: Jar::default(),
+            app_url: app_url.to_owned(),
+        }
+    }
+
+    async fn get(&mut self, url: &str) -> reqwest::Response {
+        let app = url.starts_with(&self.app_url);
+        let jar = if app { &self.app } else { &self.idp };
+        let response = self
+            .client
+            .get(url)
+            .header("cookie", jar.header())
+            .send()
+            .await
+            .expect("GET");
+        if app {
+            self.app.take(&response)
+        } else {
+            self.idp.take(&response)
+        }
+        response
+    }
+
+    /// Signs in as `account` at the provider, following every redirect; where the app
+    /// finally sends the browser, and the callback URL it came back on.
+    async fn sign_in(&mut self, account: &str) -> (String, String) {
+        let mut url = format!("{}/v1/session/oidc", self.app_url);
+        let mut callback = String::new();
+        for _ in 0..20 {
+            if url.contains("/v1/session/oidc/callback") {
+                callback.clone_from(&url);
+            }
+            let response = self.get(&url).await;
+            if response.status().is_redirection() {
+                let location = response.headers()["location"]
+                    .to_str()
+                    .expect("location")
+                    .to_owned();
+                if location.starts_with("/console") {
+                    return (location, callback);
+                }
+                url = absolute(&url, &location);
+                continue;
+            }
+            assert_eq!(response.status(), StatusCode::OK, "{url}");
+            let form = url.split('?').next().unwrap_or_default().to_owned() + "/login";
+            let posted = self
+                .client
+                .post(&form)
+                .header("cookie", self.idp.header())
+                .form(&[("login", account)])
+                .send()
+                .await
+                .expect("POST login");
+            self.idp.take(&posted);
+            assert!(
+                posted.status().is_redirection(),
+                "login: {}",
+                posted.status()
+            );
+            url = absolute(
+                &url,
+                posted.headers()["location"].to_str().expect("location"),
+            );
+        }
+        panic!("too many redirects");
+    }
+
+    async fn viewer(&self) -> Value {
+        let csrf: Value = self
+            .client
+            .get(format!("{}/v1/session", self.app_url))
+            .header("cookie", self.app.header())
+            .send()
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        self.client
+            .post(format!("{}/graphql", self.app_url))
+            .header("cookie", self.app.header())
+            .header(
+                "x-csrf-token",
+                csrf["csrfToken"].as_str().unwrap_or_default(),
+            )
+            .json(&json!({"query": "{ viewer { role apiKeyId } fleetOverview { nodesByState { count } } }"}))
+            .send()
+            .await
+            .expect("POST")
+            .json()
+            .await
+            .expect("JSON")
+    }
+}
+
+fn absolute(base: &str, location: &str) -> String {
+    reqwest::Url::parse(base)
+        .and_then(|b| b.join(location))
+        .map(String::from)
+        .expect("a URL")
+}
+
+async fn operators_sign_in_through_the_identity_provider(backend: Backend) {
+    let port = free_port();
+    let app_url = format!("http://127.0.0.1:{port}");
+    let Some((_idp, issuer)) = provider(&app_url) else {
+        return;
+    };
+    let settings = OidcSettings {
+        issuer: Some(issuer),
+        client_id: "neocloud-console".into(),
+        client_secret: Some(SECRET.to_owned().into()),
+        public_url: app_url.clone(),
+        operator_emails: "ops@example.com".into(),
+        operator_groups: "neocloud-operators".into(),
+        groups_claim: None,
+    };
+    let Some(app) = TestApp::spawn_with(backend, |s| {
+        s.listen = format!("127.0.0.1:{port}");
+        s.oidc = settings;
+    })
+    .await
+    else {
+        return;
+    };
+    let methods: Value = app
+        .client
+        .get(format!("{app_url}/v1/session/methods"))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(methods["oidc"], true);
+
+    // By email, twice: one identity, two sign-ins.
+    let mut ops = Browser::new(&app_url);
+    let (landed, callback) = ops.sign_in("ops").await;
+    assert_eq!(landed, "/console");
+    let r = ops.viewer().await;
+    assert_eq!(r["data"]["viewer"]["role"], "OPERATOR", "{r}");
+    assert!(r["data"]["fleetOverview"].is_object(), "{r}");
+    let key = r["data"]["viewer"]["apiKeyId"].clone();
+    let mut again = Browser::new(&app_url);
+    assert_eq!(again.sign_in("ops").await.0, "/console");
+    assert_eq!(again.viewer().await["data"]["viewer"]["apiKeyId"], key);
+
+    // The callback cannot be replayed.
+    let replayed = ops.get(&callback).await;
+    let location = replayed.headers()["location"]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(location.starts_with("/console/signin?error="), "{location}");
+
+    // By group; and someone who is neither.
+    let mut grp = Browser::new(&app_url);
+    assert_eq!(grp.sign_in("grp").await.0, "/console");
+    assert_eq!(grp.viewer().await["data"]["viewer"]["role"], "OPERATOR");
+    let mut eve = Browser::new(&app_url);
+    let (landed, callback) = eve.sign_in("eve").await;
+    assert!(landed.starts_with("/console/signin?error="), "{landed}");
+    assert!(
+        landed.contains("not%20an%20operator") || landed.contains("not+an+operator"),
+        "{landed}"
+    );
+    assert!(!eve.app.0.contains_key("neocloud_session"));
+    assert_eq!(error_code(&eve.viewer().await), Some("UNAUTHENTICATED"));
+
+    // A callback from another browser (no binding cookie) is refused.
+    let stranger = Browser::new(&app_url);
+    let response = stranger.client.get(&callback).send().await.expect("GET");
+    let location = response.headers()["location"].to_str().unwrap_or_default();
+    assert!(
+        location.contains("another%20browser") || location.contains("another+browser"),
+        "{location}"
+    );
+
+    // Revoked: the session ends and the next sign-in is refused.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { revokeApiKey(id: $id) { key { id } } }",
+            json!({"id": key}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    assert_eq!(error_code(&ops.viewer().await), Some("UNAUTHENTICATED"));
+    let mut later = Browser::new(&app_url);
+    let (landed, _) = later.sign_in("ops").await;
+    assert!(landed.contains("revoked"), "{landed}");
+
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {action: \"operator_identity.create\"}) { edges { node { after } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["auditLog"]["edges"].as_array().map(Vec::len),
+        Some(2),
+        "{r}"
+    );
+}
+
+async fn without_an_issuer_there_is_no_single_sign_on(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let client = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let response = client
+        .get(format!("{}/v1/session/oidc", app.url))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let methods: Value = client
+        .get(format!("{}/v1/session/methods", app.url))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(methods["oidc"], false);
+}
+
+on_both_databases!(
+    operators_sign_in_through_the_identity_provider,
+    without_an_issuer_there_is_no_single_sign_on,
+);

@@ -1,0 +1,39 @@
+import type { AppConfig } from '../ui/AppShell';
+import { Page } from '../ui/Page';
+import { API_KEY_METHOD } from '../ui/SignIn';
+import { AuditLogPage } from './pages/AuditLogPage';
+import { FleetPage } from './pages/FleetPage';
+import { TenantsPage } from './pages/TenantsPage';
+
+export const consoleApp: AppConfig = {
+  name: 'Console',
+  nav: [
+    { to: '/', label: 'Fleet' },
+    { to: '/tenants', label: 'Tenants' },
+    { to: '/audit', label: 'Audit log' },
+  ],
+  routes: [
+    { pattern: '/', page: FleetPage },
+    { pattern: '/tenants', page: TenantsPage },
+    { pattern: '/audit', page: AuditLogPage },
+  ],
+  refuse: (viewer) => (viewer.role === 'OPERATOR' ? null : <OperatorsOnly />),
+  // Single sign-on leaves the page (the provider sends the browser back to /console, or
+  // to /console/signin?error=… with the reason).
+  signIn: (available) => ({
+    methods: available.apiKey ? [API_KEY_METHOD] : [],
+    links: available.oidc ? [{ href: '/v1/session/oidc', label: 'Sign in with single sign-on' }] : [],
+  }),
+};
+
+/** A tenant key in the console: no data, a way to the portal. */
+function OperatorsOnly() {
+  return (
+    <Page title="This console is for operators">
+      <p>You are signed in with a tenant key. The console runs the fleet and needs an operator key.</p>
+      <p>
+        <a href="/portal">Go to the customer portal</a>
+      </p>
+    </Page>
+  );
+}

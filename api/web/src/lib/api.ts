@@ -1,0 +1,109 @@
+/**
+ * The GraphQL client: one POST per operation to /graphql, with the session cookie and
+ * its CSRF token. A GraphQL error becomes a thrown ApiError; UNAUTHENTICATED also
+ * tells the app to show the sign-in screen again.
+ */
+
+import type { Doc } from './doc';
+
+export type ErrorCode =
+  | 'INVALID_INPUT'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'INVALID_STATE'
+  | 'UNAUTHENTICATED'
+  | 'RATE_LIMITED'
+  | 'INVALID_QUERY'
+  | 'NETWORK'
+  | (string & {});
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  /** For INVALID_INPUT: the input field at fault ("count", "input.count"). */
+  readonly field: string | undefined;
+
+  constructor(code: ErrorCode, message: string, field?: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.field = field;
+  }
+}
+
+interface GraphQLError {
+  message: string;
+  extensions?: { code?: string; field?: string };
+}
+
+interface GraphQLResponse<R> {
+  data?: R | null;
+  errors?: GraphQLError[];
+}
+
+let csrfToken = '';
+let unauthenticated: () => void = () => {};
+
+/** The CSRF token of the current session (empty when signed out). */
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+export function csrfHeader(): Record<string, string> {
+  return csrfToken ? { 'X-CSRF-Token': csrfToken } : {};
+}
+
+/** What to do when the server says the session is gone. */
+export function onUnauthenticated(handler: () => void): void {
+  unauthenticated = handler;
+}
+
+export async function request<R, V>(doc: Doc<R, V>, variables: V): Promise<R> {
+  const body = await post(doc, variables);
+  const first = body.errors?.[0];
+  if (first) throw fail(first);
+  if (body.data == null) throw new ApiError('INVALID_QUERY', 'The server answered without data.');
+  return body.data;
+}
+
+async function post<R, V>(doc: Doc<R, V>, variables: V): Promise<GraphQLResponse<R>> {
+  let res: Response;
+  try {
+    res = await fetch('/graphql', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', ...csrfHeader() },
+      body: JSON.stringify({ query: doc.query, operationName: doc.name, variables }),
+    });
+  } catch {
+    throw new ApiError('NETWORK', 'The server could not be reached. Check your connection and try again.');
+  }
+  try {
+    return (await res.json()) as GraphQLResponse<R>;
+  } catch {
+    if (res.status === 401) throw fail({ message: 'Your session has ended.', extensions: { code: 'UNAUTHENTICATED' } });
+    throw new ApiError('NETWORK', `The server answered ${res.status} ${res.statusText}.`);
+  }
+}
+
+function fail(error: GraphQLError): ApiError {
+  const code = error.extensions?.code ?? 'INVALID_QUERY';
+  if (code === 'UNAUTHENTICATED') unauthenticated();
+  return new ApiError(code, error.message, error.extensions?.field);
+}
+
+/** Any thrown value as an ApiError (for showing it). */
+export function asApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  return new ApiError('NETWORK', e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * Whether an INVALID_INPUT error is about the form field `name`: the server names
+ * `count`, `input.count` or `input.labels[0].key` (which is about `labels`).
+ */
+export function isFieldError(error: ApiError | null | undefined, name: string): boolean {
+  if (!error || error.code !== 'INVALID_INPUT' || !error.field) return false;
+  const path = error.field.replace(/^input\./, '');
+  const head = path.split(/[.[]/)[0];
+  return path === name || head === name;
+}

@@ -1,0 +1,90 @@
+/**
+ * The browser session (cookie + CSRF token) on /v1/session. The cookie is HttpOnly:
+ * this module only ever sees the CSRF token and when the session expires.
+ */
+
+import { ApiError, csrfHeader, setCsrfToken } from './api';
+
+export interface Session {
+  csrfToken: string;
+  expiresAt: string;
+}
+
+interface RestError {
+  error?: { code?: string; message?: string; field?: string };
+}
+
+/** The session the cookie holds, or null when there is none. */
+export async function restoreSession(): Promise<Session | null> {
+  const res = await call('GET');
+  if (res.status === 401) return null;
+  return accept(res);
+}
+
+/** Signs in with an API key; a wrong key throws ApiError UNAUTHENTICATED. */
+export async function signInWithApiKey(apiKey: string): Promise<Session> {
+  return accept(await call('POST', { apiKey }));
+}
+
+/** Signs a portal user in with an email and a password. */
+export async function signInWithPassword(email: string, password: string): Promise<Session> {
+  return accept(await call('POST', { email, password }));
+}
+
+/** Accepts an invitation (`/portal/invitation#<token>`) with the password chosen; signs in. */
+export async function acceptInvitation(token: string, password: string): Promise<Session> {
+  return accept(await call('POST', { token, password }, '/v1/session/invitation'));
+}
+
+/** The ways of signing in this deployment offers. */
+export interface SignInMethods {
+  apiKey: boolean;
+  password: boolean;
+  oidc: boolean;
+}
+
+/** `GET /v1/session/methods`; an API key only when the server does not say. */
+export async function signInMethods(): Promise<SignInMethods> {
+  const fallback = { apiKey: true, password: false, oidc: false };
+  try {
+    const res = await fetch('/v1/session/methods', { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+    if (!res.ok) return fallback;
+    return { ...fallback, ...((await res.json()) as Partial<SignInMethods>) };
+  } catch {
+    return fallback;
+  }
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await call('DELETE');
+  } finally {
+    setCsrfToken('');
+  }
+}
+
+async function call(method: 'GET' | 'POST' | 'DELETE', body?: unknown, path = '/v1/session'): Promise<Response> {
+  const headers: Record<string, string> = { Accept: 'application/json', ...csrfHeader() };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  try {
+    return await fetch(path, {
+      method,
+      credentials: 'same-origin',
+      headers,
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError('NETWORK', 'The server could not be reached. Check your connection and try again.');
+  }
+}
+
+async function accept(res: Response): Promise<Session> {
+  const body = (await res.json().catch(() => ({}))) as Partial<Session> & RestError;
+  if (!res.ok || !body.csrfToken) {
+    const err = body.error;
+    const code = err?.code ?? (res.status === 401 ? 'UNAUTHENTICATED' : res.status === 429 ? 'RATE_LIMITED' : `HTTP_${res.status}`);
+    throw new ApiError(code, err?.message ?? `The server answered ${res.status} to /v1/session.`, err?.field);
+  }
+  setCsrfToken(body.csrfToken);
+  return { csrfToken: body.csrfToken, expiresAt: body.expiresAt ?? '' };
+}

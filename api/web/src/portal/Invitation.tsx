@@ -1,0 +1,56 @@
+import { useState } from 'preact/hooks';
+import { type ApiError, asApiError } from '../lib/api';
+import { acceptInvitation, type Session } from '../lib/session';
+import { Button } from '../ui/Button';
+import { Field, unclaimed } from '../ui/Field';
+import { ErrorNotice } from '../ui/Notice';
+import { SignInCard } from '../ui/SignIn';
+
+const MIN = 12;
+const MAX = 128;
+
+/** `/portal/invitation#<token>`: an invited person chooses a password and is signed in. */
+export function Invitation({ token, onSignedIn }: { token: string; onSignedIn: (session: Session) => void }) {
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [problem, setProblem] = useState<{ password?: string; confirm?: string }>({});
+  const [error, setError] = useState<ApiError | null>(null);
+  const [pending, setPending] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const found = check(password, confirm);
+    setProblem(found);
+    if (found.password || found.confirm) return;
+    setPending(true);
+    setError(null);
+    try {
+      onSignedIn(await acceptInvitation(token, password));
+    } catch (err) {
+      setError(asApiError(err));
+      setPending(false);
+    }
+  };
+  return (
+    <SignInCard appName="Portal" title="Accept your invitation">
+      <p class="muted">Choose a password to finish setting up your account. You sign in with your email and this password from now on.</p>
+      <form onSubmit={submit} noValidate>
+        <Field label="Password" name="password" hint={`${MIN} to ${MAX} characters.`} error={error} message={problem.password}>
+          {(p) => <input {...p} type="password" autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+        </Field>
+        <Field label="Password again" name="confirm" message={problem.confirm}>
+          {(p) => <input {...p} type="password" autocomplete="new-password" value={confirm} onInput={(e) => setConfirm(e.currentTarget.value)} />}
+        </Field>
+        <ErrorNotice error={unclaimed(error, ['password'])} />
+        <Button type="submit" variant="primary" pending={pending} class="btn-block">
+          Set password and sign in
+        </Button>
+      </form>
+    </SignInCard>
+  );
+}
+
+function check(password: string, confirm: string): { password?: string; confirm?: string } {
+  if (password.length < MIN || password.length > MAX) return { password: `Use ${MIN} to ${MAX} characters.` };
+  if (password !== confirm) return { confirm: 'The two passwords differ.' };
+  return {};
+}

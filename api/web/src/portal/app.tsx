@@ -1,0 +1,58 @@
+import type { Session } from '../lib/session';
+import type { AppConfig } from '../ui/AppShell';
+import { Page } from '../ui/Page';
+import { API_KEY_METHOD, PASSWORD_METHOD, type SignInMethod } from '../ui/SignIn';
+import type { Viewer } from '../ui/viewer';
+import { AllocationPage } from './pages/AllocationPage';
+import { AllocationsPage } from './pages/AllocationsPage';
+import { CatalogPage } from './pages/CatalogPage';
+import { InvoicePage } from './pages/InvoicePage';
+import { InvoicesPage } from './pages/InvoicesPage';
+import { UsagePage } from './pages/UsagePage';
+import { SuspensionBanner } from './SuspensionBanner';
+import { Invitation } from './Invitation';
+
+const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
+
+export const portal: AppConfig = {
+  name: 'Portal',
+  nav: [
+    { to: '/', label: 'Catalog' },
+    { to: '/allocations', label: 'Allocations' },
+    { to: '/usage', label: 'Usage' },
+    { to: '/invoices', label: 'Invoices' },
+  ],
+  routes: [
+    { pattern: '/', page: CatalogPage },
+    { pattern: '/allocations', page: AllocationsPage },
+    { pattern: '/allocations/:id', page: AllocationPage },
+    { pattern: '/usage', page: UsagePage },
+    { pattern: '/invoices', page: InvoicesPage },
+    { pattern: '/invoices/:id', page: InvoicePage },
+  ],
+  refuse: (viewer) => (TENANT_ROLES.includes(viewer.role) ? null : <NotForThisKey viewer={viewer} />),
+  banner: (viewer) => <SuspensionBanner viewer={viewer} />,
+  signIn: (available) => ({
+    methods: [available.apiKey && API_KEY_METHOD, available.password && PASSWORD_METHOD].filter((m): m is SignInMethod => !!m),
+    links: [],
+  }),
+  signedOutPages: { '/invitation': InvitationFromLink },
+};
+
+/** The invitation token travels in the fragment (`#<token>`), never to a server log. */
+function InvitationFromLink({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+  return <Invitation token={window.location.hash.slice(1)} onSignedIn={onSignedIn} />;
+}
+
+function NotForThisKey({ viewer }: { viewer: Viewer }) {
+  return (
+    <Page title="This portal is for customers">
+      <p>The portal shows a tenant's GPUs, usage and invoices. You are signed in with a key that belongs to no tenant.</p>
+      {viewer.role === 'OPERATOR' && (
+        <p>
+          <a href="/console">Go to the operator console</a>
+        </p>
+      )}
+    </Page>
+  );
+}

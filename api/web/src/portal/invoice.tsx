@@ -1,0 +1,82 @@
+import { money } from '../lib/format';
+import { type Column, DataTable } from '../ui/DataTable';
+import { DescriptionList } from '../ui/DescriptionList';
+import type { InvoiceResult } from './operations';
+
+export type InvoiceDetail = InvoiceResult['invoice'];
+type Line = InvoiceDetail['lines'][number];
+
+const INVOICE_FORMATS = [
+  ['pdf', 'PDF'],
+  ['csv', 'CSV'],
+  ['json', 'JSON'],
+  ['focus', 'FOCUS'],
+] as const;
+
+const CREDIT_NOTE_FORMATS = INVOICE_FORMATS.slice(0, 3);
+
+/** Download links (cookie auth): /v1/invoices/{id}/export?format=… */
+export function InvoiceDownloads({ id, number, full }: { id: string; number: string | null; full?: boolean }) {
+  return <Downloads base={`/v1/invoices/${encodeURIComponent(id)}/export`} what={`invoice ${number ?? id}`} formats={INVOICE_FORMATS} full={full} />;
+}
+
+export function CreditNoteDownloads({ id, number }: { id: string; number: string }) {
+  return <Downloads base={`/v1/credit-notes/${encodeURIComponent(id)}/export`} what={`credit note ${number}`} formats={CREDIT_NOTE_FORMATS} />;
+}
+
+interface DownloadsProps {
+  base: string;
+  what: string;
+  formats: readonly (readonly [string, string])[];
+  /** "Download PDF" as the visible text (else just "PDF", named in full for screen readers). */
+  full?: boolean | undefined;
+}
+
+function Downloads({ base, what, formats, full }: DownloadsProps) {
+  return (
+    <span class="downloads">
+      {formats.map(([format, label]) => (
+        <a key={format} class="download" href={`${base}?format=${format}`} download aria-label={full ? undefined : `Download ${label} of ${what}`}>
+          {full ? `Download ${label}` : label}
+        </a>
+      ))}
+    </span>
+  );
+}
+
+const LINE_COLUMNS: Column<Line & { currency: string }>[] = [
+  { header: 'Description', cell: (l) => l.description },
+  { header: 'Quantity', numeric: true, cell: (l) => `${l.quantity} ${l.unit}` },
+  { header: 'Unit price', numeric: true, cell: (l) => money(l.unitPrice, l.currency) },
+  { header: 'Tax', numeric: true, cell: (l) => (l.taxPercent ? `${l.taxPercent}%` : '—') },
+  { header: 'Amount', numeric: true, cell: (l) => money(l.amount, l.currency) },
+];
+
+/** The lines of an invoice and its totals. */
+export function InvoiceLines({ invoice }: { invoice: InvoiceDetail }) {
+  const rows = invoice.lines.map((l) => ({ ...l, currency: invoice.currency }));
+  return (
+    <>
+      <DataTable caption="Invoice lines" hideCaption columns={LINE_COLUMNS} rows={rows} rowKey={(l) => `${rows.indexOf(l)}`} empty="No charges yet in this period." />
+      <InvoiceTotals invoice={invoice} />
+    </>
+  );
+}
+
+function InvoiceTotals({ invoice }: { invoice: InvoiceDetail }) {
+  const m = (amount: string) => money(amount, invoice.currency);
+  const items: [string, string][] = [
+    ['Subtotal', m(invoice.subtotal)],
+    ...invoice.taxes.map((t): [string, string] => [`Tax ${t.percent}% (${t.jurisdiction})`, m(t.tax)]),
+  ];
+  if (invoice.taxes.length === 0) items.push(['Tax', m(invoice.tax)]);
+  if (invoice.credits !== '0' && invoice.credits !== '0.00') items.push(['Credits', `−${m(invoice.credits)}`]);
+  items.push(['Total', m(invoice.total)]);
+  if (invoice.creditNotes.length > 0) items.push(['Credit notes', `−${m(invoice.creditedTotal)}`]);
+  items.push(['Amount due', m(invoice.amountDue)]);
+  return (
+    <div class="totals">
+      <DescriptionList items={items} />
+    </div>
+  );
+}

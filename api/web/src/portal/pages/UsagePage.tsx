@@ -1,0 +1,124 @@
+import { divide } from '../../lib/decimal';
+import { date, groupDigits, money, period } from '../../lib/format';
+import { useQuery } from '../../lib/hooks';
+import { addMonths, daysOf, type Month, monthKey, monthName, monthRange, parseMonth, thisMonth } from '../../lib/month';
+import { useLocation } from '../../lib/router';
+import { Chart } from '../../ui/Chart';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { Stat } from '../../ui/Stat';
+import { Link } from '../../ui/Link';
+import { ErrorNotice, Loading } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+import { SpendSummary, type SpendSummaryResult, UsageReport, type UsageReportResult } from '../operations';
+
+type Row = UsageReportResult['byDay']['rows'][number];
+
+/** A month's usage: totals, allocated and active hours per day, and usage per SKU. */
+export function UsagePage() {
+  const { query } = useLocation();
+  const month = parseMonth(query.get('month')) ?? thisMonth();
+  const current = monthKey(month) === monthKey(thisMonth());
+  const report = useQuery(UsageReport, monthRange(month));
+  const spend = useQuery(SpendSummary, {}, { skip: !current });
+  const data = report.data;
+  return (
+    <Page title="Usage" lead={<MonthNav month={month} />}>
+      <ErrorNotice error={report.error} onRetry={report.reload} />
+      {!data && report.loading && <Loading label="Loading usage…" />}
+      {data && (
+        <>
+          <Totals report={data} spend={current ? spend.data : null} />
+          <Section title="Daily usage">
+            <DailyChart month={month} rows={data.byDay.rows} />
+            <details class="details">
+              <summary>Show the numbers</summary>
+              <DataTable caption={`Usage per day, ${monthName(month)}`} columns={[{ header: 'Day', cell: (r: Row) => r.key }, ...QUANTITY_COLUMNS]} rows={data.byDay.rows} rowKey={(r) => r.key} empty="No usage this month." />
+            </details>
+          </Section>
+          <Section title="By SKU">
+            <DataTable caption={`Usage per SKU, ${monthName(month)}`} hideCaption columns={[{ header: 'SKU', cell: (r: Row) => r.key || '—' }, ...QUANTITY_COLUMNS]} rows={data.bySku.rows} rowKey={(r) => r.key} empty="No usage this month." />
+          </Section>
+        </>
+      )}
+    </Page>
+  );
+}
+
+function MonthNav({ month }: { month: Month }) {
+  const prev = addMonths(month, -1);
+  const next = addMonths(month, 1);
+  const future = monthKey(next) > monthKey(thisMonth());
+  return (
+    <span class="month-nav">
+      <Link to={`/usage?month=${monthKey(prev)}`} aria-label={`Previous month, ${monthName(prev)}`}>
+        ←
+      </Link>
+      <strong>{monthName(month)}</strong> (UTC)
+      {!future && (
+        <Link to={`/usage?month=${monthKey(next)}`} aria-label={`Next month, ${monthName(next)}`}>
+          →
+        </Link>
+      )}
+    </span>
+  );
+}
+
+function Totals({ report, spend }: { report: UsageReportResult; spend: SpendSummaryResult | null }) {
+  const total = report.total.rows[0];
+  return (
+    <div class="stats">
+      <Stat label="Allocated" value={`${hours(total?.allocatedSeconds)} h`} note="unit-hours, billed" />
+      <Stat label="GPU active" value={`${hours(total?.activeSeconds)} h`} note="SM-active GPU-hours" />
+      <Stat label="SLA credit" value={`${hours(total?.slaCreditSeconds)} h`} note="on failed hardware, not billed" />
+      <Stat label="Energy" value={`${quantity(total?.energyKwh ?? '0', 1)} kWh`} />
+      {spend && (
+        <Stat label="Charges so far" value={money(spend.upcomingInvoice.total, spend.upcomingInvoice.currency)} note={`billing period ${period(spend.upcomingInvoice.periodStart, spend.upcomingInvoice.periodEnd)}`} />
+      )}
+      {spend?.budget && (
+        <Stat
+          label="Budget"
+          value={money(spend.budget.spend, spend.budget.currency)}
+          note={`of ${money(spend.budget.monthlyLimit, spend.budget.currency)} · ${spend.budget.blockedSince ? 'limit reached: new orders are refused' : spend.budget.hardCap ? 'hard cap' : 'alerts only'}`}
+        />
+      )}
+    </div>
+  );
+}
+
+function DailyChart({ month, rows }: { month: Month; rows: Row[] }) {
+  const days = daysOf(month);
+  const byKey = new Map(rows.map((r) => [r.key, r]));
+  const today = new Date().toISOString().slice(0, 10);
+  const series = (pick: (r: Row) => string) =>
+    days.map((d) => (d > today ? null : Number(divide(pick(byKey.get(d) ?? ZERO), '3600', 3))));
+  return (
+    <Chart
+      title={`Usage per day, ${monthName(month)}`}
+      description="Bars: unit-hours allocated each day (UTC). Line: GPU-hours the GPUs were active. The table below has the numbers."
+      labels={days.map((d) => date(d).replace(/ \d{4}$/, ''))}
+      unit="hours"
+      series={[
+        { label: 'Allocated unit-hours', kind: 'bar', values: series((r) => r.allocatedSeconds) },
+        { label: 'Active GPU-hours', kind: 'line', values: series((r) => r.activeSeconds) },
+      ]}
+    />
+  );
+}
+
+const ZERO: Row = { key: '', allocatedSeconds: '0', activeSeconds: '0', energyKwh: '0', slaCreditSeconds: '0' };
+
+/** A quantity rounded to `places` decimals, digits grouped ("1,234.5"). */
+function quantity(decimal: string, places: number): string {
+  return groupDigits(divide(decimal, '1', places));
+}
+
+function hours(seconds: string | undefined): string {
+  return quantity(divide(seconds ?? '0', '3600', 2), 2);
+}
+
+const QUANTITY_COLUMNS: Column<Row>[] = [
+  { header: 'Allocated (h)', numeric: true, cell: (r) => hours(r.allocatedSeconds) },
+  { header: 'Active (GPU-h)', numeric: true, cell: (r) => hours(r.activeSeconds) },
+  { header: 'SLA credit (h)', numeric: true, cell: (r) => hours(r.slaCreditSeconds) },
+  { header: 'Energy (kWh)', numeric: true, cell: (r) => quantity(r.energyKwh, 1) },
+];

@@ -1,0 +1,235 @@
+// The portal and the console in Debian's Chromium, driven by Playwright, as their users
+// would use them against a running `neocloud demo` (e2e/tests/browser_journey.rs starts
+// it, with an OpenID Connect provider from oidc-provider.mjs):
+//
+// - tenant: signs in with its key, orders 8 H100 in one NVLink domain, sees the
+//   allocation where it runs and its GPUs' health, watches its usage grow, downloads the
+//   PDF of an invoice;
+// - operator: signs in through single sign-on, drains the node a probe order landed on,
+//   and the same order placed again avoids it;
+// - member: an invited portal user sets a password, lands in the portal, and the console
+//   shows it nothing.
+//
+// Every page is checked with axe-core (no serious or critical violation) and kept as a
+// screenshot in $NEOCLOUD_SCREENSHOTS; a page error or a Content-Security-Policy
+// violation fails the journey. Prints "journey <name>: ok" per journey.
+import fs from 'node:fs';
+import path from 'node:path';
+import axe from 'axe-core';
+import { chromium } from 'playwright-core';
+
+const URL = process.env.NEOCLOUD_URL;
+const creds = JSON.parse(fs.readFileSync(process.env.NEOCLOUD_CREDENTIALS, 'utf8'));
+const SHOTS = process.env.NEOCLOUD_SCREENSHOTS;
+fs.mkdirSync(SHOTS, { recursive: true });
+const tenant = creds.tenants[0];
+const problems = [];
+const pages = [];
+
+async function gql(key, query, variables = {}) {
+  const response = await fetch(`${URL}/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await response.json();
+  if (body.errors) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  pages.push(page);
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
+  });
+  return page;
+}
+
+/** axe-core on the page as it is, then a screenshot. */
+async function check(page, name) {
+  await page.waitForLoadState('networkidle');
+  await page.evaluate(axe.source);
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  if (serious.length) {
+    const list = serious.map((v) => `${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+    throw new Error(`${name}: accessibility violations: ${list.join('; ')}`);
+  }
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  console.log(`page ${name}: ok (${result.violations.length} minor findings)`);
+}
+
+const heading = (page, name) => page.getByRole('heading', { level: 1, name }).waitFor();
+
+async function signInWithKey(page, app, key) {
+  await page.goto(`${URL}/${app}`);
+  await heading(page, 'Sign in');
+  await page.getByLabel('API key', { exact: true }).fill(key);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+async function skuId(name) {
+  const data = await gql(tenant.key, '{ catalog { skus { id name } } }');
+  return data.catalog.skus.find((s) => s.name === name).id;
+}
+
+/** Orders from the catalog's form, which opens the new allocation: where it runs, and
+ * each of its GPUs (health included). */
+async function order(page, sku, count, nvlink) {
+  await page.goto(`${URL}/portal`);
+  await heading(page, 'Catalog');
+  await page.getByLabel('SKU', { exact: true }).selectOption(sku);
+  await page.getByLabel('Count', { exact: true }).fill(String(count));
+  if (nvlink) {
+    await page.getByLabel('Placement', { exact: true }).selectOption('NVLINK_DOMAIN');
+    await page.getByLabel('Fail rather than spread wider').check();
+  }
+  await page.getByRole('button', { name: 'Place order' }).click();
+  await heading(page, /^Allocation /);
+  await page.getByText('Order placed').waitFor();
+  const host = await page.locator('dt:text-is("Host") + dd').innerText();
+  const nvlinkDomain = await page.locator('dt:text-is("NVLink domain") + dd').innerText();
+  const gpus = page.getByRole('table', { name: 'GPUs of this allocation' }).locator('tbody tr');
+  await gpus.first().waitFor();
+  return { host, nvlinkDomain, gpus: await gpus.allInnerTexts() };
+}
+
+async function allocatedHours(page) {
+  await page.goto(`${URL}/portal/usage`);
+  await heading(page, 'Usage');
+  const stat = page.locator('.stat', { has: page.getByText('Allocated', { exact: true }) }).locator('.stat-value');
+  await stat.waitFor();
+  return Number((await stat.innerText()).replace(/[^0-9.]/g, ''));
+}
+
+async function tenantJourney() {
+  const page = await newPage();
+  await page.goto(`${URL}/portal`);
+  await heading(page, 'Sign in');
+  await check(page, 'portal-sign-in');
+  await signInWithKey(page, 'portal', tenant.key);
+  await heading(page, 'Catalog');
+  await check(page, 'portal-catalog');
+
+  const placed = await order(page, await skuId('h100-eu-west'), 8, true);
+  if (placed.gpus.length !== 8) throw new Error(`8 GPUs expected, saw ${placed.gpus.length}`);
+  if (!placed.nvlinkDomain || placed.nvlinkDomain === '—') throw new Error('no NVLink domain shown');
+  if (!placed.gpus.every((row) => /\tOK\t/.test(row))) throw new Error(`GPU health: ${placed.gpus.join(' | ')}`);
+  await check(page, 'portal-allocation');
+  await page.getByRole('link', { name: 'Allocations', exact: true }).click();
+  await heading(page, 'Allocations');
+  await check(page, 'portal-allocations');
+
+  const before = await allocatedHours(page);
+  await check(page, 'portal-usage');
+  let after = before;
+  for (let i = 0; i < 30 && after <= before; i += 1) {
+    await page.waitForTimeout(2000);
+    after = await allocatedHours(page);
+  }
+  if (!(after > before)) throw new Error(`usage did not grow: ${before} h, then ${after} h`);
+  console.log(`usage grew from ${before} h to ${after} h`);
+
+  // The operator closes the period (through the API), so there is an invoice to download.
+  await gql(creds.operator_key, 'mutation($t: ID!) { closeBillingPeriod(tenantId: $t) { number } }', { t: tenant.id });
+  await page.goto(`${URL}/portal/invoices`);
+  await heading(page, 'Invoices');
+  const link = page.getByRole('link', { name: /^Download PDF of invoice / }).first();
+  const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+  const file = path.join(SHOTS, 'invoice.pdf');
+  await download.saveAs(file);
+  if (fs.readFileSync(file).subarray(0, 5).toString() !== '%PDF-') throw new Error('the download is not a PDF');
+  await check(page, 'portal-invoices');
+  await page.getByRole('link', { name: 'Details' }).first().click().catch(() => {});
+  await page.context().close();
+  return placed.host;
+}
+
+async function operatorJourney() {
+  const tenantPage = await newPage();
+  await signInWithKey(tenantPage, 'portal', tenant.key);
+  await heading(tenantPage, 'Catalog');
+  const h100 = await skuId('h100-eu-west');
+  const probe = await order(tenantPage, h100, 1, false);
+  await tenantPage.getByRole('button', { name: 'Release' }).click();
+  await tenantPage.getByRole('button', { name: 'Confirm release' }).click();
+  await tenantPage.getByText(/released|ended/i).first().waitFor();
+
+  const page = await newPage();
+  await page.goto(`${URL}/console`);
+  await heading(page, 'Sign in');
+  await check(page, 'console-sign-in');
+  await page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
+  await page.getByLabel('User name', { exact: true }).fill('ops');
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await heading(page, 'Fleet');
+  await check(page, 'console-fleet');
+
+  const row = page.locator('main table tbody tr', { hasText: probe.host });
+  await row.getByRole('button', { name: 'Drain', exact: true }).click();
+  await row.getByText(/draining/i).waitFor();
+
+  const again = await order(tenantPage, h100, 1, false);
+  if (again.host === probe.host) throw new Error(`the order landed on the drained node ${probe.host}`);
+  console.log(`drained ${probe.host}; the next order went to ${again.host}`);
+
+  await page.getByRole('link', { name: 'Tenants' }).click();
+  await heading(page, 'Tenants');
+  await check(page, 'console-tenants');
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await heading(page, 'Audit log');
+  await check(page, 'console-audit-log');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await heading(page, 'Sign in');
+  await tenantPage.context().close();
+  await page.context().close();
+}
+
+async function memberJourney() {
+  const invited = await gql(tenant.key,
+    'mutation { inviteUser(email: "mia@acme.example", role: TENANT_MEMBER) { invitationPath } }');
+  const page = await newPage();
+  await page.goto(`${URL}${invited.inviteUser.invitationPath}`);
+  await heading(page, 'Accept your invitation');
+  await check(page, 'portal-invitation');
+  await page.getByLabel('Password', { exact: true }).fill('a long passphrase, really');
+  await page.getByLabel('Password again').fill('a long passphrase, really');
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await heading(page, 'Catalog');
+
+  await page.goto(`${URL}/console`);
+  await heading(page, 'This console is for operators');
+  if (await page.locator('main table').count()) throw new Error('the console shows a tenant member data');
+  await check(page, 'console-not-an-operator');
+  await page.context().close();
+}
+
+try {
+  await tenantJourney();
+  console.log('journey tenant: ok');
+  await operatorJourney();
+  console.log('journey operator: ok');
+  await memberJourney();
+  console.log('journey member: ok');
+  if (problems.length) throw new Error(problems.join('\n'));
+} catch (err) {
+  console.error(err.stack ?? String(err));
+  process.exitCode = 1;
+  for (const [i, page] of pages.entries()) {
+    if (page.isClosed()) continue;
+    console.error(`open page ${i} at failure: ${page.url()}`);
+    await page.screenshot({ path: path.join(SHOTS, `failure-${i}.png`), fullPage: true }).catch(() => {});
+  }
+} finally {
+  await browser.close();
+}

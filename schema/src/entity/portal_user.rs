@@ -1,0 +1,35 @@
+//! A person who signs in to the portal with an email and a password, acting through an
+//! API key of its own (`api_key_id`, whose secret is never shown). Invited with a
+//! one-time token (`invitation_hash`, its SHA-256) until a password is set.
+
+use crate::ids::{ApiKeyId, TenantId};
+use crate::vocabulary::Role;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "portal_users")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub tenant_id: TenantId,
+    /// Lower-cased.
+    pub email: String,
+    /// The role of its key (a tenant role).
+    pub role: Role,
+    pub api_key_id: ApiKeyId,
+    /// argon2id, as a PHC string; `None` until the invitation is accepted.
+    pub password_hash: Option<String>,
+    pub invitation_hash: Option<String>,
+    pub invitation_expires_at: Option<DateTimeUtc>,
+    /// Wrong passwords since the last sign-in; enough of them lock the user a while.
+    pub failed_sign_ins: i32,
+    pub locked_until: Option<DateTimeUtc>,
+    pub created_at: DateTimeUtc,
+    pub last_sign_in_at: Option<DateTimeUtc>,
+    pub disabled_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
