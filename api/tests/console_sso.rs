@@ -195,7 +195,7 @@ impl Browser {
                 "x-csrf-token",
                 csrf["csrfToken"].as_str().unwrap_or_default(),
             )
-            .json(&json!({"query": "{ viewer { role apiKeyId } fleetOverview { nodesByState { count } } }"}))
+            .json(&json!({"query": "{ viewer { role apiKeyId email } fleetOverview { nodesByState { count } } }"}))
             .send()
             .await
             .expect("POST")
@@ -252,6 +252,7 @@ async fn operators_sign_in_through_the_identity_provider(backend: Backend) {
     assert_eq!(landed, "/console");
     let r = ops.viewer().await;
     assert_eq!(r["data"]["viewer"]["role"], "OPERATOR", "{r}");
+    assert_eq!(r["data"]["viewer"]["email"], "ops@example.com", "{r}");
     assert!(r["data"]["fleetOverview"].is_object(), "{r}");
     let key = r["data"]["viewer"]["apiKeyId"].clone();
     let mut again = Browser::new(&app_url);

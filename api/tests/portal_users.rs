@@ -120,8 +120,9 @@ async fn invitations_become_password_sessions(backend: Backend) {
         cookie.expect("cookie"),
         body["csrfToken"].as_str().expect("csrf").to_owned(),
     );
-    let r = as_session(&app, &session, "{ viewer { role tenant { name } } }").await;
+    let r = as_session(&app, &session, "{ viewer { role email tenant { name } } }").await;
     assert_eq!(r["data"]["viewer"]["role"], "TENANT_BILLING", "{r}");
+    assert_eq!(r["data"]["viewer"]["email"], "bob@acme.io", "{r}");
     assert_eq!(r["data"]["viewer"]["tenant"]["name"], "acme", "{r}");
     // A billing user reads; it changes nothing.
     let r = as_session(&app, &session, "mutation { removeBudget }").await;

@@ -52,7 +52,7 @@ async fn viewer(app: &TestApp, signed: &Signed, csrf: Option<&str>) -> Value {
         .client
         .post(format!("{}/graphql", app.url))
         .header("cookie", &signed.cookie)
-        .json(&json!({"query": "{ viewer { role tenant { name } } }"}));
+        .json(&json!({"query": "{ viewer { role email tenant { name } } }"}));
     if let Some(csrf) = csrf {
         request = request.header("x-csrf-token", csrf);
     }
@@ -75,6 +75,10 @@ async fn sessions_act_as_their_key_behind_csrf(backend: Backend) {
     let r = viewer(&app, &signed, Some(&signed.csrf)).await;
     assert_eq!(r["data"]["viewer"]["tenant"]["name"], "acme", "{r}");
     assert_eq!(r["data"]["viewer"]["role"], "TENANT_ADMIN", "{r}");
+    assert!(
+        r["data"]["viewer"]["email"].is_null(),
+        "a key is no person: {r}"
+    );
     for csrf in [None, Some(""), Some("not-the-token")] {
         let r = viewer(&app, &signed, csrf).await;
         assert_eq!(error_code(&r), Some("FORBIDDEN"), "{csrf:?}: {r}");

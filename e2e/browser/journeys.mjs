@@ -4,9 +4,10 @@
 //
 // - tenant: signs in with its key, orders 8 H100 in one NVLink domain, sees the
 //   allocation where it runs and its GPUs' health, watches its usage grow, downloads the
-//   PDF of an invoice;
+//   PDF of an invoice, visits its account pages;
 // - operator: signs in through single sign-on, drains the node a probe order landed on,
-//   and the same order placed again avoids it;
+//   and the same order placed again avoids it; visits tenants, a tenant, ingest health,
+//   plans and the audit log;
 // - member: an invited portal user sets a password, lands in the portal, and the console
 //   shows it nothing.
 //
@@ -150,7 +151,11 @@ async function tenantJourney() {
   await download.saveAs(file);
   if (fs.readFileSync(file).subarray(0, 5).toString() !== '%PDF-') throw new Error('the download is not a PDF');
   await check(page, 'portal-invoices');
-  await page.getByRole('link', { name: 'Details' }).first().click().catch(() => {});
+  for (const [route, title] of [['keys', 'API keys'], ['people', 'People'], ['budget', 'Budget'], ['webhooks', 'Webhooks']]) {
+    await page.goto(`${URL}/portal/account/${route}`);
+    await heading(page, title);
+    await check(page, `portal-account-${route}`);
+  }
   await page.context().close();
   return placed.host;
 }
@@ -186,6 +191,14 @@ async function operatorJourney() {
   await page.getByRole('link', { name: 'Tenants' }).click();
   await heading(page, 'Tenants');
   await check(page, 'console-tenants');
+  await page.getByRole('link', { name: tenant.name, exact: true }).click();
+  await heading(page, `Tenant ${tenant.name}`);
+  await check(page, 'console-tenant');
+  for (const [route, title] of [['ingest', 'Ingest health'], ['plans', 'Plans']]) {
+    await page.goto(`${URL}/console/${route}`);
+    await heading(page, title);
+    await check(page, `console-${route}`);
+  }
   await page.getByRole('link', { name: 'Audit log' }).click();
   await heading(page, 'Audit log');
   await check(page, 'console-audit-log');

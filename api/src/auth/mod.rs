@@ -58,6 +58,17 @@ pub async fn authenticate(db: &DatabaseConnection, presented: &str) -> ApiResult
     Ok(Principal::from_row(&row))
 }
 
+/// The email of the person a key acts for: a portal user's, or an operator's who signed in
+/// through the identity provider; `None` for a key that is only a key.
+pub async fn person_of(db: &DatabaseConnection, key: ApiKeyId) -> ApiResult<Option<String>> {
+    if let Some(user) = users::store::by_key(db, key).await? {
+        return Ok(Some(user.email));
+    }
+    Ok(oidc::store::identity_by_key(db, key)
+        .await?
+        .map(|identity| identity.email))
+}
+
 /// `authenticate` for agent tokens, remembering a verified one for a few seconds
 /// (`agent_tokens`): the ingest path asks once per batch.
 pub async fn authenticate_agent(db: &DatabaseConnection, presented: &str) -> ApiResult<Principal> {

@@ -20,6 +20,12 @@ impl Viewer {
         to_id(self.0.key_id)
     }
 
+    /// The email of the person signed in: a portal user, or an operator who signed in
+    /// through single sign-on; null when the caller is a key and nothing more.
+    async fn email(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        Ok(crate::auth::person_of(super::db(ctx)?, self.0.key_id).await?)
+    }
+
     /// The caller's tenant; null for operators and agents.
     async fn tenant(&self, ctx: &Context<'_>) -> Result<Option<Tenant>> {
         let db = super::db(ctx)?;

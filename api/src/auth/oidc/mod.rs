@@ -8,7 +8,7 @@
 //! refuses its sign-ins.
 
 pub mod provider;
-mod store;
+pub(crate) mod store;
 
 pub use provider::Provider;
 

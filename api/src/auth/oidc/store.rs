@@ -69,6 +69,17 @@ pub(super) async fn find_identity<C: ConnectionTrait>(
         .await
 }
 
+/// The operator identity acting through `key`, if the key is one's.
+pub(crate) async fn identity_by_key<C: ConnectionTrait>(
+    conn: &C,
+    key: ApiKeyId,
+) -> Result<Option<operator_identity::Model>, DbErr> {
+    OperatorIdentities::find()
+        .filter(operator_identity::Column::ApiKeyId.eq(key))
+        .one(conn)
+        .await
+}
+
 pub(super) async fn insert_identity<C: ConnectionTrait>(
     conn: &C,
     issuer: &str,

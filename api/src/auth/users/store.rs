@@ -67,6 +67,17 @@ pub(super) async fn active_by_invitation<C: ConnectionTrait>(
         .await
 }
 
+/// The user acting through `key`, if the key is a portal user's.
+pub(crate) async fn by_key<C: ConnectionTrait>(
+    conn: &C,
+    key: ApiKeyId,
+) -> Result<Option<portal_user::Model>, DbErr> {
+    PortalUsers::find()
+        .filter(portal_user::Column::ApiKeyId.eq(key))
+        .one(conn)
+        .await
+}
+
 pub(super) async fn find_in_tenant<C: ConnectionTrait>(
     conn: &C,
     id: Uuid,

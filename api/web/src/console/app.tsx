@@ -3,6 +3,9 @@ import { Page } from '../ui/Page';
 import { API_KEY_METHOD } from '../ui/SignIn';
 import { AuditLogPage } from './pages/AuditLogPage';
 import { FleetPage } from './pages/FleetPage';
+import { IngestPage } from './pages/IngestPage';
+import { PlansPage } from './pages/PlansPage';
+import { TenantPage } from './pages/TenantPage';
 import { TenantsPage } from './pages/TenantsPage';
 
 export const consoleApp: AppConfig = {
@@ -10,11 +13,16 @@ export const consoleApp: AppConfig = {
   nav: [
     { to: '/', label: 'Fleet' },
     { to: '/tenants', label: 'Tenants' },
+    { to: '/ingest', label: 'Ingest health' },
+    { to: '/plans', label: 'Plans' },
     { to: '/audit', label: 'Audit log' },
   ],
   routes: [
     { pattern: '/', page: FleetPage },
     { pattern: '/tenants', page: TenantsPage },
+    { pattern: '/tenants/:id', page: TenantPage },
+    { pattern: '/ingest', page: IngestPage },
+    { pattern: '/plans', page: PlansPage },
     { pattern: '/audit', page: AuditLogPage },
   ],
   refuse: (viewer) => (viewer.role === 'OPERATOR' ? null : <OperatorsOnly />),

@@ -5,10 +5,14 @@ import { API_KEY_METHOD, PASSWORD_METHOD, type SignInMethod } from '../ui/SignIn
 import type { Viewer } from '../ui/viewer';
 import { AllocationPage } from './pages/AllocationPage';
 import { AllocationsPage } from './pages/AllocationsPage';
+import { ApiKeysPage } from './pages/ApiKeysPage';
 import { CatalogPage } from './pages/CatalogPage';
 import { InvoicePage } from './pages/InvoicePage';
 import { InvoicesPage } from './pages/InvoicesPage';
+import { BudgetPage } from './pages/BudgetPage';
+import { PeoplePage } from './pages/PeoplePage';
 import { UsagePage } from './pages/UsagePage';
+import { WebhooksPage } from './pages/WebhooksPage';
 import { SuspensionBanner } from './SuspensionBanner';
 import { Invitation } from './Invitation';
 
@@ -21,6 +25,7 @@ export const portal: AppConfig = {
     { to: '/allocations', label: 'Allocations' },
     { to: '/usage', label: 'Usage' },
     { to: '/invoices', label: 'Invoices' },
+    { to: '/account/keys', label: 'Account', current: (path) => path === '/account' || path.startsWith('/account/') },
   ],
   routes: [
     { pattern: '/', page: CatalogPage },
@@ -29,6 +34,11 @@ export const portal: AppConfig = {
     { pattern: '/usage', page: UsagePage },
     { pattern: '/invoices', page: InvoicesPage },
     { pattern: '/invoices/:id', page: InvoicePage },
+    { pattern: '/account', page: ApiKeysPage },
+    { pattern: '/account/keys', page: ApiKeysPage },
+    { pattern: '/account/people', page: PeoplePage },
+    { pattern: '/account/budget', page: BudgetPage },
+    { pattern: '/account/webhooks', page: WebhooksPage },
   ],
   refuse: (viewer) => (TENANT_ROLES.includes(viewer.role) ? null : <NotForThisKey viewer={viewer} />),
   banner: (viewer) => <SuspensionBanner viewer={viewer} />,

@@ -6,6 +6,7 @@ export type ViewerResult = {
   viewer: {
     role: Role;
     apiKeyId: string;
+    email: string | null;
     tenant: {
       id: string;
       name: string;
@@ -17,6 +18,6 @@ export type ViewerResult = {
 };
 export type ViewerVariables = Record<string, never>;
 export const Viewer: Doc<ViewerResult, ViewerVariables> = {
-  query: "query Viewer{viewer{role apiKeyId tenant{id name currency status suspensionReason}}}",
+  query: "query Viewer{viewer{role apiKeyId email tenant{id name currency status suspensionReason}}}",
   name: "Viewer",
 };

@@ -21,6 +21,10 @@ const TONES: Record<string, Tone> = {
   UNCOLLECTIBLE: 'bad',
   RELEASED: 'neutral',
   VOID: 'neutral',
+  INVITED: 'info',
+  REMOVED: 'neutral',
+  REVOKED: 'neutral',
+  DISABLED: 'bad',
 };
 
 /** A status pill: the text always says the status; colour only repeats it. */

@@ -1,4 +1,5 @@
 import { useId } from 'preact/hooks';
+import { niceCeiling, tickLabel, valueLabel } from '../lib/ticks';
 
 export interface Series {
   label: string;
@@ -22,7 +23,7 @@ interface ChartProps {
 
 const W = 880;
 const H = 280;
-const M = { top: 16, right: 16, bottom: 36, left: 60 };
+const M = { top: 16, right: 16, bottom: 36, left: 72 };
 const PLOT_W = W - M.left - M.right;
 const PLOT_H = H - M.top - M.bottom;
 const TICKS = 4;
@@ -30,8 +31,9 @@ const TICKS = 4;
 /** A bar and line chart in SVG with axes, gridlines, a legend, and a title and description. */
 export function Chart({ title, description, labels, series, unit }: ChartProps) {
   const id = useId();
-  const max = niceCeiling(Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null))));
-  const y = (v: number) => M.top + PLOT_H - (max === 0 ? 0 : (v / max) * PLOT_H);
+  // With nothing to show yet, the axis still runs 0 to 1 (five distinct ticks).
+  const max = niceCeiling(Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null))), TICKS) || 1;
+  const y = (v: number) => M.top + PLOT_H - (v / max) * PLOT_H;
   const band = PLOT_W / Math.max(1, labels.length);
   const x = (i: number) => M.left + band * i + band / 2;
   const bars = series.filter((s) => s.kind === 'bar');
@@ -60,14 +62,15 @@ export function Chart({ title, description, labels, series, unit }: ChartProps) 
 }
 
 function YAxis({ max, y, unit }: { max: number; y: (v: number) => number; unit: string }) {
-  const ticks = Array.from({ length: TICKS + 1 }, (_, i) => (max / TICKS) * i);
+  const step = max / TICKS;
+  const ticks = Array.from({ length: TICKS + 1 }, (_, i) => step * i);
   return (
     <g class="axis axis-y">
       {ticks.map((t) => (
         <g key={t}>
           <line x1={M.left} x2={W - M.right} y1={y(t)} y2={y(t)} class={t === 0 ? 'axis-line' : 'grid-line'} />
           <text x={M.left - 8} y={y(t)} dy="0.32em" text-anchor="end">
-            {tickLabel(t)}
+            {tickLabel(t, step)}
           </text>
         </g>
       ))}
@@ -115,7 +118,7 @@ function Bars({ series, index, slot, slots, band, labels, unit, x, y }: BarsProp
         (v, i) =>
           v !== null && (
             <rect key={labels[i]} x={x(i) - (width * slots) / 2 + width * slot} y={y(v)} width={width} height={Math.max(0, base - y(v))}>
-              <title>{`${labels[i]}: ${tickLabel(v)} ${unit}, ${series.label}`}</title>
+              <title>{`${labels[i]}: ${valueLabel(v)} ${unit}, ${series.label}`}</title>
             </rect>
           ),
       )}
@@ -147,19 +150,4 @@ function segments(values: (number | null)[]): number[][] {
   });
   if (run.length) runs.push(run);
   return runs;
-}
-
-/** The smallest 1, 2, 2.5 or 5 × 10^n at or above `v`, divisible into TICKS steps. */
-export function niceCeiling(v: number): number {
-  if (v <= 0) return 0;
-  const step = v / TICKS;
-  const mag = 10 ** Math.floor(Math.log10(step));
-  const nice = [1, 2, 2.5, 5, 10].find((m) => m * mag >= step) ?? 10;
-  return nice * mag * TICKS;
-}
-
-function tickLabel(v: number): string {
-  if (v === 0) return '0';
-  if (Math.abs(v) >= 1000) return `${(v / 1000).toLocaleString('en', { maximumFractionDigits: 1 })}k`;
-  return v.toLocaleString('en', { maximumFractionDigits: 2 });
 }

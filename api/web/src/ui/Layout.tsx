@@ -39,6 +39,7 @@ export function Layout({ appName, nav, path, viewer, signingOut, onSignOut, bann
           <div class="header-tools">
             <p class="whoami">
               <span class="sr-only">Signed in as </span>
+              {viewer.email ? <span class="email">{viewer.email}</span> : null}
               {viewer.tenant ? <strong>{viewer.tenant.name}</strong> : null}
               <span class="role">{roleLabel(viewer.role)}</span>
             </p>

@@ -18,11 +18,17 @@ export function canChange(viewer: Viewer): boolean {
   return viewer.role !== 'TENANT_BILLING';
 }
 
+/** Tenant admins alone set budgets and webhook endpoints. */
+export function isTenantAdmin(viewer: Viewer): boolean {
+  return viewer.role === 'TENANT_ADMIN';
+}
+
 const ROLE_LABELS: Record<string, string> = {
   OPERATOR: 'Operator',
   TENANT_ADMIN: 'Admin',
   TENANT_MEMBER: 'Member',
   TENANT_BILLING: 'Billing (read-only)',
+  USAGE_REPORTER: 'Usage reporter',
 };
 
 export function roleLabel(role: string): string {

@@ -2,6 +2,7 @@ import { dateTime } from '../../lib/format';
 import { usePaged } from '../../lib/hooks';
 import { StatusBadge } from '../../ui/Badge';
 import { type Column, DataTable, LoadMore } from '../../ui/DataTable';
+import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page } from '../../ui/Page';
 import { Tenants, type TenantRowFragment } from '../operations';
@@ -9,7 +10,7 @@ import { TenantActions } from '../TenantActions';
 
 const PAGE_SIZE = 50;
 
-/** Every tenant with its status; suspend and resume. */
+/** Every tenant with its status, each linked to its page; suspend and resume. */
 export function TenantsPage() {
   const paged = usePaged(Tenants, { first: PAGE_SIZE }, (r) => r.tenants);
   const changed = (t: TenantRowFragment) => paged.replace((x) => x.id === t.id, t);
@@ -32,7 +33,9 @@ function columns(changed: (t: TenantRowFragment) => void): Column<TenantRowFragm
       header: 'Tenant',
       cell: (t) => (
         <div class="cell-stack">
-          <strong>{t.name}</strong>
+          <Link to={`/tenants/${t.id}`}>
+            <strong>{t.name}</strong>
+          </Link>
           <code class="muted">{t.id}</code>
         </div>
       ),

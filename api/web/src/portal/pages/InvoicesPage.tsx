@@ -5,6 +5,7 @@ import { type Column, DataTable, LoadMore } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
+import { Billing } from '../Billing';
 import { CreditNoteDownloads, InvoiceDownloads, InvoiceLines } from '../invoice';
 import { CreditNotes, type CreditNotesResult, Invoices, type InvoicesResult, UpcomingInvoice } from '../operations';
 
@@ -20,6 +21,7 @@ export function InvoicesPage() {
       <Upcoming />
       <InvoiceList />
       <CreditNoteList />
+      <Billing />
     </Page>
   );
 }

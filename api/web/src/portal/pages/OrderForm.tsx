@@ -6,6 +6,7 @@ import { useMutation } from '../../lib/hooks';
 import { newIdempotencyKey } from '../../lib/ids';
 import { navigate } from '../../lib/router';
 import { Button } from '../../ui/Button';
+import { Check } from '../../ui/Check';
 import { Field, unclaimed } from '../../ui/Field';
 import { setFlash } from '../../ui/Flash';
 import { ErrorNotice, Notice } from '../../ui/Notice';
@@ -150,15 +151,6 @@ function ClassChoice({ sku, value, onChange }: { sku: Sku | null; value: Allocat
         </label>
       ))}
     </fieldset>
-  );
-}
-
-function Check({ label, checked, onChange }: { label: string; checked: boolean; onChange: (v: boolean) => void }) {
-  return (
-    <label class="check">
-      <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} />
-      {label}
-    </label>
   );
 }
 

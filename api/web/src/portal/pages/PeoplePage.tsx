@@ -1,0 +1,116 @@
+import { useState } from 'preact/hooks';
+import { dateTime } from '../../lib/format';
+import { useMutation, useQuery } from '../../lib/hooks';
+import { Badge, StatusBadge } from '../../ui/Badge';
+import { Button } from '../../ui/Button';
+import { ConfirmButton } from '../../ui/ConfirmButton';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { ErrorNotice, Loading } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+import { SecretOnce } from '../../ui/SecretOnce';
+import { canChange, roleLabel, useViewer, type Viewer } from '../../ui/viewer';
+import { AccountNav } from '../AccountNav';
+import { InviteForm, invitationUrl } from '../InviteForm';
+import { InviteUser, type PortalUserRowFragment, PortalUsers, RemoveUser } from '../operations';
+import { mayManage, userRoles } from '../roles';
+
+type User = PortalUserRowFragment;
+
+/** The people who sign in to the portal with an email and a password; invite and remove. */
+export function PeoplePage() {
+  const viewer = useViewer();
+  const { data, error, loading, reload } = useQuery(PortalUsers, {});
+  const [link, setLink] = useState<{ email: string; url: string } | null>(null);
+  const invited = (email: string, url: string) => {
+    setLink({ email, url });
+    reload();
+  };
+  const mayInvite = canChange(viewer) && userRoles(viewer.role).length > 0;
+  return (
+    <Page title="People" lead="Colleagues who sign in to this portal with their email and a password.">
+      <AccountNav />
+      {link && <InvitationLink {...link} onDone={() => setLink(null)} />}
+      <ErrorNotice error={error} onRetry={reload} />
+      {!data && loading && <Loading label="Loading people…" />}
+      {data && (
+        <Section title="Portal users">
+          <DataTable caption="People invited to the portal" hideCaption columns={columns(viewer, reload, invited)} rows={data.portalUsers} rowKey={(u) => u.id} loading={loading} empty="Nobody has been invited yet." />
+        </Section>
+      )}
+      {mayInvite && !link && (
+        <Section title="Invite someone">
+          <InviteForm roles={userRoles(viewer.role)} onInvited={invited} />
+        </Section>
+      )}
+    </Page>
+  );
+}
+
+function InvitationLink({ email, url, onDone }: { email: string; url: string; onDone: () => void }) {
+  return (
+    <div class="card form-card">
+      <SecretOnce label={`Invitation link for ${email}`} value={url} note={`Send this link to ${email}: it lets them choose a password and is valid for 7 days.`} onDone={onDone} />
+    </div>
+  );
+}
+
+type Invited = (email: string, url: string) => void;
+
+function columns(viewer: Viewer, reload: () => void, invited: Invited): Column<User>[] {
+  const cols: Column<User>[] = [
+    { header: 'Email', cell: (u) => u.email },
+    { header: 'Role', cell: (u) => roleLabel(u.role) },
+    { header: 'State', cell: (u) => <UserState user={u} /> },
+    { header: 'Last sign-in', cell: (u) => (u.lastSignInAt ? dateTime(u.lastSignInAt) : 'Never') },
+    { header: 'Added', cell: (u) => dateTime(u.createdAt) },
+  ];
+  if (canChange(viewer)) cols.push({ header: 'Actions', hiddenHeader: true, cell: (u) => manageable(viewer, u) && <UserActions user={u} onRemoved={reload} onInvited={invited} /> });
+  return cols;
+}
+
+function manageable(viewer: Viewer, u: User): boolean {
+  return u.state !== 'REMOVED' && mayManage(viewer.role, u.role);
+}
+
+function UserState({ user }: { user: User }) {
+  const locked = user.lockedUntil && Date.parse(user.lockedUntil) > Date.now();
+  return (
+    <div class="cell-stack">
+      <StatusBadge value={user.state} />
+      {user.state === 'INVITED' && <span class="muted">{`invitation valid until ${dateTime(user.invitationExpiresAt)}`}</span>}
+      {locked && <Badge tone="warn">{`Locked until ${dateTime(user.lockedUntil)}`}</Badge>}
+    </div>
+  );
+}
+
+function UserActions({ user, onRemoved, onInvited }: { user: User; onRemoved: () => void; onInvited: Invited }) {
+  const remove = useMutation(RemoveUser);
+  const run = async () => {
+    const ok = (await remove.run({ id: user.id })) !== null;
+    if (ok) onRemoved();
+    return ok;
+  };
+  return (
+    <div class="inline-actions">
+      {user.state === 'INVITED' && <Reinvite user={user} onInvited={onInvited} />}
+      <ConfirmButton label="Remove" confirmLabel="Confirm removal" what={user.email} pending={remove.pending} error={remove.error} onConfirm={run} />
+    </div>
+  );
+}
+
+/** A new invitation link for someone who has not accepted yet (the old one stops working). */
+function Reinvite({ user, onInvited }: { user: User; onInvited: Invited }) {
+  const invite = useMutation(InviteUser);
+  const run = async () => {
+    const r = await invite.run({ email: user.email, role: user.role });
+    if (r) onInvited(user.email, invitationUrl(r.inviteUser.invitationPath));
+  };
+  return (
+    <>
+      <Button small pending={invite.pending} onClick={run} aria-label={`New link for ${user.email}`}>
+        New link
+      </Button>
+      <ErrorNotice error={invite.error} />
+    </>
+  );
+}
