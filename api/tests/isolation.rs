@@ -120,6 +120,14 @@ async fn naming_another_tenant_anywhere_finds_nothing(backend: Backend) {
             "query($t: ID!) { apiKeys(tenantId: $t) { id } }",
             json!({"t": b_id}),
         ),
+        (
+            "query($t: ID!) { tenant(id: $t) { name } }",
+            json!({"t": b_id}),
+        ),
+        (
+            "query($t: ID) { portalUsers(tenantId: $t) { id } }",
+            json!({"t": b_id}),
+        ),
     ] {
         let r = app.gql(Some(&a), query, vars).await;
         assert_eq!(error_code(&r), Some("NOT_FOUND"), "{query}: {r}");

@@ -150,6 +150,13 @@ impl TenantQuery {
         Ok(connection(result, |t| t.id.into(), Tenant))
     }
 
+    /// One tenant: operators any, tenant roles their own.
+    async fn tenant(&self, ctx: &Context<'_>, id: ID) -> Result<Tenant> {
+        let id = super::scalars::parse_id("id", &id)?;
+        let found = tenancy::tenant(super::db(ctx)?, super::principal(ctx)?, id).await?;
+        Ok(Tenant(found))
+    }
+
     /// The billing profile of the caller's tenant (operators: `tenantId`'s); null until set.
     async fn billing_profile(
         &self,

@@ -143,6 +143,19 @@ pub async fn list_tenants(
     Ok(store::page(db, page).await?)
 }
 
+/// `tenant(id)`: a tenant by id, for an operator or for the tenant's own users (another
+/// tenant's id is `NOT_FOUND`, as if it did not exist).
+pub async fn tenant(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: TenantId,
+) -> ApiResult<tenant::Model> {
+    let id = actor.acting_tenant(Some(id))?;
+    store::find(db, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
 /// The caller's own tenant (none for operators and agents).
 pub async fn own_tenant(
     db: &DatabaseConnection,

@@ -545,3 +545,26 @@ export const Plans: Doc<PlansResult, PlansVariables> = {
   query: "query Plans{plans{name versions{id version currency effectiveFrom minimumBillableSeconds commitment{monthlyMinimum discountPct}rates{sku metric tiersMode unitPrice spotUnitPrice packageSize packagePrice tiers{upTo unitPrice flatFee}}}}catalog{skus{id name}}}",
   name: "Plans",
 };
+
+export type TenantResult = {
+  tenant: {
+    id: string;
+    name: string;
+    currency: string;
+    status: TenantStatus;
+    suspensionReason: string | null;
+    createdAt: string;
+    homeRegion: string | null;
+    allowedRegions: Array<string> | null;
+    billingAnchorDay: number;
+    netTermsDays: number;
+    erasedAt: string | null;
+  };
+};
+export type TenantVariables = {
+  id: string;
+};
+export const Tenant: Doc<TenantResult, TenantVariables> = {
+  query: "query Tenant($id:ID!){tenant(id:$id){...TenantRow}}fragment TenantRow on Tenant{id name currency status suspensionReason createdAt homeRegion allowedRegions billingAnchorDay netTermsDays erasedAt}",
+  name: "Tenant",
+};
