@@ -1,6 +1,7 @@
-//! What a REST handler receives already checked: `User` (an operator or tenant key),
-//! `AgentNode` (a node's agent token) and `AnyKey` (any key; the handler checks its role),
-//! each authenticated and rate-limited once here, and
+//! What a REST handler receives already checked: `User` (an operator or tenant key, or a
+//! browser session acting as one), `AgentNode` (a node's agent token, never a session)
+//! and `AnyKey` (any key or session; the handler checks its role), each authenticated and
+//! rate-limited once here, and
 //! `RestError`, the `{"error": {code, message}}` answer any `ApiError` becomes.
 
 use std::future::Future;
