@@ -18,16 +18,9 @@ use std::time::Duration;
 use neocloud_api::settings::OidcSettings;
 use reqwest::{StatusCode, redirect::Policy};
 use serde_json::{Value, json};
-use support::{Backend, Killed, TestApp, error_code, lines_of};
+use support::{Backend, Killed, TestApp, error_code, free_port, lines_of};
 
 const SECRET: &str = "console-client-secret";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// The provider, for the app at `app_url`; `None` (skipped) without node or its package.
 fn provider(app_url: &str) -> Option<(Killed, String)> {

@@ -78,18 +78,25 @@ fn csrf_header(req: &HttpRequest) -> &str {
         .unwrap_or("")
 }
 
-/// The cookie carries `Secure` when the request came over HTTPS (directly or, per
-/// `X-Forwarded-Proto`, through the operator's proxy).
-fn session_cookie(req: &HttpRequest, value: String, max_age: time::Duration) -> Cookie<'static> {
-    let secure = req.connection_info().scheme() == "https";
-    Cookie::build(COOKIE, value)
-        .path("/")
+/// An HttpOnly cookie, `Secure` when the request came over HTTPS (directly or, per
+/// `X-Forwarded-Proto`, through the operator's proxy); a zero `max_age` clears it.
+fn http_only(
+    req: &HttpRequest,
+    (name, path, same_site): (&'static str, &'static str, SameSite),
+    value: String,
+    max_age: chrono::Duration,
+) -> Cookie<'static> {
+    Cookie::build(name, value)
+        .path(path)
         .http_only(true)
-        .same_site(SameSite::Strict)
-        .secure(secure)
-        .max_age(max_age)
+        .same_site(same_site)
+        .secure(req.connection_info().scheme() == "https")
+        .max_age(time::Duration::seconds(max_age.num_seconds()))
         .finish()
 }
+
+/// The session cookie, for the whole site and never sent by another site's page.
+const SESSION: (&str, &str, SameSite) = (COOKIE, "/", SameSite::Strict);
 
 fn described(session: &Session) -> serde_json::Value {
     json!({
@@ -134,9 +141,13 @@ pub async fn accept_invitation(
 }
 
 fn opened_response(req: &HttpRequest, opened: sessions::Opened) -> HttpResponse {
-    let lifetime = time::Duration::seconds(sessions::ABSOLUTE_LIFETIME.num_seconds());
     HttpResponse::Ok()
-        .cookie(session_cookie(req, opened.secret, lifetime))
+        .cookie(http_only(
+            req,
+            SESSION,
+            opened.secret,
+            sessions::ABSOLUTE_LIFETIME,
+        ))
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
         .json(described(&opened.session))
 }
@@ -171,7 +182,12 @@ pub async fn sign_out(
         sessions::sign_out(&state.db, &session).await?;
     }
     Ok(HttpResponse::NoContent()
-        .cookie(session_cookie(&req, String::new(), time::Duration::ZERO))
+        .cookie(http_only(
+            &req,
+            SESSION,
+            String::new(),
+            chrono::Duration::zero(),
+        ))
         .finish())
 }
 
@@ -188,15 +204,7 @@ pub async fn methods(state: web::Data<AppState>) -> HttpResponse {
 /// the provider sends the browser back with a top-level GET from its own site.
 const OIDC_COOKIE: &str = "neocloud_oidc";
 
-fn oidc_cookie(req: &HttpRequest, value: String, max_age: time::Duration) -> Cookie<'static> {
-    Cookie::build(OIDC_COOKIE, value)
-        .path("/v1/session/oidc")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .secure(req.connection_info().scheme() == "https")
-        .max_age(max_age)
-        .finish()
-}
+const OIDC: (&str, &str, SameSite) = (OIDC_COOKIE, "/v1/session/oidc", SameSite::Lax);
 
 fn see_other(location: &str) -> actix_web::HttpResponseBuilder {
     let mut response = HttpResponse::SeeOther();
@@ -214,9 +222,9 @@ pub async fn oidc_start(
         .as_ref()
         .ok_or_else(|| ApiError::not_found("single sign-on"))?;
     let started = crate::auth::oidc::start(&state.db, provider).await?;
-    let lifetime = time::Duration::seconds(crate::auth::oidc::LOGIN_LIFETIME.num_seconds());
+    let lifetime = crate::auth::oidc::LOGIN_LIFETIME;
     Ok(see_other(&started.redirect)
-        .cookie(oidc_cookie(&req, started.state, lifetime))
+        .cookie(http_only(&req, OIDC, started.state, lifetime))
         .finish())
 }
 
@@ -234,15 +242,17 @@ pub async fn oidc_callback(
     req: HttpRequest,
     query: web::Query<Callback>,
 ) -> HttpResponse {
-    let clear = oidc_cookie(&req, String::new(), time::Duration::ZERO);
+    let clear = http_only(&req, OIDC, String::new(), chrono::Duration::zero());
     match finish_oidc(&state, &req, &query).await {
-        Ok(opened) => {
-            let lifetime = time::Duration::seconds(sessions::ABSOLUTE_LIFETIME.num_seconds());
-            see_other("/console")
-                .cookie(session_cookie(&req, opened.secret, lifetime))
-                .cookie(clear)
-                .finish()
-        }
+        Ok(opened) => see_other("/console")
+            .cookie(http_only(
+                &req,
+                SESSION,
+                opened.secret,
+                sessions::ABSOLUTE_LIFETIME,
+            ))
+            .cookie(clear)
+            .finish(),
         Err(err) => see_other(&signin_page_with(&err.message()))
             .cookie(clear)
             .finish(),

@@ -384,6 +384,14 @@ pub fn error_code(answer: &Value) -> Option<&str> {
     answer["errors"][0]["extensions"]["code"].as_str()
 }
 
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// A child process, killed when dropped.
 pub struct Killed(pub std::process::Child);
 

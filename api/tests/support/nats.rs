@@ -2,7 +2,6 @@
 //! store, killed when dropped. Without `nats-server` on the PATH the test is skipped,
 //! unless `NEOCLOUD_REQUIRE_NATS=1` (CI), which fails it.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,13 +19,6 @@ fn required() -> bool {
     std::env::var("NEOCLOUD_REQUIRE_NATS").is_ok_and(|v| v == "1")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 impl NatsServer {
     /// A server trusting everyone (no credentials).
     pub fn start() -> Option<NatsServer> {
@@ -35,7 +27,7 @@ impl NatsServer {
 
     /// A server with `config` (a nats-server configuration, e.g. a trust chain) added.
     pub fn start_with(config: Option<&str>) -> Option<NatsServer> {
-        Self::start_on(free_port(), config)
+        Self::start_on(super::free_port(), config)
     }
 
     /// A server on `port`: the same port again after a restart.

@@ -1,22 +1,23 @@
 import { dateTime } from '../../lib/format';
+import { useQuery } from '../../lib/hooks';
 import { StatusBadge } from '../../ui/Badge';
 import { DescriptionList } from '../../ui/DescriptionList';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { CreditSection } from '../CreditSection';
-import type { TenantRowFragment } from '../operations';
+import { Tenant, type TenantRowFragment } from '../operations';
 import { PlanSection } from '../PlanSection';
 import { QuotaSection } from '../QuotaSection';
 import { TenantActions } from '../TenantActions';
 import { TenantInvoices } from '../TenantInvoices';
-import { useTenant } from '../tenant';
 
 /** One tenant: status and suspension, quotas, plan, credits and invoices. */
 export function TenantPage({ params }: { params: Record<string, string> }) {
-  const { tenant, error, loading, reload, set } = useTenant(params['id'] ?? '');
+  const { data, error, loading, reload } = useQuery(Tenant, { id: params['id'] ?? '' });
+  const tenant = data?.tenant;
   return (
-    <Page title={tenant ? `Tenant ${tenant.name}` : 'Tenant'} lead={<Link to="/tenants">← Every tenant</Link>} actions={tenant && <TenantActions tenant={tenant} onChanged={set} />}>
+    <Page title={tenant ? `Tenant ${tenant.name}` : 'Tenant'} lead={<Link to="/tenants">← Every tenant</Link>} actions={tenant && <TenantActions tenant={tenant} onChanged={reload} />}>
       <ErrorNotice error={error} onRetry={reload} />
       {!tenant && loading && <Loading label="Loading the tenant…" />}
       {tenant && (
