@@ -69,9 +69,20 @@ fn sqlite_file(url: &str) -> Option<&str> {
     (!in_memory).then_some(path)
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration; then, once, posts to the ledger the money that moved
+/// before the database had one (`neocloud_metering::ledger::backfill`).
 pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
-    Migrator::up(db, None).await
+    use neocloud_metering::ledger::backfill;
+    Migrator::up(db, None).await?;
+    if !backfill::needed(db).await? {
+        return Ok(());
+    }
+    let txn = begin_write(db).await?;
+    if backfill::needed(&txn).await? {
+        let posted = backfill::run(&txn, chrono::Utc::now()).await?;
+        tracing::info!(posted, "posted the history from before the ledger");
+    }
+    txn.commit().await
 }
 
 /// A trivial round trip, for `/readyz`.

@@ -48,6 +48,7 @@ pub mod fleet;
 pub mod graphql;
 pub mod http;
 pub mod invoicing;
+pub mod ledger;
 pub mod meters;
 pub mod metrics;
 pub mod models;

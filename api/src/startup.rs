@@ -135,6 +135,10 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             web::get().to(invoices::credit_note),
         )
         .route("/v1/tenant/export", web::get().to(privacy::tenant_export))
+        .route(
+            "/v1/ledger/journal.csv",
+            web::get().to(crate::http::ledger::journal),
+        )
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
         .service(
             web::resource("/v1/session")

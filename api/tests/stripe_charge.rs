@@ -586,6 +586,30 @@ async fn a_credit_note_refunds_a_charged_invoice_once(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(state, "done");
+    // The ledger owed the refund from the note on, and sent it from Stripe's cash once.
+    let r = app
+        .gql(
+            Some(&key),
+            "{ ledgerBalances { account debits credits balance } }",
+            json!({}),
+        )
+        .await;
+    let refunds: Vec<&Value> = r["data"]["ledgerBalances"]
+        .as_array()
+        .expect("balances")
+        .iter()
+        .filter(|b| b["account"] == "REFUNDS_PAYABLE")
+        .collect();
+    assert_eq!(refunds.len(), 1, "{r}");
+    assert_eq!(
+        (
+            &refunds[0]["debits"],
+            &refunds[0]["credits"],
+            &refunds[0]["balance"]
+        ),
+        (&json!("1.00"), &json!("1.00"), &json!("0.00")),
+        "{r}"
+    );
     let intent = intents_for(&app, &stripe, "invoice_id", &invoice["id"]).await;
     let refunds = app
         .client

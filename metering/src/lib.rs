@@ -41,6 +41,7 @@ pub mod group_commit;
 pub mod health;
 pub mod ingest;
 pub mod invoicing;
+pub mod ledger;
 pub mod meters;
 pub mod parties;
 pub mod payments;

@@ -68,6 +68,7 @@ mod m20261206_000033_residency;
 mod m20261206_000034_web_sessions;
 mod m20261206_000035_portal_users;
 mod m20261206_000036_oidc;
+mod m20261206_000037_ledger;
 
 pub struct Migrator;
 
@@ -111,6 +112,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000034_web_sessions::Migration),
             Box::new(m20261206_000035_portal_users::Migration),
             Box::new(m20261206_000036_oidc::Migration),
+            Box::new(m20261206_000037_ledger::Migration),
         ]
     }
 }

@@ -351,6 +351,7 @@ async fn ensure_tenant(
                     expires_at: expires,
                     covers_from: Some(from),
                     reason: reason.to_owned(),
+                    funding: neocloud_metering::ledger::postings::Funding::Operator,
                 },
                 now,
             )

@@ -11,6 +11,7 @@ mod console;
 pub mod cost;
 mod credit_notes;
 mod invoices;
+mod ledger;
 pub mod loaders;
 mod meters;
 mod models;
@@ -64,6 +65,7 @@ pub struct Query(
     taxes::TaxQuery,
     credit_notes::CreditNoteQuery,
     users::UserQuery,
+    ledger::LedgerQuery,
 );
 
 #[derive(MergedObject, Default)]

@@ -8,6 +8,7 @@ pub mod graphql;
 pub mod health;
 pub mod ingest;
 pub mod invoices;
+pub mod ledger;
 pub mod metrics;
 pub mod observe;
 pub mod privacy;

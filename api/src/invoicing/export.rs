@@ -81,7 +81,7 @@ fn field(text: &str, is_text: bool) -> String {
     }
 }
 
-pub(super) fn row(out: &mut String, cells: &[(&str, bool)]) {
+pub(crate) fn row(out: &mut String, cells: &[(&str, bool)]) {
     let line: Vec<String> = cells.iter().map(|(c, t)| field(c, *t)).collect();
     out.push_str(&line.join(","));
     out.push_str("\r\n");

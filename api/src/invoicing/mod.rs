@@ -429,6 +429,7 @@ pub async fn grant(
             expires_at: input.expires_at,
             covers_from: input.covers_from,
             reason: input.reason.trim().to_owned(),
+            funding: neocloud_metering::ledger::postings::Funding::Operator,
         },
         now,
     )

@@ -116,6 +116,8 @@ pub async fn issue<C: ConnectionTrait>(
         grant,
     };
     let issued = store::insert(conn, &invoice, note, now).await?;
+    let posting = crate::ledger::postings::credit_note_issued(&issued.note);
+    crate::ledger::store::post(conn, &posting, now).await?;
     if settlement.applied > Decimal::ZERO
         && store::amount_due(conn, &invoice).await? <= Decimal::ZERO
     {
@@ -201,6 +203,7 @@ async fn balance_grant<C: ConnectionTrait>(
         expires_at: None,
         covers_from: None,
         reason: format!("credit note {number}"),
+        funding: crate::ledger::postings::Funding::CreditNote,
     };
     let granted = crate::invoicing::grant_credits(conn, grant, now).await?;
     Ok(Some(granted.id.into()))

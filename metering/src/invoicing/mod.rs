@@ -227,6 +227,8 @@ pub async fn close_period<C: ConnectionTrait>(
     };
     let finalized =
         store::finalize(conn, draft, &number, &input, &rated, payment_state, &issue).await?;
+    let posting = crate::ledger::postings::invoice_finalized(&finalized);
+    crate::ledger::store::post(conn, &posting, now).await?;
     if payment_state == PaymentState::Pending {
         // Charged through the outbox: committed with the invoice, or not at all.
         crate::payments::outbox::queue_invoice(conn, tenant, finalized.id, now).await?;
@@ -326,6 +328,16 @@ pub async fn void<C: ConnectionTrait>(
         ));
     }
     let voided = store::mark_void(conn, found, reason, now).await?;
+    let number = voided.number.clone().unwrap_or_default();
+    let reversal = crate::ledger::Transfer::new(
+        crate::ledger::postings::INVOICE_VOIDED,
+        voided.id,
+        &voided.currency,
+        Some(voided.tenant_id),
+        format!("invoice {number} voided: {reason}"),
+    );
+    let finalized = crate::ledger::postings::INVOICE_FINALIZED;
+    crate::ledger::store::reverse(conn, finalized, reversal, now).await?;
     record_invoice_event(
         conn,
         "invoice.voided",
@@ -351,6 +363,8 @@ pub struct NewGrant {
     /// when it is granted (charges before the grant included).
     pub covers_from: Option<DateTime<Utc>>,
     pub reason: String,
+    /// Who pays for it (what the ledger debits).
+    pub funding: crate::ledger::postings::Funding,
 }
 
 /// Records a credit grant. What it covers is fixed here: `covers_from`, or the start of
@@ -390,11 +404,16 @@ pub async fn grant_credits<C: ConnectionTrait>(
             message: "must be after coversFrom".into(),
         });
     }
+    let funding = grant.funding;
     let grant = NewGrant {
         covers_from: Some(covers_from),
         ..grant
     };
-    Ok(store::insert_grant(conn, CreditGrantId::new().into(), grant, now).await?)
+    let created = store::insert_grant(conn, CreditGrantId::new().into(), grant, now).await?;
+    if let Some(posting) = crate::ledger::postings::credit_granted(&created, funding) {
+        crate::ledger::store::post(conn, &posting, now).await?;
+    }
+    Ok(created)
 }
 
 /// What is left of each of the tenant's grants (amount minus what invoices that were not

@@ -210,6 +210,10 @@ async fn top_up_paid<C: ConnectionTrait>(
         return Ok(Outcome::Superseded);
     }
     let amount = found.amount.get();
+    // A period closed in this very second opens at the next whole second: the credit
+    // pays from then, not from before the open period (which grants refuse).
+    let open = invoicing::store::open_draft(conn, found.tenant_id).await?;
+    let covers_from = std::cmp::Ord::max(now, open.period_start);
     let grant = invoicing::grant_credits(
         conn,
         NewGrant {
@@ -220,8 +224,9 @@ async fn top_up_paid<C: ConnectionTrait>(
             effective_at: now,
             expires_at: None,
             // Prepaid money pays what is charged from its payment on, as it always has.
-            covers_from: Some(now),
+            covers_from: Some(covers_from),
             reason: format!("Top-up {id} paid through Stripe"),
+            funding: crate::ledger::postings::Funding::StripeTopUp,
         },
         now,
     )
@@ -304,6 +309,7 @@ async fn paid<C: ConnectionTrait>(
     id: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
+    let collected = due_now(conn, id).await?;
     let changed = invoice::Entity::update_many()
         .col_expr(
             invoice::Column::Status,
@@ -325,8 +331,26 @@ async fn paid<C: ConnectionTrait>(
         .rows_affected;
     if changed > 0 {
         tell(conn, "invoice.paid", id, now).await?;
+        if let Some((found, due)) = collected {
+            let posting = crate::ledger::postings::invoice_paid(&found, due);
+            crate::ledger::store::post(conn, &posting, now).await?;
+        }
     }
     settle(conn, id, changed).await
+}
+
+/// The invoice and what is due on it, with its tenant locked so that no credit note
+/// changes that before the payment is recorded.
+async fn due_now<C: ConnectionTrait>(
+    conn: &C,
+    id: InvoiceId,
+) -> Result<Option<(invoice::Model, rust_decimal::Decimal)>, DbErr> {
+    let Some(found) = invoice::Entity::find_by_id(id).one(conn).await? else {
+        return Ok(None);
+    };
+    invoicing::store::lock_tenant(conn, found.tenant_id).await?;
+    let due = crate::credit_notes::store::amount_due(conn, &found).await?;
+    Ok(Some((found, due)))
 }
 
 /// Records an invoice event about `id`, as it now stands.

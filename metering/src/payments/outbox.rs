@@ -830,6 +830,10 @@ async fn refund_credit_note<C: ConnectionTrait>(
         Err(e) => return Ok(e.into()),
     };
     store::set_refund_state(d.conn, note.id, state).await?;
+    if state == "done" {
+        let posting = crate::ledger::postings::refund_sent(&note);
+        crate::ledger::store::post(d.conn, &posting, d.now).await?;
+    }
     Ok(outcome)
 }
 

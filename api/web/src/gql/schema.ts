@@ -330,6 +330,12 @@ export interface LabelInput {
   value: string;
 }
 
+/**
+ * What a ledger account holds.
+ */
+export type LedgerAccountKind = 'RECEIVABLE' | 'WALLET' | 'REFUNDS_PAYABLE' | 'REVENUE' | 'PROMOTIONS' | 'TAX_PAYABLE' | 'STRIPE_CASH' | 'EXTERNAL_CASH';
+export const LedgerAccountKindValues: readonly LedgerAccountKind[] = ['RECEIVABLE', 'WALLET', 'REFUNDS_PAYABLE', 'REVENUE', 'PROMOTIONS', 'TAX_PAYABLE', 'STRIPE_CASH', 'EXTERNAL_CASH'];
+
 export type LineKind = 'USAGE' | 'FLAT_FEE' | 'SLA_CREDIT' | 'COMMITMENT_DISCOUNT' | 'COMMITMENT_TRUE_UP' | 'ADJUSTMENT' | 'CREDIT';
 export const LineKindValues: readonly LineKind[] = ['USAGE', 'FLAT_FEE', 'SLA_CREDIT', 'COMMITMENT_DISCOUNT', 'COMMITMENT_TRUE_UP', 'ADJUSTMENT', 'CREDIT'];
 

@@ -1,0 +1,129 @@
+//! The money ledger: `ledgerBalances` (a tenant its own accounts, operators any) and
+//! `ledgerCheck` (operators). Money is a decimal string in the account's currency.
+
+use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
+use neocloud_metering::ledger::store::Balance;
+use neocloud_metering::ledger::{AccountKind, from_minor};
+
+use super::scalars::{tenant_arg, to_id};
+use crate::ledger;
+
+/// What a ledger account holds.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum LedgerAccountKind {
+    /// What a tenant owes on its finalized invoices.
+    Receivable,
+    /// A tenant's credit not used yet (prepaid and promotional).
+    Wallet,
+    /// Refunds owed to a tenant's card until Stripe has sent them.
+    RefundsPayable,
+    /// What invoices earned, net of credit notes.
+    Revenue,
+    /// Promotional credit given away.
+    Promotions,
+    /// Tax invoiced, owed to tax authorities.
+    TaxPayable,
+    /// Money collected through Stripe and not refunded.
+    StripeCash,
+    /// Money recorded as received outside Stripe (prepaid credit granted by an operator).
+    ExternalCash,
+}
+
+impl From<AccountKind> for LedgerAccountKind {
+    fn from(kind: AccountKind) -> Self {
+        match kind {
+            AccountKind::Receivable => LedgerAccountKind::Receivable,
+            AccountKind::Wallet => LedgerAccountKind::Wallet,
+            AccountKind::RefundsPayable => LedgerAccountKind::RefundsPayable,
+            AccountKind::Revenue => LedgerAccountKind::Revenue,
+            AccountKind::Promotions => LedgerAccountKind::Promotions,
+            AccountKind::TaxPayable => LedgerAccountKind::TaxPayable,
+            AccountKind::StripeCash => LedgerAccountKind::StripeCash,
+            AccountKind::ExternalCash => LedgerAccountKind::ExternalCash,
+        }
+    }
+}
+
+/// One account's totals.
+#[derive(SimpleObject)]
+pub struct LedgerBalance {
+    pub account: LedgerAccountKind,
+    /// The tenant that owns the account; null for the platform's own.
+    pub owner_id: Option<ID>,
+    pub currency: String,
+    pub debits: String,
+    pub credits: String,
+    /// Debits minus credits for receivables, cash and promotions; credits minus debits
+    /// for the wallet, refunds payable, revenue and tax payable.
+    pub balance: String,
+}
+
+impl From<Balance> for LedgerBalance {
+    fn from(b: Balance) -> Self {
+        let money = |minor: i64| from_minor(minor, &b.currency).to_string();
+        LedgerBalance {
+            account: b.account.kind.into(),
+            owner_id: (!b.account.owner.is_nil()).then(|| to_id(b.account.owner)),
+            debits: money(b.debits),
+            credits: money(b.credits),
+            balance: money(b.balance()),
+            currency: b.currency,
+        }
+    }
+}
+
+/// A currency whose entries do not sum to zero.
+#[derive(SimpleObject)]
+pub struct LedgerImbalance {
+    pub currency: String,
+    /// Debits minus credits.
+    pub off_by: String,
+}
+
+/// The whole-ledger check.
+#[derive(SimpleObject)]
+pub struct LedgerCheck {
+    /// Debits equal credits in every currency and every transfer.
+    pub balanced: bool,
+    pub transfers: u64,
+    pub entries: u64,
+    pub unbalanced_currencies: Vec<LedgerImbalance>,
+    pub unbalanced_transfers: Vec<ID>,
+}
+
+#[derive(Default)]
+pub struct LedgerQuery;
+
+#[Object]
+impl LedgerQuery {
+    /// A tenant's ledger accounts: receivable, wallet, refunds payable (a tenant key: its
+    /// own). Operators without `tenantId`: every account, the platform's included.
+    async fn ledger_balances(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: Option<ID>,
+    ) -> Result<Vec<LedgerBalance>> {
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let found = ledger::balances(db, principal, tenant_arg(tenant_id)?).await?;
+        Ok(found.into_iter().map(LedgerBalance::from).collect())
+    }
+
+    /// Checks the whole ledger (operator).
+    async fn ledger_check(&self, ctx: &Context<'_>) -> Result<LedgerCheck> {
+        let check = ledger::check(super::db(ctx)?, super::principal(ctx)?).await?;
+        Ok(LedgerCheck {
+            balanced: check.balanced(),
+            transfers: check.transfers,
+            entries: check.entries,
+            unbalanced_currencies: check
+                .unbalanced_currencies
+                .into_iter()
+                .map(|(currency, sum)| LedgerImbalance {
+                    off_by: from_minor(sum, &currency).to_string(),
+                    currency,
+                })
+                .collect(),
+            unbalanced_transfers: check.unbalanced_transfers.into_iter().map(to_id).collect(),
+        })
+    }
+}

@@ -1,0 +1,139 @@
+//! What each business event posts (docs/ledger.md, "Postings"): pure functions from the
+//! rows the event wrote to the transfer that records it.
+
+use neocloud_schema::entity::{credit_grant, credit_note, invoice};
+use neocloud_schema::vocabulary::CreditKind;
+use rust_decimal::Decimal;
+
+use super::{Account, AccountKind, Transfer};
+
+pub const INVOICE_FINALIZED: &str = "invoice.finalized";
+pub const INVOICE_PAID: &str = "invoice.paid";
+pub const INVOICE_VOIDED: &str = "invoice.voided";
+pub const CREDIT_GRANTED: &str = "credit.granted";
+pub const CREDIT_NOTE_ISSUED: &str = "credit_note.issued";
+pub const REFUND_SENT: &str = "refund.sent";
+
+/// Where the money of a credit grant comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Funding {
+    /// The operator's: promotional credit given away, or prepaid credit it was paid for
+    /// outside Stripe (by the grant's kind).
+    Operator,
+    /// A top-up paid through Stripe.
+    StripeTopUp,
+    /// A credit note's part that goes to the balance: the note's transfer posts it.
+    CreditNote,
+}
+
+fn platform(kind: AccountKind) -> Account {
+    Account::platform(kind)
+}
+
+/// A finalized invoice: the tenant owes its total and its applied credits leave the
+/// wallet; revenue is its subtotal and the tax is owed onwards.
+pub fn invoice_finalized(inv: &invoice::Model) -> Transfer {
+    let tenant = inv.tenant_id;
+    let number = inv.number.clone().unwrap_or_default();
+    Transfer::new(
+        INVOICE_FINALIZED,
+        inv.id,
+        &inv.currency,
+        Some(tenant),
+        format!("invoice {number} finalized"),
+    )
+    .debit(
+        Account::tenant(AccountKind::Receivable, tenant),
+        inv.total.get(),
+    )
+    .debit(
+        Account::tenant(AccountKind::Wallet, tenant),
+        inv.credits.get(),
+    )
+    .credit(platform(AccountKind::Revenue), inv.subtotal.get())
+    .credit(platform(AccountKind::TaxPayable), inv.tax.get())
+}
+
+/// An invoice paid through Stripe: `amount` (what was due) collected.
+pub fn invoice_paid(inv: &invoice::Model, amount: Decimal) -> Transfer {
+    let number = inv.number.clone().unwrap_or_default();
+    Transfer::new(
+        INVOICE_PAID,
+        inv.id,
+        &inv.currency,
+        Some(inv.tenant_id),
+        format!("invoice {number} paid through Stripe"),
+    )
+    .debit(platform(AccountKind::StripeCash), amount)
+    .credit(
+        Account::tenant(AccountKind::Receivable, inv.tenant_id),
+        amount,
+    )
+}
+
+/// A credit grant: the wallet gains it, from the account that pays for it. `None` for a
+/// credit note's grant (its note posts it).
+pub fn credit_granted(grant: &credit_grant::Model, funding: Funding) -> Option<Transfer> {
+    let source = match (funding, grant.kind) {
+        (Funding::CreditNote, _) => return None,
+        (Funding::StripeTopUp, _) => AccountKind::StripeCash,
+        (Funding::Operator, CreditKind::Promotional) => AccountKind::Promotions,
+        (Funding::Operator, CreditKind::Prepaid) => AccountKind::ExternalCash,
+    };
+    let transfer = Transfer::new(
+        CREDIT_GRANTED,
+        grant.id,
+        &grant.currency,
+        Some(grant.tenant_id),
+        format!("{} credit granted: {}", grant.kind, grant.reason),
+    )
+    .debit(platform(source), grant.amount.get())
+    .credit(
+        Account::tenant(AccountKind::Wallet, grant.tenant_id),
+        grant.amount.get(),
+    );
+    Some(transfer)
+}
+
+/// A credit note: revenue and tax given back; the invoice's amount due reduced by what
+/// was applied, the rest to the wallet or owed back to the card.
+pub fn credit_note_issued(note: &credit_note::Model) -> Transfer {
+    let tenant = note.tenant_id;
+    Transfer::new(
+        CREDIT_NOTE_ISSUED,
+        note.id,
+        &note.currency,
+        Some(tenant),
+        format!("credit note {}", note.number),
+    )
+    .debit(platform(AccountKind::Revenue), note.subtotal.get())
+    .debit(platform(AccountKind::TaxPayable), note.tax.get())
+    .credit(
+        Account::tenant(AccountKind::Receivable, tenant),
+        note.applied.get(),
+    )
+    .credit(
+        Account::tenant(AccountKind::Wallet, tenant),
+        note.to_balance.get(),
+    )
+    .credit(
+        Account::tenant(AccountKind::RefundsPayable, tenant),
+        note.refunded.get(),
+    )
+}
+
+/// A credit note's refund, sent through Stripe.
+pub fn refund_sent(note: &credit_note::Model) -> Transfer {
+    Transfer::new(
+        REFUND_SENT,
+        note.id,
+        &note.currency,
+        Some(note.tenant_id),
+        format!("refund of credit note {} sent", note.number),
+    )
+    .debit(
+        Account::tenant(AccountKind::RefundsPayable, note.tenant_id),
+        note.refunded.get(),
+    )
+    .credit(platform(AccountKind::StripeCash), note.refunded.get())
+}
