@@ -58,6 +58,7 @@ pub mod outbound;
 pub mod pagination;
 pub mod payments;
 pub mod plans;
+pub mod providers;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;

@@ -235,6 +235,9 @@ fn print_credentials(credentials: &demo::Credentials, written_to: Option<&std::p
     for tenant in &credentials.tenants {
         println!("  tenant {:<16} {}", tenant.name, tenant.key);
     }
+    for provider in &credentials.providers {
+        println!("  provider {:<14} {}", provider.name, provider.key);
+    }
     println!(
         "  agent tokens:  {} nodes{}",
         credentials.agents.len(),

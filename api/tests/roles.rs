@@ -14,6 +14,7 @@ enum Who {
     Member,
     Billing,
     Agent,
+    Provider,
 }
 
 async fn role_matrix_holds_for_every_mutation(backend: Backend) {
@@ -57,12 +58,26 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
     let order = r["data"]["placeOrder"]["order"]["id"].clone();
     let allocation = r["data"]["placeOrder"]["order"]["allocations"][0]["id"].clone();
 
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createProvider(input: {name: \"acme-gpu\", legalName: \"Acme GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { provider { id } apiKey } }",
+            json!({}),
+        )
+        .await;
+    let provider_id = r["data"]["createProvider"]["provider"]["id"].clone();
+    let provider = r["data"]["createProvider"]["apiKey"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+
     let key_of = |who: Who| match who {
         Who::Operator => app.operator_key.clone(),
         Who::Admin => admin.clone(),
         Who::Member => member.clone(),
         Who::Billing => billing.clone(),
         Who::Agent => agent.clone(),
+        Who::Provider => provider.clone(),
     };
     use Who::*;
     // (mutation, variables, who may run it)
@@ -162,9 +177,19 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({"t": tenant}),
             &[Operator],
         ),
+        (
+            "mutation { createProvider(input: {name: \"p\", legalName: \"P\", country: \"FR\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }",
+            json!({}),
+            &[Operator],
+        ),
+        (
+            "mutation($p: ID!) { createProviderKey(providerId: $p) { apiKey } }",
+            json!({"p": provider_id}),
+            &[Operator],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
-        for who in [Operator, Admin, Member, Billing, Agent] {
+        for who in [Operator, Admin, Member, Billing, Agent, Provider] {
             let r = app.gql(Some(&key_of(who)), mutation, vars.clone()).await;
             let code = error_code(&r);
             if allowed.contains(&who) {

@@ -69,6 +69,7 @@ mod m20261206_000034_web_sessions;
 mod m20261206_000035_portal_users;
 mod m20261206_000036_oidc;
 mod m20261206_000037_ledger;
+mod m20261206_000038_providers;
 
 pub struct Migrator;
 
@@ -113,6 +114,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000035_portal_users::Migration),
             Box::new(m20261206_000036_oidc::Migration),
             Box::new(m20261206_000037_ledger::Migration),
+            Box::new(m20261206_000038_providers::Migration),
         ]
     }
 }

@@ -72,6 +72,9 @@ string_enum!(
         /// Reports usage events (`POST /v1/events`) and nothing else: for one tenant, or,
         /// without a tenant, for any tenant an event names (the operator's gateways).
         UsageReporter = "usage_reporter",
+        /// A hardware provider whose capacity the operator resells: reads its own
+        /// provider, nodes and earnings, and nothing of any tenant.
+        Provider = "provider",
     }
 );
 

@@ -17,7 +17,7 @@ pub use store::KeyScope;
 
 use chrono::{Duration, Utc};
 use neocloud_schema::entity::api_key;
-use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
+use neocloud_schema::ids::{ApiKeyId, NodeId, ProviderId, TenantId};
 use neocloud_schema::vocabulary::Role;
 use sea_orm::{ConnectionTrait, DatabaseConnection, SqlErr};
 use serde_json::json;
@@ -99,6 +99,35 @@ pub(crate) async fn mint<C: ConnectionTrait>(
     label: &str,
     created_by: Option<ApiKeyId>,
 ) -> ApiResult<MintedKey> {
+    let owner = KeyOwner {
+        tenant_id,
+        node_id,
+        provider_id: None,
+    };
+    mint_for(conn, role, owner, label, created_by).await
+}
+
+/// Whom a key belongs to: at most one of them is set.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KeyOwner {
+    pub tenant_id: Option<TenantId>,
+    pub node_id: Option<NodeId>,
+    pub provider_id: Option<ProviderId>,
+}
+
+/// Inserts a key for `owner` inside the caller's transaction.
+pub(crate) async fn mint_for<C: ConnectionTrait>(
+    conn: &C,
+    role: Role,
+    owner: KeyOwner,
+    label: &str,
+    created_by: Option<ApiKeyId>,
+) -> ApiResult<MintedKey> {
+    let KeyOwner {
+        tenant_id,
+        node_id,
+        provider_id,
+    } = owner;
     let generated = keys::GeneratedKey::new(role);
     let key = store::insert(
         conn,
@@ -110,6 +139,7 @@ pub(crate) async fn mint<C: ConnectionTrait>(
             node_id,
             label,
             created_by,
+            provider_id,
         },
     )
     .await
@@ -125,7 +155,7 @@ pub(crate) async fn mint<C: ConnectionTrait>(
     })
 }
 
-fn validate_label(label: Option<&str>) -> ApiResult<String> {
+pub(crate) fn validate_label(label: Option<&str>) -> ApiResult<String> {
     let label = label.unwrap_or("").trim();
     if label.chars().count() > 100 || label.chars().any(char::is_control) {
         return Err(ApiError::invalid(
@@ -150,6 +180,12 @@ pub async fn create_key(
         return Err(ApiError::invalid(
             "role",
             "agent tokens are issued by registerNode",
+        ));
+    }
+    if role == Role::Provider {
+        return Err(ApiError::invalid(
+            "role",
+            "provider keys are issued by createProvider and createProviderKey",
         ));
     }
     if !actor.role.may_manage(role) {

@@ -1,7 +1,7 @@
 //! The authenticated caller of a request.
 
 use neocloud_schema::entity::api_key;
-use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
+use neocloud_schema::ids::{ApiKeyId, NodeId, ProviderId, TenantId};
 use neocloud_schema::vocabulary::Role;
 
 use crate::error::{ApiError, ApiResult};
@@ -14,6 +14,8 @@ pub struct Principal {
     pub tenant_id: Option<TenantId>,
     /// Set for agent tokens.
     pub node_id: Option<NodeId>,
+    /// Set for provider keys.
+    pub provider_id: Option<ProviderId>,
 }
 
 impl Principal {
@@ -23,6 +25,7 @@ impl Principal {
             role: row.role,
             tenant_id: row.tenant_id,
             node_id: row.node_id,
+            provider_id: row.provider_id,
         }
     }
 
@@ -65,10 +68,32 @@ impl Principal {
         }
     }
 
-    /// Any operator or tenant role (not an agent token or a usage reporter).
+    /// The provider a provider key acts for: its own, or for operators the one named
+    /// (naming another provider from a provider key finds nothing, as if it did not
+    /// exist). `FORBIDDEN` for every other role.
+    pub fn acting_provider(&self, asked: Option<ProviderId>) -> ApiResult<ProviderId> {
+        match (self.role, self.provider_id, asked) {
+            (Role::Operator, _, Some(p)) => Ok(p),
+            (Role::Operator, _, None) => Err(ApiError::invalid(
+                "providerId",
+                "operators name the provider",
+            )),
+            (Role::Provider, Some(own), None) => Ok(own),
+            (Role::Provider, Some(own), Some(p)) if p == own => Ok(own),
+            (Role::Provider, Some(_), Some(_)) => Err(ApiError::not_found("provider")),
+            _ => Err(ApiError::forbidden(
+                "this operation needs a provider or operator key",
+            )),
+        }
+    }
+
+    /// Any operator or tenant role (not an agent token, a usage reporter or a provider).
     pub fn require_user(&self) -> ApiResult<()> {
         match self.role {
             Role::Agent => Err(ApiError::forbidden("agent tokens can only ingest")),
+            Role::Provider => Err(ApiError::forbidden(
+                "provider keys read their own provider and nodes only",
+            )),
             Role::UsageReporter => Err(ApiError::forbidden(
                 "usage reporter keys can only report usage events (POST /v1/events)",
             )),

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::api_key::{self, Entity as ApiKeys};
-use neocloud_schema::ids::{ApiKeyId, NodeId, TenantId};
+use neocloud_schema::ids::{ApiKeyId, NodeId, ProviderId, TenantId};
 use neocloud_schema::vocabulary::Role;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
@@ -19,6 +19,7 @@ pub(super) struct NewKey<'a> {
     pub node_id: Option<NodeId>,
     pub label: &'a str,
     pub created_by: Option<ApiKeyId>,
+    pub provider_id: Option<ProviderId>,
 }
 
 /// Which keys a listing covers.
@@ -39,6 +40,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
         role: Set(new.role),
         tenant_id: Set(new.tenant_id),
         node_id: Set(new.node_id),
+        provider_id: Set(new.provider_id),
         label: Set(new.label.to_owned()),
         created_by: Set(new.created_by),
         created_at: Set(Utc::now()),

@@ -22,7 +22,12 @@ struct Group {
     shared: bool,
     /// One NVLink domain for the whole group (NVL72); otherwise one per node.
     shared_domain: Option<&'static str>,
+    /// The partner whose hardware it is; the operator's own otherwise.
+    provider: Option<&'static str>,
 }
+
+/// The demo's partner provider: the us-east H200 rack is its hardware.
+pub const PARTNER: &str = "atlantic-gpu";
 
 const GROUPS: &[Group] = &[
     Group {
@@ -36,6 +41,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: false,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "eu-west",
@@ -48,6 +54,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: false,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "eu-west",
@@ -60,6 +67,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: false,
         shared_domain: Some("eu-nvl72-01"),
+        provider: None,
     },
     Group {
         region: "eu-west",
@@ -72,6 +80,7 @@ const GROUPS: &[Group] = &[
         mig: true,
         shared: false,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "eu-west",
@@ -84,6 +93,7 @@ const GROUPS: &[Group] = &[
         mig: true,
         shared: false,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "eu-west",
@@ -96,6 +106,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: true,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "us-east",
@@ -108,6 +119,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: false,
         shared_domain: None,
+        provider: None,
     },
     Group {
         region: "us-east",
@@ -120,6 +132,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: false,
         shared_domain: None,
+        provider: Some(PARTNER),
     },
     Group {
         region: "us-east",
@@ -132,6 +145,7 @@ const GROUPS: &[Group] = &[
         mig: false,
         shared: true,
         shared_domain: None,
+        provider: None,
     },
 ];
 
@@ -161,7 +175,7 @@ pub fn nodes() -> Vec<NodeRegistration> {
                 shared_gpus: group.shared,
                 cpu_milli: None,
                 memory_mib: None,
-                provider: None,
+                provider: group.provider.map(str::to_owned),
             });
         }
     }

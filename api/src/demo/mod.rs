@@ -39,6 +39,15 @@ pub struct Credentials {
     pub operator_key: String,
     pub tenants: Vec<TenantCredentials>,
     pub agents: Vec<AgentCredentials>,
+    pub providers: Vec<ProviderCredentials>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProviderCredentials {
+    pub name: String,
+    pub id: String,
+    /// A `provider` key: the provider's own nodes.
+    pub key: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,6 +69,7 @@ pub struct AgentCredentials {
 pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> {
     let txn = crate::db::begin_write(db).await?;
     revoke_previous_demo_keys(&txn).await?;
+    let partner = ensure_partner(&txn).await?;
     seed_fleet(&txn).await?;
     let skus = seed_catalog(&txn).await?;
     let plan_versions = seed_plans(&txn, &skus).await?;
@@ -105,6 +115,11 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
             token: token.secret,
         });
     }
+    let owner = auth::KeyOwner {
+        provider_id: Some(partner.id),
+        ..auth::KeyOwner::default()
+    };
+    let partner_key = auth::mint_for(&txn, Role::Provider, owner, DEMO_LABEL, None).await?;
     txn.commit().await?;
     agents.sort_by(|a, b| a.node.cmp(&b.node));
     Ok(Credentials {
@@ -113,7 +128,31 @@ pub async fn seed(db: &DatabaseConnection, url: &str) -> ApiResult<Credentials> 
         operator_key: operator.secret,
         tenants,
         agents,
+        providers: vec![ProviderCredentials {
+            name: partner.name,
+            id: partner.id.to_string(),
+            key: partner_key.secret,
+        }],
     })
+}
+
+/// The partner whose rack the demo resells, with its legal and payout details.
+async fn ensure_partner(
+    txn: &DatabaseTransaction,
+) -> ApiResult<neocloud_schema::entity::provider::Model> {
+    use crate::providers::store;
+    if let Some(found) = store::find_by_name(txn, fleet_layout::PARTNER).await? {
+        return Ok(found);
+    }
+    let partner = store::NewProvider {
+        name: fleet_layout::PARTNER.to_owned(),
+        legal_name: "Atlantic GPU Partners LLC".to_owned(),
+        country: "US".to_owned(),
+        currency: "USD".to_owned(),
+        payout_method: "stripe_connect",
+        payout_account: Some("acct_1DemoAtlanticGpu".to_owned()),
+    };
+    Ok(store::insert(txn, partner, Utc::now()).await?)
 }
 
 async fn revoke_previous_demo_keys(txn: &DatabaseTransaction) -> ApiResult<()> {

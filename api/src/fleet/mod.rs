@@ -241,7 +241,9 @@ pub(crate) async fn register_in(
             ),
         ));
     }
-    let provider = store::provider_id(txn, &valid.provider).await?;
+    // A provider first named here is paid in the platform's default currency until an
+    // operator sets its terms.
+    let provider = crate::providers::store::id_by_name(txn, &valid.provider, "USD").await?;
     store::bump_epoch(txn).await?;
     let node_id = NodeId::new();
     let (node, gpus) = store::insert_node(txn, node_id, provider, valid).await?;

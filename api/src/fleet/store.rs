@@ -1,9 +1,8 @@
-//! SQL for nodes, GPUs and providers.
+//! SQL for nodes and GPUs (providers: `crate::providers::store`).
 
 use chrono::Utc;
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
 use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
-use neocloud_schema::entity::provider::{self, Entity as Providers};
 use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
@@ -54,28 +53,6 @@ pub(crate) async fn find_in_nvlink_domain<C: ConnectionTrait>(
         .filter(node::Column::NvlinkDomain.eq(domain))
         .one(conn)
         .await
-}
-
-/// The provider's id, creating the provider on first use.
-pub(crate) async fn provider_id<C: ConnectionTrait>(
-    conn: &C,
-    name: &str,
-) -> Result<ProviderId, DbErr> {
-    if let Some(found) = Providers::find()
-        .filter(provider::Column::Name.eq(name))
-        .one(conn)
-        .await?
-    {
-        return Ok(found.id);
-    }
-    let created = provider::ActiveModel {
-        id: Set(ProviderId::new()),
-        name: Set(name.to_owned()),
-        created_at: Set(Utc::now()),
-    }
-    .insert(conn)
-    .await?;
-    Ok(created.id)
 }
 
 pub(crate) async fn insert_node<C: ConnectionTrait>(

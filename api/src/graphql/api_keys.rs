@@ -8,7 +8,7 @@ use neocloud_schema::ids::{ApiKeyId, TenantId};
 use super::scalars::{GqlRole, parse_id, to_id};
 use crate::auth;
 
-pub struct ApiKey(api_key::Model);
+pub struct ApiKey(pub api_key::Model);
 
 #[Object]
 impl ApiKey {

@@ -19,6 +19,7 @@ mod nodes;
 mod ordering;
 mod payments;
 mod plans;
+mod providers;
 mod scalars;
 mod taxes;
 mod tenants;
@@ -66,6 +67,7 @@ pub struct Query(
     credit_notes::CreditNoteQuery,
     users::UserQuery,
     ledger::LedgerQuery,
+    providers::ProviderQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -89,6 +91,7 @@ pub struct Mutation(
     taxes::TaxMutation,
     credit_notes::CreditNoteMutation,
     users::UserMutation,
+    providers::ProviderMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

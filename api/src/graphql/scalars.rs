@@ -20,6 +20,9 @@ pub enum GqlRole {
     /// Reports usage events (`POST /v1/events`) and nothing else: for its tenant, or
     /// without one for any tenant an event names.
     UsageReporter,
+    /// A hardware provider: reads its own provider and nodes (who uses a node only as an
+    /// allocation id), and nothing of any tenant.
+    Provider,
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]

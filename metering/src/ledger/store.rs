@@ -60,63 +60,89 @@ pub async fn post<C: ConnectionTrait>(
     if inserted == 0 {
         return Ok(Posted::Already);
     }
-    let mut rows = Vec::with_capacity(entries.len());
-    for (account, amount) in entries {
-        rows.push(ledger_entry::ActiveModel {
+    let accounts: Vec<Account> = entries.iter().map(|(a, _)| *a).collect();
+    let ids = account_ids(conn, &accounts, &transfer.currency, now).await?;
+    let rows = entries
+        .iter()
+        .zip(ids)
+        .map(|((_, amount), account_id)| ledger_entry::ActiveModel {
             id: Set(Uuid::now_v7()),
             transfer_id: Set(id),
-            account_id: Set(account_id(conn, account, &transfer.currency, now).await?),
+            account_id: Set(account_id),
             currency: Set(transfer.currency.clone()),
-            amount: Set(amount),
+            amount: Set(*amount),
         });
-    }
     ledger_entry::Entity::insert_many(rows)
         .exec_without_returning(conn)
         .await?;
     Ok(Posted::New(id))
 }
 
-/// The account's id, opening it on first use.
-async fn account_id<C: ConnectionTrait>(
+/// The ids of `accounts` (in order), opening those used for the first time: one query
+/// when all exist.
+async fn account_ids<C: ConnectionTrait>(
     conn: &C,
-    account: Account,
+    accounts: &[Account],
     currency: &str,
     now: DateTime<Utc>,
-) -> Result<Uuid, DbErr> {
-    let find = || {
-        ledger_account::Entity::find()
-            .select_only()
-            .column(ledger_account::Column::Id)
-            .filter(ledger_account::Column::Kind.eq(account.kind.as_str()))
-            .filter(ledger_account::Column::OwnerId.eq(account.owner))
-            .filter(ledger_account::Column::Currency.eq(currency))
-            .into_tuple::<Uuid>()
-            .one(conn)
-    };
-    if let Some(id) = find().await? {
-        return Ok(id);
+) -> Result<Vec<Uuid>, DbErr> {
+    let mut known = known_accounts(conn, accounts, currency).await?;
+    let missing: Vec<&Account> = accounts.iter().filter(|a| !known.contains_key(a)).collect();
+    if !missing.is_empty() {
+        let rows = missing.iter().map(|a| ledger_account::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            kind: Set(a.kind.as_str().to_owned()),
+            owner_id: Set(a.owner),
+            currency: Set(currency.to_owned()),
+            created_at: Set(now),
+        });
+        // Another transaction may open the same account first: the unique index keeps
+        // one, and both read it back.
+        ledger_account::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::columns([
+                    ledger_account::Column::Kind,
+                    ledger_account::Column::OwnerId,
+                    ledger_account::Column::Currency,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(conn)
+            .await?;
+        known = known_accounts(conn, accounts, currency).await?;
     }
-    ledger_account::Entity::insert(ledger_account::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        kind: Set(account.kind.as_str().to_owned()),
-        owner_id: Set(account.owner),
-        currency: Set(currency.to_owned()),
-        created_at: Set(now),
-    })
-    .on_conflict(
-        OnConflict::columns([
-            ledger_account::Column::Kind,
-            ledger_account::Column::OwnerId,
-            ledger_account::Column::Currency,
-        ])
-        .do_nothing()
-        .to_owned(),
-    )
-    .exec_without_returning(conn)
-    .await?;
-    find()
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound("ledger account".into()))
+    accounts
+        .iter()
+        .map(|a| {
+            known
+                .get(a)
+                .copied()
+                .ok_or_else(|| DbErr::RecordNotFound("ledger account".into()))
+        })
+        .collect()
+}
+
+/// The ids of those of `accounts` that exist.
+async fn known_accounts<C: ConnectionTrait>(
+    conn: &C,
+    accounts: &[Account],
+    currency: &str,
+) -> Result<std::collections::HashMap<Account, Uuid>, DbErr> {
+    let owners: std::collections::BTreeSet<Uuid> = accounts.iter().map(|a| a.owner).collect();
+    let rows = ledger_account::Entity::find()
+        .filter(ledger_account::Column::OwnerId.is_in(owners))
+        .filter(ledger_account::Column::Currency.eq(currency))
+        .all(conn)
+        .await?;
+    let mut out = std::collections::HashMap::new();
+    for row in rows {
+        let account = account_of(&row)?;
+        if accounts.contains(&account) {
+            out.insert(account, row.id);
+        }
+    }
+    Ok(out)
 }
 
 /// Posts the exact opposite of the transfer of `kind` and `reference` as `reversal`
@@ -136,32 +162,40 @@ pub async fn reverse<C: ConnectionTrait>(
         return Ok(Posted::Nothing);
     };
     let mut transfer = reversal;
-    for (account, minor) in entries_of(conn, original.id).await? {
+    for (_, account, minor) in entries_of(conn, &[original.id]).await? {
         let amount = super::from_minor(minor, &original.currency);
         transfer = transfer.credit(account, amount);
     }
     post(conn, &transfer, now).await
 }
 
-/// A transfer's entries with their accounts.
+/// The entries of `transfers` with their accounts, in posting order: two queries.
 async fn entries_of<C: ConnectionTrait>(
     conn: &C,
-    transfer: Uuid,
-) -> Result<Vec<(Account, i64)>, DbErr> {
+    transfers: &[Uuid],
+) -> Result<Vec<(Uuid, Account, i64)>, DbErr> {
     let rows = ledger_entry::Entity::find()
-        .filter(ledger_entry::Column::TransferId.eq(transfer))
+        .filter(ledger_entry::Column::TransferId.is_in(transfers.iter().copied()))
+        .order_by_asc(ledger_entry::Column::TransferId)
         .order_by_asc(ledger_entry::Column::Id)
         .all(conn)
         .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let account = ledger_account::Entity::find_by_id(row.account_id)
-            .one(conn)
-            .await?
-            .ok_or_else(|| DbErr::RecordNotFound("ledger account".into()))?;
-        out.push((account_of(&account)?, row.amount));
-    }
-    Ok(out)
+    let mut ids: Vec<Uuid> = rows.iter().map(|r| r.account_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let accounts = ledger_account::Entity::find()
+        .filter(ledger_account::Column::Id.is_in(ids))
+        .all(conn)
+        .await?;
+    rows.into_iter()
+        .map(|row| {
+            let account = accounts
+                .iter()
+                .find(|a| a.id == row.account_id)
+                .ok_or_else(|| DbErr::RecordNotFound("ledger account".into()))?;
+            Ok((row.transfer_id, account_of(account)?, row.amount))
+        })
+        .collect()
 }
 
 fn account_of(row: &ledger_account::Model) -> Result<Account, DbErr> {
@@ -272,15 +306,18 @@ pub async fn journal<C: ConnectionTrait>(
     if let Some(tenant) = tenant {
         transfers = transfers.filter(ledger_transfer::Column::TenantId.eq(tenant));
     }
+    let transfers = transfers.all(conn).await?;
+    let ids: Vec<Uuid> = transfers.iter().map(|t| t.id).collect();
     let mut out = Vec::new();
-    for transfer in transfers.all(conn).await? {
-        for (account, amount) in entries_of(conn, transfer.id).await? {
-            out.push(JournalEntry {
-                transfer: transfer.clone(),
-                account,
-                amount,
-            });
-        }
+    for (transfer_id, account, amount) in entries_of(conn, &ids).await? {
+        let Some(transfer) = transfers.iter().find(|t| t.id == transfer_id) else {
+            continue;
+        };
+        out.push(JournalEntry {
+            transfer: transfer.clone(),
+            account,
+            amount,
+        });
     }
     Ok(out)
 }

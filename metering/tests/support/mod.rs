@@ -19,6 +19,11 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         id: Set(ProviderId::new()),
         name: Set("operator".into()),
         created_at: Set(now),
+        legal_name: Set("Operator".into()),
+        country: Set("DE".into()),
+        currency: Set("EUR".into()),
+        payout_method: Set("manual".into()),
+        payout_account: Set(None),
     }
     .insert(&db)
     .await

@@ -3,6 +3,7 @@
 
 use crate::ids::ApiKeyId;
 use crate::ids::NodeId;
+use crate::ids::ProviderId;
 use crate::ids::TenantId;
 pub use crate::vocabulary::Role;
 use sea_orm::entity::prelude::*;
@@ -18,6 +19,8 @@ pub struct Model {
     pub role: Role,
     pub tenant_id: Option<TenantId>,
     pub node_id: Option<NodeId>,
+    /// Set for `provider` keys.
+    pub provider_id: Option<ProviderId>,
     pub label: String,
     pub created_by: Option<ApiKeyId>,
     pub created_at: DateTimeUtc,

@@ -12,6 +12,16 @@ pub struct Model {
     #[sea_orm(unique)]
     pub name: String,
     pub created_at: DateTimeUtc,
+    /// The company's registered name (statements and payouts are made out to it).
+    pub legal_name: String,
+    /// ISO 3166-1 alpha-2; empty for providers named before it was asked.
+    pub country: String,
+    /// ISO 4217: what the provider is paid in.
+    pub currency: String,
+    /// `manual`, `stripe_connect` or `sepa_credit_transfer`.
+    pub payout_method: String,
+    /// The Stripe connected account (`acct_…`), or `IBAN BIC` for SEPA.
+    pub payout_account: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -182,6 +182,28 @@ export interface CreateModelOfferingInput {
   description?: string | null;
 }
 
+export interface CreateProviderInput {
+  /**
+   * The name nodes are registered under: a slug, unique.
+   */
+  name: string;
+  legalName: string;
+  /**
+   * ISO 3166-1 alpha-2.
+   */
+  country: string;
+  /**
+   * ISO 4217: what the provider is paid in.
+   */
+  currency: string;
+  payoutMethod: GqlPayoutMethod;
+  /**
+   * A Stripe connected account (`acct_…`) for `STRIPE_CONNECT`, `IBAN BIC` for
+   * `SEPA_CREDIT_TRANSFER`, nothing for `MANUAL`.
+   */
+  payoutAccount?: string | null;
+}
+
 export interface CreateSkuInput {
   name: string;
   /**
@@ -277,6 +299,12 @@ export interface GpuRegistrationInput {
    */
   index: number;
 }
+
+/**
+ * How a provider is paid.
+ */
+export type GqlPayoutMethod = 'MANUAL' | 'STRIPE_CONNECT' | 'SEPA_CREDIT_TRANSFER';
+export const GqlPayoutMethodValues: readonly GqlPayoutMethod[] = ['MANUAL', 'STRIPE_CONNECT', 'SEPA_CREDIT_TRANSFER'];
 
 export interface GrantCreditsInput {
   tenantId: string;
@@ -455,8 +483,8 @@ export interface RegisterNodeInput {
   provider?: string | null;
 }
 
-export type Role = 'OPERATOR' | 'TENANT_ADMIN' | 'TENANT_MEMBER' | 'TENANT_BILLING' | 'AGENT' | 'USAGE_REPORTER';
-export const RoleValues: readonly Role[] = ['OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING', 'AGENT', 'USAGE_REPORTER'];
+export type Role = 'OPERATOR' | 'TENANT_ADMIN' | 'TENANT_MEMBER' | 'TENANT_BILLING' | 'AGENT' | 'USAGE_REPORTER' | 'PROVIDER';
+export const RoleValues: readonly Role[] = ['OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING', 'AGENT', 'USAGE_REPORTER', 'PROVIDER'];
 
 export type ServiceCategory = 'COMPUTE' | 'STORAGE' | 'NETWORKING' | 'AI_AND_MACHINE_LEARNING' | 'OTHER';
 export const ServiceCategoryValues: readonly ServiceCategory[] = ['COMPUTE', 'STORAGE', 'NETWORKING', 'AI_AND_MACHINE_LEARNING', 'OTHER'];

@@ -1,0 +1,189 @@
+//! Providers: the companies whose hardware the operator resells, the operator itself
+//! among them (docs/providers.md). Operators create them (`createProvider`, which mints
+//! the provider's first key) and their further keys (`createProviderKey`); a `provider`
+//! key reads its own provider and nodes — state, health, and who uses a GPU only as an
+//! allocation id — and nothing of any tenant or other provider.
+
+pub mod payout;
+pub mod store;
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::provider;
+use neocloud_schema::ids::ProviderId;
+use neocloud_schema::money::Currency;
+use neocloud_schema::slug::Slug;
+use neocloud_schema::vocabulary::Role;
+use sea_orm::DatabaseConnection;
+use serde_json::json;
+
+use self::payout::PayoutMethod;
+use self::store::{NewProvider, OwnNode};
+use crate::audit;
+use crate::auth::{self, KeyOwner, MintedKey, Principal};
+use crate::error::{ApiError, ApiResult};
+
+/// What `createProvider` asks for, unchecked.
+#[derive(Debug, Clone)]
+pub struct ProviderInput {
+    pub name: String,
+    pub legal_name: String,
+    pub country: String,
+    pub currency: String,
+    pub payout_method: PayoutMethod,
+    pub payout_account: Option<String>,
+}
+
+impl ProviderInput {
+    /// Checks every field; the first refused one is named.
+    fn check(self) -> ApiResult<NewProvider> {
+        let name = Slug::parse(&self.name)
+            .map(Slug::into_string)
+            .map_err(|rule| ApiError::invalid("name", rule))?;
+        let legal_name = self.legal_name.trim().to_owned();
+        if legal_name.is_empty()
+            || legal_name.chars().count() > 200
+            || legal_name.chars().any(char::is_control)
+        {
+            return Err(ApiError::invalid(
+                "legalName",
+                "1 to 200 characters, no control characters",
+            ));
+        }
+        let country = self.country.trim().to_ascii_uppercase();
+        if country.len() != 2 || !country.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(ApiError::invalid(
+                "country",
+                "an ISO 3166-1 alpha-2 code, e.g. DE",
+            ));
+        }
+        let currency: Currency = self.currency.trim().parse().map_err(
+            |e: neocloud_schema::money::UnknownCurrency| {
+                ApiError::invalid("currency", e.to_string())
+            },
+        )?;
+        let payout_account = payout::account(self.payout_method, self.payout_account.as_deref())?;
+        Ok(NewProvider {
+            name,
+            legal_name,
+            country,
+            currency: currency.code().to_owned(),
+            payout_method: self.payout_method.as_str(),
+            payout_account,
+        })
+    }
+}
+
+/// What is recorded of a provider in the audit log (no payout account: it is banking
+/// data, and the log is kept for ever).
+fn describe(p: &provider::Model) -> serde_json::Value {
+    json!({"name": p.name, "legal_name": p.legal_name, "country": p.country,
+           "currency": p.currency, "payout_method": p.payout_method})
+}
+
+/// `createProvider` (operator): the provider and its first `provider` key.
+pub async fn create(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    input: ProviderInput,
+    now: DateTime<Utc>,
+) -> ApiResult<(provider::Model, MintedKey)> {
+    actor.require_operator()?;
+    let new = input.check()?;
+    let txn = crate::db::begin_write(db).await?;
+    if store::find_by_name(&txn, &new.name).await?.is_some() {
+        return Err(ApiError::AlreadyExists {
+            what: format!("provider `{}`", new.name),
+        });
+    }
+    let created = store::insert(&txn, new, now).await?;
+    let key = mint(&txn, actor, created.id, "first provider key").await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "provider.create",
+            object_type: "provider",
+            object_id: created.id.to_string(),
+            before: None,
+            after: Some(describe(&created)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((created, key))
+}
+
+async fn mint(
+    txn: &sea_orm::DatabaseTransaction,
+    actor: &Principal,
+    provider: ProviderId,
+    label: &str,
+) -> ApiResult<MintedKey> {
+    let owner = KeyOwner {
+        provider_id: Some(provider),
+        ..KeyOwner::default()
+    };
+    let minted = auth::mint_for(txn, Role::Provider, owner, label, Some(actor.key_id)).await?;
+    audit::record(
+        txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "api_key.create",
+            object_type: "api_key",
+            object_id: minted.key.id.to_string(),
+            before: None,
+            after: Some(json!({"role": "provider", "provider_id": provider, "label": label})),
+        },
+    )
+    .await?;
+    Ok(minted)
+}
+
+/// `createProviderKey(providerId, label)` (operator): another key of the provider.
+pub async fn create_key(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    provider: ProviderId,
+    label: Option<&str>,
+) -> ApiResult<MintedKey> {
+    actor.require_operator()?;
+    let label = auth::validate_label(label)?;
+    let txn = crate::db::begin_write(db).await?;
+    store::find(&txn, provider)
+        .await?
+        .ok_or_else(|| ApiError::not_found("provider"))?;
+    let minted = mint(&txn, actor, provider, &label).await?;
+    txn.commit().await?;
+    Ok(minted)
+}
+
+/// `providers` (operator).
+pub async fn list(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Vec<provider::Model>> {
+    actor.require_operator()?;
+    Ok(store::list(db).await?)
+}
+
+/// `provider(id)`: a provider key's own (another's is `NOT_FOUND`), any for operators.
+pub async fn get(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<ProviderId>,
+) -> ApiResult<provider::Model> {
+    let id = actor.acting_provider(asked)?;
+    store::find(db, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("provider"))
+}
+
+/// `providerNodes(providerId)`: the provider's nodes with their GPUs and what runs on
+/// them, as allocation ids only.
+pub async fn nodes(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<ProviderId>,
+) -> ApiResult<Vec<OwnNode>> {
+    let id = actor.acting_provider(asked)?;
+    Ok(store::nodes_of(db, id).await?)
+}

@@ -1,0 +1,150 @@
+//! SQL for providers (the only writer of `providers`) and what a provider may read of
+//! the fleet: its own nodes, their GPUs and the allocations running on them. Every read
+//! of a provider's fleet filters by the provider.
+
+use chrono::{DateTime, Utc};
+use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node, provider};
+use neocloud_schema::ids::{NodeId, ProviderId};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set,
+};
+
+/// A provider to insert, checked.
+#[derive(Debug, Clone)]
+pub struct NewProvider {
+    pub name: String,
+    pub legal_name: String,
+    pub country: String,
+    pub currency: String,
+    pub payout_method: &'static str,
+    pub payout_account: Option<String>,
+}
+
+pub(crate) async fn insert<C: ConnectionTrait>(
+    conn: &C,
+    new: NewProvider,
+    now: DateTime<Utc>,
+) -> Result<provider::Model, DbErr> {
+    provider::ActiveModel {
+        id: Set(ProviderId::new()),
+        name: Set(new.name),
+        created_at: Set(now),
+        legal_name: Set(new.legal_name),
+        country: Set(new.country),
+        currency: Set(new.currency),
+        payout_method: Set(new.payout_method.to_owned()),
+        payout_account: Set(new.payout_account),
+    }
+    .insert(conn)
+    .await
+}
+
+/// The provider named `name`, created on first use with only its name (as node
+/// registration names them); its id.
+pub(crate) async fn id_by_name<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+    default_currency: &str,
+) -> Result<ProviderId, DbErr> {
+    if let Some(found) = find_by_name(conn, name).await? {
+        return Ok(found.id);
+    }
+    let new = NewProvider {
+        name: name.to_owned(),
+        legal_name: name.to_owned(),
+        country: String::new(),
+        currency: default_currency.to_owned(),
+        payout_method: "manual",
+        payout_account: None,
+    };
+    Ok(insert(conn, new, Utc::now()).await?.id)
+}
+
+pub(crate) async fn find_by_name<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<Option<provider::Model>, DbErr> {
+    provider::Entity::find()
+        .filter(provider::Column::Name.eq(name))
+        .one(conn)
+        .await
+}
+
+pub(crate) async fn find<C: ConnectionTrait>(
+    conn: &C,
+    id: ProviderId,
+) -> Result<Option<provider::Model>, DbErr> {
+    provider::Entity::find_by_id(id).one(conn).await
+}
+
+pub(crate) async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<provider::Model>, DbErr> {
+    provider::Entity::find()
+        .order_by_asc(provider::Column::Name)
+        .all(conn)
+        .await
+}
+
+/// A provider's node as the provider sees it.
+#[derive(Debug, Clone)]
+pub struct OwnNode {
+    pub node: node::Model,
+    pub gpus: Vec<gpu::Model>,
+    /// Allocations running on it now.
+    pub running: Vec<allocation::Model>,
+    /// Which GPU each running allocation holds.
+    pub held: Vec<allocation_gpu::Model>,
+}
+
+/// The provider's nodes, by hostname, with their GPUs and what runs on them.
+pub(crate) async fn nodes_of<C: ConnectionTrait>(
+    conn: &C,
+    provider: ProviderId,
+) -> Result<Vec<OwnNode>, DbErr> {
+    let nodes = node::Entity::find()
+        .filter(node::Column::ProviderId.eq(provider))
+        .order_by_asc(node::Column::Hostname)
+        .all(conn)
+        .await?;
+    let ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
+    let gpus = gpu::Entity::find()
+        .filter(gpu::Column::NodeId.is_in(ids.clone()))
+        .order_by_asc(gpu::Column::Index)
+        .all(conn)
+        .await?;
+    let running = allocation::Entity::find()
+        .filter(allocation::Column::NodeId.is_in(ids))
+        .filter(allocation::Column::EndedAt.is_null())
+        .order_by_asc(allocation::Column::StartedAt)
+        .all(conn)
+        .await?;
+    let held = allocation_gpu::Entity::find()
+        .filter(allocation_gpu::Column::AllocationId.is_in(running.iter().map(|a| a.id)))
+        .all(conn)
+        .await?;
+    Ok(nodes
+        .into_iter()
+        .map(|node| OwnNode {
+            gpus: gpus
+                .iter()
+                .filter(|g| g.node_id == node.id)
+                .cloned()
+                .collect(),
+            held: held
+                .iter()
+                .filter(|h| {
+                    running
+                        .iter()
+                        .any(|a| a.id == h.allocation_id && a.node_id == node.id)
+                })
+                .cloned()
+                .collect(),
+            running: running
+                .iter()
+                .filter(|a| a.node_id == node.id)
+                .cloned()
+                .collect(),
+            node,
+        })
+        .collect())
+}

@@ -1,0 +1,333 @@
+//! Providers: operators create them with their legal and payout details (every field
+//! checked, a refused one changing nothing) and their keys. A provider key reads its own
+//! provider and nodes — state, GPU health, and who runs on a GPU only as an allocation
+//! id — and nothing else: no other provider, no tenant, no invoice, no ledger, no fleet
+//! beyond its own. A tenant reads nothing of any provider.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+const CREATE: &str = "mutation($i: CreateProviderInput!) { createProvider(input: $i) { provider { id name legalName country currency payoutMethod payoutAccount } apiKey } }";
+const OWN_NODES: &str = "query($p: ID) { providerNodes(providerId: $p) { hostname state gpusInUse gpus { index health allocationIds } } }";
+
+fn input(name: &str, method: &str, account: Option<&str>) -> Value {
+    json!({"name": name, "legalName": format!("{name} GmbH"), "country": "de", "currency": "EUR",
+           "payoutMethod": method, "payoutAccount": account})
+}
+
+async fn create(app: &TestApp, input: Value) -> Value {
+    app.gql(Some(&app.operator_key), CREATE, json!({"i": input}))
+        .await
+}
+
+/// (provider id, its key).
+async fn provider(app: &TestApp, name: &str) -> (String, String) {
+    let r = create(
+        app,
+        input(
+            name,
+            "SEPA_CREDIT_TRANSFER",
+            Some("DE89 3704 0044 0532 0130 00 COBADEFFXXX"),
+        ),
+    )
+    .await;
+    let p = &r["data"]["createProvider"];
+    assert!(p.is_object(), "createProvider: {r}");
+    (
+        p["provider"]["id"].as_str().expect("id").to_owned(),
+        p["apiKey"].as_str().expect("key").to_owned(),
+    )
+}
+
+async fn providers_are_checked_and_created_with_their_first_key(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let refused = [
+        (input("Not A Slug", "MANUAL", None), "name"),
+        (
+            json!({"name": "x", "legalName": " ", "country": "DE", "currency": "EUR", "payoutMethod": "MANUAL"}),
+            "legalName",
+        ),
+        (
+            json!({"name": "x", "legalName": "X", "country": "Germany", "currency": "EUR", "payoutMethod": "MANUAL"}),
+            "country",
+        ),
+        (
+            json!({"name": "x", "legalName": "X", "country": "DE", "currency": "EURO", "payoutMethod": "MANUAL"}),
+            "currency",
+        ),
+        (
+            input(
+                "x",
+                "SEPA_CREDIT_TRANSFER",
+                Some("DE89 3704 0044 0532 0130 01 COBADEFFXXX"),
+            ),
+            "payoutAccount",
+        ),
+        (input("x", "SEPA_CREDIT_TRANSFER", None), "payoutAccount"),
+        (
+            input("x", "STRIPE_CONNECT", Some("cus_123456789")),
+            "payoutAccount",
+        ),
+        (
+            input("x", "MANUAL", Some("acct_123456789")),
+            "payoutAccount",
+        ),
+    ];
+    for (bad, field) in refused {
+        let r = create(&app, bad.clone()).await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{bad}: {r}");
+        assert_eq!(r["errors"][0]["extensions"]["field"], field, "{bad}: {r}");
+    }
+    let r = app
+        .gql(Some(&app.operator_key), "{ providers { name } }", json!({}))
+        .await;
+    assert_eq!(
+        r["data"]["providers"],
+        json!([]),
+        "refusals created nothing: {r}"
+    );
+
+    let r = create(
+        &app,
+        input(
+            "rhein-gpu",
+            "SEPA_CREDIT_TRANSFER",
+            Some("de89 3704 0044 0532 0130 00 cobadeffxxx"),
+        ),
+    )
+    .await;
+    let p = &r["data"]["createProvider"]["provider"];
+    assert_eq!(
+        (&p["country"], &p["payoutMethod"], &p["payoutAccount"]),
+        (
+            &json!("DE"),
+            &json!("SEPA_CREDIT_TRANSFER"),
+            &json!("DE89370400440532013000 COBADEFFXXX")
+        ),
+        "{r}"
+    );
+    let r = create(&app, input("rhein-gpu", "MANUAL", None)).await;
+    assert_eq!(error_code(&r), Some("ALREADY_EXISTS"), "{r}");
+    let r = create(
+        &app,
+        input(
+            "connect-gpu",
+            "STRIPE_CONNECT",
+            Some("acct_1A2b3C4d5E6f7G8h"),
+        ),
+    )
+    .await;
+    assert_eq!(
+        r["data"]["createProvider"]["provider"]["payoutMethod"], "STRIPE_CONNECT",
+        "{r}"
+    );
+
+    // The first key acts as the provider; createApiKey cannot mint provider keys.
+    let key = r["data"]["createProvider"]["apiKey"].as_str().expect("key");
+    let r = app
+        .gql(
+            Some(key),
+            "{ viewer { role } provider { name } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["viewer"]["role"], "PROVIDER", "{r}");
+    assert_eq!(r["data"]["provider"]["name"], "connect-gpu", "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createApiKey(role: PROVIDER) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+
+    // Another key works until revoked.
+    let id = p["id"].clone();
+    let r = app
+        .gql(Some(&app.operator_key), "mutation($p: ID!) { createProviderKey(providerId: $p, label: \"ops\") { apiKey key { id role } } }", json!({"p": id}))
+        .await;
+    let second = r["data"]["createProviderKey"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    assert_eq!(r["data"]["createProviderKey"]["key"]["role"], "PROVIDER");
+    let r = app
+        .gql(Some(&second), "{ provider { name } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["provider"]["name"], "rhein-gpu", "{r}");
+    let key_id = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($p: ID!) { createProviderKey(providerId: $p) { key { id } } }",
+            json!({"p": id}),
+        )
+        .await["data"]["createProviderKey"]["key"]["id"]
+        .clone();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($k: ID!) { revokeApiKey(id: $k) { key { revokedAt } } }",
+            json!({"k": key_id}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+/// Registers `hostname` (one H100) for the provider named `provider`.
+async fn node_of(app: &TestApp, hostname: &str, provider: &str) {
+    let r = app
+        .register_node(hostname, "H100", 2, &format!(", provider: \"{provider}\""))
+        .await;
+    assert!(r["data"]["registerNode"].is_object(), "{r}");
+}
+
+async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (rhein, rhein_key) = provider(&app, "rhein-gpu").await;
+    let (_, seine_key) = provider(&app, "seine-gpu").await;
+    node_of(&app, "rhein-1", "rhein-gpu").await;
+    node_of(&app, "seine-1", "seine-gpu").await;
+    let sku = app.create_h100_sku().await;
+    let (tenant, tenant_key) = app.create_tenant("secret-customer").await;
+    let mut allocations = Vec::new();
+    for _ in 0..3 {
+        let r = app
+            .gql(Some(&tenant_key), "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { allocations { id node { hostname } } } } }", json!({"s": sku}))
+            .await;
+        let a = &r["data"]["placeOrder"]["order"]["allocations"][0];
+        assert!(a.is_object(), "{r}");
+        allocations.push((
+            a["id"].as_str().expect("id").to_owned(),
+            a["node"]["hostname"].as_str().expect("host").to_owned(),
+        ));
+    }
+
+    // Each provider sees its node and exactly the allocations on it, by id only.
+    for (key, host) in [(&rhein_key, "rhein-1"), (&seine_key, "seine-1")] {
+        let r = app.gql(Some(key), OWN_NODES, json!({"p": null})).await;
+        let nodes = r["data"]["providerNodes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(nodes.len(), 1, "{r}");
+        assert_eq!(nodes[0]["hostname"], host);
+        let mut seen: Vec<String> = nodes[0]["gpus"]
+            .as_array()
+            .expect("gpus")
+            .iter()
+            .flat_map(|g| g["allocationIds"].as_array().cloned().unwrap_or_default())
+            .map(|id| id.as_str().expect("id").to_owned())
+            .collect();
+        seen.sort();
+        let mut want: Vec<String> = allocations
+            .iter()
+            .filter(|(_, h)| h == host)
+            .map(|(id, _)| id.clone())
+            .collect();
+        want.sort();
+        assert_eq!(seen, want, "{r}");
+        assert_eq!(nodes[0]["gpusInUse"], json!(want.len()));
+        let text = r.to_string();
+        assert!(
+            !text.contains(&tenant) && !text.contains("secret-customer"),
+            "{text}"
+        );
+    }
+
+    // Another provider's nodes and provider: as if they did not exist.
+    let r = app
+        .gql(Some(&seine_key), OWN_NODES, json!({"p": rhein}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(
+            Some(&seine_key),
+            "query($p: ID) { provider(id: $p) { name } }",
+            json!({"p": rhein}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    // Operators read any provider's.
+    let r = app
+        .gql(Some(&app.operator_key), OWN_NODES, json!({"p": rhein}))
+        .await;
+    assert_eq!(r["data"]["providerNodes"][0]["hostname"], "rhein-1", "{r}");
+
+    // Nothing of tenants, invoices, the fleet, the ledger or keys.
+    for query in [
+        "{ providers { name } }",
+        "{ tenants { edges { node { name } } } }",
+        "{ nodes { edges { node { hostname } } } }",
+        "{ invoices { edges { node { id } } } }",
+        "{ orders { edges { node { id } } } }",
+        "{ ledgerBalances { balance } }",
+        "{ ledgerCheck { balanced } }",
+        "{ apiKeys { id } }",
+        "{ auditLog { edges { node { action } } } }",
+        "{ creditNotes { id } }",
+        "{ fleetSummary { gpus } }",
+    ] {
+        let r = app.gql(Some(&rhein_key), query, json!({})).await;
+        assert!(
+            r["data"].is_null() || r["errors"].is_array(),
+            "{query}: {r}"
+        );
+        let code = error_code(&r);
+        assert!(
+            matches!(code, Some("FORBIDDEN" | "INVALID_QUERY")),
+            "{query}: {r}"
+        );
+        assert!(!r.to_string().contains("secret-customer"), "{query}: {r}");
+    }
+    let invoice = app.close_period(&tenant, "id").await["id"].clone();
+    for path in [
+        format!(
+            "/v1/invoices/{}/export?format=json",
+            invoice.as_str().expect("id")
+        ),
+        "/v1/ledger/journal.csv".to_owned(),
+        "/v1/tenant/export".to_owned(),
+    ] {
+        let res = app
+            .client
+            .get(format!("{}{path}", app.url))
+            .bearer_auth(&rhein_key)
+            .send()
+            .await
+            .expect("get");
+        assert!(
+            matches!(res.status().as_u16(), 403 | 404),
+            "{path}: {}",
+            res.status()
+        );
+    }
+
+    // A tenant reads nothing of providers.
+    for query in [
+        "{ providers { name } }",
+        "{ provider { name } }",
+        "{ providerNodes { hostname } }",
+    ] {
+        let r = app.gql(Some(&tenant_key), query, json!({})).await;
+        assert_eq!(error_code(&r), Some("FORBIDDEN"), "{query}: {r}");
+    }
+    let r = app
+        .gql(
+            Some(&tenant_key),
+            "query($p: ID) { provider(id: $p) { name } }",
+            json!({"p": rhein}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+}
+
+on_both_databases!(
+    providers_are_checked_and_created_with_their_first_key,
+    a_provider_sees_its_own_nodes_and_nobody_it_serves,
+);
