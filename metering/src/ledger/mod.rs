@@ -150,8 +150,8 @@ impl Transfer {
         self
     }
 
-    /// The entries to write: one per account (legs on one account netted), in minor
-    /// units, zero ones left out. Refused when an amount is not a whole number of minor
+    /// The entries to write: one per account (legs on one account netted), debits first,
+    /// in minor units, zero ones left out. Refused when an amount is not a whole number of minor
     /// units or the entries do not sum to zero. Empty when nothing moves.
     pub fn entries(&self) -> Result<Vec<(Account, i64)>, LedgerError> {
         let mut netted: std::collections::BTreeMap<Account, i64> = Default::default();
@@ -160,7 +160,10 @@ impl Transfer {
             let sum = netted.entry(*account).or_default();
             *sum = sum.checked_add(minor).ok_or(LedgerError::TooLarge)?;
         }
-        let entries: Vec<(Account, i64)> = netted.into_iter().filter(|(_, a)| *a != 0).collect();
+        let mut entries: Vec<(Account, i64)> =
+            netted.into_iter().filter(|(_, a)| *a != 0).collect();
+        // Debits first, as a journal is read.
+        entries.sort_by_key(|(account, amount)| (*amount < 0, *account));
         let sum = entries
             .iter()
             .try_fold(0i64, |s, (_, a)| s.checked_add(*a))
