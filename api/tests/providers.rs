@@ -327,7 +327,131 @@ async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
 }
 
+const AGREE: &str = "mutation($i: ProviderAgreementInput!) { createProviderAgreement(input: $i) { version effectiveFrom currency model revenueSharePercent fixedRates { form region pricePerUnitHour } platformFeePercent slaCreditsBorneBy payoutSchedule payoutMinimum holdUntilPaid } }";
+const AGREEMENTS: &str = "query($p: ID) { providerAgreements(providerId: $p) { version model } }";
+
+/// Terms are versions: each from its start on, never retroactive, never changed.
+async fn agreements_are_versions_never_changed(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (rhein, rhein_key) = provider(&app, "rhein-gpu").await;
+    let (seine, _) = provider(&app, "seine-gpu").await;
+    let (_, tenant_key) = app.create_tenant("acme").await;
+    let share = json!({"providerId": rhein, "model": "REVENUE_SHARE", "revenueSharePercent": "70",
+                       "platformFeePercent": "5", "payoutMinimum": "100.00"});
+    let r = app
+        .gql(Some(&app.operator_key), AGREE, json!({"i": share}))
+        .await;
+    let v1 = &r["data"]["createProviderAgreement"];
+    assert_eq!(
+        (
+            &v1["version"],
+            &v1["currency"],
+            &v1["revenueSharePercent"],
+            &v1["slaCreditsBorneBy"],
+            &v1["holdUntilPaid"],
+            &v1["payoutSchedule"]
+        ),
+        (
+            &json!(1),
+            &json!("EUR"),
+            &json!("70"),
+            &json!("PROVIDER"),
+            &json!(true),
+            &json!("monthly")
+        ),
+        "{r}"
+    );
+
+    let later = (chrono::Utc::now() + chrono::TimeDelta::days(30)).to_rfc3339();
+    let refused = [
+        (
+            json!({"effectiveFrom": "2020-01-01T00:00:00Z"}),
+            "effectiveFrom",
+        ),
+        (json!({"revenueSharePercent": "0"}), "revenueSharePercent"),
+        (json!({"platformFeePercent": "100"}), "platformFeePercent"),
+        (json!({"payoutMinimum": "1.001"}), "payoutMinimum"),
+        (json!({"model": "FIXED_RATE"}), "revenueSharePercent"),
+        (
+            json!({"model": "FIXED_RATE", "revenueSharePercent": null}),
+            "fixedRates",
+        ),
+    ];
+    for (change, field) in refused {
+        let mut input = share.clone();
+        input
+            .as_object_mut()
+            .expect("object")
+            .extend(change.as_object().expect("object").clone());
+        input["effectiveFrom"] = input.get("effectiveFrom").cloned().unwrap_or(json!(later));
+        let r = app
+            .gql(Some(&app.operator_key), AGREE, json!({"i": input}))
+            .await;
+        assert_eq!(r["errors"][0]["extensions"]["field"], field, "{input}: {r}");
+    }
+    let fixed = json!({"providerId": rhein, "model": "FIXED_RATE", "effectiveFrom": later,
+        "fixedRates": [{"form": "WHOLE_GPU", "region": "eu-west", "pricePerUnitHour": "1.85"},
+                       {"form": "MIG", "region": "eu-west", "pricePerUnitHour": "0.31"}],
+        "platformFeePercent": "0", "slaCreditsBorneBy": "PLATFORM", "payoutMinimum": "0", "holdUntilPaid": false});
+    let r = app
+        .gql(Some(&app.operator_key), AGREE, json!({"i": fixed}))
+        .await;
+    let v2 = &r["data"]["createProviderAgreement"];
+    assert_eq!(
+        (&v2["version"], &v2["model"]),
+        (&json!(2), &json!("FIXED_RATE")),
+        "{r}"
+    );
+    assert_eq!(
+        v2["fixedRates"][0],
+        json!({"form": "WHOLE_GPU", "region": "eu-west", "pricePerUnitHour": "1.85"})
+    );
+    // Not before the latest version's start.
+    let r = app
+        .gql(Some(&app.operator_key), AGREE, json!({"i": share}))
+        .await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["field"], "effectiveFrom",
+        "{r}"
+    );
+
+    // The provider reads its own versions; nobody else's, and writes none.
+    let r = app
+        .gql(Some(&rhein_key), AGREEMENTS, json!({"p": null}))
+        .await;
+    assert_eq!(
+        r["data"]["providerAgreements"],
+        json!([{"version": 1, "model": "REVENUE_SHARE"}, {"version": 2, "model": "FIXED_RATE"}]),
+        "{r}"
+    );
+    let r = app
+        .gql(Some(&rhein_key), AGREEMENTS, json!({"p": seine}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app.gql(Some(&rhein_key), AGREE, json!({"i": share})).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(Some(&tenant_key), AGREEMENTS, json!({"p": rhein}))
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // The database refuses to change a version.
+    use sea_orm::ConnectionTrait;
+    for sql in [
+        "UPDATE provider_agreements SET hold_until_paid = false",
+        "DELETE FROM provider_agreements",
+    ] {
+        assert!(
+            app.db.execute_unprepared(sql).await.is_err(),
+            "{sql} was allowed"
+        );
+    }
+}
+
 on_both_databases!(
+    agreements_are_versions_never_changed,
     providers_are_checked_and_created_with_their_first_key,
     a_provider_sees_its_own_nodes_and_nobody_it_serves,
 );

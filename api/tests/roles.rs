@@ -187,6 +187,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({"p": provider_id}),
             &[Operator],
         ),
+        (
+            "mutation($p: ID!) { createProviderAgreement(input: {providerId: $p, model: REVENUE_SHARE, revenueSharePercent: \"70\", platformFeePercent: \"5\", payoutMinimum: \"0\"}) { version } }",
+            json!({"p": provider_id}),
+            &[Operator],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
         for who in [Operator, Admin, Member, Billing, Agent, Provider] {

@@ -70,6 +70,7 @@ mod m20261206_000035_portal_users;
 mod m20261206_000036_oidc;
 mod m20261206_000037_ledger;
 mod m20261206_000038_providers;
+mod m20261206_000039_provider_agreements;
 
 pub struct Migrator;
 
@@ -115,6 +116,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000036_oidc::Migration),
             Box::new(m20261206_000037_ledger::Migration),
             Box::new(m20261206_000038_providers::Migration),
+            Box::new(m20261206_000039_provider_agreements::Migration),
         ]
     }
 }

@@ -3,13 +3,14 @@
 
 use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::provider;
+use neocloud_schema::entity::{provider, provider_agreement};
 use neocloud_schema::ids::ProviderId;
 
 use super::api_keys::{ApiKey, CreateApiKeyPayload};
-use super::scalars::{GqlGpuHealth, GqlNodeState, parse_id, to_id};
+use super::scalars::{GqlGpuHealth, GqlNodeState, GqlSkuForm, parse_id, to_id};
 use crate::providers::payout::PayoutMethod;
 use crate::providers::store::OwnNode;
+use crate::providers::terms::{EarningModel, RateInput, SlaBearer, TermsInput};
 use crate::providers::{self, ProviderInput};
 
 /// How a provider is paid.
@@ -22,6 +23,140 @@ pub enum GqlPayoutMethod {
     StripeConnect,
     /// SEPA credit transfers to an IBAN (with its BIC).
     SepaCreditTransfer,
+}
+
+/// How a provider's earnings are computed.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::providers::terms::EarningModel")]
+pub enum GqlEarningModel {
+    /// A percentage of what tenants are invoiced for the provider's hardware.
+    RevenueShare,
+    /// A price per unit-hour per SKU form and region.
+    FixedRate,
+}
+
+/// Who gives up the SLA credits tenants get for a failed GPU.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::providers::terms::SlaBearer")]
+pub enum GqlSlaBearer {
+    /// The provider whose hardware failed.
+    Provider,
+    Platform,
+}
+
+/// A fixed price of a provider agreement.
+#[derive(SimpleObject)]
+pub struct ProviderRate {
+    pub form: GqlSkuForm,
+    pub region: String,
+    pub price_per_unit_hour: String,
+}
+
+/// A version of the terms a provider's capacity is resold on. Never changed: a new
+/// version takes effect from its start.
+pub struct ProviderAgreement(provider_agreement::Model);
+
+#[Object]
+impl ProviderAgreement {
+    async fn id(&self) -> ID {
+        to_id(self.0.id)
+    }
+    async fn provider_id(&self) -> ID {
+        to_id(self.0.provider_id)
+    }
+    /// 1, 2, … per provider.
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    async fn effective_from(&self) -> DateTime<Utc> {
+        self.0.effective_from
+    }
+    /// The provider's currency, which rates and the minimum are in.
+    async fn currency(&self) -> &str {
+        &self.0.currency
+    }
+    async fn model(&self) -> GqlEarningModel {
+        EarningModel::parse(&self.0.model)
+            .unwrap_or(EarningModel::RevenueShare)
+            .into()
+    }
+    /// For `REVENUE_SHARE`: the provider's share of what tenants are invoiced, percent.
+    async fn revenue_share_percent(&self) -> Option<String> {
+        self.0
+            .revenue_share_percent
+            .as_ref()
+            .map(|p| p.get().normalize().to_string())
+    }
+    /// For `FIXED_RATE`.
+    async fn fixed_rates(&self) -> Vec<ProviderRate> {
+        let rates = self.0.fixed_rates.as_array().cloned().unwrap_or_default();
+        rates
+            .iter()
+            .filter_map(|r| {
+                let form: neocloud_schema::vocabulary::SkuForm =
+                    r["form"].as_str()?.parse().ok()?;
+                Some(ProviderRate {
+                    form: form.into(),
+                    region: r["region"].as_str()?.to_owned(),
+                    price_per_unit_hour: r["price_per_unit_hour"].as_str()?.to_owned(),
+                })
+            })
+            .collect()
+    }
+    /// Taken from the provider's gross, percent.
+    async fn platform_fee_percent(&self) -> String {
+        self.0.platform_fee_percent.get().normalize().to_string()
+    }
+    async fn sla_credits_borne_by(&self) -> GqlSlaBearer {
+        SlaBearer::parse(&self.0.sla_credits_borne_by)
+            .unwrap_or(SlaBearer::Provider)
+            .into()
+    }
+    /// `monthly`.
+    async fn payout_schedule(&self) -> &str {
+        &self.0.payout_schedule
+    }
+    /// Nothing is paid out below it; it carries over.
+    async fn payout_minimum(&self) -> String {
+        self.0.payout_minimum.get().to_string()
+    }
+    /// Pay out only what tenants' paid invoices earned.
+    async fn hold_until_paid(&self) -> bool {
+        self.0.hold_until_paid
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+}
+
+#[derive(InputObject)]
+pub struct ProviderRateInput {
+    /// A hardware form: `WHOLE_GPU`, `MIG`, `FRACTIONAL` or `WHOLE_NODE`.
+    pub form: GqlSkuForm,
+    pub region: String,
+    /// Above 0, at most 6 decimals, in the provider's currency.
+    pub price_per_unit_hour: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderAgreementInput {
+    pub provider_id: ID,
+    /// Default: now. Never in the past, and after the latest version's start.
+    pub effective_from: Option<DateTime<Utc>>,
+    pub model: GqlEarningModel,
+    /// For `REVENUE_SHARE`: above 0, at most 100, at most 4 decimals.
+    pub revenue_share_percent: Option<String>,
+    /// For `FIXED_RATE`: 1 to 64 prices, one per form and region.
+    #[graphql(default)]
+    pub fixed_rates: Vec<ProviderRateInput>,
+    /// 0 to below 100, at most 4 decimals.
+    pub platform_fee_percent: String,
+    #[graphql(default_with = "GqlSlaBearer::Provider")]
+    pub sla_credits_borne_by: GqlSlaBearer,
+    /// In the provider's currency, at most its minor unit's digits.
+    pub payout_minimum: String,
+    #[graphql(default = true)]
+    pub hold_until_paid: bool,
 }
 
 /// A company whose hardware the operator resells (the operator itself among them).
@@ -167,6 +302,18 @@ impl ProviderQuery {
         ))
     }
 
+    /// The provider's agreements, oldest version first: a provider key's own, any
+    /// provider's for operators.
+    async fn provider_agreements(
+        &self,
+        ctx: &Context<'_>,
+        provider_id: Option<ID>,
+    ) -> Result<Vec<ProviderAgreement>> {
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let found = providers::agreements(db, principal, provider_arg(provider_id)?).await?;
+        Ok(found.into_iter().map(ProviderAgreement).collect())
+    }
+
     /// The provider's nodes, GPUs and what runs on them (as allocation ids): a provider
     /// key's own, any provider's for operators.
     async fn provider_nodes(
@@ -182,6 +329,29 @@ impl ProviderQuery {
 
 #[derive(Default)]
 pub struct ProviderMutation;
+
+impl ProviderAgreementInput {
+    fn into_terms(self) -> TermsInput {
+        TermsInput {
+            effective_from: self.effective_from,
+            model: self.model.into(),
+            revenue_share_percent: self.revenue_share_percent,
+            fixed_rates: self
+                .fixed_rates
+                .into_iter()
+                .map(|r| RateInput {
+                    form: r.form.into(),
+                    region: r.region,
+                    price_per_unit_hour: r.price_per_unit_hour,
+                })
+                .collect(),
+            platform_fee_percent: self.platform_fee_percent,
+            sla_credits_borne_by: self.sla_credits_borne_by.into(),
+            payout_minimum: self.payout_minimum,
+            hold_until_paid: self.hold_until_paid,
+        }
+    }
+}
 
 #[Object]
 impl ProviderMutation {
@@ -205,6 +375,19 @@ impl ProviderMutation {
             provider: Provider(created),
             api_key: key.secret,
         })
+    }
+
+    /// The provider's next version of its terms (operator), in force from its start.
+    async fn create_provider_agreement(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderAgreementInput,
+    ) -> Result<ProviderAgreement> {
+        let id: ProviderId = parse_id("providerId", &input.provider_id)?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let now = super::now(ctx)?;
+        let added = providers::add_agreement(db, principal, id, input.into_terms(), now).await?;
+        Ok(ProviderAgreement(added))
     }
 
     /// Another key for a provider (operator). Revoked with `revokeApiKey`.

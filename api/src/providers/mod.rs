@@ -6,9 +6,10 @@
 
 pub mod payout;
 pub mod store;
+pub mod terms;
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::provider;
+use neocloud_schema::entity::{provider, provider_agreement};
 use neocloud_schema::ids::ProviderId;
 use neocloud_schema::money::Currency;
 use neocloud_schema::slug::Slug;
@@ -186,4 +187,61 @@ pub async fn nodes(
 ) -> ApiResult<Vec<OwnNode>> {
     let id = actor.acting_provider(asked)?;
     Ok(store::nodes_of(db, id).await?)
+}
+
+/// `createProviderAgreement` (operator): the provider's next version of its terms, from
+/// its start on. Versions are never changed; the one in force at a moment is the latest
+/// that started by then.
+pub async fn add_agreement(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    provider: ProviderId,
+    input: terms::TermsInput,
+    now: DateTime<Utc>,
+) -> ApiResult<provider_agreement::Model> {
+    actor.require_operator()?;
+    let txn = crate::db::begin_write(db).await?;
+    let found = store::find(&txn, provider)
+        .await?
+        .ok_or_else(|| ApiError::not_found("provider"))?;
+    // Versions of one provider are added one at a time (the unique version index backs
+    // this up on a race).
+    let earlier = store::agreements(&txn, provider).await?;
+    let last = earlier.last();
+    let checked = terms::check(input, &found.currency, last.map(|a| a.effective_from), now)?;
+    let version = last.map_or(1, |a| a.version + 1);
+    let added =
+        store::insert_agreement(&txn, &found, version, &checked, actor.key_id.into(), now).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "provider_agreement.create",
+            object_type: "provider_agreement",
+            object_id: added.id.to_string(),
+            before: None,
+            after: Some(json!({"provider_id": provider, "version": version,
+                "effective_from": added.effective_from, "model": added.model,
+                "revenue_share_percent": added.revenue_share_percent.as_ref().map(|p| p.get().to_string()),
+                "fixed_rates": added.fixed_rates,
+                "platform_fee_percent": added.platform_fee_percent.get().to_string(),
+                "sla_credits_borne_by": added.sla_credits_borne_by,
+                "payout_minimum": added.payout_minimum.get().to_string(),
+                "hold_until_paid": added.hold_until_paid})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(added)
+}
+
+/// `providerAgreements(providerId)`: a provider key's own, any provider's for operators.
+pub async fn agreements(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    asked: Option<ProviderId>,
+) -> ApiResult<Vec<provider_agreement::Model>> {
+    let id = actor.acting_provider(asked)?;
+    Ok(store::agreements(db, id).await?)
 }

@@ -3,12 +3,17 @@
 //! of a provider's fleet filters by the provider.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node, provider};
+use neocloud_schema::entity::{
+    allocation, allocation_gpu, gpu, node, provider, provider_agreement,
+};
 use neocloud_schema::ids::{NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     Set,
 };
+use uuid::Uuid;
+
+use super::terms::Terms;
 
 /// A provider to insert, checked.
 #[derive(Debug, Clone)]
@@ -147,4 +152,46 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
             node,
         })
         .collect())
+}
+
+/// The provider's agreements, oldest version first.
+pub(crate) async fn agreements<C: ConnectionTrait>(
+    conn: &C,
+    provider: ProviderId,
+) -> Result<Vec<provider_agreement::Model>, DbErr> {
+    provider_agreement::Entity::find()
+        .filter(provider_agreement::Column::ProviderId.eq(provider))
+        .order_by_asc(provider_agreement::Column::Version)
+        .all(conn)
+        .await
+}
+
+/// Writes the provider's next version of its agreement.
+pub(crate) async fn insert_agreement<C: ConnectionTrait>(
+    conn: &C,
+    provider: &provider::Model,
+    version: i32,
+    terms: &Terms,
+    created_by: Uuid,
+    now: DateTime<Utc>,
+) -> Result<provider_agreement::Model, DbErr> {
+    provider_agreement::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        provider_id: Set(provider.id),
+        version: Set(version),
+        effective_from: Set(terms.effective_from),
+        currency: Set(provider.currency.clone()),
+        model: Set(terms.model.as_str().to_owned()),
+        revenue_share_percent: Set(terms.revenue_share_percent.map(Into::into)),
+        fixed_rates: Set(serde_json::to_value(&terms.fixed_rates).unwrap_or_default()),
+        platform_fee_percent: Set(terms.platform_fee_percent.into()),
+        sla_credits_borne_by: Set(terms.sla_credits_borne_by.as_str().to_owned()),
+        payout_schedule: Set("monthly".to_owned()),
+        payout_minimum: Set(terms.payout_minimum.into()),
+        hold_until_paid: Set(terms.hold_until_paid),
+        created_at: Set(now),
+        created_by: Set(Some(created_by)),
+    }
+    .insert(conn)
+    .await
 }

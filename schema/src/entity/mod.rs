@@ -54,6 +54,7 @@ pub mod plan_rate;
 pub mod plan_version;
 pub mod portal_user;
 pub mod provider;
+pub mod provider_agreement;
 pub mod quota;
 pub mod sku;
 pub mod ssh_key;

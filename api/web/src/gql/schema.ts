@@ -301,10 +301,22 @@ export interface GpuRegistrationInput {
 }
 
 /**
+ * How a provider's earnings are computed.
+ */
+export type GqlEarningModel = 'REVENUE_SHARE' | 'FIXED_RATE';
+export const GqlEarningModelValues: readonly GqlEarningModel[] = ['REVENUE_SHARE', 'FIXED_RATE'];
+
+/**
  * How a provider is paid.
  */
 export type GqlPayoutMethod = 'MANUAL' | 'STRIPE_CONNECT' | 'SEPA_CREDIT_TRANSFER';
 export const GqlPayoutMethodValues: readonly GqlPayoutMethod[] = ['MANUAL', 'STRIPE_CONNECT', 'SEPA_CREDIT_TRANSFER'];
+
+/**
+ * Who gives up the SLA credits tenants get for a failed GPU.
+ */
+export type GqlSlaBearer = 'PROVIDER' | 'PLATFORM';
+export const GqlSlaBearerValues: readonly GqlSlaBearer[] = ['PROVIDER', 'PLATFORM'];
 
 export interface GrantCreditsInput {
   tenantId: string;
@@ -438,6 +450,45 @@ export interface PlanVersionInput {
 
 export type PortalUserState = 'INVITED' | 'ACTIVE' | 'REMOVED';
 export const PortalUserStateValues: readonly PortalUserState[] = ['INVITED', 'ACTIVE', 'REMOVED'];
+
+export interface ProviderAgreementInput {
+  providerId: string;
+  /**
+   * Default: now. Never in the past, and after the latest version's start.
+   */
+  effectiveFrom?: string | null;
+  model: GqlEarningModel;
+  /**
+   * For `REVENUE_SHARE`: above 0, at most 100, at most 4 decimals.
+   */
+  revenueSharePercent?: string | null;
+  /**
+   * For `FIXED_RATE`: 1 to 64 prices, one per form and region.
+   */
+  fixedRates?: Array<ProviderRateInput>;
+  /**
+   * 0 to below 100, at most 4 decimals.
+   */
+  platformFeePercent: string;
+  slaCreditsBorneBy?: GqlSlaBearer;
+  /**
+   * In the provider's currency, at most its minor unit's digits.
+   */
+  payoutMinimum: string;
+  holdUntilPaid?: boolean;
+}
+
+export interface ProviderRateInput {
+  /**
+   * A hardware form: `WHOLE_GPU`, `MIG`, `FRACTIONAL` or `WHOLE_NODE`.
+   */
+  form: SkuForm;
+  region: string;
+  /**
+   * Above 0, at most 6 decimals, in the provider's currency.
+   */
+  pricePerUnitHour: string;
+}
 
 export type QuotaScope = 'GPU_MODEL' | 'SKU' | 'REGION' | 'ALLOCATIONS' | 'STORAGE_GB' | 'VOLUMES';
 export const QuotaScopeValues: readonly QuotaScope[] = ['GPU_MODEL', 'SKU', 'REGION', 'ALLOCATIONS', 'STORAGE_GB', 'VOLUMES'];
