@@ -194,10 +194,19 @@ async function operatorJourney() {
   await page.getByRole('link', { name: tenant.name, exact: true }).click();
   await heading(page, `Tenant ${tenant.name}`);
   await check(page, 'console-tenant');
-  for (const [route, title] of [['ingest', 'Ingest health'], ['plans', 'Plans']]) {
+  for (const [route, title] of [['ingest', 'Ingest health'], ['plans', 'Plans'], ['providers', 'Providers']]) {
     await page.goto(`${URL}/console/${route}`);
     await heading(page, title);
     await check(page, `console-${route}`);
+  }
+  // Finance's view: the ledger balances, and the journal downloads with the session.
+  await page.getByRole('link', { name: 'Ledger' }).click();
+  await heading(page, 'Ledger');
+  await page.getByText('Balanced', { exact: true }).waitFor();
+  await check(page, 'console-ledger');
+  const journal = await page.request.get(`${URL}/v1/ledger/journal.csv`);
+  if (!journal.ok() || !(await journal.text()).startsWith('posted_at,transfer,kind')) {
+    throw new Error(`the journal did not download: ${journal.status()}`);
   }
   await page.getByRole('link', { name: 'Audit log' }).click();
   await heading(page, 'Audit log');

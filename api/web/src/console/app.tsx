@@ -4,7 +4,9 @@ import { API_KEY_METHOD } from '../ui/SignIn';
 import { AuditLogPage } from './pages/AuditLogPage';
 import { FleetPage } from './pages/FleetPage';
 import { IngestPage } from './pages/IngestPage';
+import { LedgerPage } from './pages/LedgerPage';
 import { PlansPage } from './pages/PlansPage';
+import { ProvidersPage } from './pages/ProvidersPage';
 import { TenantPage } from './pages/TenantPage';
 import { TenantsPage } from './pages/TenantsPage';
 
@@ -15,6 +17,8 @@ export const consoleApp: AppConfig = {
     { to: '/tenants', label: 'Tenants' },
     { to: '/ingest', label: 'Ingest health' },
     { to: '/plans', label: 'Plans' },
+    { to: '/providers', label: 'Providers' },
+    { to: '/ledger', label: 'Ledger' },
     { to: '/audit', label: 'Audit log' },
   ],
   routes: [
@@ -23,6 +27,8 @@ export const consoleApp: AppConfig = {
     { pattern: '/tenants/:id', page: TenantPage },
     { pattern: '/ingest', page: IngestPage },
     { pattern: '/plans', page: PlansPage },
+    { pattern: '/providers', page: ProvidersPage },
+    { pattern: '/ledger', page: LedgerPage },
     { pattern: '/audit', page: AuditLogPage },
   ],
   refuse: (viewer) => (viewer.role === 'OPERATOR' ? null : <OperatorsOnly />),

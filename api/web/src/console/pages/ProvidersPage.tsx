@@ -1,0 +1,65 @@
+import { date, enumLabel } from '../../lib/format';
+import { useQuery } from '../../lib/hooks';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { ErrorNotice, Loading } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+import { Providers, type ProvidersResult, ProviderTerms, type ProviderTermsResult } from '../operations';
+
+type Provider = ProvidersResult['providers'][number];
+type Agreement = ProviderTermsResult['providerAgreements'][number];
+type OwnNode = ProviderTermsResult['providerNodes'][number];
+
+/** The companies whose hardware is resold, with their terms and nodes (read-only). */
+export function ProvidersPage() {
+  const { data, error, loading, reload } = useQuery(Providers, {});
+  return (
+    <Page title="Providers" lead="Whose hardware the fleet is: each provider's payout details, terms by version, and nodes.">
+      <ErrorNotice error={error} onRetry={reload} />
+      {!data && loading && <Loading label="Loading providers…" />}
+      {data?.providers.length === 0 && <p class="empty">No providers yet: nodes registered without one belong to the operator.</p>}
+      {data?.providers.map((p) => (
+        <ProviderSection key={p.id} provider={p} />
+      ))}
+    </Page>
+  );
+}
+
+function ProviderSection({ provider: p }: { provider: Provider }) {
+  const { data, error, reload } = useQuery(ProviderTerms, { providerId: p.id });
+  const where = [p.country, p.currency, enumLabel(p.payoutMethod)].filter(Boolean).join(' · ');
+  return (
+    <Section title={`Provider ${p.name}`}>
+      <p>
+        <strong>{p.legalName}</strong> <span class="muted">{where}</span>
+      </p>
+      <ErrorNotice error={error} onRetry={reload} />
+      {data && (
+        <>
+          <DataTable caption={`Agreements of ${p.name}`} columns={AGREEMENT_COLUMNS} rows={[...data.providerAgreements].reverse()} rowKey={(a) => a.id} empty="No agreement yet." />
+          <DataTable caption={`Nodes of ${p.name}`} columns={NODE_COLUMNS} rows={data.providerNodes} rowKey={(n) => n.hostname} empty="No nodes." />
+        </>
+      )}
+    </Section>
+  );
+}
+
+function earns(a: Agreement): string {
+  if (a.revenueSharePercent) return `${a.revenueSharePercent}% of revenue`;
+  return a.fixedRates.map((r) => `${enumLabel(r.form)} in ${r.region}: ${r.pricePerUnitHour} ${a.currency}/unit-hour`).join('; ');
+}
+
+const AGREEMENT_COLUMNS: Column<Agreement>[] = [
+  { header: 'Version', cell: (a) => `v${a.version}` },
+  { header: 'From', cell: (a) => date(a.effectiveFrom) },
+  { header: 'Earns', cell: earns },
+  { header: 'Platform fee', numeric: true, cell: (a) => `${a.platformFeePercent}%` },
+  { header: 'SLA credits borne by', cell: (a) => enumLabel(a.slaCreditsBorneBy) },
+  { header: 'Payout', cell: (a) => `${a.payoutMinimum} ${a.currency} minimum${a.holdUntilPaid ? ', once tenants paid' : ''}` },
+];
+
+const NODE_COLUMNS: Column<OwnNode>[] = [
+  { header: 'Node', cell: (n) => n.hostname },
+  { header: 'Region', cell: (n) => n.region },
+  { header: 'State', cell: (n) => enumLabel(n.state) },
+  { header: 'GPUs in use', numeric: true, cell: (n) => `${n.gpusInUse} of ${n.gpus.length}` },
+];
