@@ -437,6 +437,60 @@ async fn agreements_are_versions_never_changed(backend: Backend) {
         .await;
     assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
 
+    // Details change, checked as at creation; the currency stays once terms exist.
+    const UPDATE: &str = "mutation($id: ID!, $i: ProviderDetailsInput!) { updateProvider(id: $id, input: $i) { legalName country currency payoutMethod payoutAccount } }";
+    let details = |currency: &str, method: &str, account: &str| {
+        json!({"legalName": "Seine Calcul SAS", "country": "fr", "currency": currency,
+               "payoutMethod": method, "payoutAccount": account})
+    };
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            UPDATE,
+            json!({"id": seine, "i": details("USD", "STRIPE_CONNECT", "acct_1A2b3C4d5E6f7G8h")}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["updateProvider"],
+        json!({"legalName": "Seine Calcul SAS", "country": "FR", "currency": "USD",
+               "payoutMethod": "STRIPE_CONNECT", "payoutAccount": "acct_1A2b3C4d5E6f7G8h"}),
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            UPDATE,
+            json!({"id": rhein, "i": details("USD", "MANUAL", "")}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+    let r = app.gql(Some(&app.operator_key), UPDATE,
+        json!({"id": rhein, "i": details("EUR", "SEPA_CREDIT_TRANSFER", "DE00 3704 0044 0532 0130 00 COBADEFFXXX")})).await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["field"], "payoutAccount",
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            "{ provider { legalName currency payoutAccount } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["provider"],
+        json!({"legalName": "rhein-gpu GmbH", "currency": "EUR", "payoutAccount": "DE89370400440532013000 COBADEFFXXX"}),
+        "refusals changed nothing: {r}"
+    );
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            UPDATE,
+            json!({"id": rhein, "i": details("EUR", "MANUAL", "")}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
     // The database refuses to change a version.
     use sea_orm::ConnectionTrait;
     for sql in [

@@ -188,6 +188,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             &[Operator],
         ),
         (
+            "mutation($p: ID!) { updateProvider(id: $p, input: {legalName: \"Acme GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { legalName } }",
+            json!({"p": provider_id}),
+            &[Operator],
+        ),
+        (
             "mutation($p: ID!) { createProviderAgreement(input: {providerId: $p, model: REVENUE_SHARE, revenueSharePercent: \"70\", platformFeePercent: \"5\", payoutMinimum: \"0\"}) { version } }",
             json!({"p": provider_id}),
             &[Operator],

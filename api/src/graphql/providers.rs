@@ -272,6 +272,18 @@ pub struct CreateProviderInput {
     pub payout_account: Option<String>,
 }
 
+#[derive(InputObject)]
+pub struct ProviderDetailsInput {
+    pub legal_name: String,
+    /// ISO 3166-1 alpha-2.
+    pub country: String,
+    /// ISO 4217; fixed once the provider has an agreement.
+    pub currency: String,
+    pub payout_method: GqlPayoutMethod,
+    /// As for `createProvider`.
+    pub payout_account: Option<String>,
+}
+
 #[derive(SimpleObject)]
 pub struct CreateProviderPayload {
     pub provider: Provider,
@@ -375,6 +387,27 @@ impl ProviderMutation {
             provider: Provider(created),
             api_key: key.secret,
         })
+    }
+
+    /// Replaces a provider's legal and payout details (operator); its name stays.
+    async fn update_provider(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        input: ProviderDetailsInput,
+    ) -> Result<Provider> {
+        let id: ProviderId = parse_id("id", &id)?;
+        let details = providers::DetailsInput {
+            legal_name: input.legal_name,
+            country: input.country,
+            currency: input.currency,
+            payout_method: input.payout_method.into(),
+            payout_account: input.payout_account,
+        };
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        Ok(Provider(
+            providers::update(db, principal, id, details).await?,
+        ))
     }
 
     /// The provider's next version of its terms (operator), in force from its start.

@@ -142,6 +142,64 @@ async fn mint(
     Ok(minted)
 }
 
+/// The details `updateProvider` replaces: all but the name nodes are registered under.
+#[derive(Debug, Clone)]
+pub struct DetailsInput {
+    pub legal_name: String,
+    pub country: String,
+    pub currency: String,
+    pub payout_method: PayoutMethod,
+    pub payout_account: Option<String>,
+}
+
+/// `updateProvider(id, input)` (operator): new legal and payout details, checked as at
+/// creation. The currency is fixed once an agreement exists (its prices are in it).
+pub async fn update(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: ProviderId,
+    input: DetailsInput,
+) -> ApiResult<provider::Model> {
+    actor.require_operator()?;
+    let txn = crate::db::begin_write(db).await?;
+    let found = store::find(&txn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("provider"))?;
+    let checked = ProviderInput {
+        name: found.name.clone(),
+        legal_name: input.legal_name,
+        country: input.country,
+        currency: input.currency,
+        payout_method: input.payout_method,
+        payout_account: input.payout_account,
+    }
+    .check()?;
+    if checked.currency != found.currency && !store::agreements(&txn, id).await?.is_empty() {
+        return Err(ApiError::InvalidState {
+            message: format!(
+                "the provider's agreements are in {}: add a provider for another currency",
+                found.currency
+            ),
+        });
+    }
+    let updated = store::update_details(&txn, found.clone(), checked).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: None,
+            action: "provider.update",
+            object_type: "provider",
+            object_id: id.to_string(),
+            before: Some(describe(&found)),
+            after: Some(describe(&updated)),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
 /// `createProviderKey(providerId, label)` (operator): another key of the provider.
 pub async fn create_key(
     db: &DatabaseConnection,

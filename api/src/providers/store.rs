@@ -45,6 +45,21 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     .await
 }
 
+/// Replaces the provider's legal and payout details (its name stays).
+pub(crate) async fn update_details<C: ConnectionTrait>(
+    conn: &C,
+    found: provider::Model,
+    new: NewProvider,
+) -> Result<provider::Model, DbErr> {
+    let mut active: provider::ActiveModel = found.into();
+    active.legal_name = Set(new.legal_name);
+    active.country = Set(new.country);
+    active.currency = Set(new.currency);
+    active.payout_method = Set(new.payout_method.to_owned());
+    active.payout_account = Set(new.payout_account);
+    active.update(conn).await
+}
+
 /// The provider named `name`, created on first use with only its name (as node
 /// registration names them); its id.
 pub(crate) async fn id_by_name<C: ConnectionTrait>(

@@ -478,6 +478,23 @@ export interface ProviderAgreementInput {
   holdUntilPaid?: boolean;
 }
 
+export interface ProviderDetailsInput {
+  legalName: string;
+  /**
+   * ISO 3166-1 alpha-2.
+   */
+  country: string;
+  /**
+   * ISO 4217; fixed once the provider has an agreement.
+   */
+  currency: string;
+  payoutMethod: GqlPayoutMethod;
+  /**
+   * As for `createProvider`.
+   */
+  payoutAccount?: string | null;
+}
+
 export interface ProviderRateInput {
   /**
    * A hardware form: `WHOLE_GPU`, `MIG`, `FRACTIONAL` or `WHOLE_NODE`.
