@@ -178,12 +178,33 @@ async fn providers_are_checked_and_created_with_their_first_key(backend: Backend
     assert!(r["errors"].is_null(), "{r}");
 }
 
-/// Registers `hostname` (one H100) for the provider named `provider`.
-async fn node_of(app: &TestApp, hostname: &str, provider: &str) {
+/// Registers `hostname` (two H100s) for the provider named `provider`; its agent token.
+async fn node_of(app: &TestApp, hostname: &str, provider: &str) -> String {
     let r = app
         .register_node(hostname, "H100", 2, &format!(", provider: \"{provider}\""))
         .await;
-    assert!(r["data"]["registerNode"].is_object(), "{r}");
+    support::agent_token(&r)
+}
+
+/// The node's agent reports an XID 79 on its second GPU.
+async fn xid_on_second_gpu(app: &TestApp, hostname: &str, token: &str) {
+    use neocloud_schema::clock::Clock;
+    let end = app.clock.now() - chrono::TimeDelta::seconds(5);
+    let start = end - chrono::TimeDelta::seconds(10);
+    let body = json!({"version": 1, "agent_id": hostname, "boot_id": uuid::Uuid::new_v4(), "seq": 1,
+        "window": {"start": start.to_rfc3339(), "end": end.to_rfc3339()},
+        "devices": [{"uuid": format!("GPU-{hostname}-1"),
+                     "events": [{"kind": "xid", "code": 79, "at": start.to_rfc3339()}]}]});
+    let res = app
+        .client
+        .post(format!("{}/v1/ingest", app.url))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let status = res.status().as_u16();
+    assert_eq!(status, 200, "{}", res.text().await.unwrap_or_default());
 }
 
 async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
@@ -192,7 +213,7 @@ async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
     };
     let (rhein, rhein_key) = provider(&app, "rhein-gpu").await;
     let (_, seine_key) = provider(&app, "seine-gpu").await;
-    node_of(&app, "rhein-1", "rhein-gpu").await;
+    let rhein_agent = node_of(&app, "rhein-1", "rhein-gpu").await;
     node_of(&app, "seine-1", "seine-gpu").await;
     let sku = app.create_h100_sku().await;
     let (tenant, tenant_key) = app.create_tenant("secret-customer").await;
@@ -239,6 +260,22 @@ async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
             "{text}"
         );
     }
+
+    // The health events behind a node's reliability reach its provider only.
+    xid_on_second_gpu(&app, "rhein-1", &rhein_agent).await;
+    let events = "{ providerNodes { healthEvents { gpuIndex kind code } } }";
+    let r = app.gql(Some(&rhein_key), events, json!({})).await;
+    assert_eq!(
+        r["data"]["providerNodes"][0]["healthEvents"],
+        json!([{"gpuIndex": 1, "kind": "xid", "code": 79}]),
+        "{r}"
+    );
+    let r = app.gql(Some(&seine_key), events, json!({})).await;
+    assert_eq!(
+        r["data"]["providerNodes"][0]["healthEvents"],
+        json!([]),
+        "{r}"
+    );
 
     // Another provider's nodes and provider: as if they did not exist.
     let r = app

@@ -207,6 +207,18 @@ pub struct ProviderGpu {
     pub allocation_ids: Vec<ID>,
 }
 
+/// A health event an agent reported on a provider's node.
+#[derive(SimpleObject)]
+pub struct ProviderHealthEvent {
+    /// The GPU's index on the node; null when the device is not one of its GPUs.
+    pub gpu_index: Option<i32>,
+    /// `xid`, `ecc_single_bit` or `ecc_double_bit`.
+    pub kind: String,
+    /// The XID code (0 for ECC events).
+    pub code: i32,
+    pub at: DateTime<Utc>,
+}
+
 /// One of a provider's nodes as the provider sees it.
 #[derive(SimpleObject)]
 pub struct ProviderNode {
@@ -221,6 +233,9 @@ pub struct ProviderNode {
     pub gpus: Vec<ProviderGpu>,
     /// GPUs holding at least one running allocation.
     pub gpus_in_use: i32,
+    /// XID and ECC events of the last 30 days, newest first, at most 20: what its health
+    /// and reliability come from.
+    pub health_events: Vec<ProviderHealthEvent>,
 }
 
 impl From<OwnNode> for ProviderNode {
@@ -242,6 +257,19 @@ impl From<OwnNode> for ProviderNode {
             })
             .collect();
         let in_use = gpus.iter().filter(|g| !g.allocation_ids.is_empty()).count();
+        let health_events = own
+            .events
+            .iter()
+            .map(|e| {
+                let uuid = e.gpu_uuid.as_deref().unwrap_or(&e.device_uuid);
+                ProviderHealthEvent {
+                    gpu_index: own.gpus.iter().find(|g| g.uuid == uuid).map(|g| g.index),
+                    kind: e.kind.clone(),
+                    code: e.code,
+                    at: e.at,
+                }
+            })
+            .collect();
         ProviderNode {
             id: to_id(own.node.id),
             hostname: own.node.hostname,
@@ -253,6 +281,7 @@ impl From<OwnNode> for ProviderNode {
             state: own.node.state.into(),
             gpus_in_use: i32::try_from(in_use).unwrap_or(i32::MAX),
             gpus,
+            health_events,
         }
     }
 }

@@ -4,12 +4,12 @@
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, gpu, node, provider, provider_agreement,
+    allocation, allocation_gpu, gpu, gpu_event, node, provider, provider_agreement,
 };
 use neocloud_schema::ids::{NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    Set,
+    QuerySelect, Set,
 };
 use uuid::Uuid;
 
@@ -114,7 +114,17 @@ pub struct OwnNode {
     pub running: Vec<allocation::Model>,
     /// Which GPU each running allocation holds.
     pub held: Vec<allocation_gpu::Model>,
+    /// XID and ECC events of the last `EVENT_DAYS` days, newest first, at most
+    /// `EVENTS_PER_NODE`.
+    pub events: Vec<gpu_event::Model>,
 }
+
+/// How far back a provider sees its nodes' health events.
+pub const EVENT_DAYS: i64 = 30;
+/// The most events shown per node.
+pub const EVENTS_PER_NODE: usize = 20;
+/// The most events read for all of a provider's nodes at once.
+const EVENTS_READ: u64 = 5_000;
 
 /// The provider's nodes, by hostname, with their GPUs and what runs on them.
 pub(crate) async fn nodes_of<C: ConnectionTrait>(
@@ -142,6 +152,13 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
         .filter(allocation_gpu::Column::AllocationId.is_in(running.iter().map(|a| a.id)))
         .all(conn)
         .await?;
+    let events = gpu_event::Entity::find()
+        .filter(gpu_event::Column::NodeId.is_in(nodes.iter().map(|n| n.id)))
+        .filter(gpu_event::Column::At.gte(Utc::now() - chrono::TimeDelta::days(EVENT_DAYS)))
+        .order_by_desc(gpu_event::Column::At)
+        .limit(EVENTS_READ)
+        .all(conn)
+        .await?;
     Ok(nodes
         .into_iter()
         .map(|node| OwnNode {
@@ -162,6 +179,12 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
             running: running
                 .iter()
                 .filter(|a| a.node_id == node.id)
+                .cloned()
+                .collect(),
+            events: events
+                .iter()
+                .filter(|e| e.node_id == node.id)
+                .take(EVENTS_PER_NODE)
                 .cloned()
                 .collect(),
             node,
