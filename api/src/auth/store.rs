@@ -139,13 +139,14 @@ pub(super) async fn revoke<C: ConnectionTrait>(
 }
 
 /// What the audit log keeps of a key: never the hash.
-pub(super) fn describe(key: &api_key::Model) -> Value {
+pub(crate) fn describe(key: &api_key::Model) -> Value {
     json!({
         "id": key.id,
         "prefix": key.prefix,
         "role": key.role,
         "tenant_id": key.tenant_id,
         "node_id": key.node_id,
+        "provider_id": key.provider_id,
         "label": key.label,
         "revoked_at": key.revoked_at,
     })

@@ -135,7 +135,7 @@ async fn mint(
             object_type: "api_key",
             object_id: minted.key.id.to_string(),
             before: None,
-            after: Some(json!({"role": "provider", "provider_id": provider, "label": label})),
+            after: Some(auth::store::describe(&minted.key)),
         },
     )
     .await?;

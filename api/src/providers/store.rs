@@ -2,11 +2,13 @@
 //! the fleet: its own nodes, their GPUs and the allocations running on them. Every read
 //! of a provider's fleet filters by the provider.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu, gpu_event, node, provider, provider_agreement,
 };
-use neocloud_schema::ids::{NodeId, ProviderId};
+use neocloud_schema::ids::{AllocationId, NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Set,
@@ -110,13 +112,22 @@ pub(crate) async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<provider::M
 pub struct OwnNode {
     pub node: node::Model,
     pub gpus: Vec<gpu::Model>,
-    /// Allocations running on it now.
-    pub running: Vec<allocation::Model>,
-    /// Which GPU each running allocation holds.
+    /// Which GPU each allocation running on it holds.
     pub held: Vec<allocation_gpu::Model>,
     /// XID and ECC events of the last `EVENT_DAYS` days, newest first, at most
     /// `EVENTS_PER_NODE`.
     pub events: Vec<gpu_event::Model>,
+}
+
+impl OwnNode {
+    fn default_for(node: node::Model) -> OwnNode {
+        OwnNode {
+            node,
+            gpus: Vec::new(),
+            held: Vec::new(),
+            events: Vec::new(),
+        }
+    }
 }
 
 /// How far back a provider sees its nodes' health events.
@@ -145,7 +156,6 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
     let running = allocation::Entity::find()
         .filter(allocation::Column::NodeId.is_in(ids))
         .filter(allocation::Column::EndedAt.is_null())
-        .order_by_asc(allocation::Column::StartedAt)
         .all(conn)
         .await?;
     let held = allocation_gpu::Entity::find()
@@ -159,36 +169,35 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
         .limit(EVENTS_READ)
         .all(conn)
         .await?;
+    // Which node each running allocation is on: what a held GPU is grouped by.
+    let node_of: HashMap<AllocationId, NodeId> =
+        running.iter().map(|a| (a.id, a.node_id)).collect();
+    let mut own: HashMap<NodeId, OwnNode> = HashMap::new();
+    for node in &nodes {
+        own.insert(node.id, OwnNode::default_for(node.clone()));
+    }
+    for g in gpus {
+        if let Some(n) = own.get_mut(&g.node_id) {
+            n.gpus.push(g);
+        }
+    }
+    for h in held {
+        if let Some(n) = node_of.get(&h.allocation_id).and_then(|id| own.get_mut(id)) {
+            n.held.push(h);
+        }
+    }
+    for e in events {
+        if let Some(n) = own
+            .get_mut(&e.node_id)
+            .filter(|n| n.events.len() < EVENTS_PER_NODE)
+        {
+            n.events.push(e);
+        }
+    }
+    // By hostname, as the nodes were read.
     Ok(nodes
-        .into_iter()
-        .map(|node| OwnNode {
-            gpus: gpus
-                .iter()
-                .filter(|g| g.node_id == node.id)
-                .cloned()
-                .collect(),
-            held: held
-                .iter()
-                .filter(|h| {
-                    running
-                        .iter()
-                        .any(|a| a.id == h.allocation_id && a.node_id == node.id)
-                })
-                .cloned()
-                .collect(),
-            running: running
-                .iter()
-                .filter(|a| a.node_id == node.id)
-                .cloned()
-                .collect(),
-            events: events
-                .iter()
-                .filter(|e| e.node_id == node.id)
-                .take(EVENTS_PER_NODE)
-                .cloned()
-                .collect(),
-            node,
-        })
+        .iter()
+        .filter_map(|node| own.remove(&node.id))
         .collect())
 }
 

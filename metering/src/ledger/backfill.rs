@@ -3,8 +3,11 @@
 //! credit note, payment and refund is posted as it would have been, in one transaction.
 //! Each posting keeps its (kind, reference), so replicas starting together post it once.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{credit_grant, credit_note, invoice, ledger_transfer, top_up};
+use neocloud_schema::ids::{CreditGrantId, InvoiceId};
 use neocloud_schema::vocabulary::InvoiceStatus;
 use rust_decimal::Decimal;
 use sea_orm::{
@@ -33,6 +36,10 @@ pub async fn run<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64
         .order_by_asc(credit_note::Column::IssuedAt)
         .all(conn)
         .await?;
+    let mut notes_of: HashMap<InvoiceId, Vec<&credit_note::Model>> = HashMap::new();
+    for note in &notes {
+        notes_of.entry(note.invoice_id).or_default().push(note);
+    }
     for inv in invoice::Entity::find()
         .filter(invoice::Column::Status.ne(InvoiceStatus::Draft))
         .order_by_asc(invoice::Column::FinalizedAt)
@@ -40,8 +47,8 @@ pub async fn run<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64
         .await?
     {
         posted += post(conn, Some(postings::invoice_finalized(&inv)), now).await?;
-        let own: Vec<_> = notes.iter().filter(|n| n.invoice_id == inv.id).collect();
-        if let Some(collected) = collected(&inv, &own) {
+        let own = notes_of.get(&inv.id).map_or(&[][..], Vec::as_slice);
+        if let Some(collected) = collected(&inv, own) {
             posted += post(conn, Some(postings::invoice_paid(&inv, collected)), now).await?;
         }
         if inv.status == InvoiceStatus::Void {
@@ -97,13 +104,13 @@ fn collected(inv: &invoice::Model, notes: &[&credit_note::Model]) -> Option<Deci
 async fn grants<C: ConnectionTrait>(
     conn: &C,
 ) -> Result<Vec<(credit_grant::Model, Funding)>, DbErr> {
-    let topped: Vec<_> = top_up::Entity::find()
+    let topped: HashSet<CreditGrantId> = top_up::Entity::find()
         .all(conn)
         .await?
         .into_iter()
         .filter_map(|t| t.credit_grant_id)
         .collect();
-    let noted: Vec<_> = credit_note::Entity::find()
+    let noted: HashSet<uuid::Uuid> = credit_note::Entity::find()
         .all(conn)
         .await?
         .into_iter()

@@ -2,6 +2,8 @@
 //! balances, the journal and the whole-ledger check. The only writer of
 //! `ledger_accounts`, `ledger_transfers` and `ledger_entries`.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{ledger_account, ledger_entry, ledger_transfer};
 use neocloud_schema::ids::TenantId;
@@ -128,14 +130,14 @@ async fn known_accounts<C: ConnectionTrait>(
     conn: &C,
     accounts: &[Account],
     currency: &str,
-) -> Result<std::collections::HashMap<Account, Uuid>, DbErr> {
+) -> Result<HashMap<Account, Uuid>, DbErr> {
     let owners: std::collections::BTreeSet<Uuid> = accounts.iter().map(|a| a.owner).collect();
     let rows = ledger_account::Entity::find()
         .filter(ledger_account::Column::OwnerId.is_in(owners))
         .filter(ledger_account::Column::Currency.eq(currency))
         .all(conn)
         .await?;
-    let mut out = std::collections::HashMap::new();
+    let mut out = HashMap::new();
     for row in rows {
         let account = account_of(&row)?;
         if accounts.contains(&account) {
@@ -183,17 +185,20 @@ async fn entries_of<C: ConnectionTrait>(
     let mut ids: Vec<Uuid> = rows.iter().map(|r| r.account_id).collect();
     ids.sort_unstable();
     ids.dedup();
-    let accounts = ledger_account::Entity::find()
+    let mut accounts = HashMap::new();
+    for row in ledger_account::Entity::find()
         .filter(ledger_account::Column::Id.is_in(ids))
         .all(conn)
-        .await?;
+        .await?
+    {
+        accounts.insert(row.id, account_of(&row)?);
+    }
     rows.into_iter()
         .map(|row| {
             let account = accounts
-                .iter()
-                .find(|a| a.id == row.account_id)
+                .get(&row.account_id)
                 .ok_or_else(|| DbErr::RecordNotFound("ledger account".into()))?;
-            Ok((row.transfer_id, account_of(account)?, row.amount))
+            Ok((row.transfer_id, *account, row.amount))
         })
         .collect()
 }
@@ -241,31 +246,36 @@ pub async fn balances<C: ConnectionTrait>(
         accounts = accounts.filter(ledger_account::Column::OwnerId.eq(owner));
     }
     let accounts = accounts.all(conn).await?;
-    let debits = sums(conn, true).await?;
-    let credits = sums(conn, false).await?;
-    let total =
-        |sums: &[(Uuid, i64)], id: Uuid| sums.iter().find(|(a, _)| *a == id).map_or(0, |(_, s)| *s);
+    // An owner's accounts are summed alone; the whole ledger's in one pass otherwise.
+    let only = owner.map(|_| accounts.iter().map(|a| a.id).collect::<Vec<_>>());
+    let debits = sums(conn, true, only.as_deref()).await?;
+    let credits = sums(conn, false, only.as_deref()).await?;
     accounts
         .iter()
         .map(|row| {
             Ok(Balance {
                 account: account_of(row)?,
                 currency: row.currency.clone(),
-                debits: total(&debits, row.id),
-                credits: -total(&credits, row.id),
+                debits: debits.get(&row.id).copied().unwrap_or(0),
+                credits: -credits.get(&row.id).copied().unwrap_or(0),
             })
         })
         .collect()
 }
 
-/// Per account: the sum of its debits (`debits`) or of its credits (negative).
-async fn sums<C: ConnectionTrait>(conn: &C, debits: bool) -> Result<Vec<(Uuid, i64)>, DbErr> {
+/// Per account (of `only`, when given): the sum of its debits (`debits`) or of its
+/// credits (negative).
+async fn sums<C: ConnectionTrait>(
+    conn: &C,
+    debits: bool,
+    only: Option<&[Uuid]>,
+) -> Result<HashMap<Uuid, i64>, DbErr> {
     let side = if debits {
         ledger_entry::Column::Amount.gt(0)
     } else {
         ledger_entry::Column::Amount.lt(0)
     };
-    ledger_entry::Entity::find()
+    let mut query = ledger_entry::Entity::find()
         .select_only()
         .column(ledger_entry::Column::AccountId)
         .column_as(
@@ -275,10 +285,12 @@ async fn sums<C: ConnectionTrait>(conn: &C, debits: bool) -> Result<Vec<(Uuid, i
             "total",
         )
         .filter(side)
-        .group_by(ledger_entry::Column::AccountId)
-        .into_tuple()
-        .all(conn)
-        .await
+        .group_by(ledger_entry::Column::AccountId);
+    if let Some(only) = only {
+        query = query.filter(ledger_entry::Column::AccountId.is_in(only.iter().copied()));
+    }
+    let rows: Vec<(Uuid, i64)> = query.into_tuple().all(conn).await?;
+    Ok(rows.into_iter().collect())
 }
 
 /// One entry of the journal: its transfer and account.
@@ -306,11 +318,17 @@ pub async fn journal<C: ConnectionTrait>(
     if let Some(tenant) = tenant {
         transfers = transfers.filter(ledger_transfer::Column::TenantId.eq(tenant));
     }
-    let transfers = transfers.all(conn).await?;
-    let ids: Vec<Uuid> = transfers.iter().map(|t| t.id).collect();
+    let transfers: HashMap<Uuid, ledger_transfer::Model> = transfers
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t))
+        .collect();
+    let ids: Vec<Uuid> = transfers.keys().copied().collect();
     let mut out = Vec::new();
+    // Entries come ordered by transfer id, i.e. in posting order.
     for (transfer_id, account, amount) in entries_of(conn, &ids).await? {
-        let Some(transfer) = transfers.iter().find(|t| t.id == transfer_id) else {
+        let Some(transfer) = transfers.get(&transfer_id) else {
             continue;
         };
         out.push(JournalEntry {
