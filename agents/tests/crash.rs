@@ -82,6 +82,18 @@ impl AgentProcess {
         }
     }
 
+    /// SIGTERM, then waits for the agent to close its window and exit.
+    fn terminate(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "SIGTERM to {pid}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().expect("try_wait").is_none() {
+            assert!(Instant::now() < deadline, "the agent ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `kill -9`.
     fn kill9(mut self) {
         self.child.kill().expect("SIGKILL");
@@ -116,7 +128,9 @@ fn files_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Restarts cleanly and runs until `more` further batches are stored.
+/// Restarts cleanly, runs until `more` further batches are stored and stops with
+/// SIGTERM, so a write of this life is never left half done (only the crashes under
+/// test leave those).
 async fn restart_and_replay(server: &IngestServer, spool: &Path, more: usize) {
     let before = server.stored_count();
     let agent = AgentProcess::spawn(server, spool, None);
@@ -125,7 +139,7 @@ async fn restart_and_replay(server: &IngestServer, spool: &Path, more: usize) {
             s.stored.len() >= before + more
         })
         .await;
-    agent.kill9();
+    agent.terminate();
 }
 
 fn boots(server: &IngestServer) -> usize {
