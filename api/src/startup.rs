@@ -139,6 +139,10 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             "/v1/ledger/journal.csv",
             web::get().to(crate::http::ledger::journal),
         )
+        .route(
+            "/v1/provider-statements/{id}/export",
+            web::get().to(crate::http::provider_statements::export),
+        )
         .route("/v1/stripe/webhook", web::post().to(stripe::webhook))
         .service(
             web::resource("/v1/session")
@@ -355,8 +359,8 @@ fn spawn_preemption_worker(db: DatabaseConnection, ordering: Arc<Ordering>) {
     });
 }
 
-/// Closes billing periods whose grace for late usage has passed, and reminds tenants of
-/// invoices falling or fallen due.
+/// Closes billing periods whose grace for late usage has passed, reminds tenants of
+/// invoices falling or fallen due, and closes providers' ended months into statements.
 fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PERIOD_CLOSE_SWEEP);
@@ -367,6 +371,10 @@ fn spawn_period_closer(db: DatabaseConnection, billing: Arc<Billing>) {
             }
             if let Err(err) = crate::invoicing::send_reminders(&db, &billing).await {
                 tracing::warn!(code = err.code().as_str(), message = %err.message(), "Sending invoice reminders failed.");
+            }
+            let now = billing.clock.now();
+            if let Err(err) = crate::providers::statements::close_due(&db, now).await {
+                tracing::warn!(code = err.code().as_str(), message = %err.message(), "Closing provider statements failed.");
             }
         }
     });

@@ -197,6 +197,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({"p": provider_id}),
             &[Operator],
         ),
+        (
+            "mutation { closeProviderStatements }",
+            json!({}),
+            &[Operator],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
         for who in [Operator, Admin, Member, Billing, Agent, Provider] {

@@ -47,6 +47,7 @@ pub mod parties;
 pub mod payments;
 pub mod plans;
 pub mod rating;
+pub mod statements;
 pub mod tax;
 pub mod usage;
 

@@ -71,6 +71,7 @@ mod m20261206_000036_oidc;
 mod m20261206_000037_ledger;
 mod m20261206_000038_providers;
 mod m20261206_000039_provider_agreements;
+mod m20261206_000040_provider_statements;
 
 pub struct Migrator;
 
@@ -117,6 +118,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000037_ledger::Migration),
             Box::new(m20261206_000038_providers::Migration),
             Box::new(m20261206_000039_provider_agreements::Migration),
+            Box::new(m20261206_000040_provider_statements::Migration),
         ]
     }
 }

@@ -152,7 +152,27 @@ async fn ensure_partner(
         payout_method: "stripe_connect",
         payout_account: Some("acct_1DemoAtlanticGpu".to_owned()),
     };
-    Ok(store::insert(txn, partner, Utc::now()).await?)
+    let now = Utc::now();
+    let partner = store::insert(txn, partner, now).await?;
+    // A 70 % revenue share less a 5 % fee, paid out of paid invoices: its first statement
+    // closes when the month it was seeded in ends.
+    let terms = crate::providers::terms::check(
+        crate::providers::terms::TermsInput {
+            effective_from: None,
+            model: crate::providers::terms::EarningModel::RevenueShare,
+            revenue_share_percent: Some("70".to_owned()),
+            fixed_rates: Vec::new(),
+            platform_fee_percent: "5".to_owned(),
+            sla_credits_borne_by: crate::providers::terms::SlaBearer::Provider,
+            payout_minimum: "100.00".to_owned(),
+            hold_until_paid: true,
+        },
+        &partner.currency,
+        None,
+        now,
+    )?;
+    store::insert_agreement(txn, &partner, 1, &terms, uuid::Uuid::nil(), now).await?;
+    Ok(partner)
 }
 
 async fn revoke_previous_demo_keys(txn: &DatabaseTransaction) -> ApiResult<()> {

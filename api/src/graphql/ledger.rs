@@ -27,6 +27,14 @@ pub enum LedgerAccountKind {
     StripeCash,
     /// Money recorded as received outside Stripe (prepaid credit granted by an operator).
     ExternalCash,
+    /// What the platform owes a provider on its closed statements, not paid out yet.
+    ProviderPayable,
+    /// What providers earned, before fees and chargebacks (the cost of resold capacity).
+    ProviderEarnings,
+    /// The platform's fees taken from providers' earnings.
+    PlatformFees,
+    /// SLA credits charged back to the providers whose hardware failed.
+    SlaChargebacks,
 }
 
 impl From<AccountKind> for LedgerAccountKind {
@@ -40,6 +48,10 @@ impl From<AccountKind> for LedgerAccountKind {
             AccountKind::TaxPayable => LedgerAccountKind::TaxPayable,
             AccountKind::StripeCash => LedgerAccountKind::StripeCash,
             AccountKind::ExternalCash => LedgerAccountKind::ExternalCash,
+            AccountKind::ProviderPayable => LedgerAccountKind::ProviderPayable,
+            AccountKind::ProviderEarnings => LedgerAccountKind::ProviderEarnings,
+            AccountKind::PlatformFees => LedgerAccountKind::PlatformFees,
+            AccountKind::SlaChargebacks => LedgerAccountKind::SlaChargebacks,
         }
     }
 }
@@ -48,13 +60,13 @@ impl From<AccountKind> for LedgerAccountKind {
 #[derive(SimpleObject)]
 pub struct LedgerBalance {
     pub account: LedgerAccountKind,
-    /// The tenant that owns the account; null for the platform's own.
+    /// The tenant (or provider) that owns the account; null for the platform's own.
     pub owner_id: Option<ID>,
     pub currency: String,
     pub debits: String,
     pub credits: String,
-    /// Debits minus credits for receivables, cash and promotions; credits minus debits
-    /// for the wallet, refunds payable, revenue and tax payable.
+    /// Debits minus credits for receivables, cash, promotions and provider earnings;
+    /// credits minus debits for the others.
     pub balance: String,
 }
 

@@ -19,6 +19,7 @@ mod nodes;
 mod ordering;
 mod payments;
 mod plans;
+mod provider_statements;
 mod providers;
 mod scalars;
 mod taxes;
@@ -68,6 +69,7 @@ pub struct Query(
     users::UserQuery,
     ledger::LedgerQuery,
     providers::ProviderQuery,
+    provider_statements::ProviderStatementQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -92,6 +94,7 @@ pub struct Mutation(
     credit_notes::CreditNoteMutation,
     users::UserMutation,
     providers::ProviderMutation,
+    provider_statements::ProviderStatementMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

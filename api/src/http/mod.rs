@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod observe;
 pub mod privacy;
+pub mod provider_statements;
 pub mod rate_limit;
 pub mod session;
 mod state;

@@ -223,6 +223,8 @@ fn pdf_document(view: &CreditNoteView, operator: &str, tenant: &str) -> PdfInvoi
         tenant_name: buyer.map_or(tenant, |b| b.legal_name.as_str()).to_owned(),
         tenant_lines: buyer.map(super::export::buyer_lines).unwrap_or_default(),
         tenant_id: note.tenant_id.to_string(),
+        buyer_label: String::new(),
+        buyer_id_label: String::new(),
         title: "Credit note".to_owned(),
         document: "Credit note".to_owned(),
         number: Some(note.number.clone()),

@@ -368,6 +368,8 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         tenant_name: buyer.map_or(tenant, |b| b.legal_name.as_str()).to_owned(),
         tenant_lines: buyer.map(buyer_lines).unwrap_or_default(),
         tenant_id: invoice.tenant_id.to_string(),
+        buyer_label: String::new(),
+        buyer_id_label: String::new(),
         title: title.to_owned(),
         document: "Invoice".to_owned(),
         number: invoice.number.clone(),

@@ -18,12 +18,14 @@ pub struct PdfInvoice {
     pub tenant_name: String,         // buyer
     pub tenant_lines: Vec<String>,   // buyer address / tax id lines, may be empty
     pub tenant_id: String,
-    pub title: String,             // "Invoice", "Draft invoice" or "Void invoice"
-    pub document: String,          // what the number numbers: "Invoice" (default), "Credit note"
-    pub number: Option<String>,    // e.g. "NC-2026-000123"; None for drafts
-    pub status: String,            // "OPEN", "PAID", "VOID", "DRAFT"
+    pub buyer_label: String, // the heading over the buyer: "BILL TO" (default)
+    pub buyer_id_label: String, // what the buyer's id is: "Tenant ID" (default)
+    pub title: String,       // "Invoice", "Draft invoice" or "Void invoice"
+    pub document: String,    // what the number numbers: "Invoice" (default), "Credit note"
+    pub number: Option<String>, // e.g. "NC-2026-000123"; None for drafts
+    pub status: String,      // "OPEN", "PAID", "VOID", "DRAFT"
     pub issued_at: Option<String>, // e.g. "2026-12-01 00:00 UTC"
-    pub due: Option<String>,       // e.g. "2026-12-31 (net 30 days)"; None for drafts
+    pub due: Option<String>, // e.g. "2026-12-31 (net 30 days)"; None for drafts
     pub period_start: String,
     pub period_end: String,
     pub currency: String,                  // "USD"
@@ -325,10 +327,14 @@ impl Layout<'_> {
         self.text(At::Left(LEFT), y, LABEL, "FROM", 100.0);
         self.text(At::Left(LEFT), y - 14.0, NAME, &inv.operator_name, 250.0);
         let left = self.party_lines(At::Left(LEFT), y - 27.0, &inv.operator_lines, 250.0);
-        self.text(bill, y, LABEL, "BILL TO", 100.0);
+        self.text(bill, y, LABEL, or(&inv.buyer_label, "BILL TO"), 100.0);
         self.text(bill, y - 14.0, NAME, &inv.tenant_name, bill_w);
         let right = self.party_lines(bill, y - 27.0, &inv.tenant_lines, bill_w);
-        let tenant = format!("Tenant ID: {}", inv.tenant_id);
+        let tenant = format!(
+            "{}: {}",
+            or(&inv.buyer_id_label, "Tenant ID"),
+            inv.tenant_id
+        );
         self.text(bill, right, BODY, &tenant, bill_w);
 
         let mut y = left.min(right - 11.0).min(y - 38.0) - 14.0;
@@ -570,6 +576,8 @@ mod tests {
             tenant_name: "Acme Research".into(),
             tenant_lines: vec!["Invalidenstraße 1".into(), "10115 Berlin".into()],
             tenant_id: "tn_42".into(),
+            buyer_label: String::new(),
+            buyer_id_label: String::new(),
             title: "Invoice".into(),
             document: String::new(),
             number: Some("NC-2026-000123".into()),

@@ -13,7 +13,7 @@ pub mod backfill;
 pub mod postings;
 pub mod store;
 
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{ProviderId, TenantId};
 use neocloud_schema::money::minor_unit_digits_of;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
@@ -40,10 +40,21 @@ pub enum AccountKind {
     /// Money an operator recorded as received outside Stripe: prepaid credit it granted
     /// (an asset).
     ExternalCash,
+    /// What the platform owes a provider on its closed statements and has not paid out
+    /// (a liability, owned by the provider).
+    ProviderPayable,
+    /// What providers earned on the platform's revenue, before fees and chargebacks (an
+    /// expense: the cost of resold capacity).
+    ProviderEarnings,
+    /// The platform's fees taken from providers' earnings (income).
+    PlatformFees,
+    /// SLA credits charged back to the providers whose hardware failed (income: the
+    /// credits given to tenants, recovered).
+    SlaChargebacks,
 }
 
 impl AccountKind {
-    pub const ALL: [AccountKind; 8] = [
+    pub const ALL: [AccountKind; 12] = [
         AccountKind::Receivable,
         AccountKind::Wallet,
         AccountKind::RefundsPayable,
@@ -52,6 +63,10 @@ impl AccountKind {
         AccountKind::TaxPayable,
         AccountKind::StripeCash,
         AccountKind::ExternalCash,
+        AccountKind::ProviderPayable,
+        AccountKind::ProviderEarnings,
+        AccountKind::PlatformFees,
+        AccountKind::SlaChargebacks,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,6 +79,10 @@ impl AccountKind {
             AccountKind::TaxPayable => "tax_payable",
             AccountKind::StripeCash => "stripe_cash",
             AccountKind::ExternalCash => "external_cash",
+            AccountKind::ProviderPayable => "provider_payable",
+            AccountKind::ProviderEarnings => "provider_earnings",
+            AccountKind::PlatformFees => "platform_fees",
+            AccountKind::SlaChargebacks => "sla_chargebacks",
         }
     }
 
@@ -80,6 +99,7 @@ impl AccountKind {
                 | AccountKind::Promotions
                 | AccountKind::StripeCash
                 | AccountKind::ExternalCash
+                | AccountKind::ProviderEarnings
         )
     }
 }
@@ -97,6 +117,13 @@ impl Account {
         Account {
             kind,
             owner: tenant.0,
+        }
+    }
+
+    pub fn provider(kind: AccountKind, provider: ProviderId) -> Account {
+        Account {
+            kind,
+            owner: provider.0,
         }
     }
 

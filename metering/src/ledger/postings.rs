@@ -1,7 +1,7 @@
 //! What each business event posts (docs/ledger.md, "Postings"): pure functions from the
 //! rows the event wrote to the transfer that records it.
 
-use neocloud_schema::entity::{credit_grant, credit_note, invoice};
+use neocloud_schema::entity::{credit_grant, credit_note, invoice, provider_statement};
 use neocloud_schema::vocabulary::CreditKind;
 use rust_decimal::Decimal;
 
@@ -13,6 +13,7 @@ pub const INVOICE_VOIDED: &str = "invoice.voided";
 pub const CREDIT_GRANTED: &str = "credit.granted";
 pub const CREDIT_NOTE_ISSUED: &str = "credit_note.issued";
 pub const REFUND_SENT: &str = "refund.sent";
+pub const PROVIDER_STATEMENT_CLOSED: &str = "provider_statement.closed";
 
 /// Where the money of a credit grant comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,4 +137,29 @@ pub fn refund_sent(note: &credit_note::Model) -> Transfer {
         note.refunded.get(),
     )
     .credit(platform(AccountKind::StripeCash), note.refunded.get())
+}
+
+/// A provider statement closed: the providers' earnings are a cost, of which the fees and
+/// the SLA chargebacks come back to the platform, and the net is owed to the provider.
+pub fn provider_statement_closed(statement: &provider_statement::Model) -> Transfer {
+    Transfer::new(
+        PROVIDER_STATEMENT_CLOSED,
+        statement.id,
+        &statement.currency,
+        None,
+        format!("provider statement {} closed", statement.number),
+    )
+    .debit(
+        platform(AccountKind::ProviderEarnings),
+        statement.gross.get(),
+    )
+    .credit(platform(AccountKind::PlatformFees), statement.fees.get())
+    .credit(
+        platform(AccountKind::SlaChargebacks),
+        statement.sla_chargebacks.get(),
+    )
+    .credit(
+        Account::provider(AccountKind::ProviderPayable, statement.provider_id),
+        statement.net.get(),
+    )
 }

@@ -407,25 +407,35 @@ impl Raw {
     }
 }
 
+/// What one allocation counts towards each sampled metric of a segment: `(metric, raw
+/// quantity, of which the top-up to the plan's minimum billable duration)`, in seconds
+/// (unit-seconds, GiB-seconds), or kWh for energy.
+pub fn allocation_quantities(
+    segment: &Segment,
+    u: &AllocationUsage,
+) -> [(Metric, Decimal, Decimal); 5] {
+    let minimum = Decimal::from(segment.plan.minimum_billable_seconds.max(0));
+    let top_up = u.lifetime_seconds_if_ended.map_or(Decimal::ZERO, |life| {
+        (minimum - Decimal::from(life)).max(Decimal::ZERO) * u.units
+    });
+    [
+        (Metric::Allocated, u.allocated_seconds + top_up, top_up),
+        (Metric::Active, u.active_seconds, Decimal::ZERO),
+        (Metric::Memory, u.memory_gib_seconds, Decimal::ZERO),
+        (Metric::Energy, u.energy_kwh, Decimal::ZERO),
+        (Metric::SlaCredit, u.sla_credit_seconds, Decimal::ZERO),
+    ]
+}
+
 fn raw_quantities(segment: &Segment) -> BTreeMap<(Uuid, Metric, bool), Raw> {
     let mut raw: BTreeMap<(Uuid, Metric, bool), Raw> = BTreeMap::new();
-    let minimum = Decimal::from(segment.plan.minimum_billable_seconds.max(0));
     for u in &segment.usage {
-        let top_up = u.lifetime_seconds_if_ended.map_or(Decimal::ZERO, |life| {
-            (minimum - Decimal::from(life)).max(Decimal::ZERO) * u.units
-        });
-        for (metric, value, extra) in [
-            (Metric::Allocated, u.allocated_seconds, top_up),
-            (Metric::Active, u.active_seconds, Decimal::ZERO),
-            (Metric::Memory, u.memory_gib_seconds, Decimal::ZERO),
-            (Metric::Energy, u.energy_kwh, Decimal::ZERO),
-            (Metric::SlaCredit, u.sla_credit_seconds, Decimal::ZERO),
-        ] {
+        for (metric, total, extra) in allocation_quantities(segment, u) {
             let entry = raw.entry((u.sku, metric, u.spot)).or_default();
-            entry.amount += value + extra;
+            entry.amount += total;
             entry.top_up_seconds += extra;
             entry.allocations += 1;
-            if !(value + extra).is_zero() {
+            if !total.is_zero() {
                 entry.add_user(u);
             }
         }

@@ -55,6 +55,8 @@ pub mod plan_version;
 pub mod portal_user;
 pub mod provider;
 pub mod provider_agreement;
+pub mod provider_statement;
+pub mod provider_statement_line;
 pub mod quota;
 pub mod sku;
 pub mod ssh_key;

@@ -1,0 +1,612 @@
+//! Provider statements against an independent model of the rule in docs/providers.md
+//! ("Statements"), written here from the rule and sharing no code with the server.
+//!
+//! Two providers — `rhein-gpu` on a revenue share, `seine-gpu` on a fixed rate and paid
+//! only out of paid invoices — and the operator's own node serve three tenants for a
+//! month: on-demand and spot GPUs, one of a provider's GPUs failing under an allocation
+//! (an SLA credit the provider bears). One tenant's invoice is paid (by credit), the other
+//! two stay open. Then:
+//!
+//! - December's statements hold, per allocation served on the provider's hardware,
+//!   exactly the model's gross, fee, chargeback and net; held earnings wait; the
+//!   operator's own node earns no statement; totals are the sums of the lines;
+//! - an invoice voided in January is reversed on January's statement of the provider
+//!   that earned on it, and only there;
+//! - each provider's payable in the ledger is the sum of its statements' nets, and the
+//!   ledger balances;
+//! - a provider reads, and exports (CSV, PDF), only its own statements, with no tenant
+//!   in them; a tenant reads none; closed statements cannot be changed.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, DurationRound, TimeDelta, TimeZone, Utc};
+use neocloud_schema::clock::Clock;
+use neocloud_schema::entity::{allocation, gpu, gpu_health_interval, order};
+use neocloud_schema::vocabulary::GpuHealth;
+use rust_decimal::Decimal;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+const PRICE: &str = "3.00";
+const SHARE: &str = "0.70";
+const RHEIN_FEE: &str = "0.10";
+const SEINE_RATE: &str = "1.20";
+const SEINE_FEE: &str = "0.05";
+
+fn d(s: &str) -> Decimal {
+    s.parse().expect("decimal")
+}
+
+fn cents(x: Decimal) -> Decimal {
+    // Half-even, as the rule says.
+    x.round_dp(2)
+}
+
+/// One allocation as the test ran it.
+#[derive(Debug, Clone)]
+struct Ran {
+    id: String,
+    tenant: usize,
+    host: String,
+    gpu: String,
+    held: i64,
+    failed: i64,
+}
+
+impl Ran {
+    fn provider(&self) -> Option<&'static str> {
+        match self.host.as_str() {
+            "rhein-1" => Some("rhein-gpu"),
+            "seine-1" => Some("seine-gpu"),
+            _ => None,
+        }
+    }
+
+    fn working(&self) -> i64 {
+        self.held - self.failed
+    }
+}
+
+/// (gross, fee, chargeback, net) of one allocation, by the rule.
+type Figures = (Decimal, Decimal, Decimal, Decimal);
+
+/// The model: per provider, the figures of each allocation of the tenants `claimable`
+/// admits for it, by allocation id.
+fn model(
+    ran: &[Ran],
+    claimable: impl Fn(usize, &str) -> bool,
+) -> BTreeMap<&'static str, BTreeMap<String, Figures>> {
+    let hour = Decimal::from(3600);
+    let mut out: BTreeMap<&'static str, BTreeMap<String, Figures>> = BTreeMap::new();
+    for tenant in 0..3 {
+        let mine: Vec<&Ran> = ran.iter().filter(|r| r.tenant == tenant).collect();
+        let working: i64 = mine.iter().map(|r| r.working()).sum();
+        let failed: i64 = mine.iter().map(|r| r.failed).sum();
+        // One ALLOCATED line (spot has no price of its own, so it is priced with the
+        // on-demand hours) and one SLA credit line per invoice.
+        let allocated_line = cents(Decimal::from(working) / hour * d(PRICE));
+        let credit_line = cents(Decimal::from(failed) / hour * d(PRICE));
+        for r in &mine {
+            let Some(provider) = r.provider() else {
+                continue;
+            };
+            if !claimable(tenant, provider) {
+                continue;
+            }
+            // The exact proportion (the product first, so no rounding error decides a
+            // half cent).
+            let revenue = allocated_line * Decimal::from(r.working()) / Decimal::from(working);
+            let credit = if failed == 0 {
+                Decimal::ZERO
+            } else {
+                credit_line * Decimal::from(r.failed) / Decimal::from(failed)
+            };
+            let (gross, fee_rate) = if provider == "rhein-gpu" {
+                (cents(revenue * d(SHARE)), d(RHEIN_FEE))
+            } else {
+                (
+                    cents(Decimal::from(r.working()) / hour * d(SEINE_RATE)),
+                    d(SEINE_FEE),
+                )
+            };
+            let fee = cents(gross * fee_rate);
+            let chargeback = cents(credit);
+            out.entry(provider).or_default().insert(
+                r.id.clone(),
+                (gross, fee, chargeback, gross - fee - chargeback),
+            );
+        }
+    }
+    out
+}
+
+async fn provider(app: &TestApp, name: &str) -> (String, String) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: CreateProviderInput!) { createProvider(input: $i) { provider { id } apiKey } }",
+            json!({"i": {"name": name, "legalName": format!("{name} SAS"), "country": "FR",
+                         "currency": "USD", "payoutMethod": "MANUAL"}}),
+        )
+        .await;
+    let p = &r["data"]["createProvider"];
+    assert!(p.is_object(), "{r}");
+    (
+        p["provider"]["id"].as_str().expect("id").to_owned(),
+        p["apiKey"].as_str().expect("key").to_owned(),
+    )
+}
+
+async fn agree(app: &TestApp, terms: Value) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: ProviderAgreementInput!) { createProviderAgreement(input: $i) { version } }",
+            json!({"i": terms}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+/// The fleet, the plan and the three tenants: (the SKU, the providers' keys, each tenant's
+/// id and key).
+async fn marketplace(app: &TestApp) -> (String, (String, String), Vec<(String, String)>) {
+    let (rhein, rhein_key) = provider(app, "rhein-gpu").await;
+    let (seine, seine_key) = provider(app, "seine-gpu").await;
+    agree(
+        app,
+        json!({"providerId": rhein, "model": "REVENUE_SHARE", "revenueSharePercent": "70",
+                      "platformFeePercent": "10", "payoutMinimum": "0.00", "holdUntilPaid": false}),
+    )
+    .await;
+    agree(app, json!({"providerId": seine, "model": "FIXED_RATE", "platformFeePercent": "5",
+                      "fixedRates": [{"form": "WHOLE_GPU", "region": "eu-west", "pricePerUnitHour": SEINE_RATE}],
+                      "payoutMinimum": "0.00", "holdUntilPaid": true}))
+    .await;
+    for (host, extra) in [
+        ("rhein-1", ", provider: \"rhein-gpu\""),
+        ("seine-1", ", provider: \"seine-gpu\""),
+        ("own-1", ""),
+    ] {
+        let r = app.register_node(host, "H100", 2, extra).await;
+        assert!(r["errors"].is_null(), "{r}");
+    }
+    let sku = app.create_h100_sku().await;
+    let plan = app
+        .create_plan_version(json!({"plan": "resale", "currency": "USD",
+        "effectiveFrom": app.clock.now().to_rfc3339(),
+        "rates": [
+            {"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": PRICE},
+            {"sku": sku, "metric": "SLA_CREDIT", "tiersMode": "PER_UNIT", "unitPrice": PRICE},
+        ]}))
+        .await;
+    let mut tenants = Vec::new();
+    for name in ["alpha-ai", "beta-labs", "gamma-bio"] {
+        let (id, key) = app.create_tenant(name).await;
+        app.assign_plan(&id, &plan).await;
+        tenants.push((id, key));
+    }
+    (sku, (rhein_key, seine_key), tenants)
+}
+
+/// Places two one-GPU orders per tenant (the second spot), releases them, and sets each
+/// allocation's lifetime and the failure in the database; what ran.
+async fn month_of_use(app: &TestApp, sku: &str, tenants: &[(String, String)]) -> Vec<Ran> {
+    let mut ran = Vec::new();
+    let mut orders = Vec::new();
+    // The scheduler fills own-1, then rhein-1, then seine-1: in this order the paid
+    // tenant (0) and the one voided later (1) run on both providers, tenant 2 on own-1.
+    for (tenant, class) in [
+        (2, "ON_DEMAND"),
+        (2, "SPOT"),
+        (1, "ON_DEMAND"),
+        (0, "ON_DEMAND"),
+        (0, "SPOT"),
+        (1, "SPOT"),
+    ] {
+        let key = &tenants[tenant].1;
+        let r = app
+            .gql(
+                Some(key),
+                "mutation($s: ID!, $k: AllocationClass!) { placeOrder(input: {sku: $s, count: 1, class: $k}) { order { id allocations { id node { hostname } gpus { uuid } } } } }",
+                json!({"s": sku, "k": class}),
+            )
+            .await;
+        let order = &r["data"]["placeOrder"]["order"];
+        let a = &order["allocations"][0];
+        assert!(a.is_object(), "{r}");
+        orders.push((key.clone(), order["id"].as_str().expect("id").to_owned()));
+        ran.push(Ran {
+            id: a["id"].as_str().expect("id").to_owned(),
+            tenant,
+            host: a["node"]["hostname"].as_str().expect("host").to_owned(),
+            gpu: a["gpus"][0]["uuid"].as_str().expect("gpu").to_owned(),
+            // Hours and minutes that differ per allocation: 3h07m, 4h14m, ...
+            held: 3600 * (3 + ran.len() as i64) + 420 * (1 + ran.len() as i64),
+            failed: 0,
+        });
+    }
+    for (key, id) in &orders {
+        let r = app
+            .gql(
+                Some(key),
+                "mutation($o: ID!) { releaseOrder(id: $o) { order { id } } }",
+                json!({"o": id}),
+            )
+            .await;
+        assert!(r["errors"].is_null(), "{r}");
+    }
+    // Whole seconds: usage is counted in them.
+    let base = (app.clock.now() + TimeDelta::hours(1))
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("whole seconds");
+    for (i, r) in ran.iter().enumerate() {
+        let started = base + TimeDelta::hours(i as i64);
+        let ended = started + TimeDelta::seconds(r.held);
+        let id: uuid::Uuid = r.id.parse().expect("id");
+        let row = allocation::Entity::find_by_id(id)
+            .one(&app.db)
+            .await
+            .expect("read")
+            .expect("allocation");
+        allocation::Entity::update_many()
+            .col_expr(allocation::Column::StartedAt, Expr::value(started))
+            .col_expr(allocation::Column::EndedAt, Expr::value(Some(ended)))
+            .filter(allocation::Column::Id.eq(id))
+            .exec(&app.db)
+            .await
+            .expect("lifetime");
+        order::Entity::update_many()
+            .col_expr(order::Column::EndedAt, Expr::value(Some(ended)))
+            .filter(order::Column::Id.eq(row.order_id))
+            .exec(&app.db)
+            .await
+            .expect("order end");
+    }
+    // The first allocation on a provider's node loses its GPU for 30 minutes, 10 minutes
+    // into its life.
+    let i = ran
+        .iter()
+        .position(|r| r.provider().is_some())
+        .expect("a provider serves");
+    ran[i].failed = 1800;
+    let started = base + TimeDelta::hours(i as i64);
+    fail(app, &ran[i].gpu, started + TimeDelta::minutes(10)).await;
+    app.advance(TimeDelta::days(2));
+    ran
+}
+
+async fn fail(app: &TestApp, uuid: &str, from: DateTime<Utc>) {
+    let gpu = gpu::Entity::find()
+        .filter(gpu::Column::Uuid.eq(uuid))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the GPU");
+    gpu_health_interval::ActiveModel {
+        id: Set(uuid::Uuid::now_v7()),
+        gpu_id: Set(gpu.id),
+        health: Set(GpuHealth::Failed.as_str().into()),
+        started_at: Set(from),
+        ended_at: Set(Some(from + TimeDelta::seconds(1800))),
+        cause: Set("xid 79".into()),
+    }
+    .insert(&app.db)
+    .await
+    .expect("failure");
+}
+
+fn next_month(t: DateTime<Utc>) -> DateTime<Utc> {
+    let (y, m) = if t.month() == 12 {
+        (t.year() + 1, 1)
+    } else {
+        (t.year(), t.month() + 1)
+    };
+    Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0)
+        .single()
+        .expect("date")
+}
+
+const STATEMENTS: &str = "query($p: ID) { providerStatements(providerId: $p) { id number month currency gross fees slaChargebacks net lineCount } }";
+const STATEMENT: &str = "query($id: ID!) { providerStatement(id: $id) { number net lines { kind allocationId revenue unitHours gross fee slaChargeback net revenueCurrency } } }";
+
+/// The provider's statements, newest first, each with its lines.
+async fn statements_of(app: &TestApp, key: &str) -> Vec<Value> {
+    let r = app.gql(Some(key), STATEMENTS, json!({})).await;
+    let list = r["data"]["providerStatements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone();
+    let mut out = Vec::new();
+    for s in list {
+        let r = app.gql(Some(key), STATEMENT, json!({"id": s["id"]})).await;
+        let mut s = s.clone();
+        s["lines"] = r["data"]["providerStatement"]["lines"].clone();
+        assert!(s["lines"].is_array(), "{r}");
+        out.push(s);
+    }
+    out
+}
+
+fn money(v: &Value) -> Decimal {
+    d(v.as_str().unwrap_or_else(|| panic!("money: {v}")))
+}
+
+/// The statement's lines of `kind`, as the model's figures by allocation.
+fn figures(statement: &Value, kind: &str) -> BTreeMap<String, Figures> {
+    statement["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] == kind)
+        .map(|l| {
+            (
+                l["allocationId"].as_str().expect("id").to_owned(),
+                (
+                    money(&l["gross"]),
+                    money(&l["fee"]),
+                    money(&l["slaChargeback"]),
+                    money(&l["net"]),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The statement's totals are the sums of its lines.
+fn totals_add_up(statement: &Value) {
+    let lines = statement["lines"].as_array().expect("lines");
+    for (total, line) in [
+        ("gross", "gross"),
+        ("fees", "fee"),
+        ("slaChargebacks", "slaChargeback"),
+        ("net", "net"),
+    ] {
+        let sum: Decimal = lines.iter().map(|l| money(&l[line])).sum();
+        assert_eq!(money(&statement[total]), sum, "{total}: {statement}");
+    }
+    assert_eq!(statement["lineCount"], json!(lines.len()));
+}
+
+async fn close_statements(app: &TestApp) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { closeProviderStatements }",
+            json!({}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+async fn payables(app: &TestApp) -> BTreeMap<String, Decimal> {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ledgerBalances { account ownerId balance } ledgerCheck { balanced } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["ledgerCheck"]["balanced"], true, "{r}");
+    r["data"]["ledgerBalances"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|b| b["account"] == "PROVIDER_PAYABLE")
+        .map(|b| {
+            (
+                b["ownerId"].as_str().expect("owner").to_owned(),
+                money(&b["balance"]),
+            )
+        })
+        .collect()
+}
+
+async fn statements_follow_the_agreements(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (sku, (rhein_key, seine_key), tenants) = marketplace(&app).await;
+    let ran = month_of_use(&app, &sku, &tenants).await;
+    // alpha-ai's invoice is paid (by a credit that covers it); the others stay open.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1000.00\"}) { id } }",
+            json!({"t": tenants[0].0}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let mut invoices = Vec::new();
+    for (tenant, _) in &tenants {
+        let inv = app.close_period(tenant, "id status total").await;
+        invoices.push(inv);
+    }
+    assert_eq!(invoices[0]["status"], "PAID", "{invoices:?}");
+    assert_eq!(invoices[1]["status"], "OPEN", "{invoices:?}");
+
+    // December closes.
+    let december = app.clock.now();
+    app.advance_past(next_month(december) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    let expected = model(&ran, |tenant, provider| {
+        provider == "rhein-gpu" || tenant == 0
+    });
+    let serves = |p: &str, t: usize| ran.iter().any(|r| r.provider() == Some(p) && r.tenant == t);
+    assert!(
+        serves("seine-gpu", 0) && serves("seine-gpu", 1) && serves("rhein-gpu", 1),
+        "the case covers earned, held and reversed lines of both providers: {ran:?}"
+    );
+    let rhein = statements_of(&app, &rhein_key).await;
+    let seine = statements_of(&app, &seine_key).await;
+    assert_eq!((rhein.len(), seine.len()), (1, 1), "{rhein:?} {seine:?}");
+    for (statement, name) in [(&rhein[0], "rhein-gpu"), (&seine[0], "seine-gpu")] {
+        assert_eq!(statement["month"], december.format("%Y-%m").to_string());
+        assert_eq!(statement["currency"], "USD");
+        assert_eq!(
+            figures(statement, "earning"),
+            expected.get(name).cloned().unwrap_or_default(),
+            "{name}: {statement}"
+        );
+        totals_add_up(statement);
+    }
+    assert!(
+        money(&rhein[0]["slaChargebacks"]) + money(&seine[0]["slaChargebacks"]) > Decimal::ZERO,
+        "the failure was charged back"
+    );
+    // Closing again closes nothing more.
+    close_statements(&app).await;
+    assert_eq!(statements_of(&app, &rhein_key).await.len(), 1);
+
+    // January: beta-labs' invoice is voided; rhein-gpu gives back what it earned on it.
+    app.advance(TimeDelta::days(4));
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($id: ID!) { voidInvoice(id: $id, reason: \"disputed\") { status } }",
+            json!({"id": invoices[1]["id"]}),
+        )
+        .await;
+    assert_eq!(r["data"]["voidInvoice"]["status"], "VOID", "{r}");
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    let rhein = statements_of(&app, &rhein_key).await;
+    let seine = statements_of(&app, &seine_key).await;
+    assert_eq!((rhein.len(), seine.len()), (2, 2));
+    let reversed: BTreeMap<String, Figures> =
+        model(&ran, |tenant, p| tenant == 1 && p == "rhein-gpu")
+            .remove("rhein-gpu")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, (g, f, c, n))| (id, (-g, -f, -c, -n)))
+            .collect();
+    assert_eq!(figures(&rhein[0], "reversal"), reversed, "{}", rhein[0]);
+    assert!(figures(&rhein[0], "earning").is_empty());
+    assert_eq!(
+        seine[0]["lines"],
+        json!([]),
+        "held, then voided: never earned"
+    );
+    totals_add_up(&rhein[0]);
+
+    // The ledger owes each provider the sum of its statements' nets.
+    let ids = provider_ids(&app).await;
+    let owed = payables(&app).await;
+    for (name, statements) in [("rhein-gpu", &rhein), ("seine-gpu", &seine)] {
+        let nets: Decimal = statements.iter().map(|s| money(&s["net"])).sum();
+        assert_eq!(
+            owed.get(&ids[name]).copied().unwrap_or_default(),
+            nets,
+            "{name}"
+        );
+    }
+
+    isolation(&app, &tenants, (&rhein_key, &seine_key), &rhein[1]).await;
+}
+
+async fn provider_ids(app: &TestApp) -> BTreeMap<String, String> {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ providers { id name } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["providers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().expect("name").to_owned(),
+                p["id"].as_str().expect("id").to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn export(app: &TestApp, key: &str, id: &Value, format: &str) -> (u16, Vec<u8>) {
+    let res = app
+        .client
+        .get(format!(
+            "{}/v1/provider-statements/{}/export?format={format}",
+            app.url,
+            id.as_str().expect("id")
+        ))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("get");
+    let status = res.status().as_u16();
+    (status, res.bytes().await.expect("body").to_vec())
+}
+
+/// Who reads and exports which statement, and what a statement says of tenants.
+async fn isolation(
+    app: &TestApp,
+    tenants: &[(String, String)],
+    (rhein_key, seine_key): (&str, &str),
+    december: &Value,
+) {
+    let (status, csv) = export(app, rhein_key, &december["id"], "csv").await;
+    assert_eq!(status, 200);
+    let csv = String::from_utf8(csv).expect("utf-8");
+    let nets: Decimal = csv
+        .lines()
+        .skip(1)
+        .map(|l| d(l.rsplit(',').next().expect("net")))
+        .sum();
+    assert_eq!(nets, money(&december["net"]), "{csv}");
+    let (status, pdf) = export(app, rhein_key, &december["id"], "pdf").await;
+    assert_eq!(status, 200);
+    assert!(pdf.starts_with(b"%PDF-"));
+    for (tenant, _) in tenants {
+        assert!(!csv.contains(tenant.as_str()), "{csv}");
+        assert!(!december.to_string().contains(tenant.as_str()));
+    }
+    for name in ["alpha-ai", "beta-labs", "gamma-bio"] {
+        assert!(!csv.contains(name) && !String::from_utf8_lossy(&pdf).contains(name));
+    }
+
+    // Another provider's statement is as if it did not exist; tenants read none.
+    assert_eq!(export(app, seine_key, &december["id"], "csv").await.0, 404);
+    assert_eq!(
+        export(app, &tenants[0].1, &december["id"], "csv").await.0,
+        403
+    );
+    let r = app
+        .gql(Some(seine_key), STATEMENT, json!({"id": december["id"]}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let ids = provider_ids(app).await;
+    let r = app
+        .gql(Some(seine_key), STATEMENTS, json!({"p": ids["rhein-gpu"]}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    for query in [STATEMENTS, "mutation { closeProviderStatements }"] {
+        let r = app.gql(Some(&tenants[0].1), query, json!({})).await;
+        assert_eq!(error_code(&r), Some("FORBIDDEN"), "{query}: {r}");
+    }
+    let r = app
+        .gql(
+            Some(rhein_key),
+            "mutation { closeProviderStatements }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // Closed is closed.
+    for sql in [
+        "UPDATE provider_statements SET net = 0",
+        "DELETE FROM provider_statement_lines",
+    ] {
+        assert!(app.db.execute_unprepared(sql).await.is_err(), "{sql}");
+    }
+}
+
+on_both_databases!(statements_follow_the_agreements);

@@ -1,0 +1,280 @@
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use proptest::prelude::*;
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+use super::*;
+use crate::rating::period::{AllocationUsage, PlanTerms, Rate, Segment, SkuInfo, rate_period};
+use crate::rating::{PriceModel, Tier};
+
+fn d(s: &str) -> Decimal {
+    s.parse().expect("decimal")
+}
+
+fn t(s: &str) -> DateTime<Utc> {
+    s.parse().expect("time")
+}
+
+const SKU: Uuid = Uuid::from_u128(1);
+
+fn alloc(n: u128) -> Uuid {
+    Uuid::from_u128(100 + n)
+}
+
+fn usage(n: u128, spot: bool, seconds: i64, failed: i64) -> AllocationUsage {
+    AllocationUsage {
+        allocation: alloc(n),
+        sku: SKU,
+        spot,
+        units: Decimal::ONE,
+        allocated_seconds: Decimal::from(seconds),
+        sla_credit_seconds: Decimal::from(failed),
+        ..AllocationUsage::default()
+    }
+}
+
+fn input(rates: Vec<Rate>, usage: Vec<AllocationUsage>) -> PeriodInput {
+    let skus = BTreeMap::from([(
+        SKU,
+        SkuInfo {
+            name: "h100".into(),
+            list_price_per_hour: d("2.50"),
+            unit: "GPU".into(),
+            region: "eu-west".into(),
+            category: None,
+            storage_class: None,
+        },
+    )]);
+    PeriodInput {
+        currency: "USD".into(),
+        minor_digits: 2,
+        skus,
+        segments: vec![Segment {
+            from: t("2026-11-01T00:00:00Z"),
+            to: t("2026-12-01T00:00:00Z"),
+            plan: PlanTerms {
+                label: "p v1".into(),
+                version_id: None,
+                minimum_billable_seconds: 0,
+                rates,
+                commitment: None,
+            },
+            usage,
+            metered: Vec::new(),
+        }],
+        month_fraction: Decimal::ONE,
+        late: Vec::new(),
+        grants: Vec::new(),
+        tax: None,
+    }
+}
+
+fn rate(metric: Metric, model: PriceModel, spot: Option<&str>) -> Rate {
+    Rate {
+        sku: SKU,
+        metric,
+        model,
+        spot_unit_price: spot.map(d),
+    }
+}
+
+fn per_unit(price: &str) -> PriceModel {
+    PriceModel::PerUnit {
+        unit_price: d(price),
+    }
+}
+
+fn shares(input: &PeriodInput) -> BTreeMap<Uuid, Served> {
+    let rated = rate_period(input).expect("rated");
+    attribute(input, &rated.lines)
+        .into_iter()
+        .map(|s| (s.allocation, s))
+        .collect()
+}
+
+#[test]
+fn each_allocation_gets_what_its_own_hours_were_priced_at() {
+    let rates = vec![
+        rate(Metric::Allocated, per_unit("2.00"), Some("1.00")),
+        rate(Metric::SlaCredit, per_unit("3.00"), None),
+    ];
+    let served = shares(&input(
+        rates,
+        vec![
+            usage(1, false, 3600, 0),
+            usage(2, false, 3 * 3600, 1800),
+            usage(3, true, 7200, 0),
+        ],
+    ));
+    assert_eq!(served[&alloc(1)].revenue, d("2.00"));
+    assert_eq!(served[&alloc(2)].revenue, d("6.00"));
+    assert_eq!(served[&alloc(2)].sla_credit, d("1.50"));
+    assert_eq!(
+        served[&alloc(3)].revenue,
+        d("2.00"),
+        "spot at its own price"
+    );
+    assert_eq!(served[&alloc(3)].unit_seconds, d("7200"));
+}
+
+#[test]
+fn spot_usage_priced_with_on_demand_shares_its_lines() {
+    let served = shares(&input(
+        vec![rate(Metric::Allocated, per_unit("2.00"), None)],
+        vec![usage(1, false, 3600, 0), usage(2, true, 3600, 0)],
+    ));
+    assert_eq!(served[&alloc(1)].revenue, d("2.00"));
+    assert_eq!(served[&alloc(2)].revenue, d("2.00"));
+}
+
+fn terms(pricing: Pricing, bears: bool) -> EarningTerms {
+    EarningTerms {
+        version: 1,
+        currency: "USD".into(),
+        pricing,
+        fee_percent: d("10"),
+        provider_bears_sla: bears,
+        hold_until_paid: false,
+    }
+}
+
+fn place(currency: &str) -> Place<'_> {
+    Place {
+        form: SkuForm::WholeGpu,
+        region: "eu-west",
+        invoice_currency: currency,
+    }
+}
+
+#[test]
+fn earnings_follow_the_agreement() {
+    let served = Served {
+        allocation: alloc(1),
+        sku: SKU,
+        unit_seconds: d("5400"),
+        revenue: d("10.005"),
+        sla_credit: d("1.25"),
+    };
+    let shared = earn(
+        &terms(Pricing::RevenueShare(d("70")), true),
+        &served,
+        place("USD"),
+    )
+    .expect("earned");
+    // 70 % of 10.005 = 7.0035 → 7.00; 10 % fee = 0.70; the SLA credit charged back.
+    assert_eq!(
+        (shared.gross, shared.fee, shared.sla_chargeback, shared.net),
+        (d("7.00"), d("0.70"), d("1.25"), d("5.05"))
+    );
+    let fixed = Pricing::FixedRate(vec![FixedRate {
+        form: SkuForm::WholeGpu,
+        region: "eu-west".into(),
+        price_per_unit_hour: d("1.10"),
+    }]);
+    let at_rate = earn(&terms(fixed.clone(), false), &served, place("EUR")).expect("earned");
+    // 1.5 unit-hours × 1.10, in the provider's currency whatever the invoice's; the fee
+    // 0.165 rounds half-even to 0.16.
+    assert_eq!(
+        (at_rate.gross, at_rate.fee, at_rate.net),
+        (d("1.65"), d("0.16"), d("1.49"))
+    );
+    assert_eq!(at_rate.sla_chargeback, d("0.00"));
+    assert!(
+        earn(&terms(fixed, true), &served, place("EUR")).is_none(),
+        "a chargeback in another currency waits"
+    );
+    assert!(
+        earn(
+            &terms(Pricing::RevenueShare(d("70")), true),
+            &served,
+            place("EUR")
+        )
+        .is_none()
+    );
+    let unpriced = Place {
+        region: "us-east",
+        ..place("USD")
+    };
+    let none = earn(
+        &terms(Pricing::FixedRate(Vec::new()), false),
+        &served,
+        unpriced,
+    )
+    .expect("earned");
+    assert_eq!(none.gross, d("0.00"));
+    assert!(none.note.is_some());
+}
+
+fn arb_model() -> impl Strategy<Value = PriceModel> {
+    let price = (1i64..100_000).prop_map(|c| Decimal::new(c, 4));
+    prop_oneof![
+        price
+            .clone()
+            .prop_map(|unit_price| PriceModel::PerUnit { unit_price }),
+        (
+            1i64..50,
+            price.clone(),
+            price.clone(),
+            0i64..1000,
+            any::<bool>()
+        )
+            .prop_map(|(bound, p1, p2, fee, graduated)| {
+                let tiers = vec![
+                    Tier {
+                        up_to: Some(Decimal::from(bound)),
+                        unit_price: p1,
+                        flat_fee: Decimal::ZERO,
+                    },
+                    Tier {
+                        up_to: None,
+                        unit_price: p2,
+                        flat_fee: Decimal::new(fee, 2),
+                    },
+                ];
+                if graduated {
+                    PriceModel::Graduated { tiers }
+                } else {
+                    PriceModel::Volume { tiers }
+                }
+            }),
+        (1i64..10, price).prop_map(|(size, price)| PriceModel::Package {
+            size: Decimal::from(size),
+            price,
+        }),
+    ]
+}
+
+proptest! {
+    /// Whatever the price model, the shares add up to the lines they split: nothing
+    /// invoiced for an allocation's use is lost or counted twice.
+    #[test]
+    fn shares_add_up_to_the_lines(
+        model in arb_model(),
+        spot_price in proptest::option::of(1i64..10_000),
+        rows in proptest::collection::vec((any::<bool>(), 0i64..200_000, 0i64..20_000), 1..8),
+    ) {
+        let rates = vec![
+            Rate { spot_unit_price: spot_price.map(|p| Decimal::new(p, 4)), ..rate(Metric::Allocated, model, None) },
+            rate(Metric::SlaCredit, per_unit("0.50"), None),
+        ];
+        let usage: Vec<AllocationUsage> = rows
+            .iter()
+            .zip(1..)
+            .map(|(&(spot, seconds, failed), n)| usage(n, spot, seconds, failed))
+            .collect();
+        let input = input(rates, usage);
+        let rated = rate_period(&input).expect("rated");
+        let served = attribute(&input, &rated.lines);
+        let billed: Decimal = rated.lines.iter()
+            .filter(|l| matches!(l.kind, LineKind::Usage | LineKind::FlatFee))
+            .map(|l| l.amount).sum();
+        let credited: Decimal = rated.lines.iter()
+            .filter(|l| l.kind == LineKind::SlaCredit).map(|l| -l.amount).sum();
+        let revenue: Decimal = served.iter().map(|s| s.revenue).sum();
+        let credits: Decimal = served.iter().map(|s| s.sla_credit).sum();
+        prop_assert_eq!(revenue.round_dp(12), billed.round_dp(12));
+        prop_assert_eq!(credits.round_dp(12), credited.round_dp(12));
+    }
+}
