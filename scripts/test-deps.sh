@@ -2,6 +2,8 @@
 # Installs what the test suite needs beyond cargo:
 # - the `localstripe` Stripe emulator (PyPI), used by the payment tests, which run it as
 #   `python3 -m localstripe` (pip's console script is not on PATH in every Python set-up);
+# - `sepaxml` and `xmlschema` (PyPI): the ISO 20022 pain.001 schemas SEPA payout files
+#   are validated against, and the validator;
 # - `nats-server` (Debian's package), which the JetStream tests start themselves on a free
 #   port with a temporary store;
 # - Debian's `chromium` and the browser journeys' npm packages (`e2e/browser`:
@@ -27,6 +29,12 @@ fi
   exit 1
 }
 echo "localstripe: ready ($python -m localstripe)."
+
+if ! "$python" -c "import sepaxml, xmlschema" 2>/dev/null; then
+  echo "Installing sepaxml and xmlschema."
+  "$python" -m pip install --quiet --disable-pip-version-check sepaxml xmlschema
+fi
+echo "pain.001 schemas: ready (sepaxml, xmlschema)."
 
 if ! command -v nats-server >/dev/null 2>&1; then
   echo "Installing nats-server."

@@ -286,6 +286,10 @@ pub struct BillingSettings {
     pub seller_email: String,
     #[serde(default)]
     pub seller_bank: String,
+    /// The operator's account SEPA payout files pay providers from: `IBAN BIC` (empty:
+    /// no SEPA payouts).
+    #[serde(default)]
+    pub payout_account: String,
     /// Failed payments of one invoice after which the tenant is suspended for new orders
     /// until it pays (0: never).
     pub dunning_failures: u32,
@@ -319,7 +323,31 @@ impl BillingSettings {
             }
             vat_id::check(&vat).map_err(|e| invalid("billing.seller_vat_id", &e.to_string()))?;
         }
+        self.payout_debtor()
+            .map_err(|e| invalid("billing.payout_account", &e.message()))?;
         Ok(())
+    }
+
+    /// Who pays SEPA payout files: the operator, from `payout_account` (checked as a
+    /// provider's SEPA account is); `None` when it is not set.
+    pub fn payout_debtor(
+        &self,
+    ) -> crate::error::ApiResult<Option<neocloud_metering::payouts::Debtor>> {
+        use crate::providers::payout::{PayoutMethod, account};
+        if self.payout_account.trim().is_empty() {
+            return Ok(None);
+        }
+        let checked = account(PayoutMethod::SepaCreditTransfer, Some(&self.payout_account))?
+            .unwrap_or_default();
+        Ok(
+            neocloud_metering::payouts::iban_bic(&checked).map(|(iban, bic)| {
+                neocloud_metering::payouts::Debtor {
+                    name: self.operator_name.clone(),
+                    iban: iban.to_owned(),
+                    bic: bic.to_owned(),
+                }
+            }),
+        )
     }
 
     /// `charge_retry_seconds` as numbers (validated at start-up).
@@ -506,6 +534,7 @@ impl Settings {
                 seller_registration: String::new(),
                 seller_email: String::new(),
                 seller_bank: String::new(),
+                payout_account: String::new(),
                 dunning_failures: 3,
                 charge_retry_seconds: "86400,172800,172800".into(),
             },

@@ -20,6 +20,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Datelike, DurationRound, TimeDelta, TimeZone, Utc};
 use neocloud_schema::clock::Clock;
@@ -124,13 +125,22 @@ fn model(
     out
 }
 
-async fn provider(app: &TestApp, name: &str) -> (String, String) {
+/// Paid in US dollars, outside neocloud.
+fn manual() -> Value {
+    json!({"currency": "USD", "payoutMethod": "MANUAL"})
+}
+
+/// Creates the provider `name` with `payout` (currency, method, account); its id and key.
+async fn provider(app: &TestApp, name: &str, payout: Value) -> (String, String) {
+    let mut input = json!({"name": name, "legalName": format!("{name} SAS"), "country": "FR"});
+    if let (Some(input), Some(payout)) = (input.as_object_mut(), payout.as_object()) {
+        input.extend(payout.clone());
+    }
     let r = app
         .gql(
             Some(&app.operator_key),
             "mutation($i: CreateProviderInput!) { createProvider(input: $i) { provider { id } apiKey } }",
-            json!({"i": {"name": name, "legalName": format!("{name} SAS"), "country": "FR",
-                         "currency": "USD", "payoutMethod": "MANUAL"}}),
+            json!({"i": input}),
         )
         .await;
     let p = &r["data"]["createProvider"];
@@ -154,9 +164,12 @@ async fn agree(app: &TestApp, terms: Value) {
 
 /// The fleet, the plan and the three tenants: (the SKU, the providers' keys, each tenant's
 /// id and key).
-async fn marketplace(app: &TestApp) -> (String, (String, String), Vec<(String, String)>) {
-    let (rhein, rhein_key) = provider(app, "rhein-gpu").await;
-    let (seine, seine_key) = provider(app, "seine-gpu").await;
+async fn marketplace(
+    app: &TestApp,
+    (rhein_payout, seine_payout): (Value, Value),
+) -> (String, (String, String), Vec<(String, String)>) {
+    let (rhein, rhein_key) = provider(app, "rhein-gpu", rhein_payout).await;
+    let (seine, seine_key) = provider(app, "seine-gpu", seine_payout).await;
     agree(
         app,
         json!({"providerId": rhein, "model": "REVENUE_SHARE", "revenueSharePercent": "70",
@@ -196,18 +209,42 @@ async fn marketplace(app: &TestApp) -> (String, (String, String), Vec<(String, S
 /// Places two one-GPU orders per tenant (the second spot), releases them, and sets each
 /// allocation's lifetime and the failure in the database; what ran.
 async fn month_of_use(app: &TestApp, sku: &str, tenants: &[(String, String)]) -> Vec<Ran> {
-    let mut ran = Vec::new();
-    let mut orders = Vec::new();
     // The scheduler fills own-1, then rhein-1, then seine-1: in this order the paid
     // tenant (0) and the one voided later (1) run on both providers, tenant 2 on own-1.
-    for (tenant, class) in [
+    let orders = [
         (2, "ON_DEMAND"),
         (2, "SPOT"),
         (1, "ON_DEMAND"),
         (0, "ON_DEMAND"),
         (0, "SPOT"),
         (1, "SPOT"),
-    ] {
+    ];
+    let mut ran = place_and_release(app, sku, tenants, &orders).await;
+    let base = set_lifetimes(app, &ran).await;
+    // The first allocation on a provider's node loses its GPU for 30 minutes, 10 minutes
+    // into its life.
+    let i = ran
+        .iter()
+        .position(|r| r.provider().is_some())
+        .expect("a provider serves");
+    ran[i].failed = 1800;
+    let started = base + TimeDelta::hours(i as i64);
+    fail(app, &ran[i].gpu, started + TimeDelta::minutes(10)).await;
+    app.advance(TimeDelta::days(2));
+    ran
+}
+
+/// Places one-GPU orders of (tenant, class) in turn and releases them; what ran, with
+/// hold times that differ per allocation (3h07m, 4h14m, …).
+async fn place_and_release(
+    app: &TestApp,
+    sku: &str,
+    tenants: &[(String, String)],
+    plan: &[(usize, &str)],
+) -> Vec<Ran> {
+    let mut ran = Vec::new();
+    let mut orders = Vec::new();
+    for &(tenant, class) in plan {
         let key = &tenants[tenant].1;
         let r = app
             .gql(
@@ -240,6 +277,12 @@ async fn month_of_use(app: &TestApp, sku: &str, tenants: &[(String, String)]) ->
             .await;
         assert!(r["errors"].is_null(), "{r}");
     }
+    ran
+}
+
+/// Sets each allocation's lifetime in the database: the i-th from i hours after the next
+/// whole second an hour from now, for its hold time; that first start.
+async fn set_lifetimes(app: &TestApp, ran: &[Ran]) -> DateTime<Utc> {
     // Whole seconds: usage is counted in them.
     let base = (app.clock.now() + TimeDelta::hours(1))
         .duration_trunc(TimeDelta::seconds(1))
@@ -267,17 +310,7 @@ async fn month_of_use(app: &TestApp, sku: &str, tenants: &[(String, String)]) ->
             .await
             .expect("order end");
     }
-    // The first allocation on a provider's node loses its GPU for 30 minutes, 10 minutes
-    // into its life.
-    let i = ran
-        .iter()
-        .position(|r| r.provider().is_some())
-        .expect("a provider serves");
-    ran[i].failed = 1800;
-    let started = base + TimeDelta::hours(i as i64);
-    fail(app, &ran[i].gpu, started + TimeDelta::minutes(10)).await;
-    app.advance(TimeDelta::days(2));
-    ran
+    base
 }
 
 async fn fail(app: &TestApp, uuid: &str, from: DateTime<Utc>) {
@@ -410,7 +443,7 @@ async fn statements_follow_the_agreements(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    let (sku, (rhein_key, seine_key), tenants) = marketplace(&app).await;
+    let (sku, (rhein_key, seine_key), tenants) = marketplace(&app, (manual(), manual())).await;
     let ran = month_of_use(&app, &sku, &tenants).await;
     // alpha-ai's invoice is paid (by a credit that covers it); the others stay open.
     let r = app
@@ -609,4 +642,299 @@ async fn isolation(
     }
 }
 
-on_both_databases!(statements_follow_the_agreements);
+/// Stripe Connect as a local server answering with the recorded transfer
+/// (`fixtures/stripe/transfer.json`) and honouring idempotency keys as Stripe does. The
+/// first request of each key creates its transfer but its answer is "lost" (a 500), as
+/// when a network drops it; the retry under the same key gets the transfer created first.
+/// A request's idempotency key and form.
+type Request = (String, BTreeMap<String, String>);
+
+#[derive(Clone, Default)]
+struct Connect {
+    /// Every request.
+    requests: Arc<Mutex<Vec<Request>>>,
+    /// Transfers created, by idempotency key.
+    transfers: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+async fn connect_api(
+    req: actix_web::HttpRequest,
+    body: actix_web::web::Bytes,
+    connect: actix_web::web::Data<Connect>,
+) -> actix_web::HttpResponse {
+    use actix_web::HttpResponse;
+    match (req.method().as_str(), req.path()) {
+        ("GET", "/v1/events") => {
+            return HttpResponse::Ok()
+                .content_type("application/json")
+                .body(r#"{"object": "list", "data": [], "has_more": false, "url": "/v1/events"}"#);
+        }
+        ("POST", "/v1/transfers") => {}
+        _ => return HttpResponse::NotFound().finish(),
+    }
+    let form: BTreeMap<String, String> =
+        reqwest::Url::parse(&format!("http://x/?{}", String::from_utf8_lossy(&body)))
+            .map(|u| u.query_pairs().into_owned().collect())
+            .unwrap_or_default();
+    let key = req
+        .headers()
+        .get("Idempotency-Key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    connect
+        .requests
+        .lock()
+        .expect("lock")
+        .push((key.clone(), form.clone()));
+    let mut transfers = connect.transfers.lock().expect("lock");
+    if let Some(known) = transfers.get(&key) {
+        return HttpResponse::Ok()
+            .content_type("application/json")
+            .body(known.clone());
+    }
+    let path = format!(
+        "{}/tests/fixtures/stripe/transfer.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let metadata: BTreeMap<&str, &str> = form
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("metadata[")?.strip_suffix(']')?, v.as_str())))
+        .collect();
+    let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+    let body = std::fs::read_to_string(path)
+        .expect("fixture")
+        .replace("{{amount}}", &field("amount"))
+        .replace("{{currency}}", &field("currency"))
+        .replace("{{destination}}", &field("destination"))
+        .replace("{{transfer_group}}", &field("transfer_group"))
+        .replace("{{metadata}}", &json!(metadata).to_string());
+    transfers.insert(key, body);
+    HttpResponse::InternalServerError().finish()
+}
+
+fn connect_server() -> (String, Connect) {
+    let connect = Connect::default();
+    let data = actix_web::web::Data::new(connect.clone());
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(data.clone())
+            .default_service(actix_web::web::to(connect_api))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("bind");
+    let url = format!("http://{}", server.addrs()[0]);
+    tokio::spawn(server.run());
+    (url, connect)
+}
+
+const OPERATOR_ACCOUNT: &str = "DE89 3704 0044 0532 0130 00 COBADEFFXXX";
+const PAYOUTS: &str = "query($p: ID) { providerPayouts(providerId: $p) { id number statementId currency amount method status reference } }";
+const SEPA_FILE: &str = "mutation { createSepaPayoutFile { messageId xml payouts { number amount status reference } } }";
+
+async fn payouts_of(app: &TestApp, key: &str) -> Vec<Value> {
+    let r = app.gql(Some(key), PAYOUTS, json!({})).await;
+    r["data"]["providerPayouts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .clone()
+}
+
+/// What a closed statement leaves owed is paid once: a Stripe Connect transfer sent under
+/// one idempotency key whatever the network loses, or a line of a SEPA file valid against
+/// the pain.001.001.09 schema; the ledger moves it out of the provider's payable.
+async fn payouts_are_sent_once(backend: Backend) {
+    let (url, connect) = connect_server();
+    let Some(app) = TestApp::spawn_with(backend, move |s| {
+        s.stripe_secret_key = Some("sk_test_connect".to_owned().into());
+        s.stripe_api_base = Some(url);
+        s.billing.payout_account = OPERATOR_ACCOUNT.into();
+    })
+    .await
+    else {
+        return;
+    };
+    let connect_payout = json!({"currency": "USD", "payoutMethod": "STRIPE_CONNECT",
+                                "payoutAccount": "acct_1RheinGpu0000001"});
+    let sepa_payout = json!({"currency": "EUR", "payoutMethod": "SEPA_CREDIT_TRANSFER",
+                             "payoutAccount": "FR14 2004 1010 0505 0001 3M02 606 PSSTFRPPXXX"});
+    let (sku, (rhein_key, seine_key), tenants) =
+        marketplace(&app, (connect_payout, sepa_payout)).await;
+    // Every order runs on a provider's node; the tenant's credit pays its invoice.
+    let plan = [
+        (0, "ON_DEMAND"),
+        (0, "ON_DEMAND"),
+        (1, "ON_DEMAND"),
+        (2, "ON_DEMAND"),
+        (1, "SPOT"),
+        (2, "SPOT"),
+    ];
+    let ran = place_and_release(&app, &sku, &tenants, &plan).await;
+    set_lifetimes(&app, &ran).await;
+    app.advance(TimeDelta::days(2));
+    for (tenant, _) in &tenants {
+        let r = app
+            .gql(
+                Some(&app.operator_key),
+                "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1000.00\"}) { id } }",
+                json!({"t": tenant}),
+            )
+            .await;
+        assert!(r["errors"].is_null(), "{r}");
+        app.close_period(tenant, "id").await;
+    }
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+
+    // Each provider's statement queued one payout of its net.
+    let mut sent = Vec::new();
+    for _ in 0..150 {
+        sent = payouts_of(&app, &rhein_key).await;
+        if sent.first().is_some_and(|p| p["status"] == "sent") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let statement = &statements_of(&app, &rhein_key).await[0];
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let payout = &sent[0];
+    assert_eq!(
+        (
+            &payout["status"],
+            &payout["amount"],
+            &payout["method"],
+            &payout["statementId"]
+        ),
+        (
+            &json!("sent"),
+            &statement["net"],
+            &json!("stripe_connect"),
+            &statement["id"]
+        ),
+        "{payout}"
+    );
+    assert!(money(&payout["amount"]) > Decimal::ZERO);
+    // Sent twice (the first answer lost), created once, paid as one transfer.
+    let requests = connect.requests.lock().expect("lock").clone();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        requests[0], requests[1],
+        "the same request under the same key"
+    );
+    assert_eq!(connect.transfers.lock().expect("lock").len(), 1);
+    let form = &requests[0].1;
+    let cents = (money(&payout["amount"]) * Decimal::ONE_HUNDRED).to_string();
+    assert_eq!(
+        (
+            form["amount"].as_str(),
+            form["currency"].as_str(),
+            form["destination"].as_str()
+        ),
+        (
+            cents.trim_end_matches(".00"),
+            "usd",
+            "acct_1RheinGpu0000001"
+        ),
+        "{form:?}"
+    );
+    assert_eq!(payout["reference"], "tr_1QhX2bL9aZ0Connect0001");
+
+    // SEPA: one file pays the euro payout, valid against the schema; it is paid once.
+    let r = app.gql(Some(&app.operator_key), SEPA_FILE, json!({})).await;
+    let file = &r["data"]["createSepaPayoutFile"];
+    assert!(file.is_object(), "{r}");
+    let seine_statement = &statements_of(&app, &seine_key).await[0];
+    assert_eq!(file["payouts"][0]["amount"], seine_statement["net"], "{r}");
+    assert_eq!(file["payouts"][0]["status"], "sent");
+    let xml = file["xml"].as_str().expect("xml");
+    validate_pain001(xml);
+    assert!(xml.contains("FR1420041010050500013M02606") && xml.contains("seine-gpu SAS"));
+    let r = app.gql(Some(&app.operator_key), SEPA_FILE, json!({})).await;
+    assert_eq!(
+        error_code(&r),
+        Some("INVALID_STATE"),
+        "nothing left to pay: {r}"
+    );
+    let again = app
+        .gql(
+            Some(&app.operator_key),
+            "query($m: String!) { sepaPayoutFile(messageId: $m) { xml } }",
+            json!({"m": file["messageId"]}),
+        )
+        .await;
+    assert_eq!(
+        again["data"]["sepaPayoutFile"]["xml"], file["xml"],
+        "{again}"
+    );
+
+    // The ledger: nothing owed or in transit any more; paid from Stripe and the bank.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ledgerBalances { account ownerId currency balance } ledgerCheck { balanced } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["ledgerCheck"]["balanced"], true, "{r}");
+    for b in r["data"]["ledgerBalances"].as_array().expect("balances") {
+        if matches!(
+            b["account"].as_str(),
+            Some("PROVIDER_PAYABLE" | "PAYOUTS_IN_TRANSIT")
+        ) {
+            assert_eq!(money(&b["balance"]), Decimal::ZERO, "{b}");
+        }
+    }
+
+    // Who reads what.
+    let ids = provider_ids(&app).await;
+    let r = app
+        .gql(Some(&seine_key), PAYOUTS, json!({"p": ids["rhein-gpu"]}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    assert_eq!(payouts_of(&app, &seine_key).await.len(), 1);
+    for key in [&tenants[0].1, &seine_key] {
+        let r = app.gql(Some(key), SEPA_FILE, json!({})).await;
+        assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    }
+    let r = app.gql(Some(&tenants[0].1), PAYOUTS, json!({})).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+}
+
+/// Validates a pain.001.001.09 document against the schema `sepaxml` ships, with
+/// `xmlschema` (both installed by `scripts/test-deps.sh`). Without them the check is
+/// skipped, unless NEOCLOUD_REQUIRE_LOCALSTRIPE=1 (the project's full test run).
+fn validate_pain001(xml: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("payouts.xml");
+    std::fs::write(&path, xml).expect("write");
+    let script = "import sys, importlib.resources, xmlschema\n\
+xsd = importlib.resources.files('sepaxml') / 'schemas' / 'pain.001.001.09.xsd'\n\
+xmlschema.XMLSchema(str(xsd)).validate(sys.argv[1])\n";
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let present = std::process::Command::new(&python)
+        .args(["-c", "import sepaxml, xmlschema"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        assert!(
+            std::env::var("NEOCLOUD_REQUIRE_LOCALSTRIPE").as_deref() != Ok("1"),
+            "sepaxml and xmlschema are required: run scripts/test-deps.sh"
+        );
+        eprintln!("skipping the pain.001 schema check: sepaxml or xmlschema missing");
+        return;
+    }
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "the file is not valid pain.001.001.09: {}\n{xml}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+on_both_databases!(statements_follow_the_agreements, payouts_are_sent_once);

@@ -202,6 +202,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({}),
             &[Operator],
         ),
+        (
+            "mutation { createSepaPayoutFile { messageId } }",
+            json!({}),
+            &[Operator],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
         for who in [Operator, Admin, Member, Billing, Agent, Provider] {

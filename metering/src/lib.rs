@@ -45,6 +45,7 @@ pub mod ledger;
 pub mod meters;
 pub mod parties;
 pub mod payments;
+pub mod payouts;
 pub mod plans;
 pub mod rating;
 pub mod statements;

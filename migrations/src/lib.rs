@@ -72,6 +72,7 @@ mod m20261206_000037_ledger;
 mod m20261206_000038_providers;
 mod m20261206_000039_provider_agreements;
 mod m20261206_000040_provider_statements;
+mod m20261206_000041_provider_payouts;
 
 pub struct Migrator;
 
@@ -119,6 +120,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000038_providers::Migration),
             Box::new(m20261206_000039_provider_agreements::Migration),
             Box::new(m20261206_000040_provider_statements::Migration),
+            Box::new(m20261206_000041_provider_payouts::Migration),
         ]
     }
 }

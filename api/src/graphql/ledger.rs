@@ -35,6 +35,10 @@ pub enum LedgerAccountKind {
     PlatformFees,
     /// SLA credits charged back to the providers whose hardware failed.
     SlaChargebacks,
+    /// Payouts queued to providers and not sent yet.
+    PayoutsInTransit,
+    /// The operator's bank account, which SEPA payout files are paid from.
+    BankCash,
 }
 
 impl From<AccountKind> for LedgerAccountKind {
@@ -52,6 +56,8 @@ impl From<AccountKind> for LedgerAccountKind {
             AccountKind::ProviderEarnings => LedgerAccountKind::ProviderEarnings,
             AccountKind::PlatformFees => LedgerAccountKind::PlatformFees,
             AccountKind::SlaChargebacks => LedgerAccountKind::SlaChargebacks,
+            AccountKind::PayoutsInTransit => LedgerAccountKind::PayoutsInTransit,
+            AccountKind::BankCash => LedgerAccountKind::BankCash,
         }
     }
 }

@@ -19,6 +19,7 @@ mod nodes;
 mod ordering;
 mod payments;
 mod plans;
+mod provider_payouts;
 mod provider_statements;
 mod providers;
 mod scalars;
@@ -70,6 +71,7 @@ pub struct Query(
     ledger::LedgerQuery,
     providers::ProviderQuery,
     provider_statements::ProviderStatementQuery,
+    provider_payouts::ProviderPayoutQuery,
 );
 
 #[derive(MergedObject, Default)]
@@ -95,6 +97,7 @@ pub struct Mutation(
     users::UserMutation,
     providers::ProviderMutation,
     provider_statements::ProviderStatementMutation,
+    provider_payouts::ProviderPayoutMutation,
 );
 
 pub type NeoSchema = Schema<Query, Mutation, EmptySubscription>;

@@ -225,6 +225,7 @@ fn pdf_document(view: &CreditNoteView, operator: &str, tenant: &str) -> PdfInvoi
         tenant_id: note.tenant_id.to_string(),
         buyer_label: String::new(),
         buyer_id_label: String::new(),
+        period_label: String::new(),
         title: "Credit note".to_owned(),
         document: "Credit note".to_owned(),
         number: Some(note.number.clone()),

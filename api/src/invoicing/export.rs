@@ -370,6 +370,7 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         tenant_id: invoice.tenant_id.to_string(),
         buyer_label: String::new(),
         buyer_id_label: String::new(),
+        period_label: String::new(),
         title: title.to_owned(),
         document: "Invoice".to_owned(),
         number: invoice.number.clone(),

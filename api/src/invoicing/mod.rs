@@ -44,6 +44,8 @@ pub struct Billing {
     pub retries: RetrySchedule,
     /// What time it is, for the background work.
     pub clock: SharedClock,
+    /// Who pays SEPA payout files (`billing.payout_account`).
+    pub payout_debtor: Option<neocloud_metering::payouts::Debtor>,
 }
 
 impl Billing {
@@ -67,6 +69,7 @@ impl Billing {
                 },
             },
             operator_name: settings.operator_name.clone(),
+            payout_debtor: settings.payout_debtor().ok().flatten(),
             dunning_failures: i32::try_from(settings.dunning_failures).unwrap_or(3),
             retries: RetrySchedule(
                 settings

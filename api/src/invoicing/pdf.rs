@@ -20,6 +20,7 @@ pub struct PdfInvoice {
     pub tenant_id: String,
     pub buyer_label: String, // the heading over the buyer: "BILL TO" (default)
     pub buyer_id_label: String, // what the buyer's id is: "Tenant ID" (default)
+    pub period_label: String, // what the period is: "Billing period" (default)
     pub title: String,       // "Invoice", "Draft invoice" or "Void invoice"
     pub document: String,    // what the number numbers: "Invoice" (default), "Credit note"
     pub number: Option<String>, // e.g. "NC-2026-000123"; None for drafts
@@ -345,7 +346,7 @@ impl Layout<'_> {
             details.push(("Due date", due.as_str()));
         }
         details.extend([
-            ("Billing period", period.as_str()),
+            (or(&inv.period_label, "Billing period"), period.as_str()),
             ("Currency", inv.currency.as_str()),
         ]);
         if !inv.plan.is_empty() {
@@ -578,6 +579,7 @@ mod tests {
             tenant_id: "tn_42".into(),
             buyer_label: String::new(),
             buyer_id_label: String::new(),
+            period_label: String::new(),
             title: "Invoice".into(),
             document: String::new(),
             number: Some("NC-2026-000123".into()),

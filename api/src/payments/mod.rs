@@ -286,6 +286,7 @@ async fn work(
         *last_catch_up = Some(now);
     }
     outbox::deliver_due(db, gateway, &billing.retries, billing.clock.as_ref()).await?;
+    crate::providers::payouts::deliver_due(db, gateway, billing.clock.now()).await?;
     Ok(())
 }
 

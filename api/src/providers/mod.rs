@@ -5,6 +5,7 @@
 //! allocation id — and nothing of any tenant or other provider.
 
 pub mod payout;
+pub mod payouts;
 pub mod statements;
 pub mod store;
 pub mod terms;

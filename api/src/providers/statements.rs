@@ -223,6 +223,7 @@ pub fn pdf(
         tenant_id: provider.id.to_string(),
         buyer_label: "STATEMENT FOR".into(),
         buyer_id_label: "Provider ID".into(),
+        period_label: "Month".into(),
         title: "Provider statement".into(),
         document: "Statement".into(),
         number: Some(statement.number.clone()),

@@ -51,10 +51,14 @@ pub enum AccountKind {
     /// SLA credits charged back to the providers whose hardware failed (income: the
     /// credits given to tenants, recovered).
     SlaChargebacks,
+    /// Payouts queued to providers and not sent yet (a liability).
+    PayoutsInTransit,
+    /// The operator's bank account, which SEPA payout files are paid from (an asset).
+    BankCash,
 }
 
 impl AccountKind {
-    pub const ALL: [AccountKind; 12] = [
+    pub const ALL: [AccountKind; 14] = [
         AccountKind::Receivable,
         AccountKind::Wallet,
         AccountKind::RefundsPayable,
@@ -67,6 +71,8 @@ impl AccountKind {
         AccountKind::ProviderEarnings,
         AccountKind::PlatformFees,
         AccountKind::SlaChargebacks,
+        AccountKind::PayoutsInTransit,
+        AccountKind::BankCash,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -83,6 +89,8 @@ impl AccountKind {
             AccountKind::ProviderEarnings => "provider_earnings",
             AccountKind::PlatformFees => "platform_fees",
             AccountKind::SlaChargebacks => "sla_chargebacks",
+            AccountKind::PayoutsInTransit => "payouts_in_transit",
+            AccountKind::BankCash => "bank_cash",
         }
     }
 
@@ -100,6 +108,7 @@ impl AccountKind {
                 | AccountKind::StripeCash
                 | AccountKind::ExternalCash
                 | AccountKind::ProviderEarnings
+                | AccountKind::BankCash
         )
     }
 }

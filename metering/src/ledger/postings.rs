@@ -1,7 +1,9 @@
 //! What each business event posts (docs/ledger.md, "Postings"): pure functions from the
 //! rows the event wrote to the transfer that records it.
 
-use neocloud_schema::entity::{credit_grant, credit_note, invoice, provider_statement};
+use neocloud_schema::entity::{
+    credit_grant, credit_note, invoice, provider_payout, provider_statement,
+};
 use neocloud_schema::vocabulary::CreditKind;
 use rust_decimal::Decimal;
 
@@ -14,6 +16,9 @@ pub const CREDIT_GRANTED: &str = "credit.granted";
 pub const CREDIT_NOTE_ISSUED: &str = "credit_note.issued";
 pub const REFUND_SENT: &str = "refund.sent";
 pub const PROVIDER_STATEMENT_CLOSED: &str = "provider_statement.closed";
+pub const PROVIDER_PAYOUT_QUEUED: &str = "provider_payout.queued";
+pub const PROVIDER_PAYOUT_SENT: &str = "provider_payout.sent";
+pub const PROVIDER_PAYOUT_FAILED: &str = "provider_payout.failed";
 
 /// Where the money of a credit grant comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,5 +166,56 @@ pub fn provider_statement_closed(statement: &provider_statement::Model) -> Trans
     .credit(
         Account::provider(AccountKind::ProviderPayable, statement.provider_id),
         statement.net.get(),
+    )
+}
+
+/// A payout queued: what it pays leaves the provider's payable and is in transit.
+pub fn provider_payout_queued(payout: &provider_payout::Model) -> Transfer {
+    Transfer::new(
+        PROVIDER_PAYOUT_QUEUED,
+        payout.id,
+        &payout.currency,
+        None,
+        format!("payout {} queued", payout.number),
+    )
+    .debit(
+        Account::provider(AccountKind::ProviderPayable, payout.provider_id),
+        payout.amount.get(),
+    )
+    .credit(platform(AccountKind::PayoutsInTransit), payout.amount.get())
+}
+
+/// A payout sent: paid out of Stripe's balance (a Connect transfer) or the operator's
+/// bank account (a SEPA file).
+pub fn provider_payout_sent(payout: &provider_payout::Model) -> Transfer {
+    let source = if payout.method == "stripe_connect" {
+        AccountKind::StripeCash
+    } else {
+        AccountKind::BankCash
+    };
+    Transfer::new(
+        PROVIDER_PAYOUT_SENT,
+        payout.id,
+        &payout.currency,
+        None,
+        format!("payout {} sent", payout.number),
+    )
+    .debit(platform(AccountKind::PayoutsInTransit), payout.amount.get())
+    .credit(platform(source), payout.amount.get())
+}
+
+/// A payout refused for good: what it was to pay is owed to the provider again.
+pub fn provider_payout_failed(payout: &provider_payout::Model) -> Transfer {
+    Transfer::new(
+        PROVIDER_PAYOUT_FAILED,
+        payout.id,
+        &payout.currency,
+        None,
+        format!("payout {} failed", payout.number),
+    )
+    .debit(platform(AccountKind::PayoutsInTransit), payout.amount.get())
+    .credit(
+        Account::provider(AccountKind::ProviderPayable, payout.provider_id),
+        payout.amount.get(),
     )
 }

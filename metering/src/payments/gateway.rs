@@ -1,7 +1,8 @@
 //! The calls neocloud makes to Stripe (async-stripe, core API only): a customer per
 //! tenant, attaching a default payment method, one off-session PaymentIntent per
 //! finalized invoice or top-up, Stripe-hosted invoices for customers who pay by transfer,
-//! and reading Stripe's event log to catch up on missed webhooks. Every call that creates
+//! Connect transfers paying providers, and reading Stripe's event log to catch up on
+//! missed webhooks. Every call that creates
 //! something carries an idempotency key derived from our own ids, so repeating it (after
 //! a crash, a timeout or a retry) creates nothing new at Stripe.
 
@@ -291,6 +292,37 @@ impl Gateway {
         object_id(&refund, "re_")
     }
 
+    /// A Stripe Connect transfer of `amount_minor` to the connected account `destination`
+    /// (`acct_…`), carrying `metadata`, under the payout's idempotency key; its id. A
+    /// repeat with the same key (after a crash or a lost answer) is Stripe's first transfer.
+    pub async fn transfer(
+        &self,
+        idempotency_key: &str,
+        amount_minor: i64,
+        currency: &str,
+        destination: &str,
+        metadata: HashMap<String, String>,
+    ) -> Result<String, GatewayError> {
+        if !destination.starts_with("acct_") {
+            return Err(GatewayError::Refused("not a connected account id".into()));
+        }
+        let currency = stripe_currency(currency)?.to_string();
+        let transfer: Value = self
+            .idempotent(idempotency_key.to_owned())
+            .post_form(
+                "/transfers",
+                NewTransfer {
+                    amount: amount_minor,
+                    currency: &currency,
+                    destination,
+                    transfer_group: metadata.get("payout").cloned().unwrap_or_default(),
+                    metadata,
+                },
+            )
+            .await?;
+        object_id(&transfer, "tr_")
+    }
+
     /// Stripe's events created at or after `since` (unix seconds), oldest first, as JSON.
     pub async fn list_events(&self, since: i64) -> Result<Vec<Value>, GatewayError> {
         let mut events = Vec::new();
@@ -392,6 +424,15 @@ struct NewInvoiceItem<'a> {
 struct NewRefund<'a> {
     payment_intent: &'a str,
     amount: i64,
+    metadata: HashMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct NewTransfer<'a> {
+    amount: i64,
+    currency: &'a str,
+    destination: &'a str,
+    transfer_group: String,
     metadata: HashMap<String, String>,
 }
 

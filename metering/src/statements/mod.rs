@@ -151,6 +151,8 @@ pub struct EarningTerms {
     pub fee_percent: Decimal,
     pub provider_bears_sla: bool,
     pub hold_until_paid: bool,
+    /// Nothing is paid out below it.
+    pub payout_minimum: Decimal,
 }
 
 impl EarningTerms {
@@ -168,6 +170,7 @@ impl EarningTerms {
             fee_percent: m.platform_fee_percent.get(),
             provider_bears_sla: m.sla_credits_borne_by == "provider",
             hold_until_paid: m.hold_until_paid,
+            payout_minimum: m.payout_minimum.get(),
         })
     }
 }

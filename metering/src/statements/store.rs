@@ -386,7 +386,7 @@ fn reversal(l: &line::Model) -> NewLine {
 }
 
 /// Closes `provider`'s statement for `month` in the caller's transaction: its lines, its
-/// totals and its ledger transfer. A second close of the same month fails on the unique
+/// totals, its ledger transfer, and the payout it makes due (`payouts::store::queue_for`). A second close of the same month fails on the unique
 /// index (nothing is written twice).
 pub async fn close<C: ConnectionTrait>(
     conn: &C,
@@ -428,6 +428,10 @@ pub async fn close<C: ConnectionTrait>(
     insert_lines(conn, &statement, lines).await?;
     let posting = crate::ledger::postings::provider_statement_closed(&statement);
     crate::ledger::store::post(conn, &posting, now).await?;
+    if let Some(current) = terms.at(month.end - chrono::TimeDelta::seconds(1)) {
+        crate::payouts::store::queue_for(conn, provider, &statement, current.payout_minimum, now)
+            .await?;
+    }
     Ok(statement)
 }
 

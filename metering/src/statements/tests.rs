@@ -137,6 +137,7 @@ fn terms(pricing: Pricing, bears: bool) -> EarningTerms {
         fee_percent: d("10"),
         provider_bears_sla: bears,
         hold_until_paid: false,
+        payout_minimum: Decimal::ZERO,
     }
 }
 

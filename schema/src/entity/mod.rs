@@ -55,6 +55,7 @@ pub mod plan_version;
 pub mod portal_user;
 pub mod provider;
 pub mod provider_agreement;
+pub mod provider_payout;
 pub mod provider_statement;
 pub mod provider_statement_line;
 pub mod quota;
