@@ -45,6 +45,7 @@
 pub mod agent;
 pub mod attribution;
 pub mod failpoint;
+pub mod hardware;
 pub mod metrics;
 pub mod sampler;
 pub mod shipper;

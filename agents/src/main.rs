@@ -194,6 +194,18 @@ enum SourcePlan {
 }
 
 impl SourcePlan {
+    /// The same source, for one look at the hardware (a simulation writes no truth file).
+    fn probe(&self) -> SourcePlan {
+        match self {
+            SourcePlan::Sim { profile, seed, .. } => SourcePlan::Sim {
+                profile: profile.clone(),
+                seed: *seed,
+                truth_out: None,
+            },
+            SourcePlan::Nvml => SourcePlan::Nvml,
+        }
+    }
+
     fn build(self) -> Result<Source, SourceError> {
         match self {
             SourcePlan::Sim {
@@ -276,9 +288,44 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         serve_metrics(&args, &metrics, &health).await?;
     }
     tokio::spawn(stop_on_signal(tx));
+    if let Some(shipper) = &shipper {
+        report_hardware(shipper, plan.probe()).await;
+    }
     let report = run(config, move || plan.build(), transport, metrics, health, rx).await?;
     tracing::info!(?report, "Stopped.");
     Ok(())
+}
+
+/// Tells the server what this host's GPUs are (`POST /v1/agents/hardware`): a provider's
+/// node takes allocations only once they match its registration, and any node whose
+/// hardware differs stops taking them. Logged, never fatal: sampling goes on either way.
+async fn report_hardware(shipper: &HttpShipper, plan: SourcePlan) {
+    let seen = tokio::task::spawn_blocking(move || {
+        let mut source = plan.build()?;
+        source
+            .sample(chrono::Utc::now())
+            .map(|s| neocloud_agent::hardware::report(&s))
+    })
+    .await;
+    let report = match seen {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => {
+            return tracing::warn!(error = %e, "Could not read the hardware to report it.");
+        }
+        Err(e) => return tracing::warn!(error = %e, "Reading the hardware failed."),
+    };
+    match shipper.report_hardware(&report).await {
+        Ok(Some(v)) if v.reason.is_some() => tracing::warn!(
+            verification = %v.verification,
+            reason = v.reason.as_deref().unwrap_or_default(),
+            "The server finds this host's hardware differs from its registration: it takes no new allocations."
+        ),
+        Ok(Some(v)) => {
+            tracing::info!(verification = %v.verification, gpus = report.gpus.len(), "Hardware reported.")
+        }
+        Ok(None) => tracing::info!("The server does not check hardware (no /v1/agents/hardware)."),
+        Err(e) => tracing::warn!(error = %e, "Could not report the hardware."),
+    }
 }
 
 /// The HTTP shipper, when both --server and --token are given.

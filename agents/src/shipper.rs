@@ -178,28 +178,58 @@ impl HttpShipper {
             .send()
             .await
             .map_err(|e| req_err(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = resp.text().await.map_err(|e| req_err(e.to_string()))?;
-        match status {
-            200 => serde_json::from_str(&body)
-                .map(Some)
-                .map_err(|e| req_err(format!("unexpected body: {e}"))),
-            404 => Ok(None),
-            401 | 403 => Err(ShipperError::Unauthorized {
-                status,
-                message: error_message(&body),
-            }),
-            _ => Err(req_err(format!(
-                "status {status}: {}",
-                error_message(&body)
-            ))),
-        }
+        answer(resp, &req_err).await
+    }
+
+    /// `POST /v1/agents/hardware`: what this host's GPUs are; the server's verdict.
+    /// `None` when the server has no such endpoint (404).
+    pub async fn report_hardware(
+        &self,
+        report: &neocloud_schema::agent_api::HardwareReport,
+    ) -> Result<Option<neocloud_schema::agent_api::HardwareVerdict>, ShipperError> {
+        let url = format!("{}/v1/agents/hardware", self.server);
+        let req_err = |reason: String| ShipperError::Request {
+            url: url.clone(),
+            reason,
+        };
+        let resp = self
+            .client
+            .post(&url)
+            .bearer_auth(&self.token)
+            .json(report)
+            .send()
+            .await
+            .map_err(|e| req_err(e.to_string()))?;
+        answer(resp, &req_err).await
     }
 
     /// `GET /v1/agents/assignments`: which device serves which allocation. `None` when
     /// the server has no such endpoint (404).
     pub async fn assignments(&self) -> Result<Option<Assignments>, ShipperError> {
         self.get_json("/v1/agents/assignments").await
+    }
+}
+
+/// A JSON answer of an agent endpoint: `None` on 404 (a server without it).
+async fn answer<T: serde::de::DeserializeOwned>(
+    resp: reqwest::Response,
+    req_err: &(dyn Fn(String) -> ShipperError + Sync),
+) -> Result<Option<T>, ShipperError> {
+    let status = resp.status().as_u16();
+    let body = resp.text().await.map_err(|e| req_err(e.to_string()))?;
+    match status {
+        200 => serde_json::from_str(&body)
+            .map(Some)
+            .map_err(|e| req_err(format!("unexpected body: {e}"))),
+        404 => Ok(None),
+        401 | 403 => Err(ShipperError::Unauthorized {
+            status,
+            message: error_message(&body),
+        }),
+        _ => Err(req_err(format!(
+            "status {status}: {}",
+            error_message(&body)
+        ))),
     }
 }
 

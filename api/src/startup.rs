@@ -128,6 +128,7 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         .route("/graphql", web::get().to(graphql::graphiql))
         .route("/graphiql/{file}", web::get().to(graphql::graphiql_asset))
         .route("/v1/agents/inventory", web::get().to(agents::inventory))
+        .route("/v1/agents/hardware", web::post().to(agents::hardware))
         .route("/v1/agents/assignments", web::get().to(agents::assignments))
         .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
         .route(

@@ -90,7 +90,8 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         (
             "mutation { registerNode(input: {hostname: \"n\", region: \"r\", zone: \"z\", rack: \"k\", nvlinkDomain: \"n\", gpuModel: \"H100\", gpus: [{uuid: \"GPU-n\", index: 0}]}) { agentToken } }",
             json!({}),
-            &[Operator],
+            // A provider registers its own nodes (unschedulable until verified).
+            &[Operator, Provider],
         ),
         (
             "mutation { createSku(input: {name: \"s\", gpuModel: \"H100\", form: WHOLE_GPU, region: \"r\", listPricePerHour: \"1\", currency: \"USD\"}) { sku { id } } }",

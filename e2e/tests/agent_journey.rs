@@ -3,7 +3,8 @@
 //! the credentials file simulates exactly the node's registered devices, runs work for
 //! the node's allocations, and ships. The server accepts every batch (the agent's own
 //! `/metrics`: accepted, no invalid or refused ones; `/healthz` ok), the tenant sees the
-//! allocation's usage, and after a `kill -9` and a restart the stream has no gap.
+//! allocation's usage, and after a `kill -9` and a restart the stream has no gap. The
+//! agent reports its hardware at start: a node a partner registered is verified by it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -180,6 +181,57 @@ async fn a_simulated_agent_bills_the_tenants_allocation_and_resumes_after_kill_9
     assert_eq!(streams.len(), 1, "one boot across the restart: {r}");
     assert_eq!(streams[0]["gaps"], 0, "{r}");
     assert!(streams[0]["lastSeq"].as_i64().unwrap_or(0) >= 5, "{r}");
+    assert!(
+        agent.logs().contains("Hardware reported.")
+            && agent.logs().contains("verification=trusted"),
+        "the agent reports its hardware; an operator's node stays trusted:\n{}",
+        agent.logs()
+    );
+
+    // A partner registers a node of its own: pending until its agent reports the
+    // registered hardware, then verified.
+    let partner_key = creds["providers"][0]["key"]
+        .as_str()
+        .expect("partner key")
+        .to_owned();
+    let gpus: Vec<Value> = (0..2)
+        .map(|i| json!({"uuid": format!("GPU-partner-9-{i}"), "index": i}))
+        .collect();
+    let r = gql(
+        partner_key.clone(),
+        "mutation($i: RegisterNodeInput!) { registerNode(input: $i) { node { verification } agentToken } }",
+        json!({"i": {"hostname": "partner-9", "region": "us-east", "zone": "us-east-b", "rack": "r99",
+                     "nvlinkDomain": "partner-9", "gpuModel": "H200", "gpus": gpus}}),
+    )
+    .await;
+    assert_eq!(
+        r["data"]["registerNode"]["node"]["verification"], "PENDING",
+        "{r}"
+    );
+    let partner_token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let _partner_agent = Agent::start(&url, &partner_token, &dir.path().join("spool-partner"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = gql(
+            partner_key.clone(),
+            "{ providerNodes { hostname verification } }",
+            json!({}),
+        )
+        .await;
+        let verified = r["data"]["providerNodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|n| n["hostname"] == "partner-9" && n["verification"] == "VERIFIED");
+        if verified {
+            break;
+        }
+        assert!(Instant::now() < deadline, "partner-9 was not verified: {r}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 struct Agent {

@@ -73,6 +73,7 @@ mod m20261206_000038_providers;
 mod m20261206_000039_provider_agreements;
 mod m20261206_000040_provider_statements;
 mod m20261206_000041_provider_payouts;
+mod m20261206_000042_node_verification;
 
 pub struct Migrator;
 
@@ -121,6 +122,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000039_provider_agreements::Migration),
             Box::new(m20261206_000040_provider_statements::Migration),
             Box::new(m20261206_000041_provider_payouts::Migration),
+            Box::new(m20261206_000042_node_verification::Migration),
         ]
     }
 }

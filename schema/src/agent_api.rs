@@ -60,3 +60,35 @@ pub struct Assignment {
     /// Set for a preempted allocation: when it will be ended.
     pub preempt_at: Option<chrono::DateTime<chrono::Utc>>,
 }
+
+/// What an agent tells the server it sees (contract): `POST /v1/agents/hardware`, at
+/// start and whenever its devices change. The server compares it with the registration
+/// (docs/providers.md, "Onboarding"); at most 64 GPUs, names and UUIDs of at most 96
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HardwareReport {
+    pub gpus: Vec<ReportedGpu>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedGpu {
+    /// NVML's UUID (`GPU-…`).
+    pub uuid: String,
+    pub index: u32,
+    /// NVML's name (`NVIDIA H100 80GB HBM3`).
+    pub name: String,
+    /// Total memory as NVML reports it.
+    pub memory_mib: u64,
+    /// Whether MIG mode is on.
+    pub mig_mode: bool,
+}
+
+/// What the server concluded from a hardware report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HardwareVerdict {
+    /// `trusted`, `verified` or `mismatch`.
+    pub verification: String,
+    /// What differs, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

@@ -138,6 +138,28 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Whether a node's hardware is what was registered (docs/providers.md, "Onboarding").
+    /// Only a `trusted` or `verified` node takes new allocations.
+    NodeVerification {
+        /// Registered by an operator: taken as registered.
+        Trusted = "trusted",
+        /// Registered by a provider; its agent has not reported its hardware yet.
+        Pending = "pending",
+        /// Its agent reported the hardware registered.
+        Verified = "verified",
+        /// Its agent reported other hardware (`verification_reason` says what differs).
+        Mismatch = "mismatch",
+    }
+);
+
+impl NodeVerification {
+    /// Whether the node may take new allocations.
+    pub fn schedulable(self) -> bool {
+        matches!(self, NodeVerification::Trusted | NodeVerification::Verified)
+    }
+}
+
 /// The unit of a whole-GPU SKU (the other forms' units name their profile, fraction or
 /// node: `sku::Model::unit`).
 pub const GPU_UNIT: &str = "GPU";

@@ -6,7 +6,7 @@ use chrono::Utc;
 use neocloud_schema::entity::node;
 use neocloud_schema::entity::sku::{self, Entity as Skus};
 use neocloud_schema::ids::SkuId;
-use neocloud_schema::vocabulary::NodeState;
+use neocloud_schema::vocabulary::{NodeState, NodeVerification};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Set,
@@ -39,6 +39,10 @@ pub(crate) async fn node_sizes<C: ConnectionTrait>(
         .filter(node::Column::MigEnabled.eq(false))
         .filter(node::Column::SharedGpus.eq(false))
         .filter(node::Column::State.ne(NodeState::Down))
+        .filter(
+            node::Column::Verification
+                .is_in([NodeVerification::Trusted, NodeVerification::Verified]),
+        )
         .distinct()
         .order_by_asc(node::Column::GpuCount)
         .into_tuple()

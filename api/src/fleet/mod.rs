@@ -2,13 +2,14 @@
 //! NVLink domain) and their GPUs. Registering a node issues its agent token (one per node).
 
 pub(crate) mod store;
+pub mod verify;
 
 use neocloud_metering::events::{self, NewEvent};
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::slug::Slug;
-use neocloud_schema::vocabulary::Role;
+use neocloud_schema::vocabulary::{NodeVerification, Role};
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
 use crate::audit;
@@ -59,6 +60,8 @@ pub(crate) struct ValidNode {
     pub cpu_milli: i64,
     pub memory_mib: i64,
     pub provider: String,
+    /// `trusted` when an operator registers it; `pending` when a provider does.
+    pub verification: NodeVerification,
 }
 
 fn topology_name(field: &'static str, value: &str) -> ApiResult<String> {
@@ -183,6 +186,7 @@ impl NodeRegistration {
             cpu_milli,
             memory_mib,
             provider,
+            verification: NodeVerification::Trusted,
         })
     }
 }
@@ -194,14 +198,46 @@ pub struct RegisteredNode {
     pub agent_token: auth::MintedKey,
 }
 
-/// `registerNode` (operator): the node, its GPUs and its agent token, in one transaction.
+/// `registerNode`: the node, its GPUs and its agent token, in one transaction. An
+/// operator's node is trusted as registered; a provider registers its own nodes only, and
+/// each stays unschedulable until its agent reports the registered hardware
+/// (`verification`).
 pub async fn register_node(
     db: &DatabaseConnection,
     actor: &Principal,
     registration: NodeRegistration,
 ) -> ApiResult<RegisteredNode> {
-    actor.require_operator()?;
-    let valid = registration.validate()?;
+    let valid = match actor.role {
+        Role::Provider => {
+            let own = actor.acting_provider(None)?;
+            let provider = crate::providers::store::find(db, own)
+                .await?
+                .ok_or_else(|| ApiError::not_found("provider"))?;
+            if registration
+                .provider
+                .as_deref()
+                .is_some_and(|p| p.trim() != provider.name)
+            {
+                return Err(ApiError::invalid(
+                    "provider",
+                    "a provider registers its own nodes",
+                ));
+            }
+            let own_name = Some(provider.name);
+            ValidNode {
+                verification: NodeVerification::Pending,
+                ..NodeRegistration {
+                    provider: own_name,
+                    ..registration
+                }
+                .validate()?
+            }
+        }
+        _ => {
+            actor.require_operator()?;
+            registration.validate()?
+        }
+    };
     let txn = crate::db::begin_write(db).await?;
     let registered = register_in(&txn, Some(actor), &valid).await?;
     txn.commit().await?;

@@ -79,6 +79,9 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
         memory_mib: Set(valid.memory_mib),
         state: Set(NodeState::Active),
         created_at: Set(now),
+        verification: Set(valid.verification),
+        verification_reason: Set(None),
+        verified_at: Set(None),
     }
     .insert(conn)
     .await?;

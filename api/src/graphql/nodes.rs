@@ -7,7 +7,9 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{gpu, node};
 
-use super::scalars::{GqlGpuHealth, GqlNodeState, connection, parse_id, to_id};
+use super::scalars::{
+    GqlGpuHealth, GqlNodeState, GqlNodeVerification, connection, parse_id, to_id,
+};
 use crate::error::ApiError;
 use crate::fleet::{self, GpuInput, NodeRegistration};
 use crate::nats::credentials::Authority;
@@ -75,6 +77,21 @@ impl Node {
 
     async fn state(&self) -> GqlNodeState {
         self.node.state.into()
+    }
+
+    /// Whether the hardware its agent reports is what was registered.
+    async fn verification(&self) -> GqlNodeVerification {
+        self.node.verification.into()
+    }
+
+    /// What differs, while `MISMATCH`.
+    async fn verification_reason(&self) -> Option<&str> {
+        self.node.verification_reason.as_deref()
+    }
+
+    /// When its agent last reported the registered hardware.
+    async fn verified_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.node.verified_at
     }
 
     /// The agent tokens this node was given, oldest first, revoked ones included

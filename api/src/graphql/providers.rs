@@ -7,7 +7,9 @@ use neocloud_schema::entity::{provider, provider_agreement};
 use neocloud_schema::ids::ProviderId;
 
 use super::api_keys::{ApiKey, CreateApiKeyPayload};
-use super::scalars::{GqlGpuHealth, GqlNodeState, GqlSkuForm, parse_id, to_id};
+use super::scalars::{
+    GqlGpuHealth, GqlNodeState, GqlNodeVerification, GqlSkuForm, parse_id, to_id,
+};
 use crate::providers::payout::PayoutMethod;
 use crate::providers::store::OwnNode;
 use crate::providers::terms::{EarningModel, RateInput, SlaBearer, TermsInput};
@@ -230,6 +232,12 @@ pub struct ProviderNode {
     pub nvlink_domain: String,
     pub gpu_model: String,
     pub state: GqlNodeState,
+    /// Whether its agent reported the registered hardware; only `TRUSTED` and `VERIFIED`
+    /// nodes take allocations.
+    pub verification: GqlNodeVerification,
+    /// What differs, while `MISMATCH`.
+    pub verification_reason: Option<String>,
+    pub verified_at: Option<DateTime<Utc>>,
     pub gpus: Vec<ProviderGpu>,
     /// GPUs holding at least one running allocation.
     pub gpus_in_use: i32,
@@ -279,6 +287,9 @@ impl From<OwnNode> for ProviderNode {
             nvlink_domain: own.node.nvlink_domain,
             gpu_model: own.node.gpu_model,
             state: own.node.state.into(),
+            verification: own.node.verification.into(),
+            verification_reason: own.node.verification_reason,
+            verified_at: own.node.verified_at,
             gpus_in_use: i32::try_from(in_use).unwrap_or(i32::MAX),
             gpus,
             health_events,

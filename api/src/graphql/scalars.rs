@@ -43,6 +43,24 @@ pub enum GqlNodeState {
     Down,
 }
 
+/// Whether a node's hardware is what was registered; only `TRUSTED` and `VERIFIED` nodes
+/// take new allocations.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(
+    remote = "neocloud_schema::vocabulary::NodeVerification",
+    name = "NodeVerification"
+)]
+pub enum GqlNodeVerification {
+    /// Registered by an operator: taken as registered.
+    Trusted,
+    /// Registered by a provider; its agent has not reported its hardware yet.
+    Pending,
+    /// Its agent reported the hardware registered.
+    Verified,
+    /// Its agent reported other hardware (`verificationReason`).
+    Mismatch,
+}
+
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "neocloud_schema::vocabulary::GpuHealth", name = "GpuHealth")]
 pub enum GqlGpuHealth {

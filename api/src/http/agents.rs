@@ -1,6 +1,7 @@
 //! Endpoints for host agents, authenticated with the node's agent token:
 //! `GET /v1/agents/inventory` (the node's registered devices) and
-//! `GET /v1/agents/assignments` (which device serves which allocation, preemption notices).
+//! `GET /v1/agents/assignments` (which device serves which allocation, preemption notices),
+//! `POST /v1/agents/hardware` (what the agent sees, checked against the registration).
 
 use actix_web::{HttpResponse, web};
 use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
@@ -81,4 +82,15 @@ pub async fn assignments(
     }
     .await;
     Ok(HttpResponse::Ok().json(result?))
+}
+
+/// `POST /v1/agents/hardware`: what the agent sees, checked against the registration
+/// (`fleet::verify`); the verdict.
+pub async fn hardware(
+    state: web::Data<AppState>,
+    AgentNode(node_id): AgentNode,
+    report: web::Json<neocloud_schema::agent_api::HardwareReport>,
+) -> Result<HttpResponse, RestError> {
+    let verdict = fleet::verify::report(&state.db, node_id, &report, state.clock.now()).await?;
+    Ok(HttpResponse::Ok().json(verdict))
 }

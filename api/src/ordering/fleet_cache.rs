@@ -91,8 +91,13 @@ fn health_of(health: GpuHealth) -> Health {
     }
 }
 
-fn state_of(state: NodeState) -> SchedNodeState {
-    match state {
+/// The scheduler's view of a node: a node whose hardware is not verified takes nothing
+/// new, as if it were draining.
+fn state_of(node: &node::Model) -> SchedNodeState {
+    if node.state == NodeState::Active && !node.verification.schedulable() {
+        return SchedNodeState::Draining;
+    }
+    match node.state {
         NodeState::Active => SchedNodeState::Active,
         NodeState::Draining => SchedNodeState::Draining,
         NodeState::Down => SchedNodeState::Down,
@@ -373,9 +378,7 @@ impl RegionFleet {
         let broken = |e: neocloud_scheduler::FleetError| DbErr::Custom(e.to_string());
         for ((i, n), gpus) in (0u32..).zip(&self.nodes).zip(&self.gpus) {
             let id = neocloud_scheduler::NodeId(i);
-            self.fleet
-                .set_node_state(id, state_of(n.state))
-                .map_err(broken)?;
+            self.fleet.set_node_state(id, state_of(n)).map_err(broken)?;
             for (j, g) in (0u8..=u8::MAX).zip(gpus) {
                 let gpu = GpuRef { node: id, gpu: j };
                 self.fleet

@@ -522,6 +522,29 @@ const CATALOG: &[Spec] = &[
         ],
     },
     Spec {
+        name: "node.verified",
+        audience: Operator,
+        version: 1,
+        summary: "A node's agent reported the hardware it was registered with: it takes allocations.",
+        fields: &[
+            NODE,
+            HOSTNAME,
+            req("provider_id", Id, "the provider that owns it"),
+        ],
+    },
+    Spec {
+        name: "node.hardware_mismatch",
+        audience: Operator,
+        version: 1,
+        summary: "A node's agent reported other hardware than registered: it takes no new allocations until it matches again.",
+        fields: &[
+            NODE,
+            HOSTNAME,
+            req("provider_id", Id, "the provider that owns it"),
+            req("reason", Text, "what differs"),
+        ],
+    },
+    Spec {
         name: "node.drained",
         audience: Operator,
         version: 1,

@@ -44,6 +44,9 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         memory_mib: Set(1 << 20),
         state: Set(NodeState::Active),
         created_at: Set(now),
+        verification: Set(neocloud_schema::vocabulary::NodeVerification::Trusted),
+        verification_reason: Set(None),
+        verified_at: Set(None),
     }
     .insert(&db)
     .await

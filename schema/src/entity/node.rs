@@ -2,7 +2,7 @@
 
 use crate::ids::NodeId;
 use crate::ids::ProviderId;
-pub use crate::vocabulary::NodeState;
+pub use crate::vocabulary::{NodeState, NodeVerification};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -25,6 +25,12 @@ pub struct Model {
     pub memory_mib: i64,
     pub state: NodeState,
     pub created_at: DateTimeUtc,
+    /// Whether the hardware its agent reports is what was registered.
+    pub verification: NodeVerification,
+    /// What differs, while `mismatch`.
+    pub verification_reason: Option<String>,
+    /// When its agent last reported the registered hardware.
+    pub verified_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,183 @@
+//! Verifying a node's hardware (docs/providers.md, "Onboarding"): the GPUs its agent
+//! reports (`POST /v1/agents/hardware`) against the registration — the same GPUs by
+//! UUID, each of the registered model and memory, in MIG mode exactly when the node was
+//! registered for MIG. A provider's node takes allocations only once verified; any node
+//! whose agent reports other hardware later stops taking them, with the reason shown.
+
+use chrono::{DateTime, Utc};
+use neocloud_metering::events::{self, NewEvent};
+use neocloud_schema::agent_api::{HardwareReport, HardwareVerdict};
+use neocloud_schema::entity::{gpu, node};
+use neocloud_schema::gpu::GpuModel;
+use neocloud_schema::ids::NodeId;
+use neocloud_schema::vocabulary::NodeVerification;
+use sea_orm::{ActiveModelTrait, DatabaseConnection, Set};
+
+use super::store;
+use crate::error::{ApiError, ApiResult};
+
+/// The most GPUs a report may list, and the longest name or UUID.
+const MAX_GPUS: usize = 64;
+const MAX_TEXT: usize = 96;
+/// Reported memory may differ from the model's nominal memory by this share (NVML
+/// reports the total less what the driver reserves: 81,559 MiB of an H100's 80 GiB).
+const MEMORY_TOLERANCE_PERCENT: u64 = 5;
+/// Differences named in a reason, at most.
+const MAX_DIFFERENCES: usize = 3;
+
+/// Refuses a report no GPU host could send (bounded like every value from outside).
+fn check(report: &HardwareReport) -> ApiResult<()> {
+    if report.gpus.len() > MAX_GPUS {
+        return Err(ApiError::invalid(
+            "gpus",
+            format!("at most {MAX_GPUS} GPUs"),
+        ));
+    }
+    for (i, g) in report.gpus.iter().enumerate() {
+        if g.uuid.is_empty() || g.uuid.len() > MAX_TEXT || g.name.len() > MAX_TEXT {
+            return Err(ApiError::InvalidInput {
+                field: format!("gpus[{i}]"),
+                message: format!(
+                    "a UUID of 1 to {MAX_TEXT} and a name of at most {MAX_TEXT} characters"
+                ),
+            });
+        }
+        if g.memory_mib > 4 * 1024 * 1024 {
+            return Err(ApiError::InvalidInput {
+                field: format!("gpus[{i}].memoryMib"),
+                message: "at most 4 TiB".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What differs between the registration and the report; empty when nothing does.
+pub fn differences(
+    node: &node::Model,
+    gpus: &[gpu::Model],
+    report: &HardwareReport,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    if report.gpus.len() != gpus.len() {
+        found.push(format!(
+            "{} GPUs registered, the agent sees {}",
+            gpus.len(),
+            report.gpus.len()
+        ));
+    }
+    for registered in gpus {
+        let Some(seen) = report.gpus.iter().find(|g| g.uuid == registered.uuid) else {
+            found.push(format!("{} is registered but not seen", registered.uuid));
+            continue;
+        };
+        found.extend(gpu_differences(node, registered, seen));
+    }
+    for seen in &report.gpus {
+        if !gpus.iter().any(|g| g.uuid == seen.uuid) {
+            found.push(format!("{} is seen but not registered", seen.uuid));
+        }
+    }
+    found
+}
+
+fn gpu_differences(
+    node: &node::Model,
+    registered: &gpu::Model,
+    seen: &neocloud_schema::agent_api::ReportedGpu,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let uuid = &registered.uuid;
+    if let Ok(model) = registered.model.parse::<GpuModel>() {
+        let prefix = model.spec().nvml_name_prefix.to_ascii_uppercase();
+        let name = seen.name.trim().to_ascii_uppercase();
+        let next = name[prefix.len().min(name.len())..].chars().next();
+        // `NVIDIA L40` must not pass for an L40S: the prefix ends at a word boundary.
+        if !name.starts_with(&prefix) || next.is_some_and(char::is_alphanumeric) {
+            found.push(format!(
+                "{uuid} is a `{}`, registered as {model}",
+                seen.name.trim()
+            ));
+        }
+    }
+    let nominal = u64::try_from(registered.memory_mib).unwrap_or(0);
+    if seen.memory_mib.abs_diff(nominal) * 100 > nominal * MEMORY_TOLERANCE_PERCENT {
+        found.push(format!(
+            "{uuid} has {} MiB, {nominal} registered",
+            seen.memory_mib
+        ));
+    }
+    if seen.mig_mode != node.mig_enabled {
+        let (is, was) = if seen.mig_mode {
+            ("on", "without")
+        } else {
+            ("off", "for")
+        };
+        found.push(format!("{uuid} has MIG {is}, registered {was} MIG"));
+    }
+    found
+}
+
+/// Records what the agent of `node_id` reports: a pending or mismatched node that now
+/// matches is verified; a node that no longer matches stops taking allocations. A change
+/// reloads the scheduler's fleet and records an operator event.
+pub async fn report(
+    db: &DatabaseConnection,
+    node_id: NodeId,
+    report: &HardwareReport,
+    now: DateTime<Utc>,
+) -> ApiResult<HardwareVerdict> {
+    check(report)?;
+    let txn = crate::db::begin_write(db).await?;
+    let node = store::find(&txn, node_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("node"))?;
+    let gpus = store::gpus_of(&txn, &[node_id.into()]).await?;
+    let found = differences(&node, &gpus, report);
+    let reason = (!found.is_empty()).then(|| {
+        let shown: Vec<&str> = found
+            .iter()
+            .take(MAX_DIFFERENCES)
+            .map(String::as_str)
+            .collect();
+        let more = found.len().saturating_sub(MAX_DIFFERENCES);
+        let tail = if more > 0 {
+            format!("; {more} more")
+        } else {
+            String::new()
+        };
+        format!("{}{tail}", shown.join("; "))
+    });
+    let verification = match (&reason, node.verification) {
+        (Some(_), _) => NodeVerification::Mismatch,
+        (None, NodeVerification::Trusted) => NodeVerification::Trusted,
+        (None, _) => NodeVerification::Verified,
+    };
+    let changed = verification != node.verification || reason != node.verification_reason;
+    let mut active: node::ActiveModel = node.clone().into();
+    active.verification = Set(verification);
+    active.verification_reason = Set(reason.clone());
+    if reason.is_none() {
+        active.verified_at = Set(Some(now));
+    }
+    active.update(&txn).await?;
+    if changed {
+        store::bump_epoch(&txn).await?;
+        let kind = if reason.is_some() {
+            "node.hardware_mismatch"
+        } else {
+            "node.verified"
+        };
+        let mut data = serde_json::json!({"node_id": node.id, "hostname": node.hostname,
+            "provider_id": node.provider_id});
+        if let Some(reason) = &reason {
+            data["reason"] = serde_json::json!(reason);
+        }
+        events::record(&txn, NewEvent::operator(kind, now, data), now).await?;
+    }
+    txn.commit().await?;
+    Ok(HardwareVerdict {
+        verification: verification.as_str().to_owned(),
+        reason,
+    })
+}

@@ -1,0 +1,234 @@
+//! Onboarding with verification: a provider registers its own node, which takes no
+//! allocation until its agent reports the hardware registered (the same GPUs by UUID, of
+//! the registered model and memory, MIG exactly as registered). A report of other
+//! hardware is a mismatch with the reason shown to the provider — at onboarding, or later
+//! on a verified node, which then stops taking allocations while what runs there stays.
+//! Reports are bounded; an operator's node is trusted as registered.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Backend, TestApp, error_code};
+
+const REGISTER: &str = "mutation($i: RegisterNodeInput!) { registerNode(input: $i) { node { id hostname verification } agentToken } }";
+const MINE: &str = "{ providerNodes { hostname verification verificationReason verifiedAt } }";
+
+fn node_input(hostname: &str, provider: Option<&str>) -> Value {
+    let gpus: Vec<Value> = (0..2)
+        .map(|i| json!({"uuid": format!("GPU-{hostname}-{i}"), "index": i}))
+        .collect();
+    json!({"hostname": hostname, "region": "eu-west", "zone": "eu-west-a", "rack": "r07",
+           "nvlinkDomain": hostname, "gpuModel": "H100", "gpus": gpus, "provider": provider})
+}
+
+/// What a healthy agent of `hostname` sees, changed by `change`.
+fn seen(hostname: &str, change: impl Fn(usize, &mut Value)) -> Value {
+    let gpus: Vec<Value> = (0..2)
+        .map(|i| {
+            let mut g = json!({"uuid": format!("GPU-{hostname}-{i}"), "index": i,
+                "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81_559, "mig_mode": false});
+            change(i, &mut g);
+            g
+        })
+        .collect();
+    json!({"gpus": gpus})
+}
+
+async fn report(app: &TestApp, token: &str, body: &Value) -> (u16, Value) {
+    let res = app
+        .client
+        .post(format!("{}/v1/agents/hardware", app.url))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("post");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn order(app: &TestApp, key: &str, sku: &str) -> Value {
+    app.gql(
+        Some(key),
+        "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id allocations { node { hostname } } } } }",
+        json!({"s": sku}),
+    )
+    .await
+}
+
+async fn mine(app: &TestApp, key: &str) -> Value {
+    let r = app.gql(Some(key), MINE, json!({})).await;
+    r["data"]["providerNodes"][0].clone()
+}
+
+async fn a_providers_node_takes_work_only_once_its_hardware_is_verified(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { createProvider(input: {name: \"rhein-gpu\", legalName: \"Rhein GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }",
+            json!({}),
+        )
+        .await;
+    let key = r["data"]["createProvider"]["apiKey"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let sku = app.create_h100_sku().await;
+    let (_, tenant_key) = app.create_tenant("acme").await;
+
+    // A provider registers its own nodes only.
+    let r = app
+        .gql(
+            Some(&key),
+            REGISTER,
+            json!({"i": node_input("rhein-9", Some("seine-gpu"))}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    assert_eq!(r["errors"][0]["extensions"]["field"], "provider", "{r}");
+    let r = app
+        .gql(
+            Some(&key),
+            REGISTER,
+            json!({"i": node_input("rhein-9", None)}),
+        )
+        .await;
+    let registered = &r["data"]["registerNode"];
+    assert_eq!(registered["node"]["verification"], "PENDING", "{r}");
+    let token = registered["agentToken"].as_str().expect("token").to_owned();
+    let (_, tenant_of_nobody) = app.create_tenant("nobody").await;
+    let r = app
+        .gql(
+            Some(&tenant_of_nobody),
+            REGISTER,
+            json!({"i": node_input("x-1", None)}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // Pending: no allocation lands on it, and the catalog does not sell it.
+    let r = order(&app, &tenant_key, &sku).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+
+    // Other hardware: the provider sees why, and it still takes nothing.
+    let wrong = seen("rhein-9", |i, g| {
+        if i == 1 {
+            g["name"] = json!("NVIDIA A100-SXM4-40GB");
+            g["memory_mib"] = json!(40_960);
+        }
+    });
+    let (status, verdict) = report(&app, &token, &wrong).await;
+    assert_eq!(status, 200, "{verdict}");
+    assert_eq!(verdict["verification"], "mismatch", "{verdict}");
+    let reason = verdict["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("GPU-rhein-9-1 is a `NVIDIA A100-SXM4-40GB`, registered as H100")
+            && reason.contains("40960 MiB"),
+        "{reason}"
+    );
+    let node = mine(&app, &key).await;
+    assert_eq!(
+        (&node["verification"], &node["verificationReason"]),
+        (&json!("MISMATCH"), &json!(reason)),
+        "{node}"
+    );
+    let r = order(&app, &tenant_key, &sku).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+
+    // A report no host could send is refused and changes nothing.
+    let too_many = json!({"gpus": (0..65).map(|i| json!({"uuid": format!("GPU-{i}"), "index": i,
+        "name": "NVIDIA H100", "memory_mib": 81_559, "mig_mode": false})).collect::<Vec<_>>()});
+    let (status, answer) = report(&app, &token, &too_many).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(mine(&app, &key).await["verificationReason"], json!(reason));
+
+    // The registered hardware: verified, and it takes work.
+    let (_, verdict) = report(&app, &token, &seen("rhein-9", |_, _| {})).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+    let node = mine(&app, &key).await;
+    assert_eq!(node["verification"], "VERIFIED", "{node}");
+    assert!(node["verifiedAt"].is_string() && node["verificationReason"].is_null());
+    let r = order(&app, &tenant_key, &sku).await;
+    assert_eq!(
+        r["data"]["placeOrder"]["order"]["allocations"][0]["node"]["hostname"], "rhein-9",
+        "{r}"
+    );
+
+    // Later the hardware changes (MIG turned on, a GPU gone): nothing new is placed,
+    // what runs stays, the operator is told.
+    let changed = json!({"gpus": [seen("rhein-9", |_, g| g["mig_mode"] = json!(true))["gpus"][0]]});
+    let (_, verdict) = report(&app, &token, &changed).await;
+    let reason = verdict["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("2 GPUs registered, the agent sees 1")
+            && reason.contains("GPU-rhein-9-0 has MIG on, registered without MIG")
+            && reason.contains("GPU-rhein-9-1 is registered but not seen"),
+        "{reason}"
+    );
+    let r = order(&app, &tenant_key, &sku).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let r = app
+        .gql(
+            Some(&tenant_key),
+            "{ orders(status: ACTIVE) { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["orders"]["edges"].as_array().map(Vec::len),
+        Some(1),
+        "{r}"
+    );
+    let events = app
+        .events_of(&app.operator_key, "node.hardware_mismatch")
+        .await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1]["reason"], json!(reason));
+    assert_eq!(
+        app.events_of(&app.operator_key, "node.verified")
+            .await
+            .len(),
+        1
+    );
+}
+
+async fn an_operators_node_is_trusted_until_its_hardware_differs(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            REGISTER,
+            json!({"i": node_input("own-1", None)}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["registerNode"]["node"]["verification"], "TRUSTED",
+        "{r}"
+    );
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let (_, verdict) = report(&app, &token, &seen("own-1", |_, _| {})).await;
+    assert_eq!(verdict, json!({"verification": "trusted"}));
+    let (_, verdict) = report(
+        &app,
+        &token,
+        &seen("own-1", |_, g| g["memory_mib"] = json!(1_024)),
+    )
+    .await;
+    assert_eq!(verdict["verification"], "mismatch", "{verdict}");
+    // Another node's agent token reports for its own node only; no token, no report.
+    let (status, _) = report(&app, "nc_not_a_token", &seen("own-1", |_, _| {})).await;
+    assert_eq!(status, 401);
+}
+
+on_both_databases!(
+    a_providers_node_takes_work_only_once_its_hardware_is_verified,
+    an_operators_node_is_trusted_until_its_hardware_differs,
+);
