@@ -373,8 +373,8 @@ export interface LabelInput {
 /**
  * What a ledger account holds.
  */
-export type LedgerAccountKind = 'RECEIVABLE' | 'WALLET' | 'REFUNDS_PAYABLE' | 'REVENUE' | 'PROMOTIONS' | 'TAX_PAYABLE' | 'STRIPE_CASH' | 'EXTERNAL_CASH';
-export const LedgerAccountKindValues: readonly LedgerAccountKind[] = ['RECEIVABLE', 'WALLET', 'REFUNDS_PAYABLE', 'REVENUE', 'PROMOTIONS', 'TAX_PAYABLE', 'STRIPE_CASH', 'EXTERNAL_CASH'];
+export type LedgerAccountKind = 'RECEIVABLE' | 'WALLET' | 'REFUNDS_PAYABLE' | 'REVENUE' | 'PROMOTIONS' | 'TAX_PAYABLE' | 'STRIPE_CASH' | 'EXTERNAL_CASH' | 'PROVIDER_PAYABLE' | 'PROVIDER_EARNINGS' | 'PLATFORM_FEES' | 'SLA_CHARGEBACKS' | 'PAYOUTS_IN_TRANSIT' | 'BANK_CASH';
+export const LedgerAccountKindValues: readonly LedgerAccountKind[] = ['RECEIVABLE', 'WALLET', 'REFUNDS_PAYABLE', 'REVENUE', 'PROMOTIONS', 'TAX_PAYABLE', 'STRIPE_CASH', 'EXTERNAL_CASH', 'PROVIDER_PAYABLE', 'PROVIDER_EARNINGS', 'PLATFORM_FEES', 'SLA_CHARGEBACKS', 'PAYOUTS_IN_TRANSIT', 'BANK_CASH'];
 
 export type LineKind = 'USAGE' | 'FLAT_FEE' | 'SLA_CREDIT' | 'COMMITMENT_DISCOUNT' | 'COMMITMENT_TRUE_UP' | 'ADJUSTMENT' | 'CREDIT';
 export const LineKindValues: readonly LineKind[] = ['USAGE', 'FLAT_FEE', 'SLA_CREDIT', 'COMMITMENT_DISCOUNT', 'COMMITMENT_TRUE_UP', 'ADJUSTMENT', 'CREDIT'];
@@ -404,6 +404,13 @@ export const ModelUsageDimensionValues: readonly ModelUsageDimension[] = ['MODEL
 
 export type NodeState = 'ACTIVE' | 'DRAINING' | 'DOWN';
 export const NodeStateValues: readonly NodeState[] = ['ACTIVE', 'DRAINING', 'DOWN'];
+
+/**
+ * Whether a node's hardware is what was registered; only `TRUSTED` and `VERIFIED` nodes
+ * take new allocations.
+ */
+export type NodeVerification = 'TRUSTED' | 'PENDING' | 'VERIFIED' | 'MISMATCH';
+export const NodeVerificationValues: readonly NodeVerification[] = ['TRUSTED', 'PENDING', 'VERIFIED', 'MISMATCH'];
 
 export type OrderStatus = 'PENDING' | 'ACTIVE' | 'RELEASED' | 'FAILED';
 export const OrderStatusValues: readonly OrderStatus[] = ['PENDING', 'ACTIVE', 'RELEASED', 'FAILED'];
