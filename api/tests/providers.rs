@@ -305,7 +305,6 @@ async fn a_provider_sees_its_own_nodes_and_nobody_it_serves(backend: Backend) {
         "{ orders { edges { node { id } } } }",
         "{ ledgerBalances { balance } }",
         "{ ledgerCheck { balanced } }",
-        "{ apiKeys { id } }",
         "{ auditLog { edges { node { action } } } }",
         "{ creditNotes { id } }",
         "{ fleetSummary { gpus } }",
@@ -541,7 +540,79 @@ async fn agreements_are_versions_never_changed(backend: Backend) {
     }
 }
 
+/// A provider mints, lists and revokes its own keys, and nobody else's.
+async fn a_provider_manages_its_own_keys(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (rhein, rhein_key) = provider(&app, "rhein-gpu").await;
+    let (seine, seine_key) = provider(&app, "seine-gpu").await;
+    const MINT: &str = "mutation($p: ID!) { createProviderKey(providerId: $p, label: \"ci\") { apiKey key { id role } } }";
+    const KEYS: &str = "{ apiKeys { id role label revokedAt } }";
+    let r = app.gql(Some(&rhein_key), MINT, json!({"p": rhein})).await;
+    let minted = &r["data"]["createProviderKey"];
+    assert_eq!(minted["key"]["role"], "PROVIDER", "{r}");
+    let second = minted["apiKey"].as_str().expect("key").to_owned();
+    let second_id = minted["key"]["id"].clone();
+    let r = app
+        .gql(Some(&second), "{ provider { name } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["provider"]["name"], "rhein-gpu", "{r}");
+    let r = app.gql(Some(&rhein_key), MINT, json!({"p": seine})).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "another provider's: {r}");
+
+    // Its keys, and only its.
+    let r = app.gql(Some(&rhein_key), KEYS, json!({})).await;
+    let keys = r["data"]["apiKeys"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(keys.len(), 2, "{r}");
+    assert!(keys.iter().all(|k| k["role"] == "PROVIDER"), "{r}");
+    let seine_ids: Vec<Value> = app.gql(Some(&seine_key), KEYS, json!({})).await["data"]["apiKeys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| k["id"].clone())
+        .collect();
+    assert_eq!(seine_ids.len(), 1);
+    assert!(!keys.iter().any(|k| seine_ids.contains(&k["id"])));
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            "query($t: ID) { apiKeys(tenantId: $t) { id } }",
+            json!({"t": uuid::Uuid::new_v4()}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+
+    // It revokes its own; another provider's key is as if it did not exist.
+    const REVOKE: &str = "mutation($k: ID!) { revokeApiKey(id: $k) { key { revokedAt } } }";
+    let r = app
+        .gql(Some(&rhein_key), REVOKE, json!({"k": seine_ids[0]}))
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(Some(&seine_key), "{ provider { name } }", json!({}))
+        .await;
+    assert_eq!(
+        r["data"]["provider"]["name"], "seine-gpu",
+        "still valid: {r}"
+    );
+    let r = app
+        .gql(Some(&rhein_key), REVOKE, json!({"k": second_id}))
+        .await;
+    assert!(
+        r["data"]["revokeApiKey"]["key"]["revokedAt"].is_string(),
+        "{r}"
+    );
+    let r = app
+        .gql(Some(&second), "{ provider { name } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
+}
+
 on_both_databases!(
+    a_provider_manages_its_own_keys,
     agreements_are_versions_never_changed,
     providers_are_checked_and_created_with_their_first_key,
     a_provider_sees_its_own_nodes_and_nobody_it_serves,

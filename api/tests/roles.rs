@@ -186,7 +186,8 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         (
             "mutation($p: ID!) { createProviderKey(providerId: $p) { apiKey } }",
             json!({"p": provider_id}),
-            &[Operator],
+            // A provider key mints keys for its own provider (another's is NOT_FOUND).
+            &[Operator, Provider],
         ),
         (
             "mutation($p: ID!) { updateProvider(id: $p, input: {legalName: \"Acme GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { legalName } }",

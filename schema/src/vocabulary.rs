@@ -103,6 +103,8 @@ impl Role {
                 Role::TenantAdmin | Role::TenantMember | Role::TenantBilling | Role::UsageReporter,
             ) => true,
             (Role::TenantMember, Role::TenantMember) => true,
+            // Its own provider's keys (the lookup keeps it to them).
+            (Role::Provider, Role::Provider) => true,
             _ => false,
         }
     }

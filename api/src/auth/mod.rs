@@ -239,8 +239,9 @@ pub async fn create_key(
     Ok(minted)
 }
 
-/// `apiKeys`: the caller's tenant's keys; for an operator, operator keys or the keys of
-/// the tenant it names. Agent tokens are listed with their nodes, not here.
+/// `apiKeys`: the caller's tenant's keys (a provider key: its provider's keys); for an
+/// operator, operator keys or the keys of the tenant it names. Agent tokens are listed
+/// with their nodes, not here.
 pub async fn list_keys(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -251,6 +252,12 @@ pub async fn list_keys(
 }
 
 fn scope_for(actor: &Principal, tenant_id: Option<TenantId>) -> ApiResult<KeyScope> {
+    if actor.role == Role::Provider {
+        return match tenant_id {
+            None => Ok(KeyScope::Provider(actor.acting_provider(None)?)),
+            Some(_) => Err(ApiError::not_found("tenant")),
+        };
+    }
     actor.require_user()?;
     match (actor.role, actor.tenant_id, tenant_id) {
         (Role::Operator, _, None) => Ok(KeyScope::Operators),
@@ -270,9 +277,13 @@ pub async fn revoke_key(
     id: ApiKeyId,
 ) -> ApiResult<api_key::Model> {
     let txn = crate::db::begin_write(db).await?;
-    let key = store::find_in_scope(&txn, id, actor.tenant_scope_or_all())
-        .await?
-        .ok_or_else(|| ApiError::not_found("API key"))?;
+    let found = if actor.role == Role::Provider {
+        // A provider revokes its own provider's keys only.
+        store::find_of_provider(&txn, id, actor.acting_provider(None)?).await?
+    } else {
+        store::find_in_scope(&txn, id, actor.tenant_scope_or_all()).await?
+    };
+    let key = found.ok_or_else(|| ApiError::not_found("API key"))?;
     let allowed = actor.role == Role::Operator || actor.role.may_manage(key.role);
     if !allowed || (actor.role.is_tenant_role() && key.tenant_id.is_none()) {
         return Err(ApiError::forbidden(format!(

@@ -27,6 +27,8 @@ pub(super) struct NewKey<'a> {
 pub enum KeyScope {
     Operators,
     Tenant(TenantId),
+    /// A provider's own keys.
+    Provider(ProviderId),
 }
 
 pub(super) async fn insert<C: ConnectionTrait>(
@@ -82,6 +84,19 @@ pub(super) async fn find_in_scope<C: ConnectionTrait>(
     query.one(conn).await
 }
 
+/// A provider key by id, only if it belongs to `provider`.
+pub(super) async fn find_of_provider<C: ConnectionTrait>(
+    conn: &C,
+    id: ApiKeyId,
+    provider: ProviderId,
+) -> Result<Option<api_key::Model>, DbErr> {
+    ApiKeys::find_by_id(Uuid::from(id))
+        .filter(api_key::Column::ProviderId.eq(provider))
+        .filter(api_key::Column::Role.eq(Role::Provider))
+        .one(conn)
+        .await
+}
+
 pub(super) async fn list<C: ConnectionTrait>(
     conn: &C,
     scope: KeyScope,
@@ -94,6 +109,9 @@ pub(super) async fn list<C: ConnectionTrait>(
         KeyScope::Tenant(tenant) => query
             .filter(api_key::Column::TenantId.eq(Uuid::from(tenant)))
             .filter(api_key::Column::Role.ne(Role::Agent)),
+        KeyScope::Provider(provider) => query
+            .filter(api_key::Column::ProviderId.eq(provider))
+            .filter(api_key::Column::Role.eq(Role::Provider)),
     };
     query.all(conn).await
 }

@@ -463,7 +463,8 @@ impl ProviderMutation {
         Ok(ProviderAgreement(added))
     }
 
-    /// Another key for a provider (operator). Revoked with `revokeApiKey`.
+    /// Another key for a provider (operators; a provider key for its own). Revoked with
+    /// `revokeApiKey`.
     async fn create_provider_key(
         &self,
         ctx: &Context<'_>,

@@ -202,14 +202,22 @@ pub async fn update(
     Ok(updated)
 }
 
-/// `createProviderKey(providerId, label)` (operator): another key of the provider.
+/// `createProviderKey(providerId, label)`: another key of the provider (operators; a
+/// provider key for its own provider).
 pub async fn create_key(
     db: &DatabaseConnection,
     actor: &Principal,
     provider: ProviderId,
     label: Option<&str>,
 ) -> ApiResult<MintedKey> {
-    actor.require_operator()?;
+    // Operators for any provider; a provider key for its own (another's is NOT_FOUND).
+    let provider = match actor.role {
+        Role::Provider => actor.acting_provider(Some(provider))?,
+        _ => {
+            actor.require_operator()?;
+            provider
+        }
+    };
     let label = auth::validate_label(label)?;
     let txn = crate::db::begin_write(db).await?;
     store::find(&txn, provider)

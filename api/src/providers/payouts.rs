@@ -31,6 +31,8 @@ pub async fn deliver_due(
     for payout in store::due(db, STRIPE_CONNECT, now, BATCH).await? {
         let Ok(minor) = neocloud_metering::ledger::to_minor(payout.amount.get(), &payout.currency)
         else {
+            // Queued from the ledger's minor units, so never: left queued for an operator.
+            tracing::error!(payout = %payout.number, "A payout is not a whole number of minor units.");
             continue;
         };
         let metadata = HashMap::from([
