@@ -642,6 +642,95 @@ async fn isolation(
     }
 }
 
+/// Earnings held until paid wait for an invoice collected outside Stripe until an operator
+/// records the payment (`markInvoicePaid`, with the ledger's receivable moving to
+/// external cash); the statement of the month it was paid in then holds them.
+async fn an_invoice_paid_outside_stripe_releases_held_earnings(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (sku, (_, seine_key), tenants) = marketplace(&app, (manual(), manual())).await;
+    // own-1 serves tenant 2, rhein-1 tenant 0, seine-1 tenant 1.
+    let plan = [
+        (2, "ON_DEMAND"),
+        (2, "SPOT"),
+        (0, "ON_DEMAND"),
+        (0, "SPOT"),
+        (1, "ON_DEMAND"),
+        (1, "SPOT"),
+    ];
+    let ran = place_and_release(&app, &sku, &tenants, &plan).await;
+    assert!(
+        ran.iter()
+            .filter(|r| r.tenant == 1)
+            .all(|r| r.host == "seine-1"),
+        "{ran:?}"
+    );
+    set_lifetimes(&app, &ran).await;
+    app.advance(TimeDelta::days(2));
+    let mut invoices = Vec::new();
+    for (tenant, _) in &tenants {
+        invoices.push(app.close_period(tenant, "id status paymentState").await);
+    }
+    assert_eq!(invoices[1]["paymentState"], "EXTERNAL", "{invoices:?}");
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    assert_eq!(
+        statements_of(&app, &seine_key).await[0]["lines"],
+        json!([]),
+        "held"
+    );
+
+    // The transfer arrives: the operator records it, once; nobody else can.
+    const MARK: &str = "mutation($id: ID!, $r: String!) { markInvoicePaid(id: $id, reference: $r) { status paymentState amountDue } }";
+    let vars = |r: &str| json!({"id": invoices[1]["id"], "r": r});
+    let r = app.gql(Some(&app.operator_key), MARK, vars(" ")).await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    let r = app.gql(Some(&tenants[1].1), MARK, vars("SEPA 4711")).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(Some(&app.operator_key), MARK, vars("SEPA 4711"))
+        .await;
+    let paid = &r["data"]["markInvoicePaid"];
+    assert_eq!(
+        (&paid["status"], &paid["paymentState"]),
+        (&json!("PAID"), &json!("PAID")),
+        "{r}"
+    );
+    let r = app
+        .gql(Some(&app.operator_key), MARK, vars("SEPA 4711"))
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "once: {r}");
+    let r = app
+        .gql(
+            Some(&tenants[1].1),
+            "{ ledgerBalances { account balance } }",
+            json!({}),
+        )
+        .await;
+    let receivable = r["data"]["ledgerBalances"]
+        .as_array()
+        .expect("balances")
+        .iter()
+        .find(|b| b["account"] == "RECEIVABLE")
+        .map(|b| money(&b["balance"]));
+    assert_eq!(receivable, Some(Decimal::ZERO), "{r}");
+
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    let seine = statements_of(&app, &seine_key).await;
+    let expected = model(&ran, |tenant, provider| {
+        tenant == 1 && provider == "seine-gpu"
+    });
+    assert_eq!(
+        figures(&seine[0], "earning"),
+        expected["seine-gpu"],
+        "{}",
+        seine[0]
+    );
+    assert_eq!(figures(&seine[0], "earning").len(), 2);
+}
+
 /// Stripe Connect as a local server answering with the recorded transfer
 /// (`fixtures/stripe/transfer.json`) and honouring idempotency keys as Stripe does. The
 /// first request of each key creates its transfer but its answer is "lost" (a 500), as
@@ -937,4 +1026,8 @@ xmlschema.XMLSchema(str(xsd)).validate(sys.argv[1])\n";
     );
 }
 
-on_both_databases!(statements_follow_the_agreements, payouts_are_sent_once);
+on_both_databases!(
+    statements_follow_the_agreements,
+    payouts_are_sent_once,
+    an_invoice_paid_outside_stripe_releases_held_earnings,
+);

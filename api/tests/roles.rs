@@ -200,6 +200,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             &[Operator],
         ),
         (
+            "mutation($i: ID!) { markInvoicePaid(id: $i, reference: \"bank 1\") { status } }",
+            json!({"i": uuid::Uuid::new_v4()}),
+            &[Operator],
+        ),
+        (
             "mutation { closeProviderStatements }",
             json!({}),
             &[Operator],

@@ -454,6 +454,20 @@ impl InvoiceMutation {
         Ok(Invoice(view))
     }
 
+    /// Records an invoice collected outside Stripe (`EXTERNAL`) as paid, with the
+    /// operator's reference for the payment, e.g. the bank transfer's (operator).
+    async fn mark_invoice_paid(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        reference: String,
+    ) -> Result<Invoice> {
+        let id: InvoiceId = parse_id("id", &id)?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let view = invoicing::mark_paid(db, principal, id, &reference, super::now(ctx)?).await?;
+        Ok(Invoice(view))
+    }
+
     /// Grants prepaid or promotional credit to a tenant (operator).
     async fn grant_credits(
         &self,

@@ -390,6 +390,52 @@ pub async fn void(
     finalized_view(db, invoice).await
 }
 
+/// `markInvoicePaid` (operator): an invoice collected outside Stripe (`EXTERNAL`), e.g.
+/// by a bank transfer the operator received, recorded as paid with the operator's
+/// reference. Any other invoice, or one already paid: `INVALID_STATE`.
+#[tracing::instrument(name = "invoicing.mark_paid", skip_all, fields(invoice = %id))]
+pub async fn mark_paid(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: InvoiceId,
+    reference: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<InvoiceView> {
+    actor.require_operator()?;
+    let reference = reference.trim();
+    if reference.is_empty() || reference.len() > 200 || reference.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "reference",
+            "1 to 200 characters, no control characters",
+        ));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    if !neocloud_metering::payments::paid_outside(&txn, id, now).await? {
+        return Err(ApiError::InvalidState {
+            message: "only a finalized invoice collected outside Stripe and still owed can be marked paid".into(),
+        });
+    }
+    let invoice = invoice::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(invoice.tenant_id),
+            action: "invoice.mark_paid",
+            object_type: "invoice",
+            object_id: invoice.id.to_string(),
+            before: None,
+            after: Some(json!({"number": invoice.number, "reference": reference})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    finalized_view(db, invoice).await
+}
+
 /// A credit grant as given to `grantCredits`.
 pub struct GrantInput {
     pub tenant: TenantId,

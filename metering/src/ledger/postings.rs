@@ -77,6 +77,24 @@ pub fn invoice_paid(inv: &invoice::Model, amount: Decimal) -> Transfer {
     )
 }
 
+/// An invoice paid outside Stripe (recorded by an operator): `amount` (what was due)
+/// received.
+pub fn invoice_paid_outside(inv: &invoice::Model, amount: Decimal) -> Transfer {
+    let number = inv.number.clone().unwrap_or_default();
+    Transfer::new(
+        INVOICE_PAID,
+        inv.id,
+        &inv.currency,
+        Some(inv.tenant_id),
+        format!("invoice {number} paid outside Stripe"),
+    )
+    .debit(platform(AccountKind::ExternalCash), amount)
+    .credit(
+        Account::tenant(AccountKind::Receivable, inv.tenant_id),
+        amount,
+    )
+}
+
 /// A credit grant: the wallet gains it, from the account that pays for it. `None` for a
 /// credit note's grant (its note posts it).
 pub fn credit_granted(grant: &credit_grant::Model, funding: Funding) -> Option<Transfer> {

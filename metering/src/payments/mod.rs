@@ -339,6 +339,46 @@ async fn paid<C: ConnectionTrait>(
     settle(conn, id, changed).await
 }
 
+/// An invoice collected outside Stripe (a bank transfer the operator received): an
+/// `EXTERNAL` invoice still owed moves to paid, and the ledger moves what was due from the
+/// tenant's receivable to external cash. `false` (nothing done) for any other invoice.
+pub async fn paid_outside<C: ConnectionTrait>(
+    conn: &C,
+    id: InvoiceId,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let collected = due_now(conn, id).await?;
+    let changed = invoice::Entity::update_many()
+        .col_expr(
+            invoice::Column::Status,
+            Expr::value(InvoiceStatus::Paid.as_str()),
+        )
+        .col_expr(
+            invoice::Column::PaymentState,
+            Expr::value(PaymentState::Paid.as_str()),
+        )
+        .col_expr(invoice::Column::PaidAt, Expr::value(now))
+        .filter(invoice::Column::Id.eq(id))
+        .filter(invoice::Column::PaymentState.eq(PaymentState::External.as_str()))
+        .filter(invoice::Column::Status.is_in([
+            InvoiceStatus::Open.as_str(),
+            InvoiceStatus::Overdue.as_str(),
+            InvoiceStatus::Uncollectible.as_str(),
+        ]))
+        .exec(conn)
+        .await?
+        .rows_affected;
+    if changed == 0 {
+        return Ok(false);
+    }
+    tell(conn, "invoice.paid", id, now).await?;
+    if let Some((found, due)) = collected {
+        let posting = crate::ledger::postings::invoice_paid_outside(&found, due);
+        crate::ledger::store::post(conn, &posting, now).await?;
+    }
+    Ok(true)
+}
+
 /// The invoice and what is due on it, with its tenant locked so that no credit note
 /// changes that before the payment is recorded.
 async fn due_now<C: ConnectionTrait>(
