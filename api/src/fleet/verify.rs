@@ -91,9 +91,11 @@ fn gpu_differences(
     if let Ok(model) = registered.model.parse::<GpuModel>() {
         let prefix = model.spec().nvml_name_prefix.to_ascii_uppercase();
         let name = seen.name.trim().to_ascii_uppercase();
-        let next = name[prefix.len().min(name.len())..].chars().next();
         // `NVIDIA L40` must not pass for an L40S: the prefix ends at a word boundary.
-        if !name.starts_with(&prefix) || next.is_some_and(char::is_alphanumeric) {
+        let matches = name
+            .strip_prefix(&prefix)
+            .is_some_and(|rest| !rest.starts_with(char::is_alphanumeric));
+        if !matches {
             found.push(format!(
                 "{uuid} is a `{}`, registered as {model}",
                 seen.name.trim()
@@ -180,4 +182,67 @@ pub async fn report(
         verification: verification.as_str().to_owned(),
         reason,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use neocloud_schema::agent_api::ReportedGpu;
+
+    #[test]
+    fn any_name_an_agent_sends_is_judged_never_a_panic() {
+        let at = Utc::now();
+        let node = node::Model {
+            id: NodeId::new(),
+            provider_id: neocloud_schema::ids::ProviderId(uuid::Uuid::nil()),
+            hostname: "n".into(),
+            region: "r".into(),
+            zone: "z".into(),
+            rack: "k".into(),
+            nvlink_domain: "n".into(),
+            gpu_model: "H100".into(),
+            gpu_count: 1,
+            mig_enabled: false,
+            shared_gpus: false,
+            cpu_milli: 1000,
+            memory_mib: 1024,
+            state: neocloud_schema::vocabulary::NodeState::Active,
+            created_at: at,
+            verification: NodeVerification::Pending,
+            verification_reason: None,
+            verified_at: None,
+        };
+        let gpu = gpu::Model {
+            id: neocloud_schema::ids::GpuId::new(),
+            node_id: node.id,
+            uuid: "GPU-0".into(),
+            index: 0,
+            model: "H100".into(),
+            memory_mib: 81_920,
+            mig_enabled: false,
+            health: neocloud_schema::vocabulary::GpuHealth::Ok,
+            health_changed_at: at,
+        };
+        for name in [
+            "NVIDIA H100 80GB HBM3",
+            "NVIDIAÄÄÄÄÄÄ",
+            "ä",
+            "NVIDIA H1000",
+            "",
+        ] {
+            let seen = ReportedGpu {
+                uuid: "GPU-0".into(),
+                index: 0,
+                name: name.into(),
+                memory_mib: 81_559,
+                mig_mode: false,
+            };
+            let found = gpu_differences(&node, &gpu, &seen);
+            assert_eq!(
+                found.is_empty(),
+                name == "NVIDIA H100 80GB HBM3",
+                "{name}: {found:?}"
+            );
+        }
+    }
 }

@@ -49,7 +49,16 @@ pub async fn run<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64
         posted += post(conn, Some(postings::invoice_finalized(&inv)), now).await?;
         let own = notes_of.get(&inv.id).map_or(&[][..], Vec::as_slice);
         if let Some(collected) = collected(&inv, own) {
-            posted += post(conn, Some(postings::invoice_paid(&inv, collected)), now).await?;
+            posted += post(
+                conn,
+                Some(postings::invoice_paid(
+                    &inv,
+                    collected,
+                    postings::Collected::ThroughStripe,
+                )),
+                now,
+            )
+            .await?;
         }
         if inv.status == InvoiceStatus::Void {
             let reversal = Transfer::new(

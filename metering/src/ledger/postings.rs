@@ -60,35 +60,31 @@ pub fn invoice_finalized(inv: &invoice::Model) -> Transfer {
     .credit(platform(AccountKind::TaxPayable), inv.tax.get())
 }
 
-/// An invoice paid through Stripe: `amount` (what was due) collected.
-pub fn invoice_paid(inv: &invoice::Model, amount: Decimal) -> Transfer {
-    let number = inv.number.clone().unwrap_or_default();
-    Transfer::new(
-        INVOICE_PAID,
-        inv.id,
-        &inv.currency,
-        Some(inv.tenant_id),
-        format!("invoice {number} paid through Stripe"),
-    )
-    .debit(platform(AccountKind::StripeCash), amount)
-    .credit(
-        Account::tenant(AccountKind::Receivable, inv.tenant_id),
-        amount,
-    )
+/// Where an invoice's payment was collected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collected {
+    /// Through Stripe: it is in Stripe's balance.
+    ThroughStripe,
+    /// Outside Stripe (a transfer an operator recorded with `markInvoicePaid`).
+    Outside,
 }
 
-/// An invoice paid outside Stripe (recorded by an operator): `amount` (what was due)
-/// received.
-pub fn invoice_paid_outside(inv: &invoice::Model, amount: Decimal) -> Transfer {
+/// An invoice paid: `amount` (what was due) collected, into Stripe's balance or the
+/// operator's external cash.
+pub fn invoice_paid(inv: &invoice::Model, amount: Decimal, via: Collected) -> Transfer {
     let number = inv.number.clone().unwrap_or_default();
+    let (cash, how) = match via {
+        Collected::ThroughStripe => (AccountKind::StripeCash, "through"),
+        Collected::Outside => (AccountKind::ExternalCash, "outside"),
+    };
     Transfer::new(
         INVOICE_PAID,
         inv.id,
         &inv.currency,
         Some(inv.tenant_id),
-        format!("invoice {number} paid outside Stripe"),
+        format!("invoice {number} paid {how} Stripe"),
     )
-    .debit(platform(AccountKind::ExternalCash), amount)
+    .debit(platform(cash), amount)
     .credit(
         Account::tenant(AccountKind::Receivable, inv.tenant_id),
         amount,

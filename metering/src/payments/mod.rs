@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use crate::events::NewEvent;
 use crate::invoicing::{self, NewGrant};
+use crate::ledger::postings::Collected;
 
 /// The event kinds neocloud acts on; others are acknowledged and ignored.
 pub const HANDLED: &[&str] = &[
@@ -303,40 +304,14 @@ async fn exists<C: ConnectionTrait>(conn: &C, id: InvoiceId) -> Result<bool, DbE
     Ok(invoice::Entity::find_by_id(id).one(conn).await?.is_some())
 }
 
-/// Moves a finalized, owed invoice to paid.
+/// Moves a finalized, owed invoice to paid (through Stripe's events).
 async fn paid<C: ConnectionTrait>(
     conn: &C,
     id: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
-    let collected = due_now(conn, id).await?;
-    let changed = invoice::Entity::update_many()
-        .col_expr(
-            invoice::Column::Status,
-            Expr::value(InvoiceStatus::Paid.as_str()),
-        )
-        .col_expr(
-            invoice::Column::PaymentState,
-            Expr::value(PaymentState::Paid.as_str()),
-        )
-        .col_expr(invoice::Column::PaidAt, Expr::value(now))
-        .filter(invoice::Column::Id.eq(id))
-        .filter(invoice::Column::Status.is_in([
-            InvoiceStatus::Open.as_str(),
-            InvoiceStatus::Overdue.as_str(),
-            InvoiceStatus::Uncollectible.as_str(),
-        ]))
-        .exec(conn)
-        .await?
-        .rows_affected;
-    if changed > 0 {
-        tell(conn, "invoice.paid", id, now).await?;
-        if let Some((found, due)) = collected {
-            let posting = crate::ledger::postings::invoice_paid(&found, due);
-            crate::ledger::store::post(conn, &posting, now).await?;
-        }
-    }
-    settle(conn, id, changed).await
+    let changed = record_paid(conn, id, Collected::ThroughStripe, now).await?;
+    settle(conn, id, u64::from(changed)).await
 }
 
 /// An invoice collected outside Stripe (a bank transfer the operator received): an
@@ -347,8 +322,19 @@ pub async fn paid_outside<C: ConnectionTrait>(
     id: InvoiceId,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
+    record_paid(conn, id, Collected::Outside, now).await
+}
+
+/// Moves an owed invoice to paid (one collected outside Stripe only while `EXTERNAL`),
+/// tells of it and posts the amount that was due; whether it moved.
+async fn record_paid<C: ConnectionTrait>(
+    conn: &C,
+    id: InvoiceId,
+    via: Collected,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
     let collected = due_now(conn, id).await?;
-    let changed = invoice::Entity::update_many()
+    let mut update = invoice::Entity::update_many()
         .col_expr(
             invoice::Column::Status,
             Expr::value(InvoiceStatus::Paid.as_str()),
@@ -359,21 +345,20 @@ pub async fn paid_outside<C: ConnectionTrait>(
         )
         .col_expr(invoice::Column::PaidAt, Expr::value(now))
         .filter(invoice::Column::Id.eq(id))
-        .filter(invoice::Column::PaymentState.eq(PaymentState::External.as_str()))
         .filter(invoice::Column::Status.is_in([
             InvoiceStatus::Open.as_str(),
             InvoiceStatus::Overdue.as_str(),
             InvoiceStatus::Uncollectible.as_str(),
-        ]))
-        .exec(conn)
-        .await?
-        .rows_affected;
-    if changed == 0 {
+        ]));
+    if via == Collected::Outside {
+        update = update.filter(invoice::Column::PaymentState.eq(PaymentState::External.as_str()));
+    }
+    if update.exec(conn).await?.rows_affected == 0 {
         return Ok(false);
     }
     tell(conn, "invoice.paid", id, now).await?;
     if let Some((found, due)) = collected {
-        let posting = crate::ledger::postings::invoice_paid_outside(&found, due);
+        let posting = crate::ledger::postings::invoice_paid(&found, due, via);
         crate::ledger::store::post(conn, &posting, now).await?;
     }
     Ok(true)

@@ -1005,4 +1005,4 @@ impl LineBuilder<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,7 +15,7 @@ use neocloud_schema::vocabulary::InvoiceStatus;
 use rust_decimal::Decimal;
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, Set,
+    QueryOrder, QuerySelect, Set,
 };
 use uuid::Uuid;
 
@@ -78,12 +78,16 @@ pub async fn providers_with_terms<C: ConnectionTrait>(
                 .push((a.effective_from, terms));
         }
     }
+    // Each provider's last statement's end (one row per provider, not every statement).
     let last_ends: HashMap<ProviderId, DateTime<Utc>> = provider_statement::Entity::find()
-        .order_by_asc(provider_statement::Column::PeriodEnd)
+        .select_only()
+        .column(provider_statement::Column::ProviderId)
+        .column_as(provider_statement::Column::PeriodEnd.max(), "period_end")
+        .group_by(provider_statement::Column::ProviderId)
+        .into_tuple::<(ProviderId, DateTime<Utc>)>()
         .all(conn)
         .await?
         .into_iter()
-        .map(|s| (s.provider_id, s.period_end))
         .collect();
     let providers = provider::Entity::find()
         .filter(provider::Column::Id.is_in(by_provider.keys().copied()))

@@ -6,8 +6,9 @@ use rust_decimal::Decimal;
 use uuid::Uuid;
 
 use super::*;
+use crate::rating::PriceModel;
+use crate::rating::period::tests::arb_model;
 use crate::rating::period::{AllocationUsage, PlanTerms, Rate, Segment, SkuInfo, rate_period};
-use crate::rating::{PriceModel, Tier};
 
 fn d(s: &str) -> Decimal {
     s.parse().expect("decimal")
@@ -206,45 +207,6 @@ fn earnings_follow_the_agreement() {
     .expect("earned");
     assert_eq!(none.gross, d("0.00"));
     assert!(none.note.is_some());
-}
-
-fn arb_model() -> impl Strategy<Value = PriceModel> {
-    let price = (1i64..100_000).prop_map(|c| Decimal::new(c, 4));
-    prop_oneof![
-        price
-            .clone()
-            .prop_map(|unit_price| PriceModel::PerUnit { unit_price }),
-        (
-            1i64..50,
-            price.clone(),
-            price.clone(),
-            0i64..1000,
-            any::<bool>()
-        )
-            .prop_map(|(bound, p1, p2, fee, graduated)| {
-                let tiers = vec![
-                    Tier {
-                        up_to: Some(Decimal::from(bound)),
-                        unit_price: p1,
-                        flat_fee: Decimal::ZERO,
-                    },
-                    Tier {
-                        up_to: None,
-                        unit_price: p2,
-                        flat_fee: Decimal::new(fee, 2),
-                    },
-                ];
-                if graduated {
-                    PriceModel::Graduated { tiers }
-                } else {
-                    PriceModel::Volume { tiers }
-                }
-            }),
-        (1i64..10, price).prop_map(|(size, price)| PriceModel::Package {
-            size: Decimal::from(size),
-            price,
-        }),
-    ]
 }
 
 proptest! {

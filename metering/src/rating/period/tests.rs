@@ -32,7 +32,9 @@ fn skus() -> BTreeMap<Uuid, SkuInfo> {
         .collect()
 }
 
-fn arb_model() -> impl Strategy<Value = PriceModel> {
+/// Generated price models: per-unit, graduated or volume tiers, packages (shared with
+/// the statements' tests).
+pub(crate) fn arb_model() -> impl Strategy<Value = PriceModel> {
     let price = (0i64..100_000).prop_map(|c| Decimal::new(c, 4));
     prop_oneof![
         price
