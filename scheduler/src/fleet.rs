@@ -62,6 +62,12 @@ pub struct GpuSpec {
 
 /// One node as the api (or a trace) describes it. Nodes with the same region, zone,
 /// rack and NVLink domain names share that domain (e.g. the 18 trays of an NVL72).
+///
+/// `reliability` is the node's measured reliability in basis points, 0..=10000
+/// (availability from agent coverage × GPU health over the last 30 days); `None` while
+/// the node has no record yet (a spec serialized without the field loads as `None`). It
+/// only breaks ties between equally scored candidates for on-demand requests: the more
+/// reliable node wins, and `None` ranks below every `Some` (docs/scheduler.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeSpec {
     pub name: String,
@@ -73,6 +79,8 @@ pub struct NodeSpec {
     pub memory_mib: u64,
     pub state: NodeState,
     pub gpus: Vec<GpuSpec>,
+    #[serde(default)]
+    pub reliability: Option<u16>,
 }
 
 /// Knobs of the search that trade decision time for placement quality.
@@ -203,6 +211,20 @@ impl Gpu {
         }
     }
 
+    /// Milli-GPUs allocated on it: 1000 held whole, MIG by compute share, fractions by
+    /// their milli.
+    pub fn allocated_milli(&self) -> u64 {
+        if self.holder.is_some() {
+            return u64::from(MILLI_PER_GPU);
+        }
+        match self.mode {
+            GpuMode::Mig => {
+                u64::from(self.mig_used.used_slots().min(7)) * u64::from(MILLI_PER_GPU) / 7
+            }
+            _ => u64::from(self.shared_milli),
+        }
+    }
+
     pub fn usable(&self, allow_degraded: bool) -> bool {
         match self.health {
             Health::Ok => true,
@@ -227,6 +249,8 @@ pub(crate) struct Node {
     pub cpu_milli: u32,
     pub memory_mib: u64,
     pub state: NodeState,
+    /// Basis points, `None` without a record (see `NodeSpec::reliability`).
+    pub reliability: Option<u16>,
     pub free_cpu_milli: u32,
     pub free_memory_mib: u64,
     pub gpus: Vec<Gpu>,
@@ -533,6 +557,7 @@ impl Fleet {
             cpu_milli: spec.cpu_milli,
             memory_mib: spec.memory_mib,
             state: spec.state,
+            reliability: spec.reliability,
             free_cpu_milli: spec.cpu_milli,
             free_memory_mib: spec.memory_mib,
             gpus,
@@ -685,19 +710,22 @@ impl Fleet {
         self.nodes
             .iter()
             .flat_map(|n| &n.gpus)
-            .map(|g| {
-                if g.holder.is_some() {
-                    u64::from(MILLI_PER_GPU)
-                } else {
-                    match g.mode {
-                        GpuMode::Mig => {
-                            u64::from(g.mig_used.used_slots().min(7)) * u64::from(MILLI_PER_GPU) / 7
-                        }
-                        _ => u64::from(g.shared_milli),
-                    }
-                }
-            })
+            .map(Gpu::allocated_milli)
             .sum()
+    }
+
+    /// The mean reliability (basis points) of the allocated GPU capacity, each node's
+    /// weighted by the milli-GPUs allocated on it; nodes without a record are left out.
+    /// `None` when nothing is allocated on a node with a record.
+    pub fn allocated_gpu_reliability(&self) -> Option<f64> {
+        let (mut weighted, mut milli) = (0.0, 0u64);
+        for n in &self.nodes {
+            let Some(r) = n.reliability else { continue };
+            let here: u64 = n.gpus.iter().map(Gpu::allocated_milli).sum();
+            weighted += f64::from(r) * here as f64;
+            milli += here;
+        }
+        (milli > 0).then(|| weighted / milli as f64)
     }
 
     pub fn allocation(&self, key: AllocationKey) -> Option<&Allocation> {
@@ -879,6 +907,25 @@ impl Fleet {
         n.state = state;
         self.refresh_node(node);
         Ok(())
+    }
+
+    /// Sets a node's reliability (basis points; `None`: no record). It only breaks ties
+    /// between equally scored on-demand candidates, so no aggregate changes.
+    pub fn set_node_reliability(
+        &mut self,
+        node: NodeId,
+        reliability: Option<u16>,
+    ) -> Result<(), FleetError> {
+        self.nodes
+            .get_mut(node.index())
+            .ok_or(FleetError::UnknownNode { node })?
+            .reliability = reliability;
+        Ok(())
+    }
+
+    /// A node's reliability (basis points; `None`: no record, or no such node).
+    pub fn node_reliability(&self, node: NodeId) -> Option<u16> {
+        self.nodes.get(node.index()).and_then(|n| n.reliability)
     }
 
     fn refresh_domain_lock(&mut self, domain: u32) {

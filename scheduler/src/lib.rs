@@ -1,9 +1,9 @@
 //! neocloud-scheduler: the topology-aware placement engine. Pure: no I/O, no database,
 //! deterministic for the same input. The api loads fleet state into a [`Fleet`], asks
 //! [`Fleet::place`] for a [`Placement`], commits it in its own transaction and then
-//! [`Fleet::commit`]s it here; [`Fleet::release`], [`Fleet::set_gpu_health`] and
-//! [`Fleet::set_node_state`] keep the in-memory state current, updating the per-domain
-//! aggregates incrementally. [`Fleet::available`] answers catalog capacity questions.
+//! [`Fleet::commit`]s it here; [`Fleet::release`], [`Fleet::set_gpu_health`],
+//! [`Fleet::set_node_state`] and [`Fleet::set_node_reliability`] keep the in-memory state
+//! current, updating the per-domain aggregates incrementally. [`Fleet::available`] answers catalog capacity questions.
 //!
 //! The `neocloud-sched` binary replays workload traces (`trace`, `replay`) against the
 //! policies of `policy`. Only the binary reads files; `trace` parses from readers.
@@ -14,7 +14,7 @@
 //! let node = NodeSpec {
 //!     name: "n1".into(), region: "r".into(), zone: "z".into(), rack: "k".into(),
 //!     nvlink_domain: "n1".into(), cpu_milli: 64_000, memory_mib: 1 << 20,
-//!     state: NodeState::Active, gpus: vec![gpu; 8],
+//!     state: NodeState::Active, gpus: vec![gpu; 8], reliability: None,
 //! };
 //! let mut fleet = Fleet::new(vec![node]).unwrap();
 //! let h100 = fleet.model_set(["H100"]);

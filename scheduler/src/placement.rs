@@ -12,6 +12,7 @@
 //! nodes with only those) before GPUs in MIG or shared mode, whose slices and fractions a
 //! whole taking would destroy (see `Fleet::passes`). Preemption lives in `preemption`.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
@@ -368,7 +369,8 @@ impl Fleet {
             PolicyKind::Topo => self.tuning.candidate_nodes.unwrap_or(usize::MAX),
             _ => usize::MAX,
         };
-        let mut best: Option<(Score, NodePlacement, bool)> = None;
+        let by_reliability = reliability_breaks_ties(ctx.req, kind);
+        let mut best: Option<(Score, Option<u16>, NodePlacement, bool)> = None;
         let mut seen = 0usize;
         let mut options = Vec::new();
         let rng = &mut policy.rng;
@@ -379,14 +381,18 @@ impl Fleet {
                 return ControlFlow::Continue(());
             }
             seen += 1;
+            let r = self.nodes[n.index()].reliability;
             for (np, degraded) in options.drain(..) {
                 let s: Score = match kind {
-                    PolicyKind::FirstFit => [0.0; 3],
-                    PolicyKind::Random => [rng.random::<f64>(), 0.0, 0.0],
+                    PolicyKind::FirstFit => Score::of([0.0; 3]),
+                    PolicyKind::Random => Score::of([rng.random::<f64>(), 0.0, 0.0]),
                     _ => policy::score(kind, self, n, &np, shape),
                 };
-                if best.as_ref().is_none_or(|(b, _, _)| policy::better(&s, b)) {
-                    best = Some((s, np, degraded));
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, rb, _, _)| policy::outranks((&s, r), (b, *rb), by_reliability))
+                {
+                    best = Some((s, r, np, degraded));
                 }
             }
             if kind == PolicyKind::FirstFit || seen >= limit {
@@ -395,7 +401,7 @@ impl Fleet {
                 ControlFlow::Continue(())
             }
         });
-        best.map(|(_, np, degraded)| self.answer(ctx.req, vec![np], degraded))
+        best.map(|(_, _, np, degraded)| self.answer(ctx.req, vec![np], degraded))
     }
 
     fn answer(&self, req: &Request, nodes: Vec<NodePlacement>, degraded: bool) -> Placement {
@@ -578,14 +584,8 @@ impl Fleet {
                 continue;
             }
             let mut picks = Vec::new();
-            self.take(
-                v,
-                count,
-                &caps.vertices,
-                &caps.nodes,
-                policy.kind,
-                &mut picks,
-            );
+            let by_reliability = reliability_breaks_ties(ctx.req, policy.kind);
+            self.take(v, count, &caps, policy.kind, by_reliability, &mut picks);
             let mut nodes = Vec::with_capacity(picks.len());
             let mut degraded = false;
             for (id, k) in picks {
@@ -681,32 +681,32 @@ impl Fleet {
 
     /// Splits `need` units over the sub-blocks of `v`: if one sub-block holds it all, the
     /// tightest such one; otherwise the largest sub-blocks whole, until the rest fits one.
+    /// Of equal sub-blocks the first wins: the most reliable first when `by_reliability`.
     fn take(
         &self,
         v: u32,
         need: u32,
-        caps: &BTreeMap<u32, u32>,
-        node_caps: &BTreeMap<NodeId, u32>,
+        caps: &GangCapacities,
         kind: PolicyKind,
+        by_reliability: bool,
         out: &mut Vec<(NodeId, u32)>,
     ) {
-        #[derive(Clone, Copy)]
-        enum Item {
-            Vertex(u32),
-            Node(NodeId),
-        }
         let vx = self.vertex(v);
         let mut items: Vec<(Item, u32)> = if vx.level == Level::Domain {
             vx.nodes
                 .iter()
-                .filter_map(|n| node_caps.get(n).map(|&c| (Item::Node(*n), c)))
+                .filter_map(|n| caps.nodes.get(n).map(|&c| (Item::Node(*n), c)))
                 .collect()
         } else {
             vx.children
                 .iter()
-                .filter_map(|c| caps.get(c).map(|&cap| (Item::Vertex(*c), cap)))
+                .filter_map(|c| caps.vertices.get(c).map(|&cap| (Item::Vertex(*c), cap)))
                 .collect()
         };
+        if by_reliability {
+            // Stable: equally reliable items keep their id order.
+            items.sort_by_key(|&(item, _)| Reverse(self.item_reliability(item)));
+        }
         let mut need = need;
         while need > 0 && !items.is_empty() {
             let fits = items
@@ -736,11 +736,42 @@ impl Fleet {
             let (item, _) = items.remove(i);
             match item {
                 Item::Node(n) => out.push((n, k)),
-                Item::Vertex(c) => self.take(c, k, caps, node_caps, kind, out),
+                Item::Vertex(c) => self.take(c, k, caps, kind, by_reliability, out),
             }
             need -= k;
         }
     }
+
+    /// What a gang can count on from one item of a split: a node's reliability; an NVLink
+    /// domain's is its least reliable node's (an HGX node is a domain of its own); racks
+    /// and wider rank alike.
+    fn item_reliability(&self, item: Item) -> Option<u16> {
+        match item {
+            Item::Node(n) => self.nodes[n.index()].reliability,
+            Item::Vertex(v) if self.vertex(v).level == Level::Domain => {
+                let nodes = &self.vertex(v).nodes;
+                nodes
+                    .iter()
+                    .map(|n| self.nodes[n.index()].reliability)
+                    .min()?
+            }
+            Item::Vertex(_) => None,
+        }
+    }
+}
+
+/// One sub-block of a gang split (`Fleet::take`): a vertex below the split one, or a
+/// node of a split NVLink domain.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Vertex(u32),
+    Node(NodeId),
+}
+
+/// Whether reliability breaks ties between equally scored nodes: for on-demand requests,
+/// under every policy but first-fit (the first node that fits is its rule).
+fn reliability_breaks_ties(req: &Request, kind: PolicyKind) -> bool {
+    req.class == Class::OnDemand && kind != PolicyKind::FirstFit
 }
 
 /// What a request of whole GPUs or whole nodes asks for: its unit, how many of them, and

@@ -5,6 +5,7 @@ use neocloud_schema::mig::MigProfile;
 use crate::fleet::{Fleet, GpuMode, Health, NodeState};
 use crate::ids::{AllocationKey, GpuRef, ModelSet, NodeId, TenantKey};
 use crate::placement::{GpuShare, NoFit};
+use crate::policy::{Policy, PolicyKind};
 use crate::request::{Class, Exclusivity, Request, Shape, Topology, TopologyLevel};
 use crate::testkit::{hgx_fleet, node};
 
@@ -488,4 +489,155 @@ fn the_most_ever_placeable_follows_the_required_topology() {
     };
     assert_eq!(mig.most_ever(&seven_g), 2);
     assert_eq!(mig.most_ever(&one_gpu()), 0);
+}
+
+/// One rack of 8-GPU H100 nodes, each its own NVLink domain (or all in one domain),
+/// with the reliabilities given.
+fn rated(reliability: &[Option<u16>], one_domain: bool) -> Fleet {
+    let specs = reliability
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let name = format!("n{i}");
+            let domain = if one_domain { "nvl" } else { name.as_str() };
+            crate::fleet::NodeSpec {
+                reliability: r,
+                ..node(&name, "rack", domain, "H100", 8, GpuMode::Whole)
+            }
+        })
+        .collect();
+    Fleet::new(specs).unwrap()
+}
+
+fn placed_on(fleet: &Fleet, req: &Request, policy: PolicyKind) -> Vec<NodeId> {
+    let p = fleet.place_with(req, &mut Policy::new(policy, 0)).unwrap();
+    p.nodes.iter().map(|np| np.node).collect()
+}
+
+#[test]
+fn an_on_demand_tie_goes_to_the_more_reliable_node() {
+    let req = Request::new(TenantKey(1), one_gpu());
+    for policy in [PolicyKind::Topo, PolicyKind::BestFit, PolicyKind::Fgd] {
+        // Without records the first node met wins the tie.
+        let unrated = rated(&[None, None, None], false);
+        assert_eq!(placed_on(&unrated, &req, policy), [NodeId(0)], "{policy}");
+        let fleet = rated(&[Some(9_000), Some(9_990), Some(9_500)], false);
+        assert_eq!(placed_on(&fleet, &req, policy), [NodeId(1)], "{policy}");
+    }
+}
+
+#[test]
+fn a_node_without_a_record_ranks_below_any_reliability() {
+    let req = Request::new(TenantKey(1), one_gpu());
+    for policy in [PolicyKind::Topo, PolicyKind::BestFit] {
+        let fleet = rated(&[None, Some(0)], false);
+        assert_eq!(placed_on(&fleet, &req, policy), [NodeId(1)], "{policy}");
+        let fleet = rated(&[Some(0), None], false);
+        assert_eq!(placed_on(&fleet, &req, policy), [NodeId(0)], "{policy}");
+    }
+}
+
+#[test]
+fn spot_and_reserved_placements_ignore_reliability() {
+    let unrated = rated(&[None, None, None], false);
+    let mut fleet = rated(&[Some(9_000), Some(9_990), Some(9_500)], false);
+    for class in [Class::Spot, Class::Reserved] {
+        let req = Request::new(TenantKey(1), one_gpu()).with_class(class);
+        for policy in [PolicyKind::Topo, PolicyKind::BestFit] {
+            let p = |f: &Fleet| f.place_with(&req, &mut Policy::new(policy, 0)).unwrap();
+            assert_eq!(p(&fleet), p(&unrated), "{class:?} {policy}");
+            assert_eq!(p(&fleet).nodes[0].node, NodeId(0), "{class:?} {policy}");
+        }
+    }
+    // A live fleet's records change the next on-demand answer.
+    let req = Request::new(TenantKey(1), one_gpu());
+    fleet.set_node_reliability(NodeId(2), Some(10_000)).unwrap();
+    assert_eq!(placed_on(&fleet, &req, PolicyKind::Topo), [NodeId(2)]);
+    assert_eq!(fleet.node_reliability(NodeId(2)), Some(10_000));
+    assert!(fleet.set_node_reliability(NodeId(3), None).is_err());
+}
+
+#[test]
+fn a_better_packing_beats_a_more_reliable_node() {
+    // n1 already holds a GPU: packing beside it is strictly better than opening n0.
+    let mut fleet = rated(&[Some(10_000), Some(9_000)], false);
+    fleet
+        .set_node_state(NodeId(0), NodeState::Draining)
+        .unwrap();
+    commit(&mut fleet, 1, &Request::new(TenantKey(2), one_gpu()));
+    fleet.set_node_state(NodeId(0), NodeState::Active).unwrap();
+    let req = Request::new(TenantKey(1), one_gpu());
+    for policy in [PolicyKind::Topo, PolicyKind::BestFit] {
+        assert_eq!(placed_on(&fleet, &req, policy), [NodeId(1)], "{policy}");
+    }
+}
+
+#[test]
+fn a_gang_takes_the_more_reliable_of_equal_nodes_but_never_a_smaller_block() {
+    let req = Request::new(
+        TenantKey(1),
+        gpus(16, Topology::required(TopologyLevel::Rack)),
+    );
+    for one_domain in [false, true] {
+        let unrated = rated(&[None, None, None], one_domain);
+        assert_eq!(
+            placed_on(&unrated, &req, PolicyKind::Topo),
+            [NodeId(0), NodeId(1)]
+        );
+        let fleet = rated(&[Some(9_000), Some(9_990), Some(9_500)], one_domain);
+        let mut on = placed_on(&fleet, &req, PolicyKind::Topo);
+        on.sort_unstable();
+        assert_eq!(on, [NodeId(1), NodeId(2)], "one domain: {one_domain}");
+        let spot = req.with_class(Class::Spot);
+        assert_eq!(
+            placed_on(&fleet, &spot, PolicyKind::Topo),
+            [NodeId(0), NodeId(1)]
+        );
+    }
+    // n1, the most reliable, has 7 GPUs left: two whole nodes hold the gang instead.
+    let mut fleet = rated(&[Some(9_000), Some(9_990), Some(9_500)], false);
+    fleet
+        .set_node_state(NodeId(0), NodeState::Draining)
+        .unwrap();
+    fleet
+        .set_node_state(NodeId(2), NodeState::Draining)
+        .unwrap();
+    commit(&mut fleet, 1, &Request::new(TenantKey(2), one_gpu()));
+    fleet.set_node_state(NodeId(0), NodeState::Active).unwrap();
+    fleet.set_node_state(NodeId(2), NodeState::Active).unwrap();
+    let mut on = placed_on(&fleet, &req, PolicyKind::Topo);
+    on.sort_unstable();
+    assert_eq!(on, [NodeId(0), NodeId(2)]);
+}
+
+#[test]
+fn a_node_spec_without_reliability_loads_without_a_record() {
+    let mut json = serde_json::to_value(node("n", "k", "n", "H100", 1, GpuMode::Whole)).unwrap();
+    json.as_object_mut().unwrap().remove("reliability");
+    let spec: crate::fleet::NodeSpec = serde_json::from_value(json).unwrap();
+    assert_eq!(spec.reliability, None);
+}
+
+#[test]
+fn a_topo_tie_within_a_cost_step_keeps_the_packing_order() {
+    // Opening n0 costs 0.3 × (128 + 80), n1 0.3 × (130 + 80): one 20-milli step, so the
+    // first met wins; reliability breaks only exact ties.
+    let mut specs: Vec<_> = (0..2)
+        .map(|i| {
+            node(
+                &format!("n{i}"),
+                "rack",
+                &format!("n{i}"),
+                "H100",
+                8,
+                GpuMode::Whole,
+            )
+        })
+        .collect();
+    specs[0].reliability = Some(9_000);
+    specs[1].reliability = Some(9_990);
+    specs[1].cpu_milli = 130_000;
+    let fleet = Fleet::new(specs).unwrap();
+    let req = Request::new(TenantKey(1), one_gpu());
+    assert_eq!(placed_on(&fleet, &req, PolicyKind::Topo), [NodeId(0)]);
 }

@@ -94,19 +94,49 @@ impl Policy {
     }
 }
 
-/// A candidate's rank: lower is better, compared element by element.
-pub(crate) type Score = [f64; 3];
+/// A candidate's rank under a policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Score {
+    /// Lower is better, compared element by element.
+    pub rank: [f64; 3],
+    /// The measure `rank[0]` rounds: `topo`'s cost before its steps, `fgd`'s gain before
+    /// its integer scale; otherwise `rank[0]` itself. Within a rounded step the candidate
+    /// met first wins, which for `topo` is a packing choice (fullest domain first).
+    pub exact: f64,
+}
+
+impl Score {
+    /// A rank that rounds nothing.
+    pub(crate) fn of(rank: [f64; 3]) -> Score {
+        Score {
+            rank,
+            exact: rank[0],
+        }
+    }
+}
 
 pub(crate) fn better(a: &Score, b: &Score) -> bool {
     for i in 0..3 {
-        if a[i] < b[i] {
+        if a.rank[i] < b.rank[i] {
             return true;
         }
-        if a[i] > b[i] {
+        if a.rank[i] > b.rank[i] {
             return false;
         }
     }
     false
+}
+
+/// Whether a candidate (score, node reliability) replaces the best so far: a strictly
+/// better score, or, when `by_reliability` (on-demand requests), an exactly equal score
+/// (unrounded measure included: the packing choice within a step comes first) on a more
+/// reliable node. `None` (no record) ranks below every `Some`.
+pub(crate) fn outranks(
+    (a, ra): (&Score, Option<u16>),
+    (b, rb): (&Score, Option<u16>),
+    by_reliability: bool,
+) -> bool {
+    better(a, b) || (by_reliability && ra > rb && a == b)
 }
 
 /// Weight of the CPU-balance term of `topo` (milli-GPUs per unit of imbalance). Tuned
@@ -152,15 +182,18 @@ pub(crate) fn score(
     let cpu_after = n.free_cpu_milli.saturating_sub(np.cpu_milli);
     let mem_after = n.free_memory_mib.saturating_sub(np.memory_mib);
     match kind {
-        PolicyKind::BestFit | PolicyKind::FirstFit | PolicyKind::Random => [
+        PolicyKind::BestFit | PolicyKind::FirstFit | PolicyKind::Random => Score::of([
             f64::from(free_after),
             f64::from(leftover),
             f64::from(cpu_after),
-        ],
+        ]),
         PolicyKind::Fgd => {
             let gain = fleet.node_frag[node.index()]
                 - fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after);
-            [-fgd_node_score(gain), 0.0, 0.0]
+            Score {
+                rank: [-fgd_node_score(gain), 0.0, 0.0],
+                exact: -gain,
+            }
         }
         PolicyKind::Topo => {
             let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
@@ -182,7 +215,10 @@ pub(crate) fn score(
                 + CPU_BALANCE_WEIGHT * balance
                 + opening
                 + MODEL_PRESSURE_WEIGHT * pressure(fleet, n, np);
-            [(cost / COST_STEP).floor(), f64::from(leftover), 0.0]
+            Score {
+                rank: [(cost / COST_STEP).floor(), f64::from(leftover), 0.0],
+                exact: cost,
+            }
         }
     }
 }
@@ -233,8 +269,8 @@ fn mig_score(kind: PolicyKind, n: &Node, np: &NodePlacement, profile: MigProfile
         })
         .unwrap_or((0, 0));
     match kind {
-        PolicyKind::Topo => [f64::from(blocked), f64::from(free_after), 0.0],
-        _ => [f64::from(free_after), 0.0, 0.0],
+        PolicyKind::Topo => Score::of([f64::from(blocked), f64::from(free_after), 0.0]),
+        _ => Score::of([f64::from(free_after), 0.0, 0.0]),
     }
 }
 

@@ -31,6 +31,7 @@ fn fleet_of(modes: &[(GpuMode, bool)]) -> Fleet {
             cpu_milli: 32_000,
             memory_mib: 262_144,
             state: NodeState::Active,
+            reliability: None,
             gpus: vec![
                 GpuSpec {
                     model: if other_model {

@@ -32,10 +32,10 @@ use serde::Serialize;
 
 use crate::fleet::{Fleet, FleetError, Tuning};
 use crate::fractional::{MixShape, ShapeMix};
-use crate::ids::{AllocationKey, ModelId, count_u32};
+use crate::ids::{AllocationKey, ModelId, NodeId, count_u32};
 use crate::optimum;
 use crate::policy::{Policy, PolicyKind};
-use crate::request::{MILLI_PER_GPU, Request};
+use crate::request::{Class, MILLI_PER_GPU, Request};
 use crate::trace::{self, TraceNode, TracePod};
 
 /// The share of a pod list's requests that the typical pods cover (the paper's 95 %).
@@ -133,6 +133,11 @@ pub struct ReplayOptions {
     /// The share of the trace's nodes to replay on, keeping the mix of node classes
     /// ([`trace::scale_nodes`]): below 1 the same work contends for a smaller fleet.
     pub fleet_fraction: f64,
+    /// The class every pod is placed as (on-demand: reliability breaks ties).
+    pub class: Class,
+    /// Gives every node a reliability drawn from [`seeded_reliability`] with this seed
+    /// (None: no node has a record).
+    pub reliability_seed: Option<u64>,
 }
 
 impl Default for ReplayOptions {
@@ -145,6 +150,8 @@ impl Default for ReplayOptions {
             draw: Draw::List,
             compress: 1.0,
             fleet_fraction: 1.0,
+            class: Class::OnDemand,
+            reliability_seed: None,
         }
     }
 }
@@ -155,6 +162,8 @@ impl Default for ReplayOptions {
 pub struct Report {
     pub policy: String,
     pub mode: String,
+    /// The class the pods were placed as (`on_demand`, `reserved`, `spot`).
+    pub class: Class,
     pub nodes: usize,
     pub gpus: usize,
     pub pods: usize,
@@ -209,6 +218,19 @@ pub struct Report {
     /// GPUs requested pass another [`CURVE_STEP`] of it (the FGD paper's figure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub curve: Option<Vec<[f64; 2]>>,
+    /// The seed of the nodes' reliabilities, when they have some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability_seed: Option<u64>,
+    /// Saturate, with reliabilities: the mean reliability (basis points) of the GPU
+    /// capacity allocated at the end, weighted by milli-GPUs
+    /// ([`Fleet::allocated_gpu_reliability`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated_gpu_reliability: Option<f64>,
+    /// Saturate, with reliabilities: `[arrived, mean reliability of the allocated GPUs]`
+    /// at the points of `curve` (at the end nearly every GPU is allocated, whatever the
+    /// tie-break chose, so the middle of the curve shows it best).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability_curve: Option<Vec<[f64; 2]>>,
 }
 
 /// How far apart, in shares of the fleet's GPUs requested, the saturate curve's points are.
@@ -253,7 +275,20 @@ pub fn replay(
         return Err(ReplayError::NoPods);
     }
     let scaled = trace::scale_nodes(nodes, opts.fleet_fraction);
-    let (fleet, requests) = trace_fleet(&scaled, pods)?;
+    let (mut fleet, requests) = trace_fleet(&scaled, pods)?;
+    let requests: Vec<Request> = requests
+        .into_iter()
+        .map(|r| r.with_class(opts.class))
+        .collect();
+    if let Some(seed) = opts.reliability_seed {
+        let ids: Vec<NodeId> = fleet.node_ids().collect();
+        for (id, r) in ids
+            .into_iter()
+            .zip(seeded_reliability(seed, fleet.node_count()))
+        {
+            fleet.set_node_reliability(id, Some(r))?;
+        }
+    }
     let gpus = fleet.gpu_count();
     if gpus == 0 {
         return Err(ReplayError::NoGpus);
@@ -262,6 +297,7 @@ pub fn replay(
     let mut report = Report {
         policy: opts.policy.name().to_owned(),
         mode: opts.mode.name().to_owned(),
+        class: opts.class,
         nodes: fleet.node_count(),
         gpus,
         pods: pods.len(),
@@ -288,12 +324,31 @@ pub fn replay(
         offline_unallocated_share: None,
         draw: None,
         curve: None,
+        reliability_seed: opts.reliability_seed,
+        allocated_gpu_reliability: None,
+        reliability_curve: None,
     };
     match opts.mode {
         Mode::Timeline => timeline(fleet, pods, &requests, policy, opts, &mut report),
         Mode::Saturate => saturate(fleet, pods, &requests, policy, opts, &mut report),
     }
     Ok(report)
+}
+
+/// `nodes` reliabilities in basis points from a generator seeded with `seed`: 90 % of
+/// nodes uniform in 9900..=10000, 10 % uniform in 9000..9900 (a fleet where one node in
+/// ten has had a bad month).
+pub fn seeded_reliability(seed: u64, nodes: usize) -> Vec<u16> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..nodes)
+        .map(|_| {
+            if rng.random_bool(0.9) {
+                rng.random_range(9900..=10_000)
+            } else {
+                rng.random_range(9000..9900)
+            }
+        })
+        .collect()
 }
 
 struct Job {
@@ -568,6 +623,7 @@ fn saturate(
     let mut drawn: Vec<usize> = Vec::new();
     let step = whole(CURVE_STEP * capacity as f64).max(1);
     let mut curve = Vec::new();
+    let mut reliability_curve = Vec::new();
     while requested < target && drawn.len() < MAX_SATURATE_ARRIVALS {
         let Some(i) = arrivals.next() else { break };
         drawn.push(i);
@@ -586,10 +642,15 @@ fn saturate(
         }
         if (requested - g) / step != requested / step || requested >= target {
             let free = 1.0 - fleet.allocated_gpu_milli() as f64 / capacity as f64;
-            curve.push([requested as f64 / capacity as f64, free]);
+            let arrived = requested as f64 / capacity as f64;
+            curve.push([arrived, free]);
+            if let Some(r) = fleet.allocated_gpu_reliability() {
+                reliability_curve.push([arrived, r]);
+            }
         }
     }
     report.curve = Some(curve);
+    report.reliability_curve = opts.reliability_seed.map(|_| reliability_curve);
     report.draw = Some(opts.draw.name().to_owned());
     let allocated = fleet.allocated_gpu_milli();
     report.arrivals = drawn.len();
@@ -598,6 +659,7 @@ fn saturate(
     report.unallocated_gpu_share = 1.0 - allocated as f64 / capacity as f64;
     report.failed_arrivals = Some(failed);
     report.failed_gpus_requested = Some(failed_milli as f64 / 1000.0);
+    report.allocated_gpu_reliability = fleet.allocated_gpu_reliability();
     let all_shapes = ShapeMix::observe(requests.iter().map(|r| &r.shape), usize::MAX);
     report.fragmented_gpu_share =
         Some(unusable_free_milli(&fleet, &all_shapes) as f64 / capacity as f64);
@@ -827,6 +889,38 @@ mod tests {
         let json = serde_json::to_value(run(Mode::Timeline, PolicyKind::BestFit)).unwrap();
         assert!(json["gpu_hours_allocated"].is_number());
         assert!(json["p99_queueing_delay_s"].is_number());
+    }
+
+    #[test]
+    fn seeded_reliabilities_are_plausible_and_spot_replays_ignore_them() {
+        let r = seeded_reliability(7, 10_000);
+        assert_eq!(r, seeded_reliability(7, 10_000));
+        assert!(r.iter().all(|&x| (9000..=10_000).contains(&x)));
+        let low = r.iter().filter(|&&x| x < 9900).count();
+        assert!((900..1100).contains(&low), "{low} of 10000 below 9900");
+        let at = |class, reliability_seed| {
+            let opts = ReplayOptions {
+                mode: Mode::Saturate,
+                class,
+                reliability_seed,
+                ..ReplayOptions::default()
+            };
+            let nodes = trace::read_nodes(NODES.as_bytes()).unwrap();
+            replay(&nodes, &trace::read_pods(PODS.as_bytes()).unwrap(), &opts).unwrap()
+        };
+        let plain = at(Class::OnDemand, None);
+        assert_eq!(plain.allocated_gpu_reliability, None);
+        let spot = at(Class::Spot, Some(3));
+        assert_eq!(
+            spot.curve, plain.curve,
+            "spot placements ignore reliability"
+        );
+        let mean = spot.allocated_gpu_reliability.expect("a mean");
+        assert!((9000.0..=10_000.0).contains(&mean), "{mean}");
+        let json = serde_json::to_value(at(Class::OnDemand, Some(3))).unwrap();
+        assert_eq!(json["class"], "on_demand");
+        assert!(json["allocated_gpu_reliability"].is_number());
+        assert!(json["reliability_curve"].is_array());
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub fn fleet(nodes: usize) -> Result<Fleet, FleetError> {
             cpu_milli: 224_000,
             memory_mib: 2 << 20,
             state: NodeState::Active,
+            reliability: None,
             gpus: vec![
                 GpuSpec {
                     model: model.into(),

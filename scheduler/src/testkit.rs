@@ -19,6 +19,7 @@ pub(crate) fn node(
         cpu_milli: 128_000,
         memory_mib: 1 << 20,
         state: NodeState::Active,
+        reliability: None,
         gpus: vec![
             GpuSpec {
                 model: model.into(),

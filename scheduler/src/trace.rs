@@ -151,6 +151,7 @@ pub fn fleet_specs(nodes: &[TraceNode]) -> Vec<NodeSpec> {
             cpu_milli: n.cpu_milli,
             memory_mib: n.memory_mib,
             state: NodeState::Active,
+            reliability: None,
             gpus: (0..n.gpu)
                 .map(|_| GpuSpec {
                     model: n.model.clone(),
