@@ -327,6 +327,7 @@ impl Jobs<'_> {
         );
         spawn_event_pruning(db.clone(), self.clock.clone(), settings.events.retention());
         spawn_audit_sealer(db.clone());
+        crate::fleet::reliability::spawn_refresh(db.clone(), self.clock.clone());
     }
 }
 

@@ -82,6 +82,28 @@ pub fn counted(earlier: &[RecordedWindow], device: &str, minute: DateTime<Utc>) 
         .fold(0, |covered, mask| covered | mask)
 }
 
+/// The seconds of each hour a window covers that no `earlier` window of its node covered
+/// (whatever devices they carried): what the node's availability counts.
+pub fn fresh_node_seconds(
+    masks: &BTreeMap<DateTime<Utc>, MinuteMask>,
+    earlier: &[RecordedWindow],
+) -> BTreeMap<DateTime<Utc>, i64> {
+    let mut hours = BTreeMap::new();
+    for (minute, mask) in masks {
+        let before = earlier
+            .iter()
+            .filter_map(|w| w.masks.get(minute))
+            .fold(0, |covered, m| covered | m);
+        let fresh = i64::from((mask & !before).count_ones());
+        if fresh > 0
+            && let Ok(hour) = minute.duration_trunc(TimeDelta::hours(1))
+        {
+            *hours.entry(hour).or_default() += fresh;
+        }
+    }
+    hours
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +187,19 @@ mod tests {
             }
             prop_assert_eq!(counted, truth.len() as u64);
         }
+    }
+
+    #[test]
+    fn a_node_second_counts_once_whatever_devices_carried_it() {
+        let earlier = vec![RecordedWindow {
+            masks: window_masks(t("2026-11-29T14:59:50Z"), t("2026-11-29T15:00:10Z")),
+            devices: Some(HashSet::from(["GPU-a".to_owned()])),
+        }];
+        // Overlaps the earlier window by 5 s in each hour, whatever its devices.
+        let masks = window_masks(t("2026-11-29T14:59:45Z"), t("2026-11-29T15:00:20Z"));
+        let fresh = fresh_node_seconds(&masks, &earlier);
+        assert_eq!(fresh[&t("2026-11-29T14:00:00Z")], 5);
+        assert_eq!(fresh[&t("2026-11-29T15:00:00Z")], 10);
+        assert_eq!(fresh.len(), 2);
     }
 }

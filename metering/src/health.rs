@@ -45,6 +45,11 @@ pub fn stored_kind(kind: HealthEventKind) -> &'static str {
     }
 }
 
+/// What a stored event (`gpu_events.kind`, `code`) did to its GPU's health.
+pub fn stored_effect(kind: &str, code: i32) -> Option<GpuHealth> {
+    effect(kind_of(kind)?, u32::try_from(code).ok()?)
+}
+
 fn kind_of(stored: &str) -> Option<HealthEventKind> {
     [
         HealthEventKind::Xid,

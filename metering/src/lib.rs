@@ -48,6 +48,7 @@ pub mod payments;
 pub mod payouts;
 pub mod plans;
 pub mod rating;
+pub mod reliability;
 pub mod statements;
 pub mod tax;
 pub mod usage;

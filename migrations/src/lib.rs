@@ -74,6 +74,7 @@ mod m20261206_000039_provider_agreements;
 mod m20261206_000040_provider_statements;
 mod m20261206_000041_provider_payouts;
 mod m20261206_000042_node_verification;
+mod m20261206_000043_node_reliability;
 
 pub struct Migrator;
 
@@ -123,6 +124,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000040_provider_statements::Migration),
             Box::new(m20261206_000041_provider_payouts::Migration),
             Box::new(m20261206_000042_node_verification::Migration),
+            Box::new(m20261206_000043_node_reliability::Migration),
         ]
     }
 }

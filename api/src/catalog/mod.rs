@@ -31,6 +31,9 @@ pub struct CatalogEntry {
     pub unit: String,
     pub available: u32,
     pub price: UnitPrice,
+    /// The GPU-weighted reliability (basis points) of the nodes offering it in its region;
+    /// `None` for storage and offers without a record.
+    pub reliability_bp: Option<i32>,
 }
 
 /// `catalog { skus }`: every active SKU, with how many could be ordered now (the
@@ -47,6 +50,7 @@ pub async fn list(
     let available = ordering.available(db, &skus).await?;
     let mut prices = unit_prices(db, actor.tenant_scope_or_all(), now, &skus).await?;
     let sizes = store::node_sizes(db).await?;
+    let reliability = crate::fleet::reliability::by_offer(db).await?;
     Ok(skus
         .into_iter()
         .zip(available)
@@ -56,11 +60,18 @@ pub async fn list(
                 Some(class) => u32::try_from(crate::volumes::max_gb(class)).unwrap_or(u32::MAX),
                 None => available,
             };
+            let reliability_bp = match sku.storage_class {
+                Some(_) => None,
+                None => reliability
+                    .get(&(sku.gpu_model.clone(), sku.region.clone()))
+                    .copied(),
+            };
             Some(CatalogEntry {
                 unit: unit_in(&sizes, &sku),
                 sku,
                 available,
                 price,
+                reliability_bp,
             })
         })
         .collect())

@@ -1,6 +1,7 @@
 //! The fleet: registered nodes, their place in the topology (region → zone → rack →
 //! NVLink domain) and their GPUs. Registering a node issues its agent token (one per node).
 
+pub mod reliability;
 pub(crate) mod store;
 pub mod verify;
 

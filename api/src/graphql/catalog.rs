@@ -98,6 +98,14 @@ impl Sku {
     async fn available(&self) -> u32 {
         self.0.available
     }
+
+    /// How reliable the nodes behind this offer have been over the last 30 days (0 to 1,
+    /// four decimals): their agents' coverage times their GPUs' health, weighted by GPUs
+    /// (docs/providers.md, "Reliability"). Null for storage and for offers whose nodes
+    /// have no record yet.
+    async fn reliability(&self) -> Option<String> {
+        self.0.reliability_bp.map(super::reliability::fraction)
+    }
 }
 
 #[derive(SimpleObject)]
@@ -193,6 +201,7 @@ impl CatalogMutation {
                 sku,
                 available: 0,
                 price,
+                reliability_bp: None,
             }),
         })
     }

@@ -22,6 +22,7 @@ mod plans;
 mod provider_payouts;
 mod provider_statements;
 mod providers;
+mod reliability;
 mod scalars;
 mod taxes;
 mod tenants;

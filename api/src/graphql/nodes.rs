@@ -7,6 +7,7 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{gpu, node};
 
+use super::reliability::Reliability;
 use super::scalars::{
     GqlGpuHealth, GqlNodeState, GqlNodeVerification, connection, parse_id, to_id,
 };
@@ -92,6 +93,13 @@ impl Node {
     /// When its agent last reported the registered hardware.
     async fn verified_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         self.node.verified_at
+    }
+
+    /// Its reliability and what it comes from; null before the first computation.
+    async fn reliability(&self, ctx: &Context<'_>) -> Result<Option<Reliability>> {
+        let db = super::db(ctx)?;
+        let mut found = crate::fleet::reliability::of_nodes(db, [self.node.id]).await?;
+        Ok(found.remove(&self.node.id).map(Reliability))
     }
 
     /// The agent tokens this node was given, oldest first, revoked ones included

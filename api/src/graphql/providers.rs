@@ -7,6 +7,7 @@ use neocloud_schema::entity::{provider, provider_agreement};
 use neocloud_schema::ids::ProviderId;
 
 use super::api_keys::{ApiKey, CreateApiKeyPayload};
+use super::reliability::Reliability;
 use super::scalars::{
     GqlGpuHealth, GqlNodeState, GqlNodeVerification, GqlSkuForm, parse_id, to_id,
 };
@@ -196,6 +197,13 @@ impl Provider {
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
+    /// The GPU-weighted reliability of its nodes over the last 30 days (0 to 1, four
+    /// decimals); null while none has a record.
+    async fn reliability(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        let db = super::db(ctx)?;
+        let bp = crate::fleet::reliability::of_provider(db, self.0.id).await?;
+        Ok(bp.map(super::reliability::fraction))
+    }
 }
 
 /// A GPU of a provider's node.
@@ -244,6 +252,8 @@ pub struct ProviderNode {
     /// XID and ECC events of the last 30 days, newest first, at most 20: what its health
     /// and reliability come from.
     pub health_events: Vec<ProviderHealthEvent>,
+    /// Its reliability and what it comes from; null before the first computation.
+    pub reliability: Option<Reliability>,
 }
 
 impl From<OwnNode> for ProviderNode {
@@ -293,6 +303,7 @@ impl From<OwnNode> for ProviderNode {
             gpus_in_use: i32::try_from(in_use).unwrap_or(i32::MAX),
             gpus,
             health_events,
+            reliability: own.reliability.map(Reliability),
         }
     }
 }

@@ -10,11 +10,13 @@ use neocloud_scheduler::{
     AllocationKey, Class, Exclusivity, Fleet, GpuGrant, GpuMode, GpuRef, GpuShare, GpuSpec, Health,
     NodePlacement, NodeSpec, NodeState as SchedNodeState, Placement, TenantKey,
 };
-use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node};
+use neocloud_schema::entity::{allocation, allocation_gpu, gpu, node, node_reliability};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::mig::MigProfile;
 use neocloud_schema::vocabulary::{AllocationClass, AllocationStatus, GpuHealth, NodeState};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
 use uuid::Uuid;
 
 /// One region's scheduler fleet and the mapping between its ids and the database's.
@@ -183,8 +185,10 @@ impl FleetCache {
         for alloc in leaving {
             cache.hold_for_notice(alloc, gpus_of(alloc))?;
         }
+        let reliability = reliability_bp(conn).await?;
         for region in cache.regions.values_mut() {
             region.apply_states()?;
+            region.apply_reliability(&reliability)?;
         }
         Ok(cache)
     }
@@ -320,6 +324,21 @@ async fn live_allocations<C: ConnectionTrait>(
     Ok((live, held))
 }
 
+/// Each scored node's reliability in basis points (`node_reliability`).
+async fn reliability_bp<C: ConnectionTrait>(conn: &C) -> Result<HashMap<Uuid, u16>, DbErr> {
+    let rows: Vec<(Uuid, Option<i32>)> = node_reliability::Entity::find()
+        .select_only()
+        .column(node_reliability::Column::NodeId)
+        .column(node_reliability::Column::ScoreBp)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(node, bp)| Some((node, u16::try_from(bp?).ok()?)))
+        .collect())
+}
+
 /// A node as the scheduler sees it, active and healthy: existing allocations always
 /// re-commit onto it; its state and health are applied afterwards.
 fn node_spec(n: &node::Model, gpus: &[gpu::Model]) -> NodeSpec {
@@ -340,6 +359,7 @@ fn node_spec(n: &node::Model, gpus: &[gpu::Model]) -> NodeSpec {
         // Registration bounds these; a negative value would be a broken row: no capacity.
         memory_mib: u64::try_from(n.memory_mib).unwrap_or(0),
         state: SchedNodeState::Active,
+        reliability: None,
         gpus: gpus
             .iter()
             .map(|g| GpuSpec {
@@ -371,6 +391,17 @@ impl RegionFleet {
             gpus,
             by_node,
         })
+    }
+
+    /// Gives the fleet's nodes their reliability: the tie-breaker of on-demand placements.
+    fn apply_reliability(&mut self, reliability: &HashMap<Uuid, u16>) -> Result<(), DbErr> {
+        for (i, n) in (0u32..).zip(&self.nodes) {
+            let bp = reliability.get(&Uuid::from(n.id)).copied();
+            self.fleet
+                .set_node_reliability(neocloud_scheduler::NodeId(i), bp)
+                .map_err(|e| DbErr::Custom(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// Applies the nodes' states and the GPUs' health to the fleet.

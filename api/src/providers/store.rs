@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
-    allocation, allocation_gpu, gpu, gpu_event, node, provider, provider_agreement,
+    allocation, allocation_gpu, gpu, gpu_event, node, node_reliability, provider,
+    provider_agreement,
 };
 use neocloud_schema::ids::{AllocationId, NodeId, ProviderId};
 use sea_orm::{
@@ -117,6 +118,7 @@ pub struct OwnNode {
     /// XID and ECC events of the last `EVENT_DAYS` days, newest first, at most
     /// `EVENTS_PER_NODE`.
     pub events: Vec<gpu_event::Model>,
+    pub reliability: Option<node_reliability::Model>,
 }
 
 impl OwnNode {
@@ -126,6 +128,7 @@ impl OwnNode {
             gpus: Vec::new(),
             held: Vec::new(),
             events: Vec::new(),
+            reliability: None,
         }
     }
 }
@@ -169,12 +172,16 @@ pub(crate) async fn nodes_of<C: ConnectionTrait>(
         .limit(EVENTS_READ)
         .all(conn)
         .await?;
+    let mut reliability =
+        crate::fleet::reliability::of_nodes(conn, nodes.iter().map(|n| n.id)).await?;
     // Which node each running allocation is on: what a held GPU is grouped by.
     let node_of: HashMap<AllocationId, NodeId> =
         running.iter().map(|a| (a.id, a.node_id)).collect();
     let mut own: HashMap<NodeId, OwnNode> = HashMap::new();
     for node in &nodes {
-        own.insert(node.id, OwnNode::default_for(node.clone()));
+        let mut entry = OwnNode::default_for(node.clone());
+        entry.reliability = reliability.remove(&node.id);
+        own.insert(node.id, entry);
     }
     for g in gpus {
         if let Some(n) = own.get_mut(&g.node_id) {

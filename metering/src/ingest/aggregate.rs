@@ -218,10 +218,12 @@ async fn fold_batches<C: ConnectionTrait>(
             changed: BTreeSet::new(),
         },
         buckets: store::Buckets::new(),
+        coverage: BTreeMap::new(),
     };
     let all_effects = items.iter().map(|item| pass.fold_batch(item)).collect();
     store::save_energy(txn, &pass.energy.changed_rows()).await?;
     store::add_increments(txn, &pass.buckets).await?;
+    store::add_coverage(txn, &pass.coverage).await?;
     Ok(all_effects)
 }
 
@@ -234,6 +236,8 @@ struct PassFold<'a> {
     recorded: HashMap<Uuid, Vec<RecordedWindow>>,
     energy: EnergyCursors,
     buckets: store::Buckets,
+    /// Seconds each node's agent newly covered, per (node, hour).
+    coverage: BTreeMap<(Uuid, DateTime<Utc>), i64>,
 }
 
 impl PassFold<'_> {
@@ -243,6 +247,9 @@ impl PassFold<'_> {
         let mut effects = Effects::default();
         let masks = window_masks(batch.window.start, batch.window.end);
         let earlier = self.recorded.entry(node.id).or_default();
+        for (hour, seconds) in coverage::fresh_node_seconds(&masks, earlier) {
+            *self.coverage.entry((node.id, hour)).or_default() += seconds;
+        }
         // MIG instances credited in this batch, by (allocation, GPU): one each.
         let mut claimed: HashMap<(Uuid, &str), &str> = HashMap::new();
         for device in &batch.devices {

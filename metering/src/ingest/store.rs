@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::{
     allocation, allocation_gpu, gpu, gpu_event, ingest_anomaly, ingest_batch, ingest_pending,
-    ingest_quarantine, node, node_energy, usage_minute,
+    ingest_quarantine, node, node_coverage_hour, node_energy, usage_minute,
 };
 use neocloud_schema::ids::{SkuId, TenantId};
 use neocloud_schema::ingest::{Batch, HealthEvent};
@@ -770,6 +770,44 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
             .await?;
     }
     Ok(touched)
+}
+
+/// Adds the seconds agents newly covered to their nodes' hours (`node_coverage_hours`).
+pub(super) async fn add_coverage<C: ConnectionTrait>(
+    conn: &C,
+    coverage: &BTreeMap<(Uuid, DateTime<Utc>), i64>,
+) -> Result<(), DbErr> {
+    use sea_orm::sea_query::ExprTrait as _;
+    let rows: Vec<node_coverage_hour::ActiveModel> = coverage
+        .iter()
+        .map(|((node, hour), seconds)| node_coverage_hour::ActiveModel {
+            node_id: Set((*node).into()),
+            hour_start: Set(*hour),
+            seconds: Set(*seconds),
+        })
+        .collect();
+    let conflict = OnConflict::columns([
+        node_coverage_hour::Column::NodeId,
+        node_coverage_hour::Column::HourStart,
+    ])
+    .value(
+        node_coverage_hour::Column::Seconds,
+        Expr::col((
+            node_coverage_hour::Entity,
+            node_coverage_hour::Column::Seconds,
+        ))
+        .add(Expr::cust("excluded.seconds")),
+    )
+    .to_owned();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
+        node_coverage_hour::Entity::insert_many(chunk)
+            .on_conflict(conflict.clone())
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// PostgreSQL: one upsert for all the buckets, the sums done in `NUMERIC` (exact). The rows
