@@ -20,6 +20,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Datelike, DurationRound, TimeDelta, TimeZone, Utc};
@@ -29,6 +30,7 @@ use neocloud_schema::vocabulary::GpuHealth;
 use rust_decimal::Decimal;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 use support::{Backend, TestApp, error_code};
 
@@ -744,6 +746,9 @@ struct Connect {
     requests: Arc<Mutex<Vec<Request>>>,
     /// Transfers created, by idempotency key.
     transfers: Arc<Mutex<BTreeMap<String, String>>>,
+    /// While set, a new transfer is created and its answer never sent (the caller is
+    /// killed while it waits).
+    hold: Arc<AtomicBool>,
 }
 
 async fn connect_api(
@@ -776,12 +781,22 @@ async fn connect_api(
         .lock()
         .expect("lock")
         .push((key.clone(), form.clone()));
-    let mut transfers = connect.transfers.lock().expect("lock");
-    if let Some(known) = transfers.get(&key) {
+    let known = connect.transfers.lock().expect("lock").get(&key).cloned();
+    if let Some(known) = known {
         return HttpResponse::Ok()
             .content_type("application/json")
-            .body(known.clone());
+            .body(known);
     }
+    let created = transfer_from(&form);
+    connect.transfers.lock().expect("lock").insert(key, created);
+    if connect.hold.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+    }
+    HttpResponse::InternalServerError().finish()
+}
+
+/// The recorded transfer, filled in from a request's form.
+fn transfer_from(form: &BTreeMap<String, String>) -> String {
     let path = format!(
         "{}/tests/fixtures/stripe/transfer.json",
         env!("CARGO_MANIFEST_DIR")
@@ -791,15 +806,13 @@ async fn connect_api(
         .filter_map(|(k, v)| Some((k.strip_prefix("metadata[")?.strip_suffix(']')?, v.as_str())))
         .collect();
     let field = |k: &str| form.get(k).cloned().unwrap_or_default();
-    let body = std::fs::read_to_string(path)
+    std::fs::read_to_string(path)
         .expect("fixture")
         .replace("{{amount}}", &field("amount"))
         .replace("{{currency}}", &field("currency"))
         .replace("{{destination}}", &field("destination"))
         .replace("{{transfer_group}}", &field("transfer_group"))
-        .replace("{{metadata}}", &json!(metadata).to_string());
-    transfers.insert(key, body);
-    HttpResponse::InternalServerError().finish()
+        .replace("{{metadata}}", &json!(metadata).to_string())
 }
 
 fn connect_server() -> (String, Connect) {
@@ -1024,6 +1037,130 @@ xmlschema.XMLSchema(str(xsd)).validate(sys.argv[1])\n";
         "the file is not valid pain.001.001.09: {}\n{xml}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// What the ledger holds in transit to providers (all currencies), balanced.
+async fn in_transit(app: &TestApp) -> Decimal {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ ledgerBalances { account balance } ledgerCheck { balanced } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["ledgerCheck"]["balanced"], true, "{r}");
+    r["data"]["ledgerBalances"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|b| b["account"] == "PAYOUTS_IN_TRANSIT")
+        .map(|b| money(&b["balance"]))
+        .sum()
+}
+
+/// `neocloud serve` (the worker that sends payouts) on `app`'s database, paying through
+/// the Connect server at `connect_url`.
+fn payout_worker(app: &TestApp, connect_url: &str) -> support::Killed {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_neocloud"))
+        .args(["serve", "--role", "worker"])
+        .env(
+            "NEOCLOUD_DATABASE_URL",
+            app.settings.database_url.expose_secret(),
+        )
+        .env(
+            "NEOCLOUD_LISTEN",
+            format!("127.0.0.1:{}", support::free_port()),
+        )
+        .env("NEOCLOUD_STRIPE_SECRET_KEY", "sk_test_connect")
+        .env("NEOCLOUD_STRIPE_API_BASE", connect_url)
+        .env("NEOCLOUD_LOG_FILTER", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn neocloud serve");
+    support::Killed(child)
+}
+
+/// The process sending a payout is killed (kill -9) after Stripe created the transfer
+/// but before its answer came back; restarted, it sends the same request under the same
+/// idempotency key, so Stripe pays once and the payout is recorded sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payout_killed_mid_transfer_is_paid_once() {
+    let (url, connect) = connect_server();
+    connect.hold.store(true, Ordering::SeqCst);
+    // This server has no Stripe: only the worker processes below send payouts.
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        return;
+    };
+    let connect_payout = json!({"currency": "USD", "payoutMethod": "STRIPE_CONNECT",
+                                "payoutAccount": "acct_1RheinGpu0000001"});
+    let sepa_payout = json!({"currency": "EUR", "payoutMethod": "SEPA_CREDIT_TRANSFER",
+                             "payoutAccount": "FR14 2004 1010 0505 0001 3M02 606 PSSTFRPPXXX"});
+    let (sku, (rhein_key, _), tenants) = marketplace(&app, (connect_payout, sepa_payout)).await;
+    let plan = [
+        (0, "ON_DEMAND"),
+        (0, "ON_DEMAND"),
+        (1, "ON_DEMAND"),
+        (2, "ON_DEMAND"),
+        (1, "SPOT"),
+        (2, "SPOT"),
+    ];
+    let ran = place_and_release(&app, &sku, &tenants, &plan).await;
+    set_lifetimes(&app, &ran).await;
+    app.advance(TimeDelta::days(2));
+    for (tenant, _) in &tenants {
+        app.close_period(tenant, "id").await;
+    }
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    let queued = payouts_of(&app, &rhein_key).await;
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(queued[0]["status"], "queued");
+    // Due now for the workers, which run on the system's clock.
+    app.db
+        .execute_unprepared(
+            "UPDATE provider_payouts SET next_attempt_at = now() - interval '1 minute'",
+        )
+        .await
+        .expect("due");
+
+    assert_eq!(in_transit(&app).await, money(&queued[0]["amount"]));
+    let mut worker = payout_worker(&app, &url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while connect.transfers.lock().expect("lock").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no transfer was requested"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    worker.0.kill().expect("kill -9");
+    worker.0.wait().expect("reaped");
+    assert_eq!(payouts_of(&app, &rhein_key).await[0]["status"], "queued");
+
+    connect.hold.store(false, Ordering::SeqCst);
+    let _worker = payout_worker(&app, &url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let payout = loop {
+        let p = payouts_of(&app, &rhein_key).await.remove(0);
+        if p["status"] == "sent" {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "never sent: {p}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(payout["reference"], "tr_1QhX2bL9aZ0Connect0001");
+    // Give a wrongly repeated transfer time to show.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let requests = connect.requests.lock().expect("lock").clone();
+    assert!(requests.len() >= 2, "{requests:?}");
+    assert!(
+        requests.iter().all(|r| r == &requests[0]),
+        "every attempt is the same request under the same key: {requests:?}"
+    );
+    assert_eq!(connect.transfers.lock().expect("lock").len(), 1);
+    // Paid once in the ledger too: out of transit once, whatever was sent twice.
+    assert_eq!(in_transit(&app).await, Decimal::ZERO);
 }
 
 on_both_databases!(
