@@ -47,12 +47,18 @@ pub fn window_end(now: DateTime<Utc>) -> DateTime<Utc> {
     end.duration_trunc(TimeDelta::seconds(1)).unwrap_or(end)
 }
 
-/// A node's window: the last [`WINDOW_DAYS`] before `end`, from when its agent first
-/// reported if that is later — the end of its first covered hour less the seconds it
-/// covered there (`first`: that hour and its seconds); `None` before any report.
-pub fn window(end: DateTime<Utc>, first: Option<(DateTime<Utc>, i64)>) -> Option<Window> {
+/// A node's window as of `now`: the last [`WINDOW_DAYS`] before [`window_end`], from when
+/// its agent first reported if that is later — the end of its first covered hour (or
+/// `now`, while that hour lasts) less the seconds covered in it (`first`: that hour and
+/// its seconds); `None` before any report.
+pub fn window(now: DateTime<Utc>, first: Option<(DateTime<Utc>, i64)>) -> Option<Window> {
     let (hour, seconds) = first?;
-    let reported = hour + TimeDelta::seconds(3600 - seconds.clamp(0, 3600));
+    let covered_until = (hour + TimeDelta::hours(1)).min(now);
+    let reported = covered_until - TimeDelta::seconds(seconds.clamp(0, 3600));
+    let reported = reported
+        .duration_trunc(TimeDelta::seconds(1))
+        .unwrap_or(reported);
+    let end = window_end(now);
     let start = reported.max(end - TimeDelta::days(WINDOW_DAYS));
     (start < end).then_some(Window { start, end })
 }

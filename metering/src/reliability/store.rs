@@ -41,7 +41,7 @@ pub async fn refresh<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result
     let first = first_reports(conn).await?;
     let windows: HashMap<NodeId, Window> = nodes
         .iter()
-        .filter_map(|n| Some((*n, window(end, first.get(n).copied())?)))
+        .filter_map(|n| Some((*n, window(now, first.get(n).copied())?)))
         .collect();
     // The hour the window starts in is counted whole: bounded by the window below.
     let first_hour = earliest

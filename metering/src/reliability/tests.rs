@@ -6,14 +6,15 @@ fn t(s: &str) -> DateTime<Utc> {
 
 #[test]
 fn the_window_is_thirty_days_or_since_the_agent_first_reported() {
-    let end = window_end(t("2026-12-06T16:42:10.5Z"));
-    assert_eq!(end, t("2026-12-06T16:40:10Z"));
-    assert_eq!(window(end, None), None);
-    let old = window(end, Some((t("2026-01-01T00:00:00Z"), 3600))).expect("window");
+    let now = t("2026-12-06T16:42:10.5Z");
+    assert_eq!(window_end(now), t("2026-12-06T16:40:10Z"));
+    assert_eq!(window(now, None), None);
+    let old = window(now, Some((t("2026-01-01T00:00:00Z"), 3600))).expect("window");
     assert_eq!(old.start, t("2026-11-06T16:40:10Z"));
+    assert_eq!(old.end, t("2026-12-06T16:40:10Z"));
     assert_eq!(old.seconds(), 30 * 86_400);
     // First covered hour 10:00 with 1,800 s: the agent reported from 10:30.
-    let new = window(end, Some((t("2026-12-06T10:00:00Z"), 1800))).expect("window");
+    let new = window(now, Some((t("2026-12-06T10:00:00Z"), 1800))).expect("window");
     assert_eq!(new.start, t("2026-12-06T10:30:00Z"));
     assert_eq!(new.seconds(), 6 * 3600 + 10 * 60 + 10);
     assert_eq!(new.overlap(t("2026-12-06T09:00:00Z"), None), new.seconds());
@@ -25,8 +26,11 @@ fn the_window_is_thirty_days_or_since_the_agent_first_reported() {
         new.overlap(t("2026-12-06T08:00:00Z"), Some(t("2026-12-06T09:00:00Z"))),
         0
     );
+    // The first hour is the current one: covered up to now, 600 s of it.
+    let current = window(now, Some((t("2026-12-06T16:00:00Z"), 600))).expect("window");
+    assert_eq!(current.start, t("2026-12-06T16:32:10Z"));
     // An agent that started within the last two minutes has no window yet.
-    assert_eq!(window(end, Some((t("2026-12-06T16:00:00Z"), 60))), None);
+    assert_eq!(window(now, Some((t("2026-12-06T16:00:00Z"), 60))), None);
 }
 
 #[test]
