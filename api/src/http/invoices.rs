@@ -1,4 +1,4 @@
-//! `GET /v1/invoices/{id}/export?format=csv|json|pdf|focus` and
+//! `GET /v1/invoices/{id}/export?format=csv|json|pdf|focus|ubl|cii|facturx` and
 //! `GET /v1/credit-notes/{id}/export?format=…`: an invoice or a credit note as a file, for
 //! the tenant it belongs to (or an operator). Another tenant's is `404`, exactly as a
 //! missing one.
@@ -35,7 +35,7 @@ pub async fn export(
             .await?
             .map(|t| t.name)
             .unwrap_or_default();
-        let body = export::render_export(&view, format, &state.billing.operator_name, &tenant);
+        let body = export::render_export(&view, format, &state.billing.operator_name, &tenant)?;
         Ok::<_, ApiError>((format, export::file_name(&view, format), body))
     }
     .await;
@@ -57,7 +57,7 @@ pub async fn credit_note(
             .map(|t| t.name)
             .unwrap_or_default();
         let operator = &state.billing.operator_name;
-        let body = credit_note_export::render_export(&view, format, operator, &tenant);
+        let body = credit_note_export::render_export(&view, format, operator, &tenant)?;
         Ok::<_, ApiError>((format, credit_note_export::file_name(&view, format), body))
     }
     .await;

@@ -7,8 +7,10 @@ use rust_decimal::Decimal;
 use serde_json::json;
 
 use super::credit_notes::CreditNoteView;
-use super::export::{Format, row};
-use super::pdf::{PdfInvoice, PdfLine, render};
+use super::einvoice::{self, Document};
+use super::export::{Format, missing, row};
+use super::pdf::{PdfInvoice, PdfLine, render, render_facturx};
+use crate::error::ApiResult;
 
 pub fn file_name(view: &CreditNoteView, format: Format) -> String {
     format!("{}.{}", view.note.number, format.extension())
@@ -19,13 +21,22 @@ pub fn render_export(
     format: Format,
     operator: &str,
     tenant: &str,
-) -> Vec<u8> {
-    match format {
+) -> ApiResult<Vec<u8>> {
+    let e_invoice = || Document::of_credit_note(view).map_err(missing);
+    Ok(match format {
         Format::Csv => csv(view).into_bytes(),
         Format::Json => json(view, operator, tenant),
         Format::Pdf => render(&pdf_document(view, operator, tenant)),
         Format::Focus => focus(view, operator, tenant).into_bytes(),
-    }
+        Format::Ubl => einvoice::ubl::render(&e_invoice()?)
+            .map_err(missing)?
+            .into_bytes(),
+        Format::Cii => einvoice::cii::render(&e_invoice()?).into_bytes(),
+        Format::FacturX => {
+            let xml = einvoice::cii::render(&e_invoice()?);
+            render_facturx(&pdf_document(view, operator, tenant), xml.as_bytes())
+        }
+    })
 }
 
 const CSV_COLUMNS: [&str; 11] = [

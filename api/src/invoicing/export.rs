@@ -1,13 +1,16 @@
 //! Invoice exports: CSV (a row per line, with the usage behind it), JSON (everything
-//! needed to recompute the total), PDF (the document a customer files), and FOCUS (the
-//! FinOps Open Cost and Usage Specification column layout, one row per line).
+//! needed to recompute the total), PDF (the document a customer files), FOCUS (the
+//! FinOps Open Cost and Usage Specification column layout, one row per line), and the
+//! EN 16931 e-invoices: UBL 2.1 (Peppol BIS Billing 3.0), CII, and Factur-X (the PDF as
+//! PDF/A-3 with its CII embedded).
 
 use neocloud_metering::parties::{Buyer, Parties, Seller};
 use neocloud_metering::rating::period::Line;
 use serde_json::json;
 
 use super::InvoiceView;
-use super::pdf::{PdfInvoice, PdfLine, render};
+use super::einvoice::{self, Document};
+use super::pdf::{PdfInvoice, PdfLine, render, render_facturx};
 use crate::error::{ApiError, ApiResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +19,9 @@ pub enum Format {
     Json,
     Pdf,
     Focus,
+    Ubl,
+    Cii,
+    FacturX,
 }
 
 impl Format {
@@ -25,7 +31,13 @@ impl Format {
             "json" => Ok(Format::Json),
             "pdf" => Ok(Format::Pdf),
             "focus" => Ok(Format::Focus),
-            _ => Err(ApiError::invalid("format", "one of csv, json, pdf, focus")),
+            "ubl" => Ok(Format::Ubl),
+            "cii" => Ok(Format::Cii),
+            "facturx" => Ok(Format::FacturX),
+            _ => Err(ApiError::invalid(
+                "format",
+                "one of csv, json, pdf, focus, ubl, cii, facturx",
+            )),
         }
     }
 
@@ -33,7 +45,8 @@ impl Format {
         match self {
             Format::Csv | Format::Focus => "text/csv; charset=utf-8",
             Format::Json => "application/json",
-            Format::Pdf => "application/pdf",
+            Format::Pdf | Format::FacturX => "application/pdf",
+            Format::Ubl | Format::Cii => "application/xml",
         }
     }
 
@@ -43,6 +56,9 @@ impl Format {
             Format::Focus => "focus.csv",
             Format::Json => "json",
             Format::Pdf => "pdf",
+            Format::Ubl => "ubl.xml",
+            Format::Cii => "cii.xml",
+            Format::FacturX => "facturx.pdf",
         }
     }
 }
@@ -57,12 +73,35 @@ pub fn file_name(view: &InvoiceView, format: Format) -> String {
     format!("{stem}.{}", format.extension())
 }
 
-pub fn render_export(view: &InvoiceView, format: Format, operator: &str, tenant: &str) -> Vec<u8> {
-    match format {
+/// The invoice as a file. An e-invoice of an invoice that lacks what EN 16931 requires
+/// (a draft, no buyer profile, no taxes, no seller VAT id) is `INVALID_STATE`, saying what
+/// is missing.
+pub fn render_export(
+    view: &InvoiceView,
+    format: Format,
+    operator: &str,
+    tenant: &str,
+) -> ApiResult<Vec<u8>> {
+    let e_invoice = || Document::of_invoice(view).map_err(missing);
+    Ok(match format {
         Format::Csv => csv(view).into_bytes(),
         Format::Focus => focus(view, operator, tenant).into_bytes(),
         Format::Json => json(view, operator, tenant),
         Format::Pdf => render(&pdf_document(view, operator, tenant)),
+        Format::Ubl => einvoice::ubl::render(&e_invoice()?)
+            .map_err(missing)?
+            .into_bytes(),
+        Format::Cii => einvoice::cii::render(&e_invoice()?).into_bytes(),
+        Format::FacturX => {
+            let xml = einvoice::cii::render(&e_invoice()?);
+            render_facturx(&pdf_document(view, operator, tenant), xml.as_bytes())
+        }
+    })
+}
+
+pub(super) fn missing(why: einvoice::Missing) -> ApiError {
+    ApiError::InvalidState {
+        message: format!("no e-invoice: {why}"),
     }
 }
 

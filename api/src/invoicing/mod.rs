@@ -5,9 +5,11 @@
 
 pub mod credit_note_export;
 pub mod credit_notes;
+pub mod einvoice;
 pub mod export;
 mod focus;
 pub mod pdf;
+mod pdfa;
 pub mod taxes;
 
 use chrono::{DateTime, TimeDelta, Utc};

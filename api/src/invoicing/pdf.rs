@@ -3,7 +3,8 @@
 //! [`render`] lays out a [`PdfInvoice`] on A4 pages and writes a PDF 1.4 file by
 //! hand: uncompressed content streams, an exact cross-reference table and the two
 //! standard-14 fonts Helvetica and Helvetica-Bold in WinAnsiEncoding, so no font is
-//! embedded. Text is measured with the Adobe AFM glyph widths to right-align numbers
+//! embedded. [`render_facturx`] writes the same pages as a Factur-X PDF/A-3B, with
+//! metric-compatible fonts embedded and the invoice's XML attached (`pdfa.rs`). Text is measured with the Adobe AFM glyph widths to right-align numbers
 //! and wrap descriptions. Writing the format directly keeps the output deterministic
 //! and the billing service free of PDF, font and compression crates.
 
@@ -484,9 +485,8 @@ impl Layout<'_> {
     }
 }
 
-/// Renders the invoice as PDF bytes (A4 portrait). Never panics; many lines flow onto
-/// further pages, with the table header repeated and "Page n of m" on each page.
-pub fn render(invoice: &PdfInvoice) -> Vec<u8> {
+/// Lays the invoice out: its title and each page's content stream.
+fn lay_out(invoice: &PdfInvoice) -> (String, Vec<String>) {
     let mut layout = Layout {
         inv: invoice,
         pages: Vec::new(),
@@ -507,45 +507,83 @@ pub fn render(invoice: &PdfInvoice) -> Vec<u8> {
     layout.totals();
     layout.notes();
     let title = doc_title(invoice);
-    assemble(&title, &invoice.operator_name, &layout.finish())
+    (title, layout.finish())
 }
 
-/// Serializes catalog, page tree, fonts, info and pages with an exact xref table.
-fn assemble(title: &str, author: &str, pages: &[String]) -> Vec<u8> {
+/// Renders the invoice as PDF bytes (A4 portrait). Never panics; many lines flow onto
+/// further pages, with the table header repeated and "Page n of m" on each page.
+pub fn render(invoice: &PdfInvoice) -> Vec<u8> {
+    let (title, pages) = lay_out(invoice);
+    assemble(&title, &invoice.operator_name, &pages, None)
+}
+
+/// The same document as a Factur-X PDF/A-3B carrying `xml` (the invoice's CII), its
+/// fonts embedded (`pdfa.rs`).
+pub fn render_facturx(invoice: &PdfInvoice, xml: &[u8]) -> Vec<u8> {
+    let (title, pages) = lay_out(invoice);
+    assemble(&title, &invoice.operator_name, &pages, Some(xml))
+}
+
+/// A PDF literal string of `text`, as the Info dictionary and the XMP share it.
+fn info_text(text: &str) -> (String, String) {
+    let bytes = encode(text);
+    let mut literal = String::new();
+    push_pdf_string(&mut literal, &bytes);
+    (literal, bytes.iter().map(|&b| char::from(b)).collect())
+}
+
+/// Serializes catalog, page tree, fonts, info and pages with an exact xref table; with
+/// `archive` (a Factur-X XML), as PDF/A-3B with its fonts embedded and the XML attached.
+fn assemble(title: &str, author: &str, pages: &[String], archive: Option<&[u8]>) -> Vec<u8> {
     let count = pages.len();
     let kids: Vec<String> = (0..count).map(|i| format!("{} 0 R", 6 + 2 * i)).collect();
     let kids = kids.join(" ");
-    let mut objects = vec![
-        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
-        format!("<< /Type /Pages /Kids [{kids}] /Count {count} >>"),
+    let (title, title_text) = info_text(title);
+    let (author, author_text) = info_text(author);
+    let archive =
+        archive.map(|xml| super::pdfa::archive(6 + 2 * count, &title_text, &author_text, xml));
+    let catalog = archive.as_ref().map_or("", |a| a.catalog.as_str());
+    let mut objects: Vec<Vec<u8>> = vec![
+        format!("<< /Type /Catalog /Pages 2 0 R {catalog}>>").into_bytes(),
+        format!("<< /Type /Pages /Kids [{kids}] /Count {count} >>").into_bytes(),
     ];
-    for name in ["Helvetica", "Helvetica-Bold"] {
-        let font = format!("/Type /Font /Subtype /Type1 /BaseFont /{name}");
-        objects.push(format!("<< {font} /Encoding /WinAnsiEncoding >>"));
+    for (i, name) in ["Helvetica", "Helvetica-Bold"].iter().enumerate() {
+        let font = match &archive {
+            Some(a) => a.fonts[i].clone(),
+            None => format!(
+                "<< /Type /Font /Subtype /Type1 /BaseFont /{name} /Encoding /WinAnsiEncoding >>"
+            ),
+        };
+        objects.push(font.into_bytes());
     }
-    let mut info = String::from("<< /Title ");
-    push_pdf_string(&mut info, &encode(title));
-    info.push_str(" /Author ");
-    push_pdf_string(&mut info, &encode(author));
-    info.push_str(" /Producer (neocloud) >>");
-    objects.push(info);
+    objects
+        .push(format!("<< /Title {title} /Author {author} /Producer (neocloud) >>").into_bytes());
     for (i, content) in pages.iter().enumerate() {
         let (fonts, contents) = ("<< /F1 3 0 R /F2 4 0 R >>", 7 + 2 * i);
-        objects.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_W} {PAGE_H}] \
-             /Resources << /Font {fonts} >> /Contents {contents} 0 R >>"
-        ));
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_W} {PAGE_H}] \
+                 /Resources << /Font {fonts} >> /Contents {contents} 0 R >>"
+            )
+            .into_bytes(),
+        );
         let length = content.len();
-        objects.push(format!(
-            "<< /Length {length} >>\nstream\n{content}\nendstream"
-        ));
+        objects.push(format!("<< /Length {length} >>\nstream\n{content}\nendstream").into_bytes());
+    }
+    let id = archive.as_ref().map(|a| a.id.clone());
+    if let Some(a) = archive {
+        objects.extend(a.objects);
     }
 
-    let mut out = b"%PDF-1.4\n%\xE2\xE3\xCF\xD3\n".to_vec();
+    let version = if id.is_some() { "1.7" } else { "1.4" };
+    let mut out = format!("%PDF-{version}\n").into_bytes();
+    out.extend_from_slice(b"%\xE2\xE3\xCF\xD3\n");
     let mut offsets = Vec::with_capacity(objects.len());
     for (i, body) in objects.iter().enumerate() {
         offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
     }
     let (xref_at, size) = (out.len(), objects.len() + 1);
     let mut tail = format!("xref\n0 {size}\n0000000000 65535 f \n");
@@ -553,7 +591,8 @@ fn assemble(title: &str, author: &str, pages: &[String]) -> Vec<u8> {
         // Each entry is exactly 20 bytes, including the space before the newline.
         let _ = writeln!(tail, "{offset:010} 00000 n ");
     }
-    let trailer = format!("<< /Size {size} /Root 1 0 R /Info 5 0 R >>");
+    let id = id.map(|id| format!(" /ID {id}")).unwrap_or_default();
+    let trailer = format!("<< /Size {size} /Root 1 0 R /Info 5 0 R{id} >>");
     let _ = write!(tail, "trailer\n{trailer}\nstartxref\n{xref_at}\n%%EOF\n");
     out.extend_from_slice(tail.as_bytes());
     out
@@ -619,7 +658,7 @@ mod tests {
     /// Checks header, xref offsets, startxref, stream lengths, string balance and
     /// the page tree; returns the number of pages.
     fn check(pdf: &[u8]) -> usize {
-        assert!(pdf.starts_with(b"%PDF-1.4\n"));
+        assert!(pdf.starts_with(b"%PDF-1.4\n") || pdf.starts_with(b"%PDF-1.7\n"));
         assert!(pdf.trim_ascii_end().ends_with(b"%%EOF"));
         let startxref = pdf.windows(9).rposition(|w| w == b"startxref").unwrap();
         let xref = number_at(pdf, startxref + 10);
@@ -635,15 +674,19 @@ mod tests {
         }
         let trailer = format!("trailer\n<< /Size {size} /Root 1 0 R");
         assert!(pdf[first + 20 * size..].starts_with(trailer.as_bytes()));
-        let mut at = 0;
+        let (mut at, mut outside) = (0, Vec::new());
         while let Some(pos) = find(&pdf[at..], "/Length ") {
             let len = number_at(pdf, at + pos + 8);
             let start = at + pos + find(&pdf[at + pos..], "stream\n").unwrap() + 7;
             assert!(pdf[start + len..].starts_with(b"\nendstream\nendobj\n"));
+            // Strings are balanced outside binary (font) streams.
+            let binary = pdf[start..start + len].iter().any(|&b| b < 9);
+            outside.extend_from_slice(&pdf[at..if binary { start } else { start + len }]);
             at = start + len;
         }
+        outside.extend_from_slice(&pdf[at..]);
         let (mut depth, mut escaped) = (0, false);
-        for &b in pdf {
+        for &b in &outside {
             match b {
                 _ if escaped => escaped = false,
                 b'\\' if depth > 0 => escaped = true,
@@ -657,6 +700,40 @@ mod tests {
         let pages = count(pdf, "/Type /Page /");
         assert!(find(pdf, &format!("/Count {pages} ")).is_some());
         pages
+    }
+
+    #[test]
+    fn the_embedded_fonts_have_the_widths_the_layout_measures_with() {
+        let [regular, bold] = crate::invoicing::pdfa::embedded_widths();
+        for (embedded, afm) in [(regular, &HELVETICA), (bold, &HELVETICA_BOLD)] {
+            for (code, (&e, &a)) in (32..).zip(embedded.iter().zip(afm.iter())) {
+                assert!(e.abs_diff(u32::from(a)) <= 1, "code {code}: {e} vs {a}");
+            }
+        }
+    }
+
+    #[test]
+    fn facturx_is_the_same_pages_as_pdfa_with_the_xml_attached() {
+        let xml = b"<?xml version=\"1.0\"?><rsm:CrossIndustryInvoice/>";
+        let plain = render(&sample(60));
+        let pdf = render_facturx(&sample(60), xml);
+        assert_eq!(check(&pdf), check(&plain));
+        assert!(pdf.starts_with(b"%PDF-1.7\n"));
+        for needed in [
+            "/Subtype /TrueType /BaseFont /LiberationSans ",
+            "/BaseFont /LiberationSans-Bold ",
+            "/FontFile2 ",
+            "/OutputIntents [",
+            "/AFRelationship /Data",
+            "/EmbeddedFiles << /Names [(factur-x.xml)",
+            "<pdfaid:part>3</pdfaid:part>",
+            "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">Invoice NC-2026-000123</rdf:li>",
+            " /ID [<",
+        ] {
+            assert!(find(&pdf, needed).is_some(), "{needed}");
+        }
+        assert!(pdf.windows(xml.len()).any(|w| w == xml));
+        assert_eq!(count(&pdf, "/Helvetica"), 0);
     }
 
     #[test]
