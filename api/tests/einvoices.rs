@@ -94,6 +94,12 @@ fn validate(files: &[std::path::PathBuf], tampered: &std::path::Path) {
     assert!(!valid && report.contains("BR-CO-16"), "{report}");
 }
 
+/// `invoice { eInvoice }` as `key`: the formats offered and what keeps the others.
+async fn e_invoice(app: &TestApp, key: &str, id: &Value) -> Value {
+    let query = "query($id: ID!) { invoice(id: $id) { eInvoice { formats missing } } }";
+    app.gql(Some(key), query, json!({"id": id})).await["data"]["invoice"]["eInvoice"].clone()
+}
+
 /// `<tag currencyID="USD">amount</tag>`.
 fn amount(tag: &str, value: &str) -> String {
     format!("<{tag} currencyID=\"USD\">{value}</{tag}>")
@@ -202,6 +208,10 @@ async fn every_tax_case_is_a_valid_e_invoice(backend: Backend) {
     );
     std::fs::write(&tampered, wrong).expect("write");
     validate(&files, &tampered);
+    assert_eq!(
+        e_invoice(&app, &domestic.admin, &invoices[0]["id"]).await,
+        json!({"formats": ["facturx", "ubl", "cii"], "missing": []})
+    );
 
     // Figures by hand, at 0.10 per GB.
     let expected: [&[String]; 6] = [
@@ -287,6 +297,20 @@ async fn what_an_e_invoice_lacks_is_named_and_others_see_nothing(backend: Backen
         let field = |k: &str| v["error"][k].as_str().unwrap_or_default().to_owned();
         (field("code"), field("message"))
     };
+
+    // What the portal reads before offering the downloads.
+    let offered = e_invoice(&app, &anonymous.admin, &first["id"]).await;
+    assert_eq!(offered["formats"], json!([]), "{offered}");
+    assert!(
+        offered["missing"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("billing profile")),
+        "{offered}"
+    );
+    let offered = e_invoice(&app, &no_email.admin, &second["id"]).await;
+    assert_eq!(offered["formats"], json!(["facturx", "cii"]), "{offered}");
+    let offered = e_invoice(&app, &stranger, &second["id"]).await;
+    assert!(offered.is_null(), "{offered}");
 
     let (status, body) = export(&app, &anonymous.admin, "invoices", &first["id"], "ubl").await;
     let (code, message) = refusal(&body);

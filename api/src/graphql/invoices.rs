@@ -152,6 +152,16 @@ impl From<&Line> for InvoiceLine {
 }
 
 /// A credit note as an invoice lists it (`creditNote(id)` has the rest).
+/// Which EN 16931 e-invoices an invoice exports as
+/// (`GET /v1/invoices/{id}/export?format=…`).
+#[derive(SimpleObject)]
+pub struct EInvoice {
+    /// Of `facturx` (PDF/A-3 with the CII inside), `ubl` (Peppol BIS 3.0), `cii`.
+    pub formats: Vec<&'static str>,
+    /// What keeps it from the others (e.g. "the buyer had no billing profile …").
+    pub missing: Vec<String>,
+}
+
 #[derive(SimpleObject)]
 pub struct InvoiceCreditNote {
     pub number: String,
@@ -236,6 +246,11 @@ impl Invoice {
     }
     async fn void_reason(&self) -> Option<&str> {
         self.0.invoice.void_reason.as_deref()
+    }
+    /// The e-invoice formats it exports as, and what keeps it from the others.
+    async fn e_invoice(&self) -> EInvoice {
+        let (formats, missing) = crate::invoicing::einvoice::availability(&self.0);
+        EInvoice { formats, missing }
     }
     /// Credit notes issued against it: number and total, oldest first.
     async fn credit_notes(&self) -> Vec<InvoiceCreditNote> {

@@ -194,6 +194,18 @@ pub struct Document {
     pub totals: Totals,
 }
 
+/// The e-invoice formats (`ubl`, `cii`, `facturx`) an invoice can be exported as, and
+/// what keeps it from the others.
+pub fn availability(view: &InvoiceView) -> (Vec<&'static str>, Vec<String>) {
+    match Document::of_invoice(view) {
+        Err(why) => (Vec::new(), vec![why.0]),
+        Ok(doc) => match ubl::peppol_gap(&doc) {
+            Some(why) => (vec!["facturx", "cii"], vec![why.0]),
+            None => (vec!["facturx", "ubl", "cii"], Vec::new()),
+        },
+    }
+}
+
 /// Why an invoice cannot be written as an e-invoice: what is missing, in words an
 /// operator or a tenant admin can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

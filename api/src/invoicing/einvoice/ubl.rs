@@ -10,19 +10,26 @@ const PROFILE: &str = "urn:fdc:peppol.eu:2017:poacc:billing:01:1.0";
 const CAC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2";
 const CBC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2";
 
-/// The document as UBL 2.1 XML. Peppol routes on both parties' electronic addresses
-/// (PEPPOL-EN16931-R010, R020): here their e-mail addresses.
-pub fn render(doc: &Document) -> Result<String, Missing> {
+/// What Peppol needs beyond EN 16931: both parties' electronic addresses, on which it
+/// routes (PEPPOL-EN16931-R010, R020), here their e-mail addresses.
+pub fn peppol_gap(doc: &Document) -> Option<Missing> {
     if doc.seller.email.is_none() {
-        return Err(Missing(
+        return Some(Missing(
             "Peppol needs the seller's electronic address (billing.seller_email)".into(),
         ));
     }
-    if doc.buyer.email.is_none() {
-        return Err(Missing(
+    doc.buyer.email.is_none().then(|| {
+        Missing(
             "Peppol needs the buyer's electronic address: set billingEmail in the billing profile"
                 .into(),
-        ));
+        )
+    })
+}
+
+/// The document as UBL 2.1 XML.
+pub fn render(doc: &Document) -> Result<String, Missing> {
+    if let Some(gap) = peppol_gap(doc) {
+        return Err(gap);
     }
     let (root, namespace) = match doc.kind {
         Kind::Invoice => (

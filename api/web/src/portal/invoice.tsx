@@ -15,6 +15,13 @@ const INVOICE_FORMATS = [
 
 const CREDIT_NOTE_FORMATS = INVOICE_FORMATS.slice(0, 3);
 
+/** EN 16931 e-invoices, by the format names the export takes. */
+const E_INVOICE_LABELS: Record<string, string> = {
+  facturx: 'Factur-X PDF',
+  ubl: 'UBL (Peppol)',
+  cii: 'CII XML',
+};
+
 /** Download links (cookie auth): /v1/invoices/{id}/export?format=… */
 export function InvoiceDownloads({ id, number, full }: { id: string; number: string | null; full?: boolean }) {
   return <Downloads base={`/v1/invoices/${encodeURIComponent(id)}/export`} what={`invoice ${number ?? id}`} formats={INVOICE_FORMATS} full={full} />;
@@ -22,6 +29,28 @@ export function InvoiceDownloads({ id, number, full }: { id: string; number: str
 
 export function CreditNoteDownloads({ id, number }: { id: string; number: string }) {
   return <Downloads base={`/v1/credit-notes/${encodeURIComponent(id)}/export`} what={`credit note ${number}`} formats={CREDIT_NOTE_FORMATS} />;
+}
+
+/** The e-invoices an invoice exports as, or what keeps it from them. */
+export function EInvoiceDownloads({ invoice }: { invoice: InvoiceDetail }) {
+  const { formats, missing } = invoice.eInvoice;
+  const offered = formats.map((f) => [f, E_INVOICE_LABELS[f] ?? f] as const);
+  return (
+    <>
+      {offered.length > 0 && (
+        <p>
+          <Downloads base={`/v1/invoices/${encodeURIComponent(invoice.id)}/export`} what={`invoice ${invoice.number ?? invoice.id}`} formats={offered} full />
+        </p>
+      )}
+      {missing.length > 0 && (
+        <ul class="muted">
+          {missing.map((m) => (
+            <li key={m}>{offered.length > 0 ? 'Other formats: ' : 'Not available: '}{m}</li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
 }
 
 interface DownloadsProps {

@@ -62,6 +62,10 @@ export type InvoiceDetailFragment = {
   paidAt: string | null;
   voidedAt: string | null;
   voidReason: string | null;
+  eInvoice: {
+    formats: Array<string>;
+    missing: Array<string>;
+  };
   taxes: Array<{
     category: TaxCategory;
     jurisdiction: string;
@@ -404,6 +408,10 @@ export type UpcomingInvoiceResult = {
     paidAt: string | null;
     voidedAt: string | null;
     voidReason: string | null;
+    eInvoice: {
+      formats: Array<string>;
+      missing: Array<string>;
+    };
     taxes: Array<{
       category: TaxCategory;
       jurisdiction: string;
@@ -430,7 +438,7 @@ export type UpcomingInvoiceResult = {
 };
 export type UpcomingInvoiceVariables = Record<string, never>;
 export const UpcomingInvoice: Doc<UpcomingInvoiceResult, UpcomingInvoiceVariables> = {
-  query: "query UpcomingInvoice{upcomingInvoice{...InvoiceDetail}}fragment InvoiceDetail on Invoice{id number status paymentState paymentUrl currency periodStart periodEnd plan subtotal tax credits total creditedTotal amountDue finalizedAt dueAt paidAt voidedAt voidReason taxes{category jurisdiction percent taxable tax note}creditNotes{number total}lines{kind description sku quantity unit unitPrice amount taxPercent}}",
+  query: "query UpcomingInvoice{upcomingInvoice{...InvoiceDetail}}fragment InvoiceDetail on Invoice{id number status paymentState paymentUrl currency periodStart periodEnd plan subtotal tax credits total creditedTotal amountDue finalizedAt dueAt paidAt voidedAt voidReason eInvoice{formats missing}taxes{category jurisdiction percent taxable tax note}creditNotes{number total}lines{kind description sku quantity unit unitPrice amount taxPercent}}",
   name: "UpcomingInvoice",
 };
 
@@ -456,6 +464,10 @@ export type InvoiceResult = {
     paidAt: string | null;
     voidedAt: string | null;
     voidReason: string | null;
+    eInvoice: {
+      formats: Array<string>;
+      missing: Array<string>;
+    };
     taxes: Array<{
       category: TaxCategory;
       jurisdiction: string;
@@ -484,7 +496,7 @@ export type InvoiceVariables = {
   id: string;
 };
 export const Invoice: Doc<InvoiceResult, InvoiceVariables> = {
-  query: "query Invoice($id:ID!){invoice(id:$id){...InvoiceDetail}}fragment InvoiceDetail on Invoice{id number status paymentState paymentUrl currency periodStart periodEnd plan subtotal tax credits total creditedTotal amountDue finalizedAt dueAt paidAt voidedAt voidReason taxes{category jurisdiction percent taxable tax note}creditNotes{number total}lines{kind description sku quantity unit unitPrice amount taxPercent}}",
+  query: "query Invoice($id:ID!){invoice(id:$id){...InvoiceDetail}}fragment InvoiceDetail on Invoice{id number status paymentState paymentUrl currency periodStart periodEnd plan subtotal tax credits total creditedTotal amountDue finalizedAt dueAt paidAt voidedAt voidReason eInvoice{formats missing}taxes{category jurisdiction percent taxable tax note}creditNotes{number total}lines{kind description sku quantity unit unitPrice amount taxPercent}}",
   name: "Invoice",
 };
 

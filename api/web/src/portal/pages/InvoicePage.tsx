@@ -5,7 +5,7 @@ import { DescriptionList } from '../../ui/DescriptionList';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
-import { type InvoiceDetail, InvoiceDownloads, InvoiceLines } from '../invoice';
+import { EInvoiceDownloads, type InvoiceDetail, InvoiceDownloads, InvoiceLines } from '../invoice';
 import { Invoice } from '../operations';
 
 /** One invoice: status, dates, amount due, lines, taxes and downloads. */
@@ -51,6 +51,12 @@ function InvoiceBody({ invoice }: { invoice: InvoiceDetail }) {
       <Section title="Lines">
         <InvoiceLines invoice={invoice} />
       </Section>
+      {invoice.finalizedAt && !invoice.voidedAt && (
+        <Section title="E-invoice">
+          <p>The same invoice as EN 16931 data, for your accounts-payable software: a Factur-X PDF carries it inside, UBL is what Peppol exchanges.</p>
+          <EInvoiceDownloads invoice={invoice} />
+        </Section>
+      )}
       {invoice.taxes.some((t) => t.note) && (
         <Section title="Tax notes">
           <ul>
