@@ -7,8 +7,8 @@ use rust_decimal::Decimal;
 use serde_json::json;
 
 use super::credit_notes::CreditNoteView;
-use super::einvoice::{self, Document};
-use super::export::{Format, missing, row};
+use super::einvoice::Document;
+use super::export::{Format, e_invoice, missing, row};
 use super::pdf::{PdfInvoice, PdfLine, render, render_facturx};
 use crate::error::ApiResult;
 
@@ -22,19 +22,15 @@ pub fn render_export(
     operator: &str,
     tenant: &str,
 ) -> ApiResult<Vec<u8>> {
-    let e_invoice = || Document::of_credit_note(view).map_err(missing);
     Ok(match format {
         Format::Csv => csv(view).into_bytes(),
         Format::Json => json(view, operator, tenant),
         Format::Pdf => render(&pdf_document(view, operator, tenant)),
         Format::Focus => focus(view, operator, tenant).into_bytes(),
-        Format::Ubl => einvoice::ubl::render(&e_invoice()?)
-            .map_err(missing)?
-            .into_bytes(),
-        Format::Cii => einvoice::cii::render(&e_invoice()?).into_bytes(),
-        Format::FacturX => {
-            let xml = einvoice::cii::render(&e_invoice()?);
-            render_facturx(&pdf_document(view, operator, tenant), xml.as_bytes())
+        Format::Ubl | Format::Cii | Format::FacturX => {
+            let doc = Document::of_credit_note(view).map_err(missing)?;
+            let pdf = |xml: &[u8]| render_facturx(&pdf_document(view, operator, tenant), xml);
+            e_invoice(&doc, format, pdf)?
         }
     })
 }

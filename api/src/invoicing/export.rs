@@ -82,20 +82,31 @@ pub fn render_export(
     operator: &str,
     tenant: &str,
 ) -> ApiResult<Vec<u8>> {
-    let e_invoice = || Document::of_invoice(view).map_err(missing);
     Ok(match format {
         Format::Csv => csv(view).into_bytes(),
         Format::Focus => focus(view, operator, tenant).into_bytes(),
         Format::Json => json(view, operator, tenant),
         Format::Pdf => render(&pdf_document(view, operator, tenant)),
-        Format::Ubl => einvoice::ubl::render(&e_invoice()?)
-            .map_err(missing)?
-            .into_bytes(),
-        Format::Cii => einvoice::cii::render(&e_invoice()?).into_bytes(),
-        Format::FacturX => {
-            let xml = einvoice::cii::render(&e_invoice()?);
-            render_facturx(&pdf_document(view, operator, tenant), xml.as_bytes())
+        Format::Ubl | Format::Cii | Format::FacturX => {
+            let doc = Document::of_invoice(view).map_err(missing)?;
+            let pdf = |xml: &[u8]| render_facturx(&pdf_document(view, operator, tenant), xml);
+            e_invoice(&doc, format, pdf)?
         }
+    })
+}
+
+/// `doc` as the e-invoice `format` (UBL, or else CII, which a Factur-X file carries
+/// inside the PDF that `pdf` renders around it).
+pub(super) fn e_invoice(
+    doc: &Document,
+    format: Format,
+    pdf: impl FnOnce(&[u8]) -> Vec<u8>,
+) -> ApiResult<Vec<u8>> {
+    let cii = || einvoice::cii::render(doc);
+    Ok(match format {
+        Format::Ubl => einvoice::ubl::render(doc).map_err(missing)?.into_bytes(),
+        Format::FacturX => pdf(cii().as_bytes()),
+        _ => cii().into_bytes(),
     })
 }
 

@@ -3,8 +3,9 @@
 //! than the invoice still holds (docs/invoicing.md, "Credit notes").
 //!
 //! - Only charge lines are credited (a `CREDIT` line is a payment, not a charge). A line
-//!   is credited at most its own amount; a rate at most its taxable amount, so an invoice's
-//!   credit notes together never exceed its subtotal and tax.
+//!   is credited at most its own amount; a rate at most its taxable amount; a note at most
+//!   what is left of the invoice's gross (a discount at another rate lowers it), so an
+//!   invoice's credit notes together never exceed its subtotal and tax.
 //! - `Full` credits what is left of every charge line, negative ones (discounts, SLA
 //!   credits) included, so it reverses the invoice exactly. `Lines` credits listed
 //!   positive lines (all that is left of each, or a given amount). `Amount` credits a net
@@ -107,6 +108,29 @@ impl Invoice<'_> {
             .sum()
     }
 
+    /// What is left of the invoice's gross: per rate, what is left of its lines and of
+    /// the tax on them. A negative line at one rate lowers it, so crediting every other
+    /// rate in full could exceed the invoice.
+    fn gross_left(&self) -> Decimal {
+        let mut rates: Vec<Option<(TaxCategory, Decimal)>> = Vec::new();
+        for line in self.lines {
+            if !rates.contains(&line.tax) {
+                rates.push(line.tax);
+            }
+        }
+        rates
+            .into_iter()
+            .map(|rate| {
+                let (left, credited) = (self.rate_left(rate), self.rate_credited(rate));
+                let tax = rate.map_or(Decimal::ZERO, |(_, percent)| {
+                    let digits = self.minor_digits;
+                    tax_on(left + credited, percent, digits) - tax_on(credited, percent, digits)
+                });
+                left + tax
+            })
+            .sum()
+    }
+
     fn rate_credited(&self, tax: Option<(TaxCategory, Decimal)>) -> Decimal {
         self.lines
             .iter()
@@ -156,6 +180,21 @@ pub fn allocate(invoice: &Invoice<'_>, request: &Request) -> Result<Allocation, 
                 ),
             ));
         }
+    }
+    let gross_left = invoice.gross_left();
+    if allocation.total > gross_left {
+        let field = if matches!(request, Request::Amount(_)) {
+            "amount"
+        } else {
+            "lines"
+        };
+        return Err(invalid(
+            field,
+            format!(
+                "at most {} (with tax) is left to credit on this invoice",
+                gross_left.max(Decimal::ZERO)
+            ),
+        ));
     }
     Ok(allocation)
 }

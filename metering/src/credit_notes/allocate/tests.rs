@@ -32,6 +32,36 @@ fn apply(lines: &mut [Creditable], note: &Allocation) {
     }
 }
 
+/// 202.48 at 25.5 % beside a 0.01 discount at 7 %: the invoice is 254.10, so a note of
+/// 202.48 (254.11 with tax) is refused although its rate has that much left.
+#[test]
+fn a_discount_at_another_rate_caps_what_is_left_of_the_invoice() {
+    let mut lines = [
+        line(1, "202.48", standard("25.5")),
+        line(2, "-0.01", standard("7")),
+    ];
+    let invoice = Invoice {
+        lines: &lines,
+        minor_digits: 2,
+    };
+    let refused = allocate(&invoice, &Request::Amount(d("202.48")));
+    assert!(
+        matches!(refused, Err(Refusal::Invalid { field: "amount", ref message }) if message.contains("254.10")),
+        "{refused:?}"
+    );
+    let note = allocate(&invoice, &Request::Amount(d("202.47"))).expect("within the invoice");
+    assert_eq!(note.total, d("254.10"));
+    apply(&mut lines, &note);
+    let invoice = Invoice {
+        lines: &lines,
+        minor_digits: 2,
+    };
+    assert_eq!(
+        allocate(&invoice, &Request::Full),
+        Err(Refusal::NothingLeft)
+    );
+}
+
 #[test]
 fn a_full_note_reverses_the_invoice_discounts_included() {
     let lines = [
@@ -220,12 +250,17 @@ proptest! {
                 prop_assert!(l.credited <= l.amount);
             }
         }
-        // After the final full note, every rate with something to credit is credited exactly.
-        for key in &keys {
-            if taxable(*key) > Decimal::ZERO {
-                prop_assert_eq!(noted_net.get(key).copied().unwrap_or_default(), taxable(*key));
-                prop_assert_eq!(noted_tax.get(key).copied().unwrap_or_default(), invoice_tax(*key));
-            }
-        }
+        // After the final full note the invoice is credited exactly: every rate with
+        // something to credit, or, where a discount at another rate already offset what
+        // was left, its whole gross.
+        let gross: Decimal = keys.iter().map(|k| taxable(*k) + invoice_tax(*k)).sum();
+        let credited: Decimal = noted_net.values().chain(noted_tax.values()).copied().sum();
+        prop_assert!(credited <= gross.max(Decimal::ZERO), "{credited} > {gross}");
+        let exact = keys.iter().all(|key| {
+            taxable(*key) <= Decimal::ZERO
+                || (noted_net.get(key).copied().unwrap_or_default() == taxable(*key)
+                    && noted_tax.get(key).copied().unwrap_or_default() == invoice_tax(*key))
+        });
+        prop_assert!(exact || credited == gross.max(Decimal::ZERO), "{credited} of {gross}");
     }
 }
