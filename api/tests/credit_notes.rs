@@ -10,7 +10,7 @@ mod support;
 use chrono::TimeDelta;
 use neocloud_schema::clock::Clock;
 use serde_json::{Value, json};
-use support::billing::{Customer, add_rate, customer, egress, egress_sku, seller};
+use support::billing::{Customer, add_rate, customer, egress, egress_sku, grant, seller};
 use support::{Backend, TestApp, error_code};
 
 const ISSUE: &str = "mutation($i: IssueCreditNoteInput!) { issueCreditNote(input: $i) { id number invoiceId subtotal tax total applied toBalance refunded taxes { category percent net tax } lines { invoiceLine amount taxPercent } } }";
@@ -228,14 +228,7 @@ async fn a_paid_invoice_is_credited_to_the_balance(backend: Backend) {
     egress_sku(&app).await;
     add_rate(&app, "DE", "19", "2020-01-01T00:00:00Z").await;
     let who = customer(&app, "acme", Some(("DE", None))).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"100.00\"}) { id } }",
-            json!({"t": who.id}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    grant(&app, &who.id, "PROMOTIONAL", "100.00").await;
     app.advance(TimeDelta::minutes(20));
     egress(
         &app,

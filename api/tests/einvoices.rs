@@ -12,7 +12,7 @@ use chrono::TimeDelta;
 use neocloud_schema::clock::Clock;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::billing::{ADD_RATE, Customer, add_rate, customer, egress, egress_sku, seller};
+use support::billing::{Customer, add_rate, customer, egress, egress_sku, grant, seller};
 use support::{Backend, TestApp};
 
 const SET_PROFILE: &str =
@@ -118,14 +118,7 @@ async fn every_tax_case_is_a_valid_e_invoice(backend: Backend) {
     let export_to = buyer(&app, "export", "US", Some("12-3456789")).await;
     let credited = buyer(&app, "credited", "DE", Some("DE811363057")).await;
     let mixed = buyer(&app, "mixed", "DE", Some("DE811363057")).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1.00\"}) { id } }",
-            json!({"t": credited.id}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    grant(&app, &credited.id, "PROMOTIONAL", "1.00").await;
     app.advance(TimeDelta::minutes(20));
     let at = app.clock.now() - TimeDelta::minutes(10);
     for (who, gb) in [
@@ -151,14 +144,7 @@ async fn every_tax_case_is_a_valid_e_invoice(backend: Backend) {
         )
         .await;
     assert!(r["errors"].is_null(), "{r}");
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            ADD_RATE,
-            json!({"i": {"jurisdiction": "DE", "percent": "19", "validFrom": change.to_rfc3339()}}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    add_rate(&app, "DE", "19", &change.to_rfc3339()).await;
     app.advance(TimeDelta::minutes(2));
     egress(&app, &mixed, "e2", "50", at).await;
     let recent = app.clock.now() - TimeDelta::seconds(30);
@@ -372,14 +358,7 @@ async fn generated_invoices_are_valid_e_invoices(backend: Backend) {
         let who = buyer(&app, &format!("g{i}"), country, *vat).await;
         if rng.random_bool(0.5) {
             let credit = format!("{}.{:02}", rng.random_range(0..5), rng.random_range(0..100));
-            let r = app
-                .gql(
-                    Some(&app.operator_key),
-                    "mutation($t: ID!, $a: String!) { grantCredits(input: {tenantId: $t, kind: PREPAID, amount: $a}) { id } }",
-                    json!({"t": who.id, "a": credit}),
-                )
-                .await;
-            assert!(r["errors"].is_null(), "{r}");
+            grant(&app, &who.id, "PREPAID", &credit).await;
         }
         customers.push(who);
     }

@@ -65,17 +65,7 @@ async fn a_providers_node_takes_work_only_once_its_hardware_is_verified(backend:
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation { createProvider(input: {name: \"rhein-gpu\", legalName: \"Rhein GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }",
-            json!({}),
-        )
-        .await;
-    let key = r["data"]["createProvider"]["apiKey"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{r}"))
-        .to_owned();
+    let key = app.create_rhein_provider().await;
     let sku = app.create_h100_sku().await;
     let (_, tenant_key) = app.create_tenant("acme").await;
 

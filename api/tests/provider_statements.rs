@@ -32,6 +32,7 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
+use support::billing::grant;
 use support::{Backend, TestApp, error_code};
 
 const PRICE: &str = "3.00";
@@ -457,14 +458,7 @@ async fn statements_follow_the_agreements(backend: Backend) {
     let (sku, (rhein_key, seine_key), tenants) = marketplace(&app, (manual(), manual())).await;
     let ran = month_of_use(&app, &sku, &tenants).await;
     // alpha-ai's invoice is paid (by a credit that covers it); the others stay open.
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1000.00\"}) { id } }",
-            json!({"t": tenants[0].0}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    grant(&app, &tenants[0].0, "PROMOTIONAL", "1000.00").await;
     let mut invoices = Vec::new();
     for (tenant, _) in &tenants {
         let inv = app.close_period(tenant, "id status total").await;
@@ -885,14 +879,7 @@ async fn payouts_are_sent_once(backend: Backend) {
     set_lifetimes(&app, &ran).await;
     app.advance(TimeDelta::days(2));
     for (tenant, _) in &tenants {
-        let r = app
-            .gql(
-                Some(&app.operator_key),
-                "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1000.00\"}) { id } }",
-                json!({"t": tenant}),
-            )
-            .await;
-        assert!(r["errors"].is_null(), "{r}");
+        grant(&app, tenant, "PROMOTIONAL", "1000.00").await;
         app.close_period(tenant, "id").await;
     }
     app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));

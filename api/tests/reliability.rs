@@ -160,17 +160,7 @@ async fn reliability_is_measured_shown_and_used(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation { createProvider(input: {name: \"rhein-gpu\", legalName: \"Rhein GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }",
-            json!({}),
-        )
-        .await;
-    let rhein_key = r["data"]["createProvider"]["apiKey"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{r}"))
-        .to_owned();
+    let rhein_key = app.create_rhein_provider().await;
     let steady = support::agent_token(&app.register_node("steady", "H100", 2, "").await);
     let flaky = support::agent_token(
         &app.register_node("flaky", "H100", 2, ", provider: \"rhein-gpu\"")

@@ -13,7 +13,7 @@ use neocloud_schema::clock::Clock;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use support::billing::{
-    ADD_RATE, Customer, Profile, add_rate, customer, egress, egress_sku, seller,
+    ADD_RATE, Customer, Profile, add_rate, customer, egress, egress_sku, grant, seller,
 };
 use support::{Backend, TestApp, error_code};
 
@@ -136,14 +136,7 @@ async fn golden_invoices_per_tax_case(backend: Backend) {
     let export = customer(&app, "export", Some(("US", Some("12-3456789")))).await;
     let consumer = customer(&app, "consumer", Some(("FR", None))).await;
     let anonymous = customer(&app, "anonymous", None).await;
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "mutation($t: ID!) { grantCredits(input: {tenantId: $t, kind: PROMOTIONAL, amount: \"1.00\"}) { id } }",
-            json!({"t": credited.id}),
-        )
-        .await;
-    assert!(r["errors"].is_null(), "{r}");
+    grant(&app, &credited.id, "PROMOTIONAL", "1.00").await;
     app.advance(TimeDelta::minutes(20));
     let at = app.clock.now() - TimeDelta::minutes(10);
     for (who, gb) in [

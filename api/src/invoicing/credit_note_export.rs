@@ -54,33 +54,6 @@ fn money(view: &CreditNoteView, amount: Decimal) -> String {
     super::in_minor_units(&view.note.currency)(amount).to_string()
 }
 
-/// (category, percent, net, tax) per rate.
-fn rates(view: &CreditNoteView) -> Vec<[String; 4]> {
-    let text = |r: &serde_json::Value, k: &str| {
-        r.get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    view.note
-        .taxes
-        .as_array()
-        .map(|all| {
-            all.iter()
-                .filter(|r| r.get("category").is_some_and(|c| !c.is_null()))
-                .map(|r| {
-                    [
-                        text(r, "category"),
-                        text(r, "percent"),
-                        text(r, "net"),
-                        text(r, "tax"),
-                    ]
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn csv(view: &CreditNoteView) -> String {
     let note = &view.note;
     let mut out = String::new();
@@ -124,7 +97,7 @@ fn csv(view: &CreditNoteView) -> String {
         blank(),
         blank(),
     ]);
-    for [category, percent, _, tax] in rates(view) {
+    for [category, percent, _, tax] in view.rates() {
         push([
             blank(),
             blank(),
@@ -205,7 +178,7 @@ fn note_notes(view: &CreditNoteView) -> Vec<String> {
             notes.push(format!("{what}: {} {}", money(view, amount), note.currency));
         }
     }
-    if rates(view).iter().any(|r| r[0] == "reverse_charge") {
+    if view.rates().iter().any(|r| r[0] == "reverse_charge") {
         notes.push(neocloud_metering::tax::REVERSE_CHARGE_NOTE.to_owned());
     }
     notes
@@ -259,7 +232,8 @@ fn pdf_document(view: &CreditNoteView, operator: &str, tenant: &str) -> PdfInvoi
             })
             .collect(),
         subtotal: money(view, note.subtotal.get()),
-        taxes: rates(view)
+        taxes: view
+            .rates()
             .into_iter()
             .map(|[category, percent, net, tax]| {
                 (format!("{} {percent}% of {net}", tax_name(&category)), tax)
@@ -291,7 +265,8 @@ fn focus(view: &CreditNoteView, operator: &str, tenant: &str) -> String {
             -l.amount.get(),
         )
     });
-    let taxes = rates(view)
+    let taxes = view
+        .rates()
         .into_iter()
         .filter_map(|[_, percent, net, tax]| {
             let tax: Decimal = tax.parse().ok()?;

@@ -23,6 +23,35 @@ pub struct CreditNoteView {
     pub invoice: invoice::Model,
 }
 
+impl CreditNoteView {
+    /// (category, percent, net, tax) per rate, as the note stores them.
+    pub fn rates(&self) -> Vec<[String; 4]> {
+        let text = |r: &serde_json::Value, k: &str| {
+            r.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        self.note
+            .taxes
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .filter(|r| r.get("category").is_some_and(|c| !c.is_null()))
+                    .map(|r| {
+                        [
+                            text(r, "category"),
+                            text(r, "percent"),
+                            text(r, "net"),
+                            text(r, "tax"),
+                        ]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// `issueCreditNote` (operator).
 pub async fn issue(
     db: &DatabaseConnection,

@@ -2,6 +2,8 @@
 //! neocloud), `stripe_connect` (a connected account, `acct_…`), `sepa_credit_transfer`
 //! (an IBAN with valid check digits, and a BIC).
 
+use neocloud_metering::parties::iban;
+
 use crate::error::{ApiError, ApiResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +68,7 @@ fn sepa(text: &str) -> ApiResult<String> {
         return Err(ApiError::invalid("payoutAccount", "an IBAN and a BIC"));
     };
     let iban: String = iban_parts.concat().to_ascii_uppercase();
-    if !iban_valid(&iban) {
+    if !iban::valid(&iban) {
         return Err(ApiError::invalid(
             "payoutAccount",
             "the IBAN's length, characters or check digits are wrong",
@@ -85,45 +87,12 @@ fn sepa(text: &str) -> ApiResult<String> {
     Ok(format!("{iban} {bic}"))
 }
 
-/// ISO 13616: two letters, two check digits, up to 30 alphanumerics; the number formed
-/// by moving the first four characters to the end (letters as 10–35) is 1 modulo 97.
-fn iban_valid(iban: &str) -> bool {
-    let b = iban.as_bytes();
-    let shaped = (15..=34).contains(&b.len())
-        && b[..2].iter().all(u8::is_ascii_uppercase)
-        && b[2..4].iter().all(u8::is_ascii_digit)
-        && b[4..]
-            .iter()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    if !shaped {
-        return false;
-    }
-    let mut rest = 0u32;
-    for &c in b[4..].iter().chain(&b[..4]) {
-        let value = if c.is_ascii_digit() {
-            u32::from(c - b'0')
-        } else {
-            u32::from(c - b'A') + 10
-        };
-        rest = if value >= 10 {
-            (rest * 100 + value) % 97
-        } else {
-            (rest * 10 + value) % 97
-        };
-    }
-    rest == 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ibans_are_checked_by_their_check_digits() {
-        assert!(iban_valid("DE89370400440532013000"));
-        assert!(iban_valid("FR1420041010050500013M02606"));
-        assert!(!iban_valid("DE89370400440532013001"));
-        assert!(!iban_valid("DE8937040044"));
+    fn a_sepa_account_is_an_iban_and_a_bic() {
         assert_eq!(
             sepa("de89 3704 0044 0532 0130 00 cobadeffxxx").ok(),
             Some("DE89370400440532013000 COBADEFFXXX".to_owned())

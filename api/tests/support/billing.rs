@@ -29,6 +29,18 @@ pub async fn add_rate(app: &TestApp, jurisdiction: &str, percent: &str, from: &s
     r["data"]["addTaxRate"].clone()
 }
 
+/// Grants `tenant` credits of `kind` (`PREPAID` or `PROMOTIONAL`) worth `amount`.
+pub async fn grant(app: &TestApp, tenant: &str, kind: &str, amount: &str) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!, $k: CreditKind!, $a: String!) { grantCredits(input: {tenantId: $t, kind: $k, amount: $a}) { id } }",
+            json!({"t": tenant, "k": kind, "a": amount}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "grantCredits failed: {r}");
+}
+
 /// The metered SKU `egress-gb` at 0.10 per GB, counted from `net.egress` events.
 pub async fn egress_sku(app: &TestApp) {
     let r = app

@@ -346,6 +346,22 @@ impl TestApp {
             .collect()
     }
 
+    /// Creates the provider `rhein-gpu` (Rhein GPU GmbH, DE, paid in EUR outside
+    /// neocloud); returns its API key.
+    pub async fn create_rhein_provider(&self) -> String {
+        let r = self
+            .gql(
+                Some(&self.operator_key),
+                "mutation { createProvider(input: {name: \"rhein-gpu\", legalName: \"Rhein GPU GmbH\", country: \"DE\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }",
+                json!({}),
+            )
+            .await;
+        r["data"]["createProvider"]["apiKey"]
+            .as_str()
+            .unwrap_or_else(|| panic!("createProvider failed: {r}"))
+            .to_owned()
+    }
+
     /// Registers a node of `gpus` GPUs; returns (node id, agent token).
     pub async fn register_node(
         &self,

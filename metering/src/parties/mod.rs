@@ -2,6 +2,7 @@
 //! as buyer (its billing profile), each frozen onto an invoice as it is finalized, so a
 //! later change of address or VAT id never changes an issued invoice.
 
+pub mod iban;
 pub mod store;
 pub mod vat_id;
 

@@ -13,7 +13,7 @@ pub mod ubl;
 mod xml;
 
 use chrono::{NaiveDate, TimeDelta};
-use neocloud_metering::parties::{Buyer, Parties, Seller};
+use neocloud_metering::parties::{Buyer, Parties, Seller, iban};
 use neocloud_metering::tax::TaxCategory;
 use neocloud_schema::money::minor_unit_digits_of;
 use neocloud_schema::vocabulary::{InvoiceStatus, LineKind};
@@ -262,7 +262,7 @@ impl Document {
             order_reference: buyer.po_number.clone(),
             preceding: None,
             period: Some((invoice.period_start.date_naive(), period_end.date_naive())),
-            iban: iban_in(&seller.bank),
+            iban: iban::find_in(&seller.bank),
             seller: seller_party(&seller),
             buyer: buyer_party(&buyer),
             totals: Totals {
@@ -292,7 +292,7 @@ impl Document {
             .iter()
             .map(credit_note_line)
             .collect::<Result<Vec<_>, _>>()?;
-        let breakdown = breakdown(credit_note_rates(note).into_iter());
+        let breakdown = breakdown(credit_note_rates(view).into_iter());
         let mut notes = vec![format!("Credit note for invoice {number}: {}", note.reason)];
         notes.extend(breakdown.iter().filter_map(|b| b.reason.clone()));
         notes.dedup();
@@ -388,20 +388,19 @@ fn credit_note_line(
     })
 }
 
-/// A credit note's taxes as stored: `[{category, percent, net, tax}]`.
-fn credit_note_rates(note: &neocloud_schema::entity::credit_note::Model) -> Vec<Rate> {
-    let decimal = |r: &serde_json::Value, k: &str| {
-        r.get(k)
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse::<Decimal>().ok())
-    };
-    let rates = note.taxes.as_array().map(Vec::as_slice).unwrap_or_default();
-    rates
+/// A credit note's taxes per rate.
+fn credit_note_rates(view: &CreditNoteView) -> Vec<Rate> {
+    view.rates()
         .iter()
-        .filter_map(|r| {
-            let category = Category::parse(r.get("category")?.as_str()?)?;
-            let [percent, net, tax] = ["percent", "net", "tax"].map(|k| decimal(r, k));
-            Some((category, percent?, net?, tax?, None))
+        .filter_map(|[category, percent, net, tax]| {
+            let category = Category::parse(category)?;
+            Some((
+                category,
+                percent.parse().ok()?,
+                net.parse().ok()?,
+                tax.parse().ok()?,
+                None,
+            ))
         })
         .collect()
 }
@@ -580,63 +579,9 @@ fn buyer_party(buyer: &Buyer) -> Party {
     }
 }
 
-/// The IBAN in the seller's bank line ("IBAN DE89 3704 0044 0532 0130 00, BIC …"): the
-/// first comma- or semicolon-separated part that, without spaces and an "IBAN" label, has
-/// a valid ISO 13616 check.
-pub fn iban_in(bank: &str) -> Option<String> {
-    bank.split([',', ';', '\n']).find_map(|part| {
-        let compact: String = part
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect::<String>()
-            .to_ascii_uppercase();
-        let compact = compact
-            .strip_prefix("IBAN:")
-            .or_else(|| compact.strip_prefix("IBAN"))
-            .unwrap_or(&compact)
-            .to_owned();
-        iban_valid(&compact).then_some(compact)
-    })
-}
-
-fn iban_valid(iban: &str) -> bool {
-    let b = iban.as_bytes();
-    if !(15..=34).contains(&b.len())
-        || !b[..2].iter().all(u8::is_ascii_uppercase)
-        || !b[2..4].iter().all(u8::is_ascii_digit)
-        || !b.iter().all(u8::is_ascii_alphanumeric)
-    {
-        return false;
-    }
-    let rearranged = b[4..].iter().chain(&b[..4]);
-    let remainder = rearranged.fold(0u32, |acc, &c| {
-        let value = if c.is_ascii_digit() {
-            u32::from(c - b'0')
-        } else {
-            u32::from(c - b'A') + 10
-        };
-        let shifted = if value >= 10 { acc * 100 } else { acc * 10 };
-        (shifted + value) % 97
-    });
-    remainder == 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ibans_are_found_in_a_bank_line_by_their_check_digits() {
-        let bank = "Rhein Bank, IBAN DE89 3704 0044 0532 0130 00, BIC COBADEFFXXX";
-        assert_eq!(iban_in(bank).as_deref(), Some("DE89370400440532013000"));
-        assert_eq!(
-            iban_in("IBAN: GB82WEST12345698765432").as_deref(),
-            Some("GB82WEST12345698765432")
-        );
-        // One digit changed: the check fails.
-        assert_eq!(iban_in("DE89 3704 0044 0532 0130 01"), None);
-        assert_eq!(iban_in(""), None);
-    }
 
     #[test]
     fn units_map_to_recommendation_20() {
