@@ -5,7 +5,8 @@
 //! per-unit with or without a spot price, graduated, volume, package; minimum billable
 //! durations; ACTIVE, MEMORY and SLA_CREDIT rates; a commitment discount) with or without a credit
 //! grant, with a GPU failing under an order and the agents reporting utilization, the
-//! closed period's lines and total must equal the model's to the cent.
+//! closed period's lines and total must equal the model's to the cent — and so must the
+//! console's preview of the same usage under another generated plan.
 //!
 //! A case's orders are placed together and released through the API; their lifetimes are
 //! then set in the database to the generated hold times, each case in a time slot of its
@@ -253,6 +254,16 @@ fn rates_json(case: &Case, skus: &[String]) -> Vec<Value> {
         }
     }
     rates
+}
+
+/// A `PlanVersionInput` of the case's plan.
+fn plan_json(name: &str, case: &Case, skus: &[String]) -> Value {
+    let commitment = case
+        .discount_pct
+        .map(|pct| json!({"monthlyMinimum": "0", "discountPct": pct.to_string()}));
+    json!({"plan": name, "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
+        "minimumBillableSeconds": case.minimum_seconds, "commitment": commitment,
+        "rates": rates_json(case, skus)})
 }
 
 /// The test fleet: SKU ids in `SKUS` order, and each node's agent token.
@@ -529,17 +540,11 @@ async fn run_case(
     start: DateTime<Utc>,
     seq: &mut BTreeMap<String, u64>,
     case: &Case,
-) -> (Ran, Vec<ModelLine>, Decimal) {
+) -> (String, Ran, Vec<ModelLine>, Decimal) {
     let (tenant, key) = app.create_tenant(&format!("t{n}")).await;
     if case.has_plan() {
-        let commitment = case
-            .discount_pct
-            .map(|pct| json!({"monthlyMinimum": "0", "discountPct": pct.to_string()}));
         let version = app
-            .create_plan_version(json!({"plan": format!("p{n}"), "currency": "USD",
-                "effectiveFrom": "2026-01-01T00:00:00Z",
-                "minimumBillableSeconds": case.minimum_seconds,
-                "commitment": commitment, "rates": rates_json(case, &fleet.skus)}))
+            .create_plan_version(plan_json(&format!("p{n}"), case, &fleet.skus))
             .await;
         app.assign_plan(&tenant, &version).await;
     }
@@ -581,7 +586,7 @@ async fn run_case(
         )
         .await;
     let (lines, total) = lines_of(&invoice, &fleet.skus);
-    (Ran { failed_gpu_seconds }, lines, total)
+    (tenant, Ran { failed_gpu_seconds }, lines, total)
 }
 
 fn lines_of(invoice: &Value, skus: &[String]) -> (Vec<ModelLine>, Decimal) {
@@ -611,6 +616,26 @@ fn lines_of(invoice: &Value, skus: &[String]) -> (Vec<ModelLine>, Decimal) {
         .collect();
     lines.sort();
     (lines, dec(&invoice["total"]))
+}
+
+/// `previewPlanVersion` of the case's plan for the tenant's last invoice: (lines, total).
+async fn preview(
+    app: &TestApp,
+    fleet: &Fleet,
+    tenant: &str,
+    case: &Case,
+) -> (Vec<ModelLine>, Decimal) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($i: PlanVersionInput!, $t: ID!) { previewPlanVersion(input: $i, tenantId: $t) {
+                total lines { kind skuId metric quantity unitPrice amount } } }",
+            json!({"i": plan_json("proposed", case, &fleet.skus), "t": tenant}),
+        )
+        .await;
+    let preview = &r["data"]["previewPlanVersion"];
+    assert!(preview.is_object(), "previewPlanVersion failed: {r}");
+    lines_of(preview, &fleet.skus)
 }
 
 fn model_of(case: &Case, ran: &Ran) -> (Vec<ModelLine>, Decimal) {
@@ -675,16 +700,43 @@ async fn invoices_match_the_reference_model(backend: Backend) {
         .duration_trunc(TimeDelta::minutes(1))
         .expect("minute");
     let mut seq = BTreeMap::new();
+    let mut previewed = 0;
     for n in 0..cases {
         let case = case().new_tree(&mut runner).expect("a case").current();
-        let (ran, lines, total) = run_case(&app, &fleet, n, start, &mut seq, &case).await;
+        let (tenant, ran, lines, total) = run_case(&app, &fleet, n, start, &mut seq, &case).await;
         let (want_lines, want_total) = model_of(&case, &ran);
         assert_eq!(
             (&lines, total),
             (&want_lines, want_total),
             "case {n}: {case:#?}"
         );
+        // The same usage under another generated plan, as the console previews it.
+        let proposed = Case {
+            orders: case.orders.clone(),
+            memory_gib: case.memory_gib,
+            failure: case.failure,
+            credit: case.credit,
+            ..crate::case()
+                .new_tree(&mut runner)
+                .expect("a plan")
+                .current()
+        };
+        if proposed.has_plan() {
+            let (lines, total) = preview(&app, &fleet, &tenant, &proposed).await;
+            let (want_lines, want_total) = model_of(&proposed, &ran);
+            assert_eq!(
+                (&lines, total),
+                (&want_lines, want_total),
+                "case {n} previewed under {:#?}",
+                proposed.skus
+            );
+            previewed += 1;
+        }
     }
+    assert!(
+        previewed * 2 >= cases,
+        "most generated plans have rates: {previewed}"
+    );
 }
 
 on_both_databases!(invoices_match_the_reference_model);

@@ -379,6 +379,41 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         .gql(Some(&other), history, json!({"id": s.allocation}))
         .await;
     assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    // The operator's timeline of the node: the same events and span on that GPU, none on
+    // the node's other GPUs.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($n: ID!) { gpuHistory(nodeId: $n) { uuid health events { code effect }
+                healthHistory { health to cause } } }",
+            json!({"n": s.node}),
+        )
+        .await;
+    let gpus = r["data"]["gpuHistory"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(gpus.len(), 8, "{r}");
+    for g in gpus {
+        if g["uuid"] == s.gpu.as_str() {
+            assert_eq!(g["health"], "FAILED", "{r}");
+            assert_eq!(
+                g["events"],
+                json!([{"code": 79, "effect": "FAILED"}, {"code": 13, "effect": null}]),
+                "{r}"
+            );
+            assert_eq!(
+                g["healthHistory"],
+                json!([{"health": "FAILED", "to": null, "cause": "xid 79"}]),
+                "{r}"
+            );
+        } else {
+            assert_eq!(
+                (&g["events"], &g["healthHistory"]),
+                (&json!([]), &json!([])),
+                "{r}"
+            );
+        }
+    }
     // Failed a second in: at most that second is billed, the rest credited.
     app.advance(chrono::TimeDelta::milliseconds(2100));
     let r = app

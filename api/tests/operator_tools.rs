@@ -1,7 +1,7 @@
 //! What an operator needs to run the fleet day to day, through the API on both
 //! databases: rotating a node's agent token, finding a node by hostname with what runs on
-//! it, quotas that show their use, suspensions that say why, and the main node list
-//! within the cost limit.
+//! it, quotas that show their use, suspensions that say why, the main node list
+//! within the cost limit, the fleet's tree, and plan previews kept to operators.
 
 mod support;
 
@@ -277,7 +277,211 @@ async fn a_full_page_of_nodes_with_their_gpus_fits_the_cost_limit(backend: Backe
     assert!(r["errors"].is_null(), "{r}");
 }
 
+const TOPOLOGY: &str = "{ fleetTopology { region rack nvlinkDomain gpuModels nodes
+    nodesDraining nodesDown gpus gpusDegraded gpusFailed allocatedGpus } }";
+
+/// Registers `host` with `gpus` GPUs in a region, rack and NVLink domain.
+async fn register_in(app: &TestApp, host: &str, at: (&str, &str, &str), gpus: usize) -> Value {
+    let (region, rack, domain) = at;
+    let list: Vec<Value> = (0..gpus)
+        .map(|i| json!({"uuid": format!("GPU-{host}-{i}"), "index": i}))
+        .collect();
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($h: String!, $r: String!, $k: String!, $d: String!, $g: [GpuRegistrationInput!]!) {
+               registerNode(input: {hostname: $h, region: $r, zone: \"a\", rack: $k,
+                 nvlinkDomain: $d, gpuModel: \"H100\", gpus: $g}) { node { id } } }",
+            json!({"h": host, "r": region, "k": rack, "d": domain, "g": list}),
+        )
+        .await;
+    r["data"]["registerNode"]["node"]["id"].clone()
+}
+
+/// The console's tree: every NVLink domain with what is in it, counted the way an
+/// operator would count the nodes registered, drained, failed and ordered here; and the
+/// node list filtered to one domain.
+async fn the_fleet_tree_counts_each_domain_and_lists_its_nodes(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let fleet = [
+        ("a-0", ("eu-west", "r1", "hgx-a"), 4),
+        ("a-1", ("eu-west", "r1", "hgx-a"), 4),
+        ("b-0", ("eu-west", "r2", "hgx-b"), 8),
+        ("c-0", ("us-east", "r1", "hgx-c"), 2),
+    ];
+    let mut ids = Vec::new();
+    for (host, at, gpus) in fleet {
+        ids.push(register_in(&app, host, at, gpus).await);
+    }
+    let drain = "mutation($n: ID!) { drainNode(id: $n) { state } }";
+    let r = app
+        .gql(Some(&app.operator_key), drain, json!({"n": ids[1]}))
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let fail = "mutation($u: String!) { setGpuHealth(uuid: $u, health: FAILED, reason: \"bad fan\") { uuid } }";
+    for gpu in ["GPU-a-0-1", "GPU-b-0-7"] {
+        let r = app
+            .gql(Some(&app.operator_key), fail, json!({"u": gpu}))
+            .await;
+        assert!(r["errors"].is_null(), "{r}");
+    }
+    let sku = app.create_h100_sku().await;
+    let (_, key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 3, topology: {level: NVLINK_DOMAIN}}) { order { allocations { node { hostname } gpus { uuid } } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    // One host per GPU held.
+    let hosts: Vec<&str> = r["data"]["placeOrder"]["order"]["allocations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .flat_map(|a| {
+            let gpus = a["gpus"].as_array().map_or(0, Vec::len);
+            std::iter::repeat_n(a["node"]["hostname"].as_str().expect("host"), gpus)
+        })
+        .collect();
+    let r = app.gql(Some(&app.operator_key), TOPOLOGY, json!({})).await;
+    let domains = r["data"]["fleetTopology"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    // The expected tree, counted from what was done above.
+    let in_domain = |d: &str| {
+        fleet
+            .iter()
+            .filter(|(_, at, _)| at.2 == d)
+            .collect::<Vec<_>>()
+    };
+    let mut want = Vec::new();
+    for (region, rack, domain) in [
+        ("eu-west", "r1", "hgx-a"),
+        ("eu-west", "r2", "hgx-b"),
+        ("us-east", "r1", "hgx-c"),
+    ] {
+        let nodes = in_domain(domain);
+        let gpus: usize = nodes.iter().map(|(_, _, g)| g).sum();
+        let failed = ["GPU-a-0-1", "GPU-b-0-7"]
+            .iter()
+            .filter(|g| {
+                nodes
+                    .iter()
+                    .any(|(h, _, _)| g.starts_with(&format!("GPU-{h}-")))
+            })
+            .count();
+        let draining = nodes.iter().filter(|(h, _, _)| *h == "a-1").count();
+        let held = hosts
+            .iter()
+            .filter(|h| nodes.iter().any(|(n, _, _)| n == *h))
+            .count();
+        want.push(
+            json!({"region": region, "rack": rack, "nvlinkDomain": domain,
+            "gpuModels": ["H100"], "nodes": nodes.len(), "nodesDraining": draining,
+            "nodesDown": 0, "gpus": gpus, "gpusDegraded": 0, "gpusFailed": failed,
+            "allocatedGpus": held.to_string()}),
+        );
+    }
+    assert_eq!(domains, &want, "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes(nvlinkDomain: \"hgx-a\") { edges { node { hostname } } } }",
+            json!({}),
+        )
+        .await;
+    let mut listed: Vec<&str> = r["data"]["nodes"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|e| e["node"]["hostname"].as_str().expect("host"))
+        .collect();
+    listed.sort_unstable();
+    assert_eq!(listed, ["a-0", "a-1"], "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ nodes(region: \"us-east\", rack: \"r2\") { edges { node { hostname } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["nodes"]["edges"],
+        json!([]),
+        "filters combine: {r}"
+    );
+}
+
+/// The console's fleet views and plan previews are the operator's: every other role is
+/// refused, and bad arguments are named.
+async fn the_fleet_tree_node_history_and_plan_previews_are_for_operators(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let node = register_in(&app, "a-0", ("eu-west", "r1", "hgx-a"), 2).await;
+    let sku = app.create_h100_sku().await;
+    let (tenant, admin) = app.create_tenant("acme").await;
+    let provider = app.create_rhein_provider().await;
+    let plan = json!({"plan": "next", "currency": "USD", "effectiveFrom": "2027-01-01T00:00:00Z",
+        "rates": [{"sku": sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "1.99"}]});
+    let preview = "query($i: PlanVersionInput!, $t: ID!) { previewPlanVersion(input: $i, tenantId: $t) { total } }";
+    let history =
+        "query($n: ID!, $d: Int) { gpuHistory(nodeId: $n, days: $d) { uuid events { code } } }";
+    for key in [&admin, &provider] {
+        for (query, vars) in [
+            (TOPOLOGY, json!({})),
+            (history, json!({"n": node, "d": 30})),
+            (preview, json!({"i": plan, "t": tenant})),
+        ] {
+            let r = app.gql(Some(key), query, vars).await;
+            assert_eq!(error_code(&r), Some("FORBIDDEN"), "{query}: {r}");
+        }
+    }
+    let op = Some(app.operator_key.as_str());
+    let r = app.gql(op, preview, json!({"i": plan, "t": tenant})).await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "no invoice yet: {r}");
+    app.close_period(&tenant, "id").await;
+    let r = app.gql(op, preview, json!({"i": plan, "t": tenant})).await;
+    assert_eq!(
+        r["data"]["previewPlanVersion"]["total"], "0.00",
+        "nothing used: {r}"
+    );
+    let mut euro = plan.clone();
+    euro["currency"] = json!("EUR");
+    let r = app.gql(op, preview, json!({"i": euro, "t": tenant})).await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    let mut bad = plan.clone();
+    bad["rates"][0]["unitPrice"] = json!("-1");
+    let r = app.gql(op, preview, json!({"i": bad, "t": tenant})).await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["field"], "rates[0].unitPrice",
+        "{r}"
+    );
+    let r = app
+        .gql(
+            op,
+            preview,
+            json!({"i": plan, "t": uuid::Uuid::new_v4().to_string()}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    for days in [0, 91] {
+        let r = app.gql(op, history, json!({"n": node, "d": days})).await;
+        assert_eq!(r["errors"][0]["extensions"]["field"], "days", "{r}");
+    }
+    let r = app.gql(op, history, json!({"n": node, "d": 90})).await;
+    let gpus = r["data"]["gpuHistory"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(gpus.len(), 2, "{r}");
+}
+
 on_both_databases!(
+    the_fleet_tree_counts_each_domain_and_lists_its_nodes,
+    the_fleet_tree_node_history_and_plan_previews_are_for_operators,
     rotating_an_agent_token_revokes_the_old_one_at_once,
     a_node_is_found_by_hostname_with_what_runs_on_it,
     a_node_list_shows_each_node_its_own_tokens_and_allocations,

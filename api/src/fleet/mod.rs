@@ -3,6 +3,7 @@
 
 pub mod reliability;
 pub(crate) mod store;
+pub mod topology;
 pub mod verify;
 
 use neocloud_metering::events::{self, NewEvent};
@@ -355,14 +356,23 @@ pub async fn rotate_agent_token(
     })
 }
 
-/// `nodes` (operator): every node, oldest first.
+/// Which nodes `nodes` lists: those in the region, rack and NVLink domain given.
+#[derive(Debug, Clone, Default)]
+pub struct NodeFilter {
+    pub region: Option<String>,
+    pub rack: Option<String>,
+    pub nvlink_domain: Option<String>,
+}
+
+/// `nodes` (operator): the nodes the filter selects, oldest first.
 pub async fn list_nodes(
     db: &DatabaseConnection,
     actor: &Principal,
     page: Page,
+    filter: &NodeFilter,
 ) -> ApiResult<PageOf<(node::Model, Vec<gpu::Model>)>> {
     actor.require_operator()?;
-    let nodes = store::page(db, page).await?;
+    let nodes = store::page(db, page, filter).await?;
     let ids: Vec<uuid::Uuid> = nodes.items.iter().map(|n| n.id.into()).collect();
     let mut gpus = store::gpus_of(db, &ids).await?;
     let items = nodes
@@ -446,18 +456,15 @@ pub struct Overview {
 pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Overview> {
     use std::collections::BTreeMap;
     actor.require_operator()?;
-    let nodes = store::all_nodes(db).await?;
-    let ids: Vec<uuid::Uuid> = nodes.iter().map(|n| n.id.into()).collect();
-    let gpus = store::gpus_of(db, &ids).await?;
-    let held = store::held_milli_by_gpu(db).await?;
+    let fleet = topology::Snapshot::read(db).await?;
     let mut by_state: BTreeMap<String, u64> = BTreeMap::new();
     let mut by_health: BTreeMap<String, u64> = BTreeMap::new();
     let mut capacity: BTreeMap<(String, String), CapacityRow> = BTreeMap::new();
-    let node_of: std::collections::HashMap<_, _> = nodes.iter().map(|n| (n.id, n)).collect();
-    for n in &nodes {
+    let node_of: std::collections::HashMap<_, _> = fleet.nodes.iter().map(|n| (n.id, n)).collect();
+    for n in &fleet.nodes {
         *by_state.entry(n.state.as_str().to_owned()).or_default() += 1;
     }
-    for g in &gpus {
+    for g in &fleet.gpus {
         *by_health.entry(g.health.as_str().to_owned()).or_default() += 1;
         if let Some(n) = node_of.get(&g.node_id) {
             let row = capacity
@@ -469,11 +476,7 @@ pub async fn overview(db: &DatabaseConnection, actor: &Principal) -> ApiResult<O
                     allocated_milli: 0,
                 });
             row.gpus += 1;
-            row.allocated_milli += held
-                .get(&uuid::Uuid::from(g.id))
-                .copied()
-                .unwrap_or(0)
-                .min(1000);
+            row.allocated_milli += fleet.held_on(g);
         }
     }
     Ok(Overview {

@@ -110,8 +110,19 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
 pub(crate) async fn page<C: ConnectionTrait>(
     conn: &C,
     page: Page,
+    filter: &super::NodeFilter,
 ) -> Result<PageOf<node::Model>, DbErr> {
-    page.fetch(conn, Nodes::find(), node::Column::Id).await
+    let mut select = Nodes::find();
+    for (column, value) in [
+        (node::Column::Region, &filter.region),
+        (node::Column::Rack, &filter.rack),
+        (node::Column::NvlinkDomain, &filter.nvlink_domain),
+    ] {
+        if let Some(value) = value {
+            select = select.filter(column.eq(value.as_str()));
+        }
+    }
+    page.fetch(conn, select, node::Column::Id).await
 }
 
 /// The GPUs of the given nodes, ordered by node and index.

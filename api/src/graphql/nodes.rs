@@ -1,4 +1,4 @@
-//! Nodes: `nodes` and `registerNode` (operator).
+//! Nodes: `nodes`, `fleetTopology`, `gpuHistory` and `registerNode` (operator).
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use super::scalars::{
     GqlGpuHealth, GqlNodeState, GqlNodeVerification, connection, parse_id, to_id,
 };
 use crate::error::ApiError;
-use crate::fleet::{self, GpuInput, NodeRegistration};
+use crate::fleet::{self, GpuInput, NodeRegistration, topology};
 use crate::nats::credentials::Authority;
 use crate::pagination::Page;
 
@@ -234,22 +234,119 @@ impl NodeQuery {
         Ok(Node { node, gpus })
     }
 
-    /// Every registered node, oldest first (operator).
+    /// The registered nodes, oldest first; only those in the region, rack and NVLink
+    /// domain given (operator).
     #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
     async fn nodes(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        region: Option<String>,
+        rack: Option<String>,
+        nvlink_domain: Option<String>,
     ) -> Result<Connection<String, Node>> {
         let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
-        let result = fleet::list_nodes(super::db(ctx)?, super::principal(ctx)?, page).await?;
+        let filter = fleet::NodeFilter {
+            region,
+            rack,
+            nvlink_domain,
+        };
+        let result =
+            fleet::list_nodes(super::db(ctx)?, super::principal(ctx)?, page, &filter).await?;
         Ok(connection(
             result,
             |(n, _)| n.id.into(),
             |(node, gpus)| Node { node, gpus },
         ))
     }
+
+    /// Every NVLink domain by region, rack and name, with its nodes by state, its GPUs by
+    /// health and what live allocations hold (operator): the fleet's tree.
+    async fn fleet_topology(&self, ctx: &Context<'_>) -> Result<Vec<NvlinkDomainSummary>> {
+        let domains = topology::domains(super::db(ctx)?, super::principal(ctx)?).await?;
+        Ok(domains.into_iter().map(Into::into).collect())
+    }
+
+    /// Each GPU of a node with its XID/ECC events and health over the last `days` (1 to
+    /// 90; operator): the node's timeline.
+    async fn gpu_history(
+        &self,
+        ctx: &Context<'_>,
+        node_id: ID,
+        #[graphql(default = 30)] days: i64,
+    ) -> Result<Vec<GpuHistory>> {
+        let node = parse_id("nodeId", &node_id)?;
+        let found = topology::gpu_history(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            node,
+            days,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(found
+            .into_iter()
+            .map(|(g, events, spans)| GpuHistory {
+                uuid: g.uuid,
+                index: g.index,
+                health: g.health.into(),
+                health_changed_at: g.health_changed_at,
+                events: events.iter().map(super::ordering::GpuEvent::from).collect(),
+                health_history: spans.iter().map(Into::into).collect(),
+            })
+            .collect())
+    }
+}
+
+/// One NVLink domain of the fleet, with what is in it (`fleetTopology`).
+#[derive(SimpleObject)]
+pub struct NvlinkDomainSummary {
+    pub region: String,
+    pub rack: String,
+    pub nvlink_domain: String,
+    pub gpu_models: Vec<String>,
+    pub nodes: u64,
+    pub nodes_draining: u64,
+    pub nodes_down: u64,
+    pub gpus: u64,
+    pub gpus_degraded: u64,
+    pub gpus_failed: u64,
+    /// GPUs held by live allocations (fractions and slices as their share), exact.
+    pub allocated_gpus: String,
+}
+
+impl From<topology::Domain> for NvlinkDomainSummary {
+    fn from(d: topology::Domain) -> Self {
+        let allocated =
+            rust_decimal::Decimal::from(d.allocated_milli) / rust_decimal::Decimal::ONE_THOUSAND;
+        NvlinkDomainSummary {
+            region: d.region,
+            rack: d.rack,
+            nvlink_domain: d.nvlink_domain,
+            gpu_models: d.gpu_models,
+            nodes: d.nodes,
+            nodes_draining: d.nodes_draining,
+            nodes_down: d.nodes_down,
+            gpus: d.gpus,
+            gpus_degraded: d.gpus_degraded,
+            gpus_failed: d.gpus_failed,
+            allocated_gpus: allocated.normalize().to_string(),
+        }
+    }
+}
+
+/// A GPU's recent history: its XID/ECC events and its stretches of bad health.
+#[derive(SimpleObject)]
+pub struct GpuHistory {
+    pub uuid: String,
+    pub index: i32,
+    pub health: GqlGpuHealth,
+    pub health_changed_at: DateTime<Utc>,
+    /// Newest first, at most 100.
+    pub events: Vec<super::ordering::GpuEvent>,
+    /// Oldest first; a span still open has no end.
+    pub health_history: Vec<super::ordering::GpuHealthSpan>,
 }
 
 #[derive(Default)]

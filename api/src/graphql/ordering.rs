@@ -155,44 +155,44 @@ pub struct GpuHealthSpan {
     pub cause: String,
 }
 
+impl From<&health::EventRecord> for GpuEvent {
+    fn from(e: &health::EventRecord) -> Self {
+        GpuEvent {
+            at: e.at,
+            kind: serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            code: i64::from(e.code),
+            effect: e.effect.map(Into::into),
+        }
+    }
+}
+
+impl From<&health::HealthSpan> for GpuHealthSpan {
+    fn from(s: &health::HealthSpan) -> Self {
+        GpuHealthSpan {
+            health: s.health.into(),
+            from: s.from,
+            to: s.to,
+            cause: s.cause.clone(),
+        }
+    }
+}
+
 #[ComplexObject]
 impl AllocatedGpu {
     /// XID and ECC events of the GPU while this allocation held it, newest first (at most
     /// 100). On a shared GPU (a MIG slice, a fraction) only the events that changed the
     /// GPU's health: a neighbour's application errors are the neighbour's.
     async fn events(&self, ctx: &Context<'_>) -> Result<Vec<GpuEvent>> {
-        Ok(self
-            .history(ctx)
-            .await?
-            .0
-            .iter()
-            .map(|e| GpuEvent {
-                at: e.at,
-                kind: serde_json::to_value(e.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                code: i64::from(e.code),
-                effect: e.effect.map(Into::into),
-            })
-            .collect())
+        Ok(self.history(ctx).await?.0.iter().map(Into::into).collect())
     }
 
     /// When the GPU was DEGRADED or FAILED while this allocation held it, oldest first,
     /// clipped to the allocation's lifetime. FAILED time is SLA credit, not usage.
     async fn health_history(&self, ctx: &Context<'_>) -> Result<Vec<GpuHealthSpan>> {
-        Ok(self
-            .history(ctx)
-            .await?
-            .1
-            .iter()
-            .map(|s| GpuHealthSpan {
-                health: s.health.into(),
-                from: s.from,
-                to: s.to,
-                cause: s.cause.clone(),
-            })
-            .collect())
+        Ok(self.history(ctx).await?.1.iter().map(Into::into).collect())
     }
 }
 

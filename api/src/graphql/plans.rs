@@ -70,6 +70,41 @@ pub struct PlanVersionInput {
     pub commitment: Option<Commitment>,
 }
 
+impl PlanVersionInput {
+    /// The version as the plans service takes it (ids parsed, prices still text).
+    fn into_new(self) -> Result<NewPlanVersion> {
+        let mut rates = Vec::new();
+        for (i, r) in self.rates.into_iter().enumerate() {
+            rates.push(RateInput {
+                sku: parse_id(&format!("rates[{i}].sku"), &r.sku)?,
+                metric: r.metric.into(),
+                tiers_mode: r.tiers_mode.into(),
+                unit_price: r.unit_price,
+                spot_unit_price: r.spot_unit_price,
+                tiers: r.tiers.map(|ts| {
+                    ts.into_iter()
+                        .map(|t| TierInput {
+                            up_to: t.up_to,
+                            unit_price: t.unit_price,
+                            flat_fee: t.flat_fee,
+                        })
+                        .collect()
+                }),
+                package_size: r.package_size,
+                package_price: r.package_price,
+            });
+        }
+        Ok(NewPlanVersion {
+            plan: self.plan,
+            currency: self.currency,
+            effective_from: self.effective_from,
+            minimum_billable_seconds: self.minimum_billable_seconds,
+            rates,
+            commitment: self.commitment.map(|c| (c.monthly_minimum, c.discount_pct)),
+        })
+    }
+}
+
 #[derive(SimpleObject)]
 pub struct Rate {
     pub sku: ID,
@@ -167,6 +202,50 @@ impl From<tenant_plan::Model> for PlanAssignment {
     }
 }
 
+/// What a proposed plan version would have charged for a tenant's latest finalized
+/// invoice: the same usage, tax treatment, credits and late usage, the proposed rates.
+#[derive(SimpleObject)]
+pub struct PlanVersionPreview {
+    pub invoice_id: ID,
+    pub invoice_number: Option<String>,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub currency: String,
+    /// The plan version(s) the invoice was rated with, e.g. `standard v2`.
+    pub current_plan: String,
+    pub current_subtotal: String,
+    pub current_total: String,
+    pub subtotal: String,
+    pub tax: String,
+    pub credits: String,
+    pub total: String,
+    /// `subtotal − currentSubtotal`: what the plan alone changes, before tax and credits.
+    pub difference: String,
+    pub lines: Vec<super::invoices::InvoiceLine>,
+}
+
+impl From<plans::Preview> for PlanVersionPreview {
+    fn from(p: plans::Preview) -> Self {
+        let difference = neocloud_metering::plans::preview::difference(&p.invoice, &p.rated);
+        PlanVersionPreview {
+            invoice_id: to_id(p.invoice.id),
+            invoice_number: p.invoice.number,
+            period_start: p.invoice.period_start,
+            period_end: p.invoice.period_end,
+            currency: p.invoice.currency,
+            current_plan: p.invoice.plan,
+            current_subtotal: p.invoice.subtotal.to_string(),
+            current_total: p.invoice.total.to_string(),
+            subtotal: p.rated.subtotal.to_string(),
+            tax: p.rated.tax.to_string(),
+            credits: p.rated.credits.to_string(),
+            total: p.rated.total.to_string(),
+            difference: difference.to_string(),
+            lines: p.rated.lines.iter().map(Into::into).collect(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct PlanQuery;
 
@@ -186,6 +265,26 @@ impl PlanQuery {
             })
             .collect())
     }
+
+    /// What `input` would have charged for the tenant's latest finalized invoice, had it
+    /// been in force over that whole period (operator). Nothing is stored. `INVALID_STATE`
+    /// when the tenant has no finalized invoice.
+    async fn preview_plan_version(
+        &self,
+        ctx: &Context<'_>,
+        input: PlanVersionInput,
+        tenant_id: ID,
+    ) -> Result<PlanVersionPreview> {
+        let tenant: TenantId = parse_id("tenantId", &tenant_id)?;
+        let preview = plans::preview_version(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant,
+            input.into_new()?,
+        )
+        .await?;
+        Ok(preview.into())
+    }
 }
 
 #[derive(Default)]
@@ -199,40 +298,10 @@ impl PlanMutation {
         ctx: &Context<'_>,
         input: PlanVersionInput,
     ) -> Result<CreatePlanVersionPayload> {
-        let mut rates = Vec::new();
-        for (i, r) in input.rates.into_iter().enumerate() {
-            rates.push(RateInput {
-                sku: parse_id(&format!("rates[{i}].sku"), &r.sku)?,
-                metric: r.metric.into(),
-                tiers_mode: r.tiers_mode.into(),
-                unit_price: r.unit_price,
-                spot_unit_price: r.spot_unit_price,
-                tiers: r.tiers.map(|ts| {
-                    ts.into_iter()
-                        .map(|t| TierInput {
-                            up_to: t.up_to,
-                            unit_price: t.unit_price,
-                            flat_fee: t.flat_fee,
-                        })
-                        .collect()
-                }),
-                package_size: r.package_size,
-                package_price: r.package_price,
-            });
-        }
         let (version, rates, plan) = plans::create_version(
             super::db(ctx)?,
             super::principal(ctx)?,
-            NewPlanVersion {
-                plan: input.plan,
-                currency: input.currency,
-                effective_from: input.effective_from,
-                minimum_billable_seconds: input.minimum_billable_seconds,
-                rates,
-                commitment: input
-                    .commitment
-                    .map(|c| (c.monthly_minimum, c.discount_pct)),
-            },
+            input.into_new()?,
             super::now(ctx)?,
         )
         .await?;

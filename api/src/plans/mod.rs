@@ -80,6 +80,42 @@ pub(crate) async fn check_skus<C: ConnectionTrait>(
     Ok(())
 }
 
+/// What a proposed version would have charged for a tenant's latest finalized invoice.
+pub struct Preview {
+    pub invoice: neocloud_schema::entity::invoice::Model,
+    pub rated: neocloud_metering::rating::period::RatedInvoice,
+}
+
+/// `previewPlanVersion` (operator): the tenant's latest finalized invoice rated again with
+/// the proposed version in force over its whole period. Nothing is stored.
+pub async fn preview_version(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    tenant: TenantId,
+    input: NewPlanVersion,
+) -> ApiResult<Preview> {
+    use neocloud_metering::plans::preview::{self, PreviewError};
+    actor.require_operator()?;
+    let valid = plans::validate(&input)?;
+    check_skus(db, &valid).await?;
+    tenancy::store::find(db, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let invoice = neocloud_metering::invoicing::store::latest_finalized(db, tenant)
+        .await?
+        .ok_or_else(|| ApiError::InvalidState {
+            message: "the tenant has no finalized invoice to compare with".into(),
+        })?;
+    let rated = preview::rerate(&invoice, &valid).map_err(|e| match e {
+        PreviewError::Currency { .. } => ApiError::invalid("input.currency", e.to_string()),
+        PreviewError::NotRerated(message) => ApiError::InvalidState { message },
+        PreviewError::Rate(e) => ApiError::InvalidState {
+            message: format!("the invoice cannot be rated again: {e}"),
+        },
+    })?;
+    Ok(Preview { invoice, rated })
+}
+
 /// `assignPlan` (operator): the tenant is rated by this version from the later of now and
 /// the version's effective date (from the start of that minute).
 #[tracing::instrument(name = "plans.assign", skip_all, fields(tenant = %tenant))]

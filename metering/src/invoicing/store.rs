@@ -311,6 +311,19 @@ pub async fn find<C: ConnectionTrait>(
     query.one(conn).await
 }
 
+/// The tenant's latest finalized invoice that was not voided (by period end).
+pub async fn latest_finalized<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+) -> Result<Option<invoice::Model>, DbErr> {
+    invoice::Entity::find()
+        .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.is_not_in([InvoiceStatus::Draft, InvoiceStatus::Void]))
+        .order_by_desc(invoice::Column::PeriodEnd)
+        .one(conn)
+        .await
+}
+
 /// The lines of a finalized invoice, in order.
 pub async fn lines<C: ConnectionTrait>(
     conn: &C,

@@ -4,6 +4,7 @@
 //! effective date (from the start of that minute). Rates are checked by the rating
 //! engine's own rules before anything is stored; `store` owns the four plan tables.
 
+pub mod preview;
 pub mod store;
 
 use chrono::{DateTime, Utc};
