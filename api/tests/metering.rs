@@ -429,6 +429,33 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
         "{r}"
     );
     assert_ne!(row["slaCreditSeconds"], "0", "{r}");
+    // By the hour: whole UTC hours whose credit adds up to the same seconds; grouping by
+    // hour is refused over more than 31 days.
+    let hourly = "query($f: DateTime!, $t: DateTime!) { usage(from: $f, to: $t, groupBy: [HOUR]) { rows { key slaCreditSeconds } } }";
+    let range = json!({"f": iso(s.started - Duration::minutes(5)), "t": iso(Utc::now() + Duration::minutes(5))});
+    let h = app.gql(Some(&s.tenant_key), hourly, range).await;
+    let mut credit = rust_decimal::Decimal::ZERO;
+    for hour in h["data"]["usage"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{h}"))
+    {
+        let at: chrono::DateTime<Utc> =
+            hour["key"].as_str().expect("key").parse().expect("an hour");
+        assert_eq!(at.timestamp() % 3600, 0, "{h}");
+        credit += hour["slaCreditSeconds"]
+            .as_str()
+            .expect("seconds")
+            .parse::<rust_decimal::Decimal>()
+            .expect("decimal");
+    }
+    assert_eq!(
+        credit.to_string(),
+        row["slaCreditSeconds"].as_str().expect("seconds"),
+        "{h}"
+    );
+    let long = json!({"f": iso(Utc::now() - Duration::days(32)), "t": iso(Utc::now())});
+    let h = app.gql(Some(&s.tenant_key), hourly, long).await;
+    assert_eq!(h["errors"][0]["extensions"]["field"], "to", "{h}");
     // Released, the failed GPU still takes nothing new.
     let r = app
         .gql(

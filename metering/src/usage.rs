@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_schema::entity::{
     Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_minute,
 };
@@ -38,6 +38,27 @@ pub enum GroupBy {
     Allocation,
     Label,
     Day,
+    /// The UTC hour (`2026-12-06T14:00:00Z`); a query grouped by hour spans at most
+    /// [`MAX_HOURLY_RANGE_DAYS`].
+    Hour,
+}
+
+/// Most days a query grouped by hour may span (744 hours).
+pub const MAX_HOURLY_RANGE_DAYS: i64 = 31;
+
+/// The time buckets a grouping splits quantities into: hours when it groups by hour,
+/// otherwise UTC days (what `DAY` shows; without a time part the rows sum them anyway).
+fn step_of(group_by: &[GroupBy]) -> TimeDelta {
+    if group_by.contains(&GroupBy::Hour) {
+        TimeDelta::hours(1)
+    } else {
+        TimeDelta::days(1)
+    }
+}
+
+/// The start of the bucket of `step` that `t` falls in (UTC days start at midnight).
+fn bucket_of(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
+    t.duration_trunc(step).unwrap_or(t)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,7 +85,8 @@ struct Parts<'a> {
     sku: &'a str,
     allocation: Uuid,
     label: &'a str,
-    day: NaiveDate,
+    /// The start of the time bucket (an hour or a UTC day).
+    at: DateTime<Utc>,
 }
 
 fn key_of(group_by: &[GroupBy], parts: &Parts<'_>) -> Vec<String> {
@@ -74,23 +96,24 @@ fn key_of(group_by: &[GroupBy], parts: &Parts<'_>) -> Vec<String> {
             GroupBy::Sku => parts.sku.to_owned(),
             GroupBy::Allocation => parts.allocation.to_string(),
             GroupBy::Label => parts.label.to_owned(),
-            GroupBy::Day => parts.day.to_string(),
+            GroupBy::Day => parts.at.date_naive().to_string(),
+            GroupBy::Hour => parts.at.format("%Y-%m-%dT%H:00:00Z").to_string(),
         })
         .collect()
 }
 
-/// Seconds of `[a, b)` per UTC day.
-fn seconds_per_day(a: DateTime<Utc>, b: DateTime<Utc>) -> Vec<(NaiveDate, i64)> {
+/// `[a, b)` cut at the bucket boundaries of `step`: (bucket start, the part in it).
+fn spans_per_bucket(
+    a: DateTime<Utc>,
+    b: DateTime<Utc>,
+    step: TimeDelta,
+) -> Vec<(DateTime<Utc>, Span)> {
     let mut out = Vec::new();
     let mut t = a;
     while t < b {
-        let day = t.date_naive();
-        let next = day
-            .succ_opt()
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .map_or(b, |n| n.and_utc());
-        let stop = b.min(next);
-        out.push((day, (stop - t).num_seconds()));
+        let start = bucket_of(t, step);
+        let stop = b.min(start + step);
+        out.push((start, (t, stop)));
         t = stop;
     }
     out
@@ -221,14 +244,16 @@ pub async fn usage<C: ConnectionTrait>(
     let buckets = minute_buckets(conn, tenant, from, to).await?;
     let held = holdings(conn, tenant, from, to).await?;
     let labels = order_labels(conn, &held.allocations, &buckets).await?;
+    let step = step_of(group_by);
     let mut rows = Rows {
         group_by,
+        step,
         skus: &skus,
         labels: &labels,
         rows: BTreeMap::new(),
     };
     for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
-        let row = rows.row(sku_id, allocation_id, minute_start.date_naive());
+        let row = rows.row(sku_id, allocation_id, bucket_of(minute_start, step));
         row.active_seconds += active.get();
         row.memory_gib_seconds += memory.get();
         row.energy_kwh += energy.get();
@@ -274,14 +299,15 @@ async fn minute_buckets<C: ConnectionTrait>(
 /// The usage rows of one query, by key, with what their keys are made of.
 struct Rows<'a> {
     group_by: &'a [GroupBy],
+    step: TimeDelta,
     skus: &'a HashMap<Uuid, String>,
     labels: &'a HashMap<Uuid, String>,
     rows: BTreeMap<Vec<String>, UsageRow>,
 }
 
 impl Rows<'_> {
-    /// The row an allocation's usage of a SKU on a day goes to.
-    fn row(&mut self, sku: Option<Uuid>, allocation: Uuid, day: NaiveDate) -> &mut UsageRow {
+    /// The row an allocation's usage of a SKU in the bucket starting `at` goes to.
+    fn row(&mut self, sku: Option<Uuid>, allocation: Uuid, at: DateTime<Utc>) -> &mut UsageRow {
         let name = sku
             .and_then(|i| self.skus.get(&i).cloned())
             .unwrap_or_default();
@@ -289,13 +315,13 @@ impl Rows<'_> {
             sku: &name,
             allocation,
             label: self.labels.get(&allocation).map_or("", String::as_str),
-            day,
+            at,
         };
         row_for(&mut self.rows, key_of(self.group_by, &parts))
     }
 
-    /// The unit-seconds allocation `a` held in `[lo, hi)`, per UTC day: allocated, and SLA
-    /// credit for the time its GPUs were failed.
+    /// The unit-seconds allocation `a` held in `[lo, hi)`, per time bucket: allocated, and
+    /// SLA credit for the time its GPUs were failed.
     fn add_held_time(
         &mut self,
         a: &allocation::Model,
@@ -315,20 +341,18 @@ impl Rows<'_> {
         let failed_spans = failed_spans(&gpus, &held.failed, (lo, hi), now);
         let units = units_held(a, gpus.len());
         let gpus = Decimal::from(gpus.len());
-        for (day, secs) in seconds_per_day(lo, hi) {
-            let day_start = day.and_hms_opt(0, 0, 0).map_or(lo, |d| d.and_utc());
-            let day_span = (day_start.max(lo), (day_start + TimeDelta::days(1)).min(hi));
-            // GPU-seconds held and failed this day, summed over the allocation's GPUs, then
-            // turned into unit-seconds once (exact unless a node's GPU count does not
+        for (at, part) in spans_per_bucket(lo, hi, self.step) {
+            // GPU-seconds held and failed in the bucket, summed over the allocation's GPUs,
+            // then turned into unit-seconds once (exact unless a node's GPU count does not
             // divide them; then 28 significant digits).
             let failed_gpu_secs: i64 = failed_spans
                 .iter()
-                .filter_map(|f| overlap(*f, day_span))
+                .filter_map(|f| overlap(*f, part))
                 .map(|(x, y)| (y - x).num_seconds())
                 .sum();
-            let held_gpu_secs = Decimal::from(secs) * gpus;
+            let held_gpu_secs = Decimal::from((part.1 - part.0).num_seconds()) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
-            let row = self.row(Some(a.sku_id.into()), a.id.into(), day);
+            let row = self.row(Some(a.sku_id.into()), a.id.into(), at);
             row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
             row.sla_credit_seconds += failed_gpu_secs * units / gpus;
         }
@@ -383,9 +407,31 @@ mod tests {
 
     #[test]
     fn a_span_across_midnight_splits_by_day() {
-        let days = seconds_per_day(t("2026-11-29T23:59:50Z"), t("2026-11-30T00:00:20Z"));
-        assert_eq!(days.len(), 2);
-        assert_eq!(days[0].1, 10);
-        assert_eq!(days[1].1, 20);
+        let (a, b) = (t("2026-11-29T23:59:50Z"), t("2026-11-30T00:00:20Z"));
+        let days = spans_per_bucket(a, b, TimeDelta::days(1));
+        assert_eq!(
+            days,
+            vec![
+                (t("2026-11-29T00:00:00Z"), (a, t("2026-11-30T00:00:00Z"))),
+                (t("2026-11-30T00:00:00Z"), (t("2026-11-30T00:00:00Z"), b)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_span_splits_by_hour_at_whole_hours() {
+        let (a, b) = (t("2026-11-30T09:59:30Z"), t("2026-11-30T12:00:00Z"));
+        let hours = spans_per_bucket(a, b, TimeDelta::hours(1));
+        let starts: Vec<_> = hours.iter().map(|(at, _)| at.to_rfc3339()).collect();
+        assert_eq!(
+            starts,
+            [
+                "2026-11-30T09:00:00+00:00",
+                "2026-11-30T10:00:00+00:00",
+                "2026-11-30T11:00:00+00:00"
+            ]
+        );
+        assert_eq!(hours[0].1, (a, t("2026-11-30T10:00:00Z")));
+        assert_eq!(hours[2].1, (t("2026-11-30T11:00:00Z"), b));
     }
 }

@@ -1,7 +1,7 @@
 //! Usage grouping against a real (SQLite) database, over generated fleets: for every
 //! `groupBy` the rows add up to the ungrouped totals, quantity by quantity; and, per
-//! allocation, allocated plus SLA-credit seconds are its units times the seconds it held
-//! inside the range (a model written from docs/invoicing.md, "Units": a node is one unit,
+//! allocation (and per UTC hour of it), allocated plus SLA-credit seconds are its units
+//! times the seconds it held inside the range (and that hour) (a model written from docs/invoicing.md, "Units": a node is one unit,
 //! every GPU, MIG slice or fraction one each). The fleet's GPUs are shared by every case,
 //! so failures of earlier cases overlap later ones: failed time must count once.
 
@@ -149,6 +149,8 @@ struct Expected {
     units: i64,
     /// Seconds held inside the range.
     seconds: i64,
+    /// Where: seconds after the case's base, `[from, to)`.
+    held: (i64, i64),
 }
 
 /// Writes a case for a tenant of its own; returns the tenant and what each allocation
@@ -269,6 +271,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             label: ORDER_LABEL_KEYS[h.labels],
             units,
             seconds: (held_to - held_from).max(0),
+            held: (held_from, held_to),
         });
     }
     (tenant, expected)
@@ -327,15 +330,16 @@ fn totals(rows: &[UsageRow]) -> [Decimal; 5] {
     sum
 }
 
-/// Every non-empty subset of the four dimensions, in a fixed order.
+/// Every non-empty subset of the five dimensions, in a fixed order.
 fn groupings() -> Vec<Vec<GroupBy>> {
     let all = [
         GroupBy::Sku,
         GroupBy::Allocation,
         GroupBy::Label,
         GroupBy::Day,
+        GroupBy::Hour,
     ];
-    (1u8..16)
+    (1u8..32)
         .map(|mask| {
             all.iter()
                 .enumerate()
@@ -373,7 +377,7 @@ async fn check(fleet: &Fleet, case: &Case) -> Result<(), TestCaseError> {
     // of an allocation is keyed alike, so no row mixes one allocation's seconds held with
     // another key's activity.
     let by_allocation = query(vec![GroupBy::Allocation, GroupBy::Sku, GroupBy::Label]).await;
-    for e in expected {
+    for e in &expected {
         let rows: Vec<&UsageRow> = by_allocation
             .iter()
             .filter(|r| r.key[0] == e.id.to_string())
@@ -399,6 +403,22 @@ async fn check(fleet: &Fleet, case: &Case) -> Result<(), TestCaseError> {
             "allocation {}",
             e.id
         );
+    }
+    // Per UTC hour: what each allocation held in that hour of the range, times its units.
+    let by_hour = query(vec![GroupBy::Allocation, GroupBy::Hour]).await;
+    for e in &expected {
+        for r in by_hour.iter().filter(|r| r.key[0] == e.id.to_string()) {
+            let hour: DateTime<Utc> = r.key[1].parse().expect("an hour");
+            let start = (hour - base).num_seconds();
+            let inside = (e.held.1.min(start + 3600) - e.held.0.max(start)).max(0);
+            prop_assert_eq!(
+                r.allocated_seconds + r.sla_credit_seconds,
+                Decimal::from(e.units * inside),
+                "allocation {} in the hour from {}",
+                e.id,
+                hour
+            );
+        }
     }
     Ok(())
 }

@@ -17,6 +17,8 @@ pub enum UsageGroupBy {
     Allocation,
     Label,
     Day,
+    /// The UTC hour, e.g. `2026-12-06T14:00:00Z` (a query spans at most 31 days).
+    Hour,
 }
 
 impl From<UsageGroupBy> for usage::GroupBy {
@@ -26,6 +28,7 @@ impl From<UsageGroupBy> for usage::GroupBy {
             UsageGroupBy::Allocation => usage::GroupBy::Allocation,
             UsageGroupBy::Label => usage::GroupBy::Label,
             UsageGroupBy::Day => usage::GroupBy::Day,
+            UsageGroupBy::Hour => usage::GroupBy::Hour,
         }
     }
 }
@@ -205,6 +208,18 @@ impl UsageQuery {
             if !group.contains(&g) {
                 group.push(g);
             }
+        }
+        if group.contains(&usage::GroupBy::Hour)
+            && (to - from).num_days() > usage::MAX_HOURLY_RANGE_DAYS
+        {
+            return Err(ApiError::invalid(
+                "to",
+                format!(
+                    "grouped by hour, a query spans at most {} days",
+                    usage::MAX_HOURLY_RANGE_DAYS
+                ),
+            )
+            .into());
         }
         let db = super::db(ctx)?;
         ingest::settle(db).await.map_err(ApiError::from)?;
