@@ -6,7 +6,7 @@ mod support;
 
 use std::io::Write;
 
-use chrono::{Duration, Utc};
+use chrono::{Duration, DurationRound, TimeDelta, Utc};
 use neocloud_schema::entity::{ingest_batch, usage_minute};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
@@ -487,7 +487,71 @@ async fn a_fatal_xid_fails_the_gpu_and_turns_its_time_into_credit(backend: Backe
     );
 }
 
+/// The portal's live chart: minute by minute, what the agent reported of the allocation —
+/// two batches at 30 % and 80 % SM activity over 10 s each, a GiB in use throughout.
+async fn an_allocation_shows_its_utilization_minute_by_minute(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let boot = uuid::Uuid::new_v4().to_string();
+    for (seq, offset, sm) in [(1, 0, 30.0), (2, 10, 80.0)] {
+        let (code, r) = send(&app, &s, &batch(&s, &boot, seq, offset, sm)).await;
+        assert_eq!(code, 200, "{r}");
+    }
+    app.advance(chrono::TimeDelta::seconds(30));
+    let query = "query($id: ID!, $m: Int) { allocation(id: $id) { utilization(minutes: $m) {
+        minute activeSeconds sampledSeconds smActivePct memoryGib } } }";
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            query,
+            json!({"id": s.allocation, "m": 60}),
+        )
+        .await;
+    let minutes = r["data"]["allocation"]["utilization"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    // The 20 seconds sampled may straddle a minute: per minute, what fell in it.
+    let first = s
+        .started
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc")
+        + Duration::seconds(1);
+    let mut want = std::collections::BTreeMap::new();
+    for second in 0..20 {
+        let at = first + Duration::seconds(second);
+        let minute = at.duration_trunc(TimeDelta::minutes(1)).expect("minute");
+        let e = want.entry(minute).or_insert((0i64, 0i64));
+        e.0 += 1;
+        e.1 += if second < 10 { 30 } else { 80 };
+    }
+    assert_eq!(minutes.len(), want.len(), "{r}");
+    for (m, (minute, (sampled, active_pct_sum))) in minutes.iter().zip(want) {
+        let at: chrono::DateTime<Utc> =
+            m["minute"].as_str().expect("minute").parse().expect("time");
+        assert_eq!(at, minute, "{r}");
+        assert_eq!(m["sampledSeconds"], sampled, "{r}");
+        let active = rust_decimal::Decimal::new(active_pct_sum, 2);
+        assert_eq!(m["activeSeconds"], active.normalize().to_string(), "{r}");
+        let pct = (active * rust_decimal::Decimal::ONE_HUNDRED
+            / rust_decimal::Decimal::from(sampled))
+        .round_dp(1);
+        assert_eq!(m["smActivePct"], format!("{pct:.1}"), "{r}");
+        assert_eq!(m["memoryGib"], "1.00", "{r}");
+    }
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            query,
+            json!({"id": s.allocation, "m": 0}),
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["field"], "minutes", "{r}");
+}
+
 on_both_databases!(
+    an_allocation_shows_its_utilization_minute_by_minute,
     energy_counters_become_kwh_between_readings,
     concurrent_batches_of_many_nodes_each_count_once,
     a_batch_counts_once_however_often_it_arrives,

@@ -296,6 +296,56 @@ async fn minute_buckets<C: ConnectionTrait>(
         .await
 }
 
+/// One minute of an allocation's samples, summed over its devices and label sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampledMinute {
+    pub minute: DateTime<Utc>,
+    /// SM-active device-seconds.
+    pub active_seconds: Decimal,
+    pub memory_gib_seconds: Decimal,
+    /// Device-seconds sampled (a second of each of eight GPUs is eight).
+    pub sampled_seconds: i64,
+}
+
+/// The minutes of `[from, to)` in which agents reported samples of `allocation` (of
+/// `tenant`), oldest first.
+pub async fn sampled_minutes<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    allocation: Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<SampledMinute>, DbErr> {
+    let rows: Vec<(DateTime<Utc>, Exact, Exact, i64)> = usage_minute::Entity::find()
+        .select_only()
+        .columns([
+            usage_minute::Column::MinuteStart,
+            usage_minute::Column::ActiveSeconds,
+            usage_minute::Column::MemoryGibSeconds,
+            usage_minute::Column::SampledSeconds,
+        ])
+        .filter(usage_minute::Column::TenantId.eq(tenant))
+        .filter(usage_minute::Column::AllocationId.eq(allocation))
+        .filter(usage_minute::Column::MinuteStart.gte(from))
+        .filter(usage_minute::Column::MinuteStart.lt(to))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let mut minutes: BTreeMap<DateTime<Utc>, SampledMinute> = BTreeMap::new();
+    for (minute, active, memory, sampled) in rows {
+        let m = minutes.entry(minute).or_insert(SampledMinute {
+            minute,
+            active_seconds: Decimal::ZERO,
+            memory_gib_seconds: Decimal::ZERO,
+            sampled_seconds: 0,
+        });
+        m.active_seconds += active.get();
+        m.memory_gib_seconds += memory.get();
+        m.sampled_seconds += sampled;
+    }
+    Ok(minutes.into_values().collect())
+}
+
 /// The usage rows of one query, by key, with what their keys are made of.
 struct Rows<'a> {
     group_by: &'a [GroupBy],

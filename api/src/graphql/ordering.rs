@@ -313,6 +313,66 @@ impl Allocation {
     async fn access(&self) -> super::access::AllocationAccess {
         super::access::access_of(&self.0.allocation)
     }
+
+    /// Its GPUs' activity minute by minute over the last `minutes` of its life (1 to
+    /// 1,440; default 60), from its usage buckets: only minutes its agent reported.
+    #[graphql(complexity = 40)]
+    async fn utilization(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default = 60)] minutes: i64,
+    ) -> Result<Vec<UtilizationMinute>> {
+        let found = crate::ordering::utilization::recent(
+            super::db(ctx)?,
+            &self.0.allocation,
+            minutes,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(found.into_iter().map(UtilizationMinute).collect())
+    }
+}
+
+/// One minute of an allocation's samples, over all its GPUs (MIG slices, fractions).
+pub struct UtilizationMinute(neocloud_metering::usage::SampledMinute);
+
+#[Object]
+impl UtilizationMinute {
+    /// The minute's start.
+    async fn minute(&self) -> DateTime<Utc> {
+        self.0.minute
+    }
+
+    /// SM-active device-seconds, exact.
+    async fn active_seconds(&self) -> String {
+        self.0.active_seconds.normalize().to_string()
+    }
+
+    /// Device-seconds sampled (a second of each of eight GPUs is eight).
+    async fn sampled_seconds(&self) -> i64 {
+        self.0.sampled_seconds
+    }
+
+    /// `activeSeconds / sampledSeconds` as a percentage, to one decimal place (half even).
+    async fn sm_active_pct(&self) -> String {
+        let m = &self.0;
+        if m.sampled_seconds <= 0 {
+            return "0.0".into();
+        }
+        let pct = m.active_seconds * rust_decimal::Decimal::ONE_HUNDRED
+            / rust_decimal::Decimal::from(m.sampled_seconds);
+        format!("{:.1}", pct.round_dp(1))
+    }
+
+    /// Average memory in use per sampled device-second, in GiB, to two decimal places.
+    async fn memory_gib(&self) -> String {
+        let m = &self.0;
+        if m.sampled_seconds <= 0 {
+            return "0.00".into();
+        }
+        let gib = m.memory_gib_seconds / rust_decimal::Decimal::from(m.sampled_seconds);
+        format!("{:.2}", gib.round_dp(2))
+    }
 }
 
 /// Labels as a map, refusing a key given twice.

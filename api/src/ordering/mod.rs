@@ -15,6 +15,7 @@ pub mod quota;
 mod request;
 mod shapes;
 pub(crate) mod store;
+pub mod utilization;
 mod views;
 
 pub use handoff::{AccessEndpoint, MAX_ENDPOINTS, MAX_FAILURE_CHARS};
