@@ -6,8 +6,10 @@
 //   allocation where it runs and its GPUs' health, watches its usage grow, downloads the
 //   PDF of an invoice, visits its account pages;
 // - operator: signs in through single sign-on, drains the node a probe order landed on,
-//   and the same order placed again avoids it; visits tenants, a tenant, ingest health,
-//   plans and the audit log;
+//   and the same order placed again avoids it; opens the fleet's tree down to that node's
+//   NVLink domain and the node's page, takes a GPU out of service and marks it repaired;
+//   fills a new version of the demo plan, previews it against the tenant's last invoice
+//   and creates it; visits tenants, a tenant, ingest health and the audit log;
 // - member: an invited portal user sets a password, lands in the portal, and the console
 //   shows it nothing.
 //
@@ -98,11 +100,14 @@ async function order(page, sku, count, nvlink) {
   await page.getByRole('button', { name: 'Place order' }).click();
   await heading(page, /^Allocation /);
   await page.getByText('Order placed').waitFor();
-  const host = await page.locator('dt:text-is("Host") + dd').innerText();
-  const nvlinkDomain = await page.locator('dt:text-is("NVLink domain") + dd').innerText();
+  const where = (term) => page.locator(`dt:text-is("${term}") + dd`).innerText();
+  const host = await where('Host');
+  const nvlinkDomain = await where('NVLink domain');
+  const region = await where('Region');
+  const rack = await where('Rack');
   const gpus = page.getByRole('table', { name: 'GPUs of this allocation' }).locator('tbody tr');
   await gpus.first().waitFor();
-  return { host, nvlinkDomain, gpus: await gpus.allInnerTexts() };
+  return { host, nvlinkDomain, region, rack, gpus: await gpus.allInnerTexts() };
 }
 
 async function allocatedHours(page) {
@@ -188,13 +193,17 @@ async function operatorJourney() {
   if (again.host === probe.host) throw new Error(`the order landed on the drained node ${probe.host}`);
   console.log(`drained ${probe.host}; the next order went to ${again.host}`);
 
+  await topologyToNode(page, probe);
+  await repairGpu(page);
+  await newPlanVersion(page);
+
   await page.getByRole('link', { name: 'Tenants' }).click();
   await heading(page, 'Tenants');
   await check(page, 'console-tenants');
   await page.getByRole('link', { name: tenant.name, exact: true }).click();
   await heading(page, `Tenant ${tenant.name}`);
   await check(page, 'console-tenant');
-  for (const [route, title] of [['ingest', 'Ingest health'], ['plans', 'Plans'], ['providers', 'Providers']]) {
+  for (const [route, title] of [['ingest', 'Ingest health'], ['providers', 'Providers']]) {
     await page.goto(`${URL}/console/${route}`);
     await heading(page, title);
     await check(page, `console-${route}`);
@@ -215,6 +224,75 @@ async function operatorJourney() {
   await heading(page, 'Sign in');
   await tenantPage.context().close();
   await page.context().close();
+}
+
+/** The fleet's tree, region → rack → NVLink domain, opened down to `node`'s domain; then
+ * the node's own page through its link there. */
+async function topologyToNode(page, node) {
+  const topology = page.getByRole('region', { name: 'Topology' });
+  for (const name of [node.region, node.rack, node.nvlinkDomain]) {
+    await topology.locator(`summary:has(.tree-name:text-is("${name}"))`).click();
+  }
+  const link = topology.getByRole('link', { name: node.host, exact: true });
+  const item = topology.locator('li.tree-node', { has: page.getByRole('link', { name: node.host, exact: true }) });
+  await item.getByText('Draining', { exact: true }).waitFor();
+  await item.getByRole('list', { name: `GPUs of ${node.host}` }).getByRole('listitem').first().waitFor();
+  await check(page, 'console-fleet-topology');
+  await link.click();
+  await heading(page, node.host);
+  await page.getByRole('img', { name: /^XID events and GPU health/ }).waitFor();
+  await page.getByRole('table', { name: 'GPUs of this node' }).locator('tbody tr').first().waitFor();
+  await check(page, 'console-node');
+}
+
+/** GPU 0 taken out of service with a reason, then marked repaired; the timeline keeps it. */
+async function repairGpu(page) {
+  const reason = 'reseat after the browser journey';
+  const gpu0 = page.getByRole('table', { name: 'GPUs of this node' }).locator('tbody tr').first();
+  await page.getByRole('button', { name: 'Take out of service: GPU 0' }).click();
+  await page.getByRole('form', { name: 'Take GPU 0 out of service' }).getByLabel('Reason').fill(reason);
+  await page.getByRole('button', { name: 'Confirm out of service' }).click();
+  await gpu0.getByText('Failed', { exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Mark repaired: GPU 0' }).click();
+  await gpu0.getByText('OK', { exact: true }).waitFor();
+  await page.getByText('Show the events', { exact: true }).click();
+  const periods = page.getByRole('table', { name: /^Degraded and failed periods/ });
+  await periods.getByRole('row', { name: new RegExp(reason) }).waitFor();
+  await check(page, 'console-node-repaired');
+  console.log('GPU 0 taken out of service and repaired');
+}
+
+/** A new version of the tenant's plan, one unit price changed, previewed against the
+ * tenant's last finalized invoice (the tenant journey closed a period), then created. */
+async function newPlanVersion(page) {
+  const data = await gql(creds.operator_key, 'query($t: ID!) { upcomingInvoice(tenantId: $t) { plan } plans { name versions { version } } }', { t: tenant.id });
+  const named = /^(\S+) v\d+/.exec(data.upcomingInvoice.plan)?.[1];
+  const { name: plan, versions } = data.plans.find((p) => p.name === named) ?? data.plans[0];
+  const created = `${plan} v${Math.max(...versions.map((v) => v.version)) + 1}`;
+  await page.getByRole('link', { name: 'Plans' }).click();
+  await heading(page, 'Plans');
+  const form = page.getByRole('form', { name: 'New plan version' });
+  await form.getByLabel('Plan', { exact: true }).selectOption(plan);
+  const price = form.getByLabel('Unit price of h100-eu-west, Allocated', { exact: true });
+  await price.fill('1.99');
+  await form.getByLabel('Tenant', { exact: true }).selectOption(tenant.id);
+  await form.getByRole('button', { name: 'Preview', exact: true }).click();
+  const shown = form.locator('.preview').or(form.getByRole('alert'));
+  await shown.first().waitFor();
+  if (await form.locator('.preview').count()) {
+    const difference = await form.locator('.delta').innerText();
+    if (!/more|less|No change/.test(difference)) throw new Error(`no difference shown: ${difference}`);
+    await form.getByRole('table', { name: /under this version$/ }).waitFor();
+    console.log(`preview of ${plan} with h100-eu-west at 1.99: ${difference}`);
+  } else {
+    await form.getByRole('alert').getByText(/finalized invoice/).waitFor();
+    console.log('preview: the tenant has no finalized invoice, and the form says so');
+  }
+  await check(page, 'console-plans');
+  await form.getByRole('button', { name: 'Create version', exact: true }).click();
+  await form.getByText(new RegExp(`^Created ${created} in `)).waitFor();
+  await page.getByRole('region', { name: `Plan ${plan}` }).getByText(created, { exact: true }).waitFor();
+  console.log(`created ${created}`);
 }
 
 async function memberJourney() {

@@ -5,6 +5,7 @@ import { AuditLogPage } from './pages/AuditLogPage';
 import { FleetPage } from './pages/FleetPage';
 import { IngestPage } from './pages/IngestPage';
 import { LedgerPage } from './pages/LedgerPage';
+import { NodePage } from './pages/NodePage';
 import { PlansPage } from './pages/PlansPage';
 import { ProvidersPage } from './pages/ProvidersPage';
 import { TenantPage } from './pages/TenantPage';
@@ -13,7 +14,7 @@ import { TenantsPage } from './pages/TenantsPage';
 export const consoleApp: AppConfig = {
   name: 'Console',
   nav: [
-    { to: '/', label: 'Fleet' },
+    { to: '/', label: 'Fleet', current: (path) => path === '/' || path.startsWith('/nodes/') },
     { to: '/tenants', label: 'Tenants' },
     { to: '/ingest', label: 'Ingest health' },
     { to: '/plans', label: 'Plans' },
@@ -23,6 +24,7 @@ export const consoleApp: AppConfig = {
   ],
   routes: [
     { pattern: '/', page: FleetPage },
+    { pattern: '/nodes/:id', page: NodePage },
     { pattern: '/tenants', page: TenantsPage },
     { pattern: '/tenants/:id', page: TenantPage },
     { pattern: '/ingest', page: IngestPage },

@@ -14,3 +14,25 @@ export function GpuHealthSummary({ gpus }: { gpus: { health: GpuHealth }[] }) {
     </span>
   );
 }
+
+const HEALTH_WORDS: Record<GpuHealth, string> = { OK: 'OK', DEGRADED: 'degraded', FAILED: 'failed' };
+
+/**
+ * A node's GPUs as small chips: the index, coloured and marked by health (a degraded
+ * chip is dashed, a failed one struck through), and the whole in words for screen readers.
+ */
+export function GpuChips({ host, gpus }: { host: string; gpus: { index: number; health: GpuHealth }[] }) {
+  if (gpus.length === 0) return <span class="muted">No GPUs</span>;
+  return (
+    <ul class="gpu-chips" aria-label={`GPUs of ${host}`}>
+      {[...gpus]
+        .sort((a, b) => a.index - b.index)
+        .map((g) => (
+          <li key={g.index} class={`gpu-chip gpu-${g.health.toLowerCase()}`} title={`GPU ${g.index}: ${HEALTH_WORDS[g.health]}`}>
+            <span aria-hidden="true">{g.index}</span>
+            <span class="sr-only">{`GPU ${g.index} ${HEALTH_WORDS[g.health]}`}</span>
+          </li>
+        ))}
+    </ul>
+  );
+}

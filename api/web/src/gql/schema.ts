@@ -612,8 +612,8 @@ export interface TopologyInput {
 export type TopologyLevel = 'NODE' | 'NVLINK_DOMAIN' | 'RACK' | 'ANY';
 export const TopologyLevelValues: readonly TopologyLevel[] = ['NODE', 'NVLINK_DOMAIN', 'RACK', 'ANY'];
 
-export type UsageGroupBy = 'SKU' | 'ALLOCATION' | 'LABEL' | 'DAY';
-export const UsageGroupByValues: readonly UsageGroupBy[] = ['SKU', 'ALLOCATION', 'LABEL', 'DAY'];
+export type UsageGroupBy = 'SKU' | 'ALLOCATION' | 'LABEL' | 'DAY' | 'HOUR';
+export const UsageGroupByValues: readonly UsageGroupBy[] = ['SKU', 'ALLOCATION', 'LABEL', 'DAY', 'HOUR'];
 
 export type VolumeStatus = 'ACTIVE' | 'DELETED';
 export const VolumeStatusValues: readonly VolumeStatus[] = ['ACTIVE', 'DELETED'];

@@ -1,32 +1,41 @@
-import { divide, multiply } from '../../lib/decimal';
+import { useState } from 'preact/hooks';
 import { enumLabel } from '../../lib/format';
 import { usePaged, useQuery } from '../../lib/hooks';
 import { StatusBadge } from '../../ui/Badge';
 import { type Column, DataTable, LoadMore } from '../../ui/DataTable';
+import { Link } from '../../ui/Link';
 import { Stat } from '../../ui/Stat';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
+import { FleetTopology } from '../FleetTopology';
 import { NodeActions } from '../NodeActions';
 import { GpuHealthSummary } from '../node';
 import { FleetOverview, type FleetOverviewResult, Nodes, type NodesResult } from '../operations';
+import { ShareBar } from '../share';
 
 type NodeRow = NodesResult['nodes']['nodes'][number];
 type Capacity = FleetOverviewResult['fleetOverview']['capacity'][number];
 
 const PAGE_SIZE = 25;
 
-/** The fleet at a glance, and every node with drain and undrain. */
+/** The fleet at a glance, as a tree of its NVLink domains, and every node with drain and undrain. */
 export function FleetPage() {
   const overview = useQuery(FleetOverview, {}, { pollMs: 30_000 });
   const nodes = usePaged(Nodes, { first: PAGE_SIZE }, (r) => r.nodes);
+  const [generation, setGeneration] = useState(0);
   const changed = (node: NodeRow) => {
     nodes.replace((n) => n.id === node.id, node);
     overview.reload();
+    setGeneration((g) => g + 1);
   };
   return (
     <Page title="Fleet" lead="Nodes by state, GPUs by health and allocated capacity per region and model.">
       <ErrorNotice error={overview.error} onRetry={overview.reload} />
       {overview.data && <Overview data={overview.data.fleetOverview} />}
+      <Section title="Topology">
+        <p class="muted section-lead">Region → rack → NVLink domain. Open a domain to see its nodes and their GPUs.</p>
+        <FleetTopology generation={generation} />
+      </Section>
       <Section title="Nodes">
         <ErrorNotice error={nodes.error} onRetry={nodes.reload} />
         {nodes.loading && nodes.items.length === 0 ? (
@@ -59,11 +68,6 @@ function Overview({ data }: { data: FleetOverviewResult['fleetOverview'] }) {
   );
 }
 
-/** allocatedShare ("0.625") as a percentage string ("62.5%"), exactly. */
-function percent(share: string): string {
-  return `${divide(multiply(share, 100), '1', 1)}%`;
-}
-
 const CAPACITY_COLUMNS: Column<Capacity>[] = [
   { header: 'Region', cell: (c) => c.region },
   { header: 'GPU model', cell: (c) => c.gpuModel },
@@ -72,25 +76,15 @@ const CAPACITY_COLUMNS: Column<Capacity>[] = [
   { header: 'Share', cell: (c) => <ShareBar share={c.allocatedShare} /> },
 ];
 
-function ShareBar({ share }: { share: string }) {
-  const pct = Math.min(100, Math.max(0, Number(share) * 100));
-  return (
-    <span class="share">
-      <span class="share-track" aria-hidden="true">
-        <span class="share-fill" style={{ width: `${pct}%` }} />
-      </span>
-      {percent(share)}
-    </span>
-  );
-}
-
 function nodeColumns(changed: (n: NodeRow) => void): Column<NodeRow>[] {
   return [
     {
       header: 'Hostname',
       cell: (n) => (
         <div class="cell-stack">
-          <strong>{n.hostname}</strong>
+          <Link to={`/nodes/${n.id}`}>
+            <strong>{n.hostname}</strong>
+          </Link>
           <code class="muted">{n.id}</code>
         </div>
       ),

@@ -4,12 +4,13 @@ import { type Column, DataTable } from '../../ui/DataTable';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { Plans, type PlansResult } from '../operations';
+import { PlanVersionForm } from '../PlanVersionForm';
 import { metricLabel, type Rate, ratePrice } from '../rate';
 
 type Plan = PlansResult['plans'][number];
 type Version = Plan['versions'][number];
 
-/** Every plan with its versions and rates (read-only). */
+/** Every plan with its versions and rates, and a new version (previewed against a tenant's last invoice). */
 export function PlansPage() {
   const { data, error, loading, reload } = useQuery(Plans, {});
   const skus = new Map((data?.catalog.skus ?? []).map((s) => [s.id, s.name]));
@@ -25,6 +26,11 @@ export function PlansPage() {
           ))}
         </Section>
       ))}
+      {data && (
+        <Section title="New version">
+          <PlanVersionForm plans={data.plans} skus={data.catalog.skus} onCreated={reload} />
+        </Section>
+      )}
     </Page>
   );
 }
