@@ -37,6 +37,7 @@ macro_rules! error_codes {
 
 error_codes! {
     Unauthenticated => "UNAUTHENTICATED", UNAUTHORIZED;
+    SecondFactorRequired => "SECOND_FACTOR_REQUIRED", UNAUTHORIZED;
     Forbidden => "FORBIDDEN", FORBIDDEN;
     NotFound => "NOT_FOUND", NOT_FOUND;
     InvalidInput => "INVALID_INPUT", BAD_REQUEST;
@@ -65,6 +66,8 @@ pub enum ApiError {
     Unauthenticated {
         message: String,
     },
+    /// The password was right; the user also needs a one-time or recovery code.
+    SecondFactorRequired,
     Forbidden {
         message: String,
     },
@@ -161,6 +164,7 @@ impl ApiError {
     pub fn code(&self) -> Code {
         match self {
             ApiError::Unauthenticated { .. } => Code::Unauthenticated,
+            ApiError::SecondFactorRequired => Code::SecondFactorRequired,
             ApiError::Forbidden { .. } => Code::Forbidden,
             ApiError::NotFound { .. } => Code::NotFound,
             ApiError::InvalidInput { .. } => Code::InvalidInput,
@@ -191,6 +195,10 @@ impl ApiError {
             ApiError::InvalidInput { field, message } => format!("{field}: {message}"),
             ApiError::AlreadyExists { what } => format!("{what} already exists"),
             ApiError::RateLimited => "too many requests for this API key; slow down".into(),
+            ApiError::SecondFactorRequired => {
+                "send `code` too: a one-time code from the authenticator app, or a recovery code"
+                    .into()
+            }
             ApiError::Database { .. } | ApiError::Internal { .. } => "internal error".into(),
         }
     }

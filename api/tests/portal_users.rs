@@ -315,7 +315,193 @@ async fn wrong_passwords_lock_and_invitations_expire(backend: Backend) {
     }
 }
 
+/// RFC 6238 written out (HMAC-SHA-1 of the 30-second step, dynamic truncation, six
+/// digits), as an authenticator app computes it.
+fn one_time_code(secret_base32: &str, at: chrono::DateTime<Utc>) -> String {
+    use totp_hmac::{KeyInit, Mac};
+    let key = data_encoding::BASE32_NOPAD
+        .decode(secret_base32.as_bytes())
+        .expect("base32");
+    let mut mac = totp_hmac::Hmac::<sha1::Sha1>::new_from_slice(&key).expect("key");
+    mac.update(&(at.timestamp() / 30).to_be_bytes());
+    let h = mac.finalize().into_bytes();
+    let o = usize::from(h[19] & 0xf);
+    let n = u32::from_be_bytes([h[o] & 0x7f, h[o + 1], h[o + 2], h[o + 3]]);
+    format!("{:06}", n % 1_000_000)
+}
+
+async fn sign_in_with_code(app: &TestApp, email: &str, code: &str) -> (StatusCode, Value) {
+    let (status, _, body) = post(
+        app,
+        "/v1/session",
+        json!({"email": email, "password": PASSWORD, "code": code}),
+    )
+    .await;
+    (status, body)
+}
+
+/// A finance user sets up an authenticator: from then on the password alone is not
+/// enough; a code counts once, a recovery code once; the user turns it off with a code,
+/// and a tenant admin resets it for a lost phone.
+async fn a_second_factor_guards_the_password(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    let (_, stranger) = app.create_tenant("globex").await;
+    let r = invite(&app, &admin, "fin@acme.io", "TENANT_BILLING").await;
+    let user = r["data"]["inviteUser"]["user"]["id"].clone();
+    let token = r["data"]["inviteUser"]["invitationToken"].clone();
+    let (status, cookie, body) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let session = (
+        cookie.expect("cookie"),
+        body["csrfToken"].as_str().expect("csrf").to_owned(),
+    );
+
+    let r = app
+        .gql(
+            Some(&admin),
+            "mutation { startSecondFactor { secret } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "a key is no person: {r}");
+    let r = as_session(
+        &app,
+        &session,
+        "mutation { startSecondFactor { secret uri } }",
+    )
+    .await;
+    let secret = r["data"]["startSecondFactor"]["secret"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a read-only user sets up its own: {r}"))
+        .to_owned();
+    let uri = r["data"]["startSecondFactor"]["uri"].as_str().expect("uri");
+    assert!(
+        uri.starts_with("otpauth://totp/neocloud%3Afin%40acme.io?secret=") && uri.contains(&secret),
+        "{uri}"
+    );
+    let now = Utc::now();
+    let code = one_time_code(&secret, now);
+    let wrong = format!(
+        "{:06}",
+        (code.parse::<u32>().expect("digits") + 1) % 1_000_000
+    );
+    let confirm = |c: &str| format!("mutation {{ confirmSecondFactor(code: \"{c}\") }}");
+    let r = as_session(&app, &session, &confirm(&wrong)).await;
+    assert_eq!(r["errors"][0]["extensions"]["field"], "code", "{r}");
+    let r = as_session(&app, &session, &confirm(&code)).await;
+    let recovery: Vec<String> = r["data"]["confirmSecondFactor"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|c| c.as_str().expect("code").to_owned())
+        .collect();
+    assert_eq!(recovery.len(), 10, "{r}");
+    let r = app
+        .gql(
+            Some(&admin),
+            "{ portalUsers { email secondFactorSince } }",
+            json!({}),
+        )
+        .await;
+    assert!(
+        r["data"]["portalUsers"][0]["secondFactorSince"].is_string(),
+        "{r}"
+    );
+
+    let (status, _, body) = sign_in(&app, "fin@acme.io", PASSWORD).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("SECOND_FACTOR_REQUIRED")),
+        "{body}"
+    );
+    for (bad, why) in [
+        (wrong.as_str(), "wrong"),
+        (code.as_str(), "already used to confirm"),
+    ] {
+        let (status, body) = sign_in_with_code(&app, "fin@acme.io", bad).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED")),
+            "{why}: {body}"
+        );
+    }
+    let next = one_time_code(&secret, now + Duration::seconds(30));
+    let (status, body) = sign_in_with_code(&app, "fin@acme.io", &next).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the next step's code, within a step of drift: {body}"
+    );
+    let typed = recovery[0].to_uppercase().replace('-', " ");
+    let (status, body) = sign_in_with_code(&app, "fin@acme.io", &typed).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = sign_in_with_code(&app, "fin@acme.io", &recovery[0]).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a recovery code counts once: {body}"
+    );
+
+    let disable = format!(
+        "mutation {{ disableSecondFactor(code: \"{}\") }}",
+        recovery[1]
+    );
+    let r = as_session(&app, &session, &disable).await;
+    assert_eq!(r["data"]["disableSecondFactor"], true, "{r}");
+    let (status, _, body) = sign_in(&app, "fin@acme.io", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "a password alone again: {body}");
+
+    // On again, then reset by the admin; another tenant's admin finds no such user.
+    let r = as_session(&app, &session, "mutation { startSecondFactor { secret } }").await;
+    let secret = r["data"]["startSecondFactor"]["secret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
+    let r = as_session(
+        &app,
+        &session,
+        &confirm(&one_time_code(&secret, Utc::now())),
+    )
+    .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let reset = "mutation($id: ID!) { resetSecondFactor(id: $id) { secondFactorSince } }";
+    let r = app.gql(Some(&stranger), reset, json!({"id": user})).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app.gql(Some(&admin), reset, json!({"id": user})).await;
+    assert_eq!(
+        r["data"]["resetSecondFactor"]["secondFactorSince"],
+        Value::Null,
+        "{r}"
+    );
+    let (status, _, body) = sign_in(&app, "fin@acme.io", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {objectType: \"portal_user\"}) { nodes { action } } }",
+            json!({}),
+        )
+        .await;
+    let actions: Vec<&str> = r["data"]["auditLog"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .filter(|a| a.contains("second_factor"))
+        .collect();
+    assert_eq!(actions.len(), 4, "on, off, on, reset: {r}");
+}
+
 on_both_databases!(
+    a_second_factor_guards_the_password,
     invitations_become_password_sessions,
     wrong_passwords_lock_and_invitations_expire,
 );

@@ -284,7 +284,14 @@ async fn erasure_takes_personal_data_and_keeps_invoices_as_issued(backend: Backe
     assert!(!all.contains("alice@acme.example"));
     for user in jsonl(&files, "portal_users") {
         assert!(user["disabled_at"].is_string(), "{user}");
-        assert!(user.get("invitation_hash").is_none(), "withheld: {user}");
+        for column in [
+            "invitation_hash",
+            "password_hash",
+            "totp_secret",
+            "recovery_codes",
+        ] {
+            assert!(user.get(column).is_none(), "{column} withheld: {user}");
+        }
     }
     assert!(!jsonl(&files, "audit_log").is_empty());
     // The invoice stays as issued, buyer and all (10 years of tax law).

@@ -214,6 +214,18 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({}),
             &[Operator],
         ),
+        // A person's own second factor: no key is a person.
+        ("mutation { startSecondFactor { secret } }", json!({}), &[]),
+        (
+            "mutation { confirmSecondFactor(code: \"123456\") }",
+            json!({}),
+            &[],
+        ),
+        (
+            "mutation { disableSecondFactor(code: \"123456\") }",
+            json!({}),
+            &[],
+        ),
     ];
     for (mutation, vars, allowed) in &cases {
         for who in [Operator, Admin, Member, Billing, Agent, Provider] {

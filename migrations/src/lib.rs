@@ -75,6 +75,7 @@ mod m20261206_000040_provider_statements;
 mod m20261206_000041_provider_payouts;
 mod m20261206_000042_node_verification;
 mod m20261206_000043_node_reliability;
+mod m20261206_000044_second_factor;
 
 pub struct Migrator;
 
@@ -125,6 +126,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000041_provider_payouts::Migration),
             Box::new(m20261206_000042_node_verification::Migration),
             Box::new(m20261206_000043_node_reliability::Migration),
+            Box::new(m20261206_000044_second_factor::Migration),
         ]
     }
 }

@@ -34,6 +34,9 @@ pub struct Shape {
     pub introspection_only: bool,
     /// Root fields of the mutation to run (aliases included).
     pub mutations: usize,
+    /// Those that change more than the caller's own sign-in (all but
+    /// [`OWN_SIGN_IN_MUTATIONS`]): what a read-only key may not run.
+    pub changing_mutations: usize,
     /// The root fields asked for (`placeOrder`, `orders,usage`; at most three, then `…`),
     /// what a trace of the request names it by.
     pub operation: String,
@@ -198,6 +201,14 @@ impl<'a> Sizes<'a> {
     }
 }
 
+/// Mutations that change only the signed-in person's own way of signing in: a read-only
+/// (finance) user still sets up its second factor.
+pub const OWN_SIGN_IN_MUTATIONS: [&str; 3] = [
+    "startSecondFactor",
+    "confirmSecondFactor",
+    "disableSecondFactor",
+];
+
 /// Whether the request only introspects, and how many mutations it would run.
 fn shape(doc: &ExecutableDocument, operation_name: Option<&str>) -> Shape {
     let roots: Vec<&Positioned<OperationDefinition>> = match (&doc.operations, operation_name) {
@@ -208,6 +219,7 @@ fn shape(doc: &ExecutableDocument, operation_name: Option<&str>) -> Shape {
     let mut shape = Shape {
         introspection_only: true,
         mutations: 0,
+        changing_mutations: 0,
         operation: String::new(),
     };
     let mut named: Vec<&str> = Vec::new();
@@ -220,6 +232,10 @@ fn shape(doc: &ExecutableDocument, operation_name: Option<&str>) -> Shape {
         }
         if op.node.ty == OperationType::Mutation {
             shape.mutations += fields.len();
+            shape.changing_mutations += fields
+                .iter()
+                .filter(|f| !OWN_SIGN_IN_MUTATIONS.contains(f))
+                .count();
         }
         shape.introspection_only &= fields
             .iter()

@@ -1,5 +1,5 @@
-//! Portal users (`portalUsers`, `inviteUser`, `removeUser`): the people of a tenant who
-//! sign in to the portal with an email and a password (`auth::users`).
+//! Portal users (`portalUsers`, `inviteUser`, `removeUser`, the second factor): the people
+//! of a tenant who sign in to the portal with an email and a password (`auth::users`).
 
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -30,6 +30,16 @@ pub struct PortalUser {
     pub last_sign_in_at: Option<DateTime<Utc>>,
     /// Locked after too many wrong passwords, until then.
     pub locked_until: Option<DateTime<Utc>>,
+    /// Since when signing in also needs a one-time code; null: a password alone.
+    pub second_factor_since: Option<DateTime<Utc>>,
+}
+
+/// A second factor being set up: the secret for the authenticator app, as text and as
+/// the `otpauth://` URI a QR code would carry.
+#[derive(SimpleObject)]
+pub struct SecondFactorSetup {
+    pub secret: String,
+    pub uri: String,
 }
 
 impl From<portal_user::Model> for PortalUser {
@@ -48,6 +58,7 @@ impl From<portal_user::Model> for PortalUser {
             created_at: u.created_at,
             last_sign_in_at: u.last_sign_in_at,
             locked_until: u.locked_until,
+            second_factor_since: u.totp_enabled_at,
         }
     }
 }
@@ -110,6 +121,60 @@ impl UserMutation {
             invitation_token: invited.token,
             user: invited.user.into(),
         })
+    }
+
+    /// Starts setting up the caller's second factor (a portal user signed in with its
+    /// password): a new authenticator secret, on once `confirmSecondFactor` gets a code.
+    async fn start_second_factor(&self, ctx: &Context<'_>) -> Result<SecondFactorSetup> {
+        let setup = users::second_factor::start(super::db(ctx)?, super::principal(ctx)?).await?;
+        Ok(SecondFactorSetup {
+            secret: setup.secret,
+            uri: setup.uri,
+        })
+    }
+
+    /// Turns the caller's second factor on with a current code of the new secret; returns
+    /// ten single-use recovery codes, shown once.
+    async fn confirm_second_factor(&self, ctx: &Context<'_>, code: String) -> Result<Vec<String>> {
+        let codes = users::second_factor::confirm(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            &code,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(codes)
+    }
+
+    /// Turns the caller's second factor off, with a current or recovery code.
+    async fn disable_second_factor(&self, ctx: &Context<'_>, code: String) -> Result<bool> {
+        users::second_factor::disable(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            &code,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(true)
+    }
+
+    /// Turns a user's second factor off (a lost phone): for an admin who may manage the
+    /// user's role; the user sets it up again.
+    async fn reset_second_factor(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        tenant_id: Option<ID>,
+    ) -> Result<PortalUser> {
+        let id = parse_id("id", &id)?;
+        let user = users::second_factor::reset(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(user.into())
     }
 
     /// Removes a portal user: it cannot sign in again and its sessions end.

@@ -101,7 +101,7 @@ async fn admit(
     match &caller.0 {
         None if shape.introspection_only => {}
         None => return Err(Refusal::of(&unauthenticated())),
-        Some(principal) if principal.role.read_only() && shape.mutations > 0 => {
+        Some(principal) if principal.role.read_only() && shape.changing_mutations > 0 => {
             return Err(Refusal::of(&ApiError::forbidden(
                 "a billing key can only read: ask a tenant admin or member to change things",
             )));

@@ -18,13 +18,15 @@ use crate::error::{ApiError, ApiResult};
 pub const COOKIE: &str = "neocloud_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
-/// `{"apiKey": …}`, or `{"email": …, "password": …}` for a portal user.
+/// `{"apiKey": …}`, or `{"email": …, "password": …}` for a portal user, with `"code"` (a
+/// one-time or recovery code) when the user has a second factor.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignIn {
     api_key: Option<String>,
     email: Option<String>,
     password: Option<String>,
+    code: Option<String>,
 }
 
 /// `{"token": …, "password": …}`: an invitation accepted with the password chosen.
@@ -117,7 +119,8 @@ pub async fn sign_in(
     let opened = match (&body.api_key, &body.email, &body.password) {
         (Some(key), None, None) => sessions::sign_in(&state.db, key).await?,
         (None, Some(email), Some(password)) => {
-            sessions::sign_in_with_password(&state.db, email, password).await?
+            let code = body.code.as_deref();
+            sessions::sign_in_with_password(&state.db, email, password, code).await?
         }
         _ => {
             return Err(ApiError::invalid(

@@ -25,6 +25,9 @@ const WITHHELD: &[(&str, &str)] = &[
     ("api_keys", "secret_hash"),
     ("portal_users", "password_hash"),
     ("portal_users", "invitation_hash"),
+    ("portal_users", "totp_secret"),
+    ("portal_users", "totp_pending_secret"),
+    ("portal_users", "recovery_codes"),
     ("webhook_endpoints", "secret"),
     ("webhook_endpoints", "previous_secret"),
 ];

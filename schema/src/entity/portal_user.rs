@@ -27,6 +27,15 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub last_sign_in_at: Option<DateTimeUtc>,
     pub disabled_at: Option<DateTimeUtc>,
+    /// The TOTP secret (base32) once a code confirmed it: sign-in asks for a code.
+    pub totp_secret: Option<String>,
+    /// A secret being set up, until a code from it confirms it.
+    pub totp_pending_secret: Option<String>,
+    pub totp_enabled_at: Option<DateTimeUtc>,
+    /// The last TOTP time step a code was accepted for: a code counts once.
+    pub totp_last_step: Option<i64>,
+    /// SHA-256 (hex) of each unused recovery code, a JSON array.
+    pub recovery_codes: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -69,13 +69,15 @@ pub async fn sign_in(db: &DatabaseConnection, api_key: &str) -> ApiResult<Opened
     open(db, principal, How::ApiKey).await
 }
 
-/// Signs a portal user in with an email and a password (`users::verify`).
+/// Signs a portal user in with an email and a password, and a one-time or recovery code
+/// when the user has a second factor (`users::verify`).
 pub async fn sign_in_with_password(
     db: &DatabaseConnection,
     email: &str,
     password: &str,
+    code: Option<&str>,
 ) -> ApiResult<Opened> {
-    let (user, principal) = users::verify(db, email, password).await?;
+    let (user, principal) = users::verify(db, email, password, code).await?;
     open(db, principal, How::Password(user.id)).await
 }
 

@@ -10,7 +10,9 @@
 //! the same work.
 
 pub mod password;
+pub mod second_factor;
 pub(crate) mod store;
+pub mod totp;
 
 use chrono::{DateTime, Duration, Utc};
 use neocloud_schema::entity::portal_user;
@@ -202,11 +204,13 @@ fn wrong_credentials() -> ApiError {
     }
 }
 
-/// Checks an email and a password; the user and the principal it acts as.
+/// Checks an email and a password (and, for a user with a second factor, `code`); the
+/// user and the principal it acts as.
 pub async fn verify(
     db: &DatabaseConnection,
     email: &str,
     presented: &str,
+    code: Option<&str>,
 ) -> ApiResult<(portal_user::Model, Principal)> {
     let email = email.trim().to_lowercase();
     let now = Utc::now();
@@ -224,10 +228,21 @@ pub async fn verify(
         return Err(wrong_credentials());
     }
     let principal = acting_key(db, &user).await?.ok_or_else(wrong_credentials)?;
+    let accepted = match second_factor::check(&user, code, now) {
+        Ok(accepted) => accepted,
+        Err(second_factor::Refused::Missing) => return Err(ApiError::SecondFactorRequired),
+        Err(second_factor::Refused::Wrong) => {
+            record_failure(db, user, now).await?;
+            return Err(ApiError::Unauthenticated {
+                message: "wrong, used or expired one-time code".to_owned(),
+            });
+        }
+    };
     let user = store::save(db, user, |u| {
         u.failed_sign_ins = Set(0);
         u.locked_until = Set(None);
         u.last_sign_in_at = Set(Some(now));
+        accepted.apply(u);
     })
     .await?;
     Ok((user, principal))

@@ -39,6 +39,11 @@ pub(super) async fn insert<C: ConnectionTrait>(
         created_at: Set(new.now),
         last_sign_in_at: Set(None),
         disabled_at: Set(None),
+        totp_secret: Set(None),
+        totp_pending_secret: Set(None),
+        totp_enabled_at: Set(None),
+        totp_last_step: Set(None),
+        recovery_codes: Set(None),
     }
     .insert(conn)
     .await
@@ -111,7 +116,8 @@ pub(super) async fn save<C: ConnectionTrait>(
     active.update(conn).await
 }
 
-/// GDPR erasure: every user of the tenant loses its email, password and invitation and
+/// GDPR erasure: every user of the tenant loses its email, password, invitation and
+/// second factor and
 /// is disabled (its key is revoked with the tenant's others).
 pub(crate) async fn erase<C: ConnectionTrait>(
     conn: &C,
@@ -132,6 +138,15 @@ pub(crate) async fn erase<C: ConnectionTrait>(
             .col_expr(
                 portal_user::Column::InvitationHash,
                 Expr::value(None::<String>),
+            )
+            .col_expr(portal_user::Column::TotpSecret, Expr::value(None::<String>))
+            .col_expr(
+                portal_user::Column::TotpPendingSecret,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                portal_user::Column::RecoveryCodes,
+                Expr::value(None::<serde_json::Value>),
             )
             .col_expr(
                 portal_user::Column::DisabledAt,
