@@ -500,7 +500,85 @@ async fn a_second_factor_guards_the_password(backend: Backend) {
     assert_eq!(actions.len(), 4, "on, off, on, reset: {r}");
 }
 
+/// A forgotten password: an admin issues a one-time link; the old password works until
+/// the link is used, then only the new one, and the sessions opened before end.
+async fn an_admin_issues_a_password_reset_link(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    let (_, stranger) = app.create_tenant("globex").await;
+    let r = invite(&app, &admin, "dev@acme.io", "TENANT_MEMBER").await;
+    let user = r["data"]["inviteUser"]["user"]["id"].clone();
+    let token = r["data"]["inviteUser"]["invitationToken"].clone();
+    let reset = "mutation($id: ID!) { resetPassword(id: $id) { invitationToken invitationPath user { state invitationExpiresAt } } }";
+    let r = app.gql(Some(&admin), reset, json!({"id": user})).await;
+    assert_eq!(
+        error_code(&r),
+        Some("INVALID_STATE"),
+        "a pending invitation: {r}"
+    );
+    let (status, _, _) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, old_session, _) = sign_in(&app, "dev@acme.io", PASSWORD).await;
+    let old_session = old_session.expect("a session");
+
+    let r = app.gql(Some(&stranger), reset, json!({"id": user})).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app.gql(Some(&admin), reset, json!({"id": user})).await;
+    let link = &r["data"]["resetPassword"];
+    let token = link["invitationToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(link["user"]["state"], "ACTIVE", "{r}");
+    let expires: chrono::DateTime<Utc> = link["user"]["invitationExpiresAt"]
+        .as_str()
+        .expect("expiry")
+        .parse()
+        .expect("time");
+    assert!(expires <= Utc::now() + Duration::hours(24), "{r}");
+    let (status, _, _) = sign_in(&app, "dev@acme.io", PASSWORD).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the old password works until the link is used"
+    );
+
+    let new_password = "another long passphrase";
+    let (status, _, body) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": new_password}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let r = as_session(&app, &old_session, "{ viewer { role } }").await;
+    assert_eq!(
+        error_code(&r),
+        Some("UNAUTHENTICATED"),
+        "the old session ended: {r}"
+    );
+    let (status, _, _) = sign_in(&app, "dev@acme.io", PASSWORD).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = sign_in(&app, "dev@acme.io", new_password).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": new_password}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "a link works once");
+}
+
 on_both_databases!(
+    an_admin_issues_a_password_reset_link,
     a_second_factor_guards_the_password,
     invitations_become_password_sessions,
     wrong_passwords_lock_and_invitations_expire,

@@ -123,6 +123,30 @@ impl UserMutation {
         })
     }
 
+    /// A one-time link (valid 24 hours, shown once) with which an active user of a role
+    /// the caller may grant sets a new password; the old one works until then, and the
+    /// user's sessions end when it is used.
+    async fn reset_password(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        tenant_id: Option<ID>,
+    ) -> Result<InviteUserPayload> {
+        let id = parse_id("id", &id)?;
+        let issued = users::issue_password_reset(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            tenant_arg(tenant_id)?,
+        )
+        .await?;
+        Ok(InviteUserPayload {
+            invitation_path: format!("/portal/invitation#{}", issued.token),
+            invitation_token: issued.token,
+            user: issued.user.into(),
+        })
+    }
+
     /// Starts setting up the caller's second factor (a portal user signed in with its
     /// password): a new authenticator secret, on once `confirmSecondFactor` gets a code.
     async fn start_second_factor(&self, ctx: &Context<'_>) -> Result<SecondFactorSetup> {

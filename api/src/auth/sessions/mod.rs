@@ -6,7 +6,7 @@
 //! after [`ABSOLUTE_LIFETIME`], after [`IDLE_LIMIT`] without a request, or as soon as its
 //! key is revoked. Opening and ending one are audited.
 
-mod store;
+pub(crate) mod store;
 
 use chrono::{DateTime, Duration, Utc};
 use rand::RngCore;

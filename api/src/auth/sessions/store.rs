@@ -74,3 +74,18 @@ pub(super) async fn end<C: ConnectionTrait>(
         .await?;
     Ok(ended.rows_affected == 1)
 }
+
+/// Ends every open session of a portal user (its password was reset).
+pub(crate) async fn end_all_of_user<C: ConnectionTrait>(
+    conn: &C,
+    user: Uuid,
+    now: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    let ended = WebSessions::update_many()
+        .col_expr(web_session::Column::EndedAt, Expr::value(now))
+        .filter(web_session::Column::UserId.eq(user))
+        .filter(web_session::Column::EndedAt.is_null())
+        .exec(conn)
+        .await?;
+    Ok(ended.rows_affected)
+}

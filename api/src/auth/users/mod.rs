@@ -29,6 +29,8 @@ use crate::audit;
 use crate::error::{ApiError, ApiResult};
 
 pub const INVITATION_LIFETIME: Duration = Duration::days(7);
+/// How long a password reset link stays valid.
+pub const RESET_LIFETIME: Duration = Duration::hours(24);
 pub const LOCK_AFTER: i32 = 5;
 pub const LOCK_DURATION: Duration = Duration::minutes(15);
 const MAX_EMAIL_LENGTH: usize = 254;
@@ -144,8 +146,9 @@ fn invalid_invitation() -> ApiError {
     }
 }
 
-/// Accepts an invitation: the password is set and the token spent. Returns the user and
-/// the principal it acts as.
+/// Accepts an invitation (or a password reset link): the password is set and the token
+/// spent; after a reset, the user's other sessions end. Returns the user and the
+/// principal it acts as.
 pub async fn accept(
     db: &DatabaseConnection,
     token: &str,
@@ -162,6 +165,11 @@ pub async fn accept(
     let principal = acting_key(&txn, &user)
         .await?
         .ok_or_else(invalid_invitation)?;
+    let reset = user.password_hash.is_some();
+    if reset {
+        // A new password: whoever knew the old one is signed out everywhere.
+        crate::auth::sessions::store::end_all_of_user(&txn, user.id, now).await?;
+    }
     let user = store::save(&txn, user, |u| {
         u.password_hash = Set(Some(phc));
         u.invitation_hash = Set(None);
@@ -175,7 +183,11 @@ pub async fn accept(
         &principal,
         audit::Entry {
             tenant_id: Some(user.tenant_id),
-            action: "portal_user.accept",
+            action: if reset {
+                "portal_user.password_set"
+            } else {
+                "portal_user.accept"
+            },
             object_type: "portal_user",
             object_id: user.id.to_string(),
             before: None,
@@ -273,6 +285,56 @@ async fn record_failure(
     })
     .await?;
     Ok(())
+}
+
+/// `resetPassword`: a one-time link (valid [`RESET_LIFETIME`]) with which an active user
+/// of a role the caller may grant sets a new password; the old one works until then.
+/// neocloud sends no mail: the admin hands the link over, as with invitations.
+pub async fn issue_password_reset(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: Uuid,
+    tenant: Option<TenantId>,
+) -> ApiResult<Invited> {
+    let tenant = actor.acting_tenant(tenant)?;
+    let txn = crate::db::begin_write(db).await?;
+    let user = store::find_in_tenant(&txn, id, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("portal user"))?;
+    if !actor.role.may_manage(user.role) {
+        return Err(ApiError::forbidden(format!(
+            "a {} cannot reset a {} user's password",
+            actor.role, user.role
+        )));
+    }
+    if user.disabled_at.is_some() || user.password_hash.is_none() {
+        return Err(ApiError::InvalidState {
+            message: "only an active user's password is reset: invite a pending or removed one"
+                .into(),
+        });
+    }
+    let token = invitation_token();
+    let expires = Utc::now() + RESET_LIFETIME;
+    let user = store::save(&txn, user, |u| {
+        u.invitation_hash = Set(Some(hash_secret(&token)));
+        u.invitation_expires_at = Set(Some(expires));
+    })
+    .await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "portal_user.password_reset",
+            object_type: "portal_user",
+            object_id: user.id.to_string(),
+            before: None,
+            after: Some(json!({"expires_at": expires})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(Invited { user, token })
 }
 
 /// `portalUsers`: the users of the caller's tenant (an operator names it).
