@@ -611,7 +611,89 @@ async fn a_provider_manages_its_own_keys(backend: Backend) {
     assert_eq!(error_code(&r), Some("UNAUTHENTICATED"), "{r}");
 }
 
+/// Maintenance: a provider drains its own node and brings it back, and nothing more — not
+/// down (the operator's call), not another provider's node, not the node's operator-only
+/// fields.
+async fn a_provider_drains_and_undrains_its_own_nodes_only(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, rhein_key) = provider(&app, "rhein-gpu").await;
+    provider(&app, "seine-gpu").await;
+    node_of(&app, "rhein-1", "rhein-gpu").await;
+    node_of(&app, "seine-1", "seine-gpu").await;
+    let id_of = |host: &'static str| {
+        let app = &app;
+        async move {
+            let r = app
+                .gql(
+                    Some(&app.operator_key),
+                    "query($h: String!) { node(hostname: $h) { id state } }",
+                    json!({"h": host}),
+                )
+                .await;
+            (
+                r["data"]["node"]["id"].clone(),
+                r["data"]["node"]["state"].clone(),
+            )
+        }
+    };
+    let (rhein, _) = id_of("rhein-1").await;
+    let (seine, _) = id_of("seine-1").await;
+    let set =
+        "mutation($n: ID!, $s: NodeState!) { setNodeState(id: $n, state: $s) { hostname state } }";
+    let drain = "mutation($n: ID!) { drainNode(id: $n) { hostname state } }";
+    let r = app.gql(Some(&rhein_key), drain, json!({"n": rhein})).await;
+    assert_eq!(r["data"]["drainNode"]["state"], "DRAINING", "{r}");
+    assert_eq!(id_of("rhein-1").await.1, "DRAINING");
+    let r = app
+        .gql(Some(&rhein_key), set, json!({"n": rhein, "s": "DOWN"}))
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(Some(&rhein_key), set, json!({"n": rhein, "s": "ACTIVE"}))
+        .await;
+    assert_eq!(r["data"]["setNodeState"]["state"], "ACTIVE", "{r}");
+    let r = app.gql(Some(&rhein_key), drain, json!({"n": seine})).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    assert_eq!(
+        id_of("seine-1").await.1,
+        "ACTIVE",
+        "another provider's node is untouched"
+    );
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            "mutation($n: ID!) { drainNode(id: $n) { state agentTokens { id } allocations { id } } }",
+            json!({"n": rhein}),
+        )
+        .await;
+    assert_eq!(
+        error_code(&r),
+        Some("FORBIDDEN"),
+        "operator-only fields stay so: {r}"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {objectType: \"node\"}) { nodes { actorRole action } } }",
+            json!({}),
+        )
+        .await;
+    let by_provider = r["data"]["auditLog"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|e| e["actorRole"] == "provider" && e["action"] == "node.set_state")
+        .count();
+    assert!(
+        by_provider >= 2,
+        "drain and undrain audited under the provider: {r}"
+    );
+}
+
 on_both_databases!(
+    a_provider_drains_and_undrains_its_own_nodes_only,
     a_provider_manages_its_own_keys,
     agreements_are_versions_never_changed,
     providers_are_checked_and_created_with_their_first_key,

@@ -106,12 +106,13 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         (
             "mutation($n: ID!) { setNodeState(id: $n, state: ACTIVE) { id } }",
             json!({"n": node}),
-            &[Operator],
+            // A provider its own nodes only (this one is the operator's: NOT_FOUND).
+            &[Operator, Provider],
         ),
         (
             "mutation($n: ID!) { drainNode(id: $n) { id } }",
             json!({"n": node}),
-            &[Operator],
+            &[Operator, Provider],
         ),
         (
             "mutation($t: ID!) { resumeTenant(id: $t) { id } }",

@@ -391,8 +391,36 @@ pub async fn list_nodes(
     })
 }
 
-/// `setNodeState` / `drainNode` (operator): a draining or down node keeps what runs there
-/// and takes nothing new. A fleet change: the scheduler's cache reloads.
+/// Who may move a node to `state`: an operator any node to any state; a provider its own
+/// nodes between active and draining (maintenance), not down (the operator's call, which
+/// reliability counts). Another provider's node is `NOT_FOUND`, as if it did not exist.
+fn may_set_state(
+    actor: &Principal,
+    node: Option<&node::Model>,
+    state: neocloud_schema::vocabulary::NodeState,
+) -> ApiResult<()> {
+    use neocloud_schema::vocabulary::{NodeState, Role};
+    match (actor.role, actor.provider_id) {
+        (Role::Operator, _) => node.map(drop).ok_or_else(|| ApiError::not_found("node")),
+        (Role::Provider, Some(own)) => {
+            if state == NodeState::Down {
+                return Err(ApiError::forbidden(
+                    "a provider drains its nodes; the operator marks them down",
+                ));
+            }
+            node.filter(|n| n.provider_id == own)
+                .map(drop)
+                .ok_or_else(|| ApiError::not_found("node"))
+        }
+        _ => Err(ApiError::forbidden(
+            "this operation needs an operator key, or the node's provider's",
+        )),
+    }
+}
+
+/// `setNodeState` / `drainNode` (operator, or the node's provider): a draining or down
+/// node keeps what runs there and takes nothing new. A fleet change: the scheduler's
+/// cache reloads.
 pub async fn set_node_state(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -400,11 +428,10 @@ pub async fn set_node_state(
     state: neocloud_schema::vocabulary::NodeState,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
-    actor.require_operator()?;
     let txn = crate::db::begin_write(db).await?;
-    let node = store::find(&txn, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("node"))?;
+    let found = store::find(&txn, id).await?;
+    may_set_state(actor, found.as_ref(), state)?;
+    let node = found.ok_or_else(|| ApiError::not_found("node"))?;
     let updated = if node.state == state {
         node.clone()
     } else {

@@ -251,7 +251,8 @@ pub struct ConsoleMutation;
 
 #[Object]
 impl ConsoleMutation {
-    /// Stops new placements on a node; what runs there keeps running (operator).
+    /// Stops new placements on a node; what runs there keeps running (operator, or the
+    /// node's provider).
     async fn drain_node(&self, ctx: &Context<'_>, id: ID) -> Result<Node> {
         let id: NodeId = parse_id("id", &id)?;
         let (node, gpus) = fleet::set_node_state(
@@ -265,7 +266,8 @@ impl ConsoleMutation {
         Ok(Node::new(node, gpus))
     }
 
-    /// Sets a node active, draining or down (operator).
+    /// Sets a node active, draining or down (operator; the node's provider: active or
+    /// draining).
     async fn set_node_state(&self, ctx: &Context<'_>, id: ID, state: GqlNodeState) -> Result<Node> {
         let id: NodeId = parse_id("id", &id)?;
         let (node, gpus) = fleet::set_node_state(
