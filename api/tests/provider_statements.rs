@@ -531,19 +531,81 @@ async fn statements_follow_the_agreements(backend: Backend) {
     );
     totals_add_up(&rhein[0]);
 
-    // The ledger owes each provider the sum of its statements' nets.
+    // What each provider's statements netted is what the ledger still owes it plus the
+    // payouts queued for it (manual ones: the operator pays them outside neocloud).
     let ids = provider_ids(&app).await;
     let owed = payables(&app).await;
-    for (name, statements) in [("rhein-gpu", &rhein), ("seine-gpu", &seine)] {
+    for (name, key, statements) in [
+        ("rhein-gpu", &rhein_key, &rhein),
+        ("seine-gpu", &seine_key, &seine),
+    ] {
         let nets: Decimal = statements.iter().map(|s| money(&s["net"])).sum();
+        let queued: Decimal = payouts_of(&app, key)
+            .await
+            .iter()
+            .map(|p| money(&p["amount"]))
+            .sum();
         assert_eq!(
-            owed.get(&ids[name]).copied().unwrap_or_default(),
+            owed.get(&ids[name]).copied().unwrap_or_default() + queued,
             nets,
             "{name}"
         );
     }
+    manual_payouts_are_recorded(&app, &rhein_key).await;
 
     isolation(&app, &tenants, (&rhein_key, &seine_key), &rhein[1]).await;
+}
+
+/// The operator pays a manual provider's queued payout by bank and records it: sent with
+/// the reference, out of the payouts in transit; once only, by operators only.
+async fn manual_payouts_are_recorded(app: &TestApp, provider_key: &str) {
+    let payouts = payouts_of(app, provider_key).await;
+    let queued: Vec<&Value> = payouts.iter().filter(|p| p["status"] == "queued").collect();
+    assert!(
+        !queued.is_empty(),
+        "a manual provider's payout is queued: {payouts:?}"
+    );
+    assert!(
+        queued.iter().all(|p| p["method"] == "manual"),
+        "{payouts:?}"
+    );
+    let before = in_transit(app).await;
+    let record = "mutation($p: ID!, $r: String!) { recordManualPayout(payoutId: $p, reference: $r) { status reference sentAt } }";
+    let first = json!({"p": queued[0]["id"], "r": "bank transfer 2027-01-05 #4711"});
+    let r = app.gql(Some(provider_key), record, first.clone()).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            record,
+            json!({"p": queued[0]["id"], "r": "  "}),
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["field"], "reference", "{r}");
+    let r = app
+        .gql(Some(&app.operator_key), record, first.clone())
+        .await;
+    assert_eq!(r["data"]["recordManualPayout"]["status"], "sent", "{r}");
+    assert_eq!(
+        r["data"]["recordManualPayout"]["reference"],
+        "bank transfer 2027-01-05 #4711"
+    );
+    assert_eq!(
+        in_transit(app).await,
+        before - money(&queued[0]["amount"]),
+        "out of transit, once"
+    );
+    let r = app.gql(Some(&app.operator_key), record, first).await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "recorded once: {r}");
+    let mine = payouts_of(app, provider_key).await;
+    let recorded = mine
+        .iter()
+        .find(|p| p["id"] == queued[0]["id"])
+        .expect("the payout");
+    assert_eq!(
+        recorded["status"], "sent",
+        "the provider sees it paid: {recorded}"
+    );
 }
 
 async fn provider_ids(app: &TestApp) -> BTreeMap<String, String> {

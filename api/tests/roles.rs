@@ -215,6 +215,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({}),
             &[Operator],
         ),
+        (
+            "mutation($p: ID!) { recordManualPayout(payoutId: $p, reference: \"bank\") { id } }",
+            json!({"p": uuid::Uuid::new_v4().to_string()}),
+            &[Operator],
+        ),
         // A person's own second factor: no key is a person.
         ("mutation { startSecondFactor { secret } }", json!({}), &[]),
         (

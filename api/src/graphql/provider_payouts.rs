@@ -124,4 +124,24 @@ impl ProviderPayoutMutation {
         let now = super::now(ctx)?;
         Ok(payouts::sepa_file(db, principal, debtor, now).await?.into())
     }
+
+    /// Records that a queued payout of a `MANUAL` provider was paid outside neocloud,
+    /// with what the payment is found by (operator): it is sent.
+    async fn record_manual_payout(
+        &self,
+        ctx: &Context<'_>,
+        payout_id: ID,
+        reference: String,
+    ) -> Result<ProviderPayout> {
+        let id = parse_id("payoutId", &payout_id)?;
+        let payout = payouts::record_manual(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            &reference,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(ProviderPayout(payout))
+    }
 }

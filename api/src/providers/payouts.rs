@@ -1,13 +1,14 @@
 //! Provider payouts (docs/providers.md, "Payouts"): sending queued Stripe Connect
 //! payouts (the payment worker, under each payout's idempotency key), paying queued SEPA
 //! payouts with a `pain.001` file (`createSepaPayoutFile`, operators), and reading them
-//! (a provider its own, operators any). Queuing is part of closing a statement.
+//! (a provider its own, operators any), and recording payouts the operator made outside
+//! neocloud (`recordManualPayout`). Queuing is part of closing a statement.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::payments::gateway::{Gateway, GatewayError};
-use neocloud_metering::payouts::{self, Credit, Debtor, SEPA, STRIPE_CONNECT, store};
+use neocloud_metering::payouts::{self, Credit, Debtor, MANUAL, SEPA, STRIPE_CONNECT, store};
 use neocloud_schema::entity::{provider, provider_payout};
 use neocloud_schema::ids::ProviderId;
 use neocloud_schema::vocabulary::Role;
@@ -128,6 +129,70 @@ pub async fn sepa_file(
         message_id,
         payouts: paid,
         xml,
+    })
+}
+
+/// The most characters of a manual payout's reference (a bank statement line, a cheque
+/// number).
+const MAX_REFERENCE: usize = 140;
+
+/// `recordManualPayout(payoutId, reference)` (operator): a queued payout of a `manual`
+/// provider was paid outside neocloud; it is `sent` with the operator's reference and
+/// leaves the payouts in transit for the bank account.
+pub async fn record_manual(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: uuid::Uuid,
+    reference: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<provider_payout::Model> {
+    actor.require_operator()?;
+    let reference = reference.trim();
+    if reference.is_empty() || reference.chars().count() > MAX_REFERENCE {
+        return Err(ApiError::invalid(
+            "reference",
+            format!("1 to {MAX_REFERENCE} characters: what the payment is found by"),
+        ));
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let payout = provider_payout::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payout"))?;
+    if payout.method != MANUAL || payout.status != payouts::QUEUED {
+        return Err(ApiError::InvalidState {
+            message: format!(
+                "payout {} is {} by {}: only a queued manual payout is recorded by hand",
+                payout.number, payout.status, payout.method
+            ),
+        });
+    }
+    if !store::sent(&txn, &payout, reference, now).await? {
+        return Err(ApiError::InvalidState {
+            message: format!("payout {} was settled meanwhile", payout.number),
+        });
+    }
+    let audited =
+        serde_json::json!({"reference": reference, "amount": payout.amount.get().to_string()});
+    crate::audit::record(
+        &txn,
+        actor,
+        crate::audit::Entry {
+            tenant_id: None,
+            action: "provider_payout.record_manual",
+            object_type: "provider_payout",
+            object_id: payout.id.to_string(),
+            before: None,
+            after: Some(audited),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(provider_payout::Model {
+        status: payouts::SENT.to_owned(),
+        reference: Some(reference.to_owned()),
+        sent_at: Some(now),
+        ..payout
     })
 }
 

@@ -15,6 +15,8 @@ pub const FAILED: &str = "failed";
 
 pub const STRIPE_CONNECT: &str = "stripe_connect";
 pub const SEPA: &str = "sepa_credit_transfer";
+/// Paid by the operator outside neocloud, then recorded (`recordManualPayout`).
+pub const MANUAL: &str = "manual";
 
 /// An account as `IBAN BIC` (how payout accounts are stored), split.
 pub fn iban_bic(account: &str) -> Option<(&str, &str)> {

@@ -13,7 +13,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{FAILED, QUEUED, SENT, SEPA, STRIPE_CONNECT};
+use super::{FAILED, MANUAL, QUEUED, SENT, SEPA, STRIPE_CONNECT};
 use crate::ledger::{AccountKind, from_minor, postings};
 
 /// What the ledger says the platform owes `provider` in `currency`.
@@ -32,9 +32,9 @@ pub async fn payable<C: ConnectionTrait>(
 }
 
 /// Queues the payout `statement` makes due, in its closing transaction: everything the
-/// provider is owed, when that is at least `minimum` (and above zero) and the provider
-/// is paid through Stripe Connect or SEPA. `None` otherwise (below the minimum it carries
-/// over; `manual` providers are paid outside neocloud).
+/// provider is owed, when that is at least `minimum` (and above zero). `None` otherwise
+/// (below the minimum it carries over). A `manual` payout waits for the operator to
+/// record that it paid it outside neocloud.
 pub async fn queue_for<C: ConnectionTrait>(
     conn: &C,
     provider: &provider::Model,
@@ -43,12 +43,11 @@ pub async fn queue_for<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<Option<provider_payout::Model>, DbErr> {
     let method = provider.payout_method.as_str();
-    let Some(destination) = provider.payout_account.clone() else {
-        return Ok(None);
+    let destination = match (method, provider.payout_account.clone()) {
+        (STRIPE_CONNECT | SEPA, Some(account)) => account,
+        (MANUAL, account) => account.unwrap_or_else(|| "outside neocloud".to_owned()),
+        _ => return Ok(None),
     };
-    if ![STRIPE_CONNECT, SEPA].contains(&method) {
-        return Ok(None);
-    }
     let owed = payable(conn, provider.id, &statement.currency).await?;
     if owed <= Decimal::ZERO || owed < minimum {
         return Ok(None);
