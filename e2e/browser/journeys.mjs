@@ -3,8 +3,9 @@
 // it, with an OpenID Connect provider from oidc-provider.mjs):
 //
 // - tenant: signs in with its key, orders 8 H100 in one NVLink domain, sees the
-//   allocation where it runs and its GPUs' health, watches its usage grow, downloads the
-//   PDF of an invoice, visits its account pages;
+//   allocation where it runs, its GPUs' health and their utilization chart, watches its
+//   usage grow, switches the usage chart to labels and allocations, downloads the PDF of
+//   an invoice, visits its account pages;
 // - operator: signs in through single sign-on, drains the node a probe order landed on,
 //   and the same order placed again avoids it; opens the fleet's tree down to that node's
 //   NVLink domain and the node's page, takes a GPU out of service and marks it repaired;
@@ -118,6 +119,41 @@ async function allocatedHours(page) {
   return Number((await stat.innerText()).replace(/[^0-9.]/g, ''));
 }
 
+/** The allocation's utilization: a chart once the node's agent has reported (the demo's
+ * simulated agents do every few seconds; the page asks every 15 s), else its empty state;
+ * then the 6-hour range and back. */
+async function utilization(page) {
+  const section = page.getByRole('region', { name: 'Utilization' });
+  const chart = section.getByRole('img', { name: /^SM activity per minute, last hour/ });
+  await chart.or(section.getByText("No samples yet: the node's agent reports every few seconds.")).first().waitFor();
+  const points = chart.locator('circle');
+  for (let i = 0; i < 30 && (await points.count()) === 0; i += 1) await page.waitForTimeout(1000);
+  const n = await points.count();
+  console.log(n ? `utilization: ${n} ${n === 1 ? 'minute' : 'minutes'} with samples` : 'utilization: no samples yet (its empty state)');
+  if (n === 0) return;
+  await section.getByRole('button', { name: '6 h', exact: true }).click();
+  await section.getByRole('img', { name: /^SM activity per minute, last 6 hours/ }).waitFor();
+  await section.getByRole('button', { name: '1 h', exact: true }).click();
+  await chart.waitFor();
+}
+
+/** The usage page's hourly chart, and the stacked chart per day by label and by
+ * allocation: the new allocation is unlabeled, and the legend links to allocations. */
+async function usageCharts(page) {
+  await page.getByRole('img', { name: 'Usage per hour, last 48 hours' }).waitFor();
+  const section = page.getByRole('region', { name: 'By SKU, allocation or label' });
+  await section.getByRole('img', { name: /^Allocated unit-hours per day by SKU/ }).waitFor();
+  await section.getByRole('button', { name: 'Label', exact: true }).click();
+  await section.getByRole('img', { name: /^Allocated unit-hours per day by label set/ }).waitFor();
+  await section.locator('figcaption').getByText('unlabeled', { exact: true }).waitFor();
+  await section.getByRole('button', { name: 'Allocation', exact: true }).click();
+  await section.getByRole('img', { name: /^Allocated unit-hours per day by allocation/ }).waitFor();
+  const bars = await section.locator('svg .stack rect').count();
+  const links = await section.locator('figcaption a').count();
+  if (bars === 0 || links === 0) throw new Error(`usage by allocation: ${bars} bars, ${links} allocations in the legend`);
+  console.log(`usage by allocation: ${bars} bars, ${links} allocations in the legend`);
+}
+
 async function tenantJourney() {
   const page = await newPage();
   await page.goto(`${URL}/portal`);
@@ -131,12 +167,14 @@ async function tenantJourney() {
   if (placed.gpus.length !== 8) throw new Error(`8 GPUs expected, saw ${placed.gpus.length}`);
   if (!placed.nvlinkDomain || placed.nvlinkDomain === '—') throw new Error('no NVLink domain shown');
   if (!placed.gpus.every((row) => /\tOK\t/.test(row))) throw new Error(`GPU health: ${placed.gpus.join(' | ')}`);
+  await utilization(page);
   await check(page, 'portal-allocation');
   await page.getByRole('link', { name: 'Allocations', exact: true }).click();
   await heading(page, 'Allocations');
   await check(page, 'portal-allocations');
 
   const before = await allocatedHours(page);
+  await usageCharts(page);
   await check(page, 'portal-usage');
   let after = before;
   for (let i = 0; i < 30 && after <= before; i += 1) {

@@ -2,8 +2,8 @@ import type { Session } from '../lib/session';
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
 import { API_KEY_METHOD, PASSWORD_METHOD, type SignInMethod } from '../ui/SignIn';
+import { lazyPage } from '../ui/lazy';
 import type { Viewer } from '../ui/viewer';
-import { AllocationPage } from './pages/AllocationPage';
 import { AllocationsPage } from './pages/AllocationsPage';
 import { ApiKeysPage } from './pages/ApiKeysPage';
 import { CatalogPage } from './pages/CatalogPage';
@@ -11,12 +11,16 @@ import { InvoicePage } from './pages/InvoicePage';
 import { InvoicesPage } from './pages/InvoicesPage';
 import { BudgetPage } from './pages/BudgetPage';
 import { PeoplePage } from './pages/PeoplePage';
-import { UsagePage } from './pages/UsagePage';
 import { WebhooksPage } from './pages/WebhooksPage';
 import { SuspensionBanner } from './SuspensionBanner';
 import { Invitation } from './Invitation';
 
 const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
+
+// The pages with charts load their code when first opened: the catalog, the first page,
+// does not carry it.
+const AllocationPage = lazyPage(() => import('./pages/AllocationPage').then((m) => m.AllocationPage));
+const UsagePage = lazyPage(() => import('./pages/UsagePage').then((m) => m.UsagePage));
 
 export const portal: AppConfig = {
   name: 'Portal',

@@ -1,14 +1,21 @@
 import { useId } from 'preact/hooks';
 import { niceCeiling, tickLabel, valueLabel } from '../lib/ticks';
+import { Link } from './Link';
 
 export interface Series {
   label: string;
-  kind: 'bar' | 'line';
+  /** Bars; a line; a line with the area under it filled. */
+  kind: 'bar' | 'line' | 'area';
   /**
    * One value per x label (chart positions only: amounts are shown as strings
-   * elsewhere); null for none yet (a day still to come): no bar, a gap in the line.
+   * elsewhere); null for none (a day still to come, a minute without samples): no bar,
+   * a gap in the line.
    */
   values: (number | null)[];
+  /** Its colour, `series-<colour>` in styles.css: 0 to 7, or "other" (default: its index). */
+  colour?: number | 'other';
+  /** An in-app page the legend links to (an allocation's). */
+  to?: string;
 }
 
 interface ChartProps {
@@ -19,41 +26,69 @@ interface ChartProps {
   series: Series[];
   /** The y axis unit, e.g. "GPU-h". */
   unit: string;
+  /** Bars stacked into one column per label (else side by side). */
+  stacked?: boolean;
+  /** A fixed top of the y axis (100 for a percentage); else a nice value above the data. */
+  max?: number;
+  /** The x axis's label per position, null for none (default: about ten of `labels`). */
+  ticks?: (string | null)[];
+  /** Height in the drawing's units (its width is 880). */
+  height?: number;
+  /** Dashed vertical lines at the left edge of a position, labelled (an allocation's start). */
+  markers?: { index: number; label: string }[];
 }
 
 const W = 880;
-const H = 280;
 const M = { top: 16, right: 16, bottom: 36, left: 72 };
 const PLOT_W = W - M.left - M.right;
-const PLOT_H = H - M.top - M.bottom;
 const TICKS = 4;
+/** Up to this many positions a line marks each value with a dot (with its value as a tooltip). */
+const DOTS_UP_TO = 62;
 
-/** A bar and line chart in SVG with axes, gridlines, a legend, and a title and description. */
-export function Chart({ title, description, labels, series, unit }: ChartProps) {
+/**
+ * A bar (side by side or stacked), line and area chart in SVG with axes, gridlines, a
+ * legend, and a title and description.
+ */
+export function Chart({ title, description, labels, series, unit, stacked = false, max: fixedMax, ticks, height = 280, markers = [] }: ChartProps) {
   const id = useId();
+  const plotH = height - M.top - M.bottom;
+  const bars = series.filter((s) => s.kind === 'bar');
+  const tops = stacked ? labels.map((_, i) => bars.reduce((t, s) => t + (s.values[i] ?? 0), 0)) : [];
+  const lines = series.filter((s) => s.kind !== 'bar' || !stacked);
   // With nothing to show yet, the axis still runs 0 to 1 (five distinct ticks).
-  const max = niceCeiling(Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null))), TICKS) || 1;
-  const y = (v: number) => M.top + PLOT_H - (v / max) * PLOT_H;
+  const max = fixedMax ?? (niceCeiling(Math.max(0, ...tops, ...lines.flatMap((s) => s.values.filter((v) => v !== null))), TICKS) || 1);
+  const y = (v: number) => M.top + plotH - (Math.min(v, max) / max) * plotH;
   const band = PLOT_W / Math.max(1, labels.length);
   const x = (i: number) => M.left + band * i + band / 2;
-  const bars = series.filter((s) => s.kind === 'bar');
+  const colour = (s: Series) => `series-${s.colour ?? series.indexOf(s)}`;
+  const tip = (i: number, v: number, s: Series) => `${labels[i]}: ${valueLabel(v)} ${unit}, ${s.label}`;
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${id}-t ${id}-d`} class="chart-svg">
+      <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-labelledby={`${id}-t ${id}-d`} class="chart-svg">
         <title id={`${id}-t`}>{title}</title>
         <desc id={`${id}-d`}>{description}</desc>
-        <YAxis max={max} y={y} unit={unit} />
-        <XAxis labels={labels} x={x} />
-        {bars.map((s, k) => (
-          <Bars key={s.label} series={s} index={series.indexOf(s)} slot={k} slots={bars.length} band={band} x={x} y={y} unit={unit} labels={labels} />
+        <YAxis max={max} y={y} unit={unit} plotH={plotH} />
+        <XAxis labels={ticks ?? thinned(labels)} x={x} bottom={M.top + plotH} />
+        {markers.map((m) => (
+          <g key={m.index} class="marker">
+            <line x1={x(m.index) - band / 2} x2={x(m.index) - band / 2} y1={M.top} y2={M.top + plotH} />
+            <text x={x(m.index) - band / 2 - 4} y={M.top + 10} text-anchor="end">
+              {m.label}
+            </text>
+          </g>
         ))}
-        {series.map((s, i) => s.kind === 'line' && <Line key={s.label} series={s} index={i} x={x} y={y} />)}
+        {stacked ? (
+          <Stack bars={bars} band={band} x={x} y={y} colour={colour} tip={tip} />
+        ) : (
+          bars.map((s, k) => <Bars key={s.label} series={s} colour={colour(s)} slot={k} slots={bars.length} band={band} x={x} y={y} tip={tip} />)
+        )}
+        {series.map((s) => s.kind !== 'bar' && <Line key={s.label} series={s} colour={colour(s)} dots={labels.length <= DOTS_UP_TO} x={x} y={y} tip={tip} />)}
       </svg>
       <figcaption class="chart-legend">
-        {series.map((s, i) => (
+        {series.map((s) => (
           <span key={s.label} class="legend-item">
-            <span class={`swatch series-${i} ${s.kind}`} aria-hidden="true" />
-            {s.label}
+            <span class={`swatch ${colour(s)} ${s.kind === 'bar' ? 'bar' : 'line'}`} aria-hidden="true" />
+            {s.to ? <Link to={s.to}>{s.label}</Link> : s.label}
           </span>
         ))}
       </figcaption>
@@ -61,7 +96,13 @@ export function Chart({ title, description, labels, series, unit }: ChartProps) 
   );
 }
 
-function YAxis({ max, y, unit }: { max: number; y: (v: number) => number; unit: string }) {
+/** About ten of the labels, evenly spaced, for an axis that has no ticks of its own. */
+function thinned(labels: string[]): (string | null)[] {
+  const every = Math.max(1, Math.ceil(labels.length / 10));
+  return labels.map((l, i) => (i % every === 0 ? l : null));
+}
+
+function YAxis({ max, y, unit, plotH }: { max: number; y: (v: number) => number; unit: string; plotH: number }) {
   const step = max / TICKS;
   const ticks = Array.from({ length: TICKS + 1 }, (_, i) => step * i);
   return (
@@ -74,21 +115,20 @@ function YAxis({ max, y, unit }: { max: number; y: (v: number) => number; unit: 
           </text>
         </g>
       ))}
-      <text x={12} y={M.top + PLOT_H / 2} transform={`rotate(-90 12 ${M.top + PLOT_H / 2})`} text-anchor="middle">
+      <text x={12} y={M.top + plotH / 2} transform={`rotate(-90 12 ${M.top + plotH / 2})`} text-anchor="middle">
         {unit}
       </text>
     </g>
   );
 }
 
-function XAxis({ labels, x }: { labels: string[]; x: (i: number) => number }) {
-  const every = Math.max(1, Math.ceil(labels.length / 10));
+function XAxis({ labels, x, bottom }: { labels: (string | null)[]; x: (i: number) => number; bottom: number }) {
   return (
     <g class="axis axis-x">
       {labels.map(
         (label, i) =>
-          i % every === 0 && (
-            <text key={label} x={x(i)} y={H - M.bottom + 18} text-anchor="middle">
+          label !== null && (
+            <text key={i} x={x(i)} y={bottom + 18} text-anchor="middle">
               {label}
             </text>
           ),
@@ -97,28 +137,29 @@ function XAxis({ labels, x }: { labels: string[]; x: (i: number) => number }) {
   );
 }
 
+type Tip = (i: number, v: number, s: Series) => string;
+
 interface BarsProps {
   series: Series;
-  index: number;
+  colour: string;
   slot: number;
   slots: number;
   band: number;
-  labels: string[];
-  unit: string;
   x: (i: number) => number;
   y: (v: number) => number;
+  tip: Tip;
 }
 
-function Bars({ series, index, slot, slots, band, labels, unit, x, y }: BarsProps) {
+function Bars({ series, colour, slot, slots, band, x, y, tip }: BarsProps) {
   const width = Math.max(1, (band * 0.7) / slots);
   const base = y(0);
   return (
-    <g class={`bars series-${index}`}>
+    <g class={`bars ${colour}`}>
       {series.values.map(
         (v, i) =>
           v !== null && (
-            <rect key={labels[i]} x={x(i) - (width * slots) / 2 + width * slot} y={y(v)} width={width} height={Math.max(0, base - y(v))}>
-              <title>{`${labels[i]}: ${valueLabel(v)} ${unit}, ${series.label}`}</title>
+            <rect key={i} x={x(i) - (width * slots) / 2 + width * slot} y={y(v)} width={width} height={Math.max(0, base - y(v))}>
+              <title>{tip(i, v, series)}</title>
             </rect>
           ),
       )}
@@ -126,14 +167,74 @@ function Bars({ series, index, slot, slots, band, labels, unit, x, y }: BarsProp
   );
 }
 
-function Line({ series, index, x, y }: { series: Series; index: number; x: (i: number) => number; y: (v: number) => number }) {
-  const runs = segments(series.values);
+interface StackProps {
+  bars: Series[];
+  band: number;
+  x: (i: number) => number;
+  y: (v: number) => number;
+  colour: (s: Series) => string;
+  tip: Tip;
+}
+
+/** One column per position, the series on top of each other in their order (first at the bottom). */
+function Stack({ bars, band, x, y, colour, tip }: StackProps) {
+  const width = Math.max(1, band * 0.7);
+  const below: number[] = [];
   return (
-    <g class={`line series-${index}`}>
-      {runs.map((run) => (
-        <polyline key={run[0]} points={run.map((i) => `${x(i).toFixed(1)},${y(series.values[i] ?? 0).toFixed(1)}`).join(' ')} fill="none" />
+    <g class="stack">
+      {bars.map((s) => (
+        <g key={s.label} class={`bars ${colour(s)}`}>
+          {s.values.map((v, i) => {
+            const from = below[i] ?? 0;
+            if (v === null || v <= 0) return null;
+            below[i] = from + v;
+            return (
+              <rect key={i} x={x(i) - width / 2} y={y(from + v)} width={width} height={Math.max(0, y(from) - y(from + v))}>
+                <title>{tip(i, v, s)}</title>
+              </rect>
+            );
+          })}
+        </g>
       ))}
-      {series.values.map((v, i) => v !== null && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} />)}
+    </g>
+  );
+}
+
+interface LineProps {
+  series: Series;
+  colour: string;
+  dots: boolean;
+  x: (i: number) => number;
+  y: (v: number) => number;
+  tip: Tip;
+}
+
+/** A line broken where values are null, its area filled for `area`; a lone value is a dot. */
+function Line({ series, colour, dots, x, y, tip }: LineProps) {
+  const runs = segments(series.values);
+  const at = (i: number) => `${x(i).toFixed(1)},${y(series.values[i] ?? 0).toFixed(1)}`;
+  const base = y(0).toFixed(1);
+  return (
+    <g class={`line ${colour}`}>
+      {series.kind === 'area' &&
+        runs.map(
+          (run) =>
+            run.length > 1 && (
+              <polygon key={`a${run[0]}`} class="area" points={`${x(run[0] ?? 0).toFixed(1)},${base} ${run.map(at).join(' ')} ${x(run[run.length - 1] ?? 0).toFixed(1)},${base}`} />
+            ),
+        )}
+      {runs.map((run) => (
+        <polyline key={run[0]} points={run.map(at).join(' ')} fill="none" />
+      ))}
+      {runs.flatMap((run) =>
+        dots || run.length === 1
+          ? run.map((i) => (
+              <circle key={`d${i}`} cx={x(i)} cy={y(series.values[i] ?? 0)} r={2.5}>
+                <title>{tip(i, series.values[i] ?? 0, series)}</title>
+              </circle>
+            ))
+          : [],
+      )}
     </g>
   );
 }

@@ -19,15 +19,17 @@ interface DataTableProps<T> {
   rowKey: (row: T) => string;
   empty: ComponentChildren;
   loading?: boolean;
+  /** No minimum width: a narrow table (two or three short columns) beside another. */
+  compact?: boolean;
 }
 
 /** A table with a caption, a header row and an empty state; scrolls sideways when narrow. */
-export function DataTable<T>({ caption, hideCaption, columns, rows, rowKey, empty, loading }: DataTableProps<T>) {
+export function DataTable<T>({ caption, hideCaption, columns, rows, rowKey, empty, loading, compact }: DataTableProps<T>) {
   if (rows.length === 0 && !loading) return <p class="empty">{empty}</p>;
   return (
     // A keyboard user can scroll a wide table sideways: the wrapper takes focus.
     <div class="table-wrap" role="region" aria-label={caption} tabIndex={0}>
-      <table class="table" aria-busy={loading || undefined}>
+      <table class={compact ? 'table table-compact' : 'table'} aria-busy={loading || undefined}>
         <caption class={hideCaption ? 'sr-only' : undefined}>{caption}</caption>
         <thead>
           <tr>

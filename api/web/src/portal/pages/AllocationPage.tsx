@@ -12,12 +12,16 @@ import { canChange, useViewer } from '../../ui/viewer';
 import { gpuSummary, HealthBadge, releasable } from '../allocation';
 import { Allocation, type AllocationResult } from '../operations';
 import { ReleaseButton } from '../ReleaseButton';
+import { UtilizationSection } from '../UtilizationSection';
 
 type Detail = AllocationResult['allocation'];
 type Gpu = Detail['gpus'][number];
 type Endpoint = Detail['access']['endpoints'][number];
 
-/** One allocation: where it runs, how to reach it, its GPUs and their health history. */
+/**
+ * One allocation: where it runs, its GPUs' utilization minute by minute, how to reach
+ * it, its GPUs and their health history.
+ */
 export function AllocationPage({ params }: { params: Record<string, string> }) {
   const id = params['id'] ?? '';
   const { data, error, loading, reload } = useQuery(Allocation, { id });
@@ -52,6 +56,7 @@ function AllocationDetail({ a }: { a: Detail }) {
           ]}
         />
       </Section>
+      <UtilizationSection a={a} />
       <Section title="Where it runs">
         <DescriptionList
           items={[

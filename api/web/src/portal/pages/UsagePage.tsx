@@ -1,19 +1,26 @@
-import { divide } from '../../lib/decimal';
-import { date, groupDigits, money, period } from '../../lib/format';
+import { date, money, period } from '../../lib/format';
 import { useQuery } from '../../lib/hooks';
 import { addMonths, daysOf, type Month, monthKey, monthName, monthRange, parseMonth, thisMonth } from '../../lib/month';
 import { useLocation } from '../../lib/router';
 import { Chart } from '../../ui/Chart';
-import { type Column, DataTable } from '../../ui/DataTable';
+import { DataTable } from '../../ui/DataTable';
 import { Stat } from '../../ui/Stat';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
+import { ChargesBySku } from '../ChargesBySku';
 import { SpendSummary, type SpendSummaryResult, UsageReport, type UsageReportResult } from '../operations';
+import { chartHours, hours, QUANTITY_COLUMNS, quantity } from '../quantities';
+import { RecentUsage } from '../RecentUsage';
+import { UsageBreakdown } from '../UsageBreakdown';
 
 type Row = UsageReportResult['byDay']['rows'][number];
 
-/** A month's usage: totals, allocated and active hours per day, and usage per SKU. */
+/**
+ * A month's usage: totals, allocated and active hours per day, the last 48 hours by the
+ * hour (this month), per day by SKU, allocation or label, and per SKU with the charges
+ * so far (this month).
+ */
 export function UsagePage() {
   const { query } = useLocation();
   const month = parseMonth(query.get('month')) ?? thisMonth();
@@ -35,9 +42,14 @@ export function UsagePage() {
               <DataTable caption={`Usage per day, ${monthName(month)}`} columns={[{ header: 'Day', cell: (r: Row) => r.key }, ...QUANTITY_COLUMNS]} rows={data.byDay.rows} rowKey={(r) => r.key} empty="No usage this month." />
             </details>
           </Section>
-          <Section title="By SKU">
-            <DataTable caption={`Usage per SKU, ${monthName(month)}`} hideCaption columns={[{ header: 'SKU', cell: (r: Row) => r.key || '—' }, ...QUANTITY_COLUMNS]} rows={data.bySku.rows} rowKey={(r) => r.key} empty="No usage this month." />
-          </Section>
+          {current && <RecentUsage />}
+          <UsageBreakdown month={month} />
+          <div class={current && spend.data ? 'side-by-side' : undefined}>
+            <Section title="By SKU">
+              <DataTable caption={`Usage per SKU, ${monthName(month)}`} hideCaption columns={[{ header: 'SKU', cell: (r: Row) => r.key || '—' }, ...QUANTITY_COLUMNS]} rows={data.bySku.rows} rowKey={(r) => r.key} empty="No usage this month." />
+            </Section>
+            {current && spend.data && <ChargesBySku invoice={spend.data.upcomingInvoice} />}
+          </div>
         </>
       )}
     </Page>
@@ -90,7 +102,7 @@ function DailyChart({ month, rows }: { month: Month; rows: Row[] }) {
   const byKey = new Map(rows.map((r) => [r.key, r]));
   const today = new Date().toISOString().slice(0, 10);
   const series = (pick: (r: Row) => string) =>
-    days.map((d) => (d > today ? null : Number(divide(pick(byKey.get(d) ?? ZERO), '3600', 3))));
+    days.map((d) => (d > today ? null : chartHours(pick(byKey.get(d) ?? ZERO))));
   return (
     <Chart
       title={`Usage per day, ${monthName(month)}`}
@@ -106,19 +118,3 @@ function DailyChart({ month, rows }: { month: Month; rows: Row[] }) {
 }
 
 const ZERO: Row = { key: '', allocatedSeconds: '0', activeSeconds: '0', energyKwh: '0', slaCreditSeconds: '0' };
-
-/** A quantity rounded to `places` decimals, digits grouped ("1,234.5"). */
-function quantity(decimal: string, places: number): string {
-  return groupDigits(divide(decimal, '1', places));
-}
-
-function hours(seconds: string | undefined): string {
-  return quantity(divide(seconds ?? '0', '3600', 2), 2);
-}
-
-const QUANTITY_COLUMNS: Column<Row>[] = [
-  { header: 'Allocated (h)', numeric: true, cell: (r) => hours(r.allocatedSeconds) },
-  { header: 'Active (GPU-h)', numeric: true, cell: (r) => hours(r.activeSeconds) },
-  { header: 'SLA credit (h)', numeric: true, cell: (r) => hours(r.slaCreditSeconds) },
-  { header: 'Energy (kWh)', numeric: true, cell: (r) => quantity(r.energyKwh, 1) },
-];
