@@ -14,7 +14,7 @@ use support::{Backend, TestApp, error_code};
 
 const CREATE: &str = "mutation($i: WebhookEndpointInput!) { createWebhookEndpoint(input: $i) { secret endpoint { id eventTypes enabled } } }";
 const SEND_TEST: &str = "mutation($id: ID!) { sendTestWebhook(id: $id) }";
-const ATTEMPTS: &str = "{ webhookEndpoints { id attempts(first: 50) { eventId attempt statusCode error responseHead } deliveries { eventId status attempts } } }";
+const ATTEMPTS: &str = "{ webhookEndpoints { id attempts(first: 50) { eventId attempt statusCode error responseHead } deliveries { eventId eventType status attempts } } }";
 
 async fn endpoint(app: &TestApp, key: &str, url: &str, types: Value) -> (String, String) {
     let r = app
@@ -119,6 +119,11 @@ async fn a_delivery_is_signed_retried_with_its_id_and_logged(backend: Backend) {
     assert_eq!(log["attempts"][0]["responseHead"], "thanks!");
     assert_eq!(log["deliveries"][0]["status"], "DELIVERED");
     assert_eq!(log["deliveries"][0]["attempts"], 2);
+    assert_eq!(log["deliveries"][0]["eventId"], event["id"]);
+    assert_eq!(
+        log["deliveries"][0]["eventType"], "allocation.placed",
+        "{log}"
+    );
 }
 
 async fn a_rotated_secret_signs_beside_the_new_one_for_its_grace(backend: Backend) {

@@ -11,12 +11,19 @@
 //   NVLink domain and the node's page, takes a GPU out of service and marks it repaired;
 //   fills a new version of the demo plan, previews it against the tenant's last invoice
 //   and creates it; visits tenants, a tenant, ingest health and the audit log;
-// - member: an invited portal user sets a password, lands in the portal, and the console
-//   shows it nothing.
+// - member: an invited portal user sets a password, lands in the portal, sets up a second
+//   factor (an authenticator app: the journey computes the codes, RFC 6238), signs out and
+//   in again with a one-time code, an admin sees it and issues a password-reset link, and
+//   the member turns the second factor off with a recovery code; the console shows it
+//   nothing.
+//
+// The tenant journey also asks for more than one node holds (the nearest alternatives),
+// adds a webhook endpoint, sends it a test event and reads its delivery log.
 //
 // Every page is checked with axe-core (no serious or critical violation) and kept as a
 // screenshot in $NEOCLOUD_SCREENSHOTS; a page error or a Content-Security-Policy
 // violation fails the journey. Prints "journey <name>: ok" per journey.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import axe from 'axe-core';
@@ -74,6 +81,40 @@ async function check(page, name) {
 }
 
 const heading = (page, name) => page.getByRole('heading', { level: 1, name }).waitFor();
+
+/** RFC 4648 base32 (no padding needed) to bytes. */
+function base32(text) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const bytes = [];
+  let bits = 0;
+  let value = 0;
+  for (const c of text.replace(/[\s=]/g, '').toUpperCase()) {
+    const i = alphabet.indexOf(c);
+    if (i < 0) throw new Error(`not base32: ${text}`);
+    value = ((value << 5) | i) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push((value >> bits) & 0xff);
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+/** The RFC 6238 code of `secret` (base32) for the 30-second `step`: HMAC-SHA1 over the
+ * 8-byte big-endian counter, dynamic truncation, 6 digits. */
+function totp(secret, step) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = crypto.createHmac('sha1', base32(secret)).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0x0f;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+
+const totpStep = () => Math.floor(Date.now() / 30_000);
+
+// The RFC 6238 test vector (SHA-1, T = 59 s), cut to six digits.
+if (totp('GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', 1) !== '287082') throw new Error('the TOTP of the journey is wrong');
 
 async function signInWithKey(page, app, key) {
   await page.goto(`${URL}/${app}`);
@@ -162,6 +203,7 @@ async function tenantJourney() {
   await signInWithKey(page, 'portal', tenant.key);
   await heading(page, 'Catalog');
   await check(page, 'portal-catalog');
+  await alternatives(page, await skuId('h100-eu-west'));
 
   const placed = await order(page, await skuId('h100-eu-west'), 8, true);
   if (placed.gpus.length !== 8) throw new Error(`8 GPUs expected, saw ${placed.gpus.length}`);
@@ -199,8 +241,69 @@ async function tenantJourney() {
     await heading(page, title);
     await check(page, `portal-account-${route}`);
   }
+  // A key has no second factor, and the page says so.
+  await page.goto(`${URL}/portal/account/security`);
+  await heading(page, 'Security');
+  await page.getByText('The second factor is for people who sign in with a password').waitFor();
+  await check(page, 'portal-account-security-api-key');
+  await webhookDeliveries(page);
   await page.context().close();
   return placed.host;
+}
+
+/** 9 H100 held to one node (a node has 8) cannot be placed: the form lists what would be
+ * placed now, and "Use this" fills the form with the first of them. */
+async function alternatives(page, sku) {
+  await page.getByLabel('SKU', { exact: true }).selectOption(sku);
+  await page.getByLabel('Count', { exact: true }).fill('9');
+  await page.getByLabel('Placement', { exact: true }).selectOption('NODE');
+  await page.getByRole('button', { name: 'Place order' }).click();
+  const offered = page.getByRole('group', { name: 'Would fit now:' }).getByRole('listitem');
+  await offered.first().or(page.getByText('Nothing similar would fit now either')).first().waitFor();
+  const sentences = await offered.allInnerTexts();
+  console.log(`9 × H100 on one node refused; would fit now: ${sentences.map((t) => t.split('\n')[0]).join(' | ') || 'nothing'}`);
+  if (sentences.length) {
+    const count = /^(\d+) ×/.exec(sentences[0])[1];
+    await check(page, 'portal-catalog-alternatives');
+    await offered.first().getByRole('button', { name: /^Use this/ }).click();
+    if ((await page.getByLabel('Count', { exact: true }).inputValue()) !== count) throw new Error(`"Use this" did not fill the count ${count}`);
+    await page.getByText('Would fit now:').waitFor({ state: 'detached' });
+  }
+  await page.getByLabel('Placement', { exact: true }).selectOption('');
+}
+
+/** An endpoint added in the form (its host does not resolve: each attempt fails), a test
+ * event sent to it, its delivery log opened, and every event since an hour ago sent again. */
+async function webhookDeliveries(page) {
+  const url = 'https://hooks.example.invalid/neocloud';
+  await page.goto(`${URL}/portal/account/webhooks`);
+  await heading(page, 'Webhooks');
+  const form = page.getByRole('form', { name: 'Add a webhook endpoint' });
+  await form.getByLabel('URL', { exact: true }).fill(url);
+  await form.getByRole('button', { name: 'Add endpoint' }).click();
+  await page.getByRole('button', { name: 'I have copied it' }).click();
+  await page.getByRole('button', { name: `Send test to ${url}` }).click();
+  await page.getByText(/^Test event \S+ sent to /).waitFor();
+  await page.locator('summary', { hasText: `Deliveries to ${url}` }).click();
+  const rows = page.getByRole('table', { name: `Deliveries to ${url}` }).locator('tbody tr');
+  const refresh = page.getByRole('button', { name: `Refresh deliveries to ${url}` });
+  for (let i = 0; i < 20 && (await rows.count()) === 0; i += 1) {
+    await page.waitForTimeout(1000);
+    await refresh.click();
+  }
+  await rows.first().waitFor();
+  await page.getByRole('button', { name: `Redeliver since… to ${url}` }).click();
+  const since = page.getByLabel('Send again every event since');
+  await since.fill(await since.evaluate(() => {
+    const d = new Date(Date.now() - 3600_000);
+    const p = (n) => String(n).padStart(2, '0');
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+  }));
+  await page.getByRole('button', { name: 'Redeliver', exact: true }).click();
+  const note = page.getByText(/ queued again for |nothing was queued/);
+  await note.waitFor();
+  console.log(`delivery log: ${await rows.count()} deliveries; ${await note.innerText()}`);
+  await check(page, 'portal-account-webhooks-deliveries');
 }
 
 async function operatorJourney() {
@@ -338,18 +441,101 @@ async function memberJourney() {
     'mutation { inviteUser(email: "mia@acme.example", role: TENANT_MEMBER) { invitationPath } }');
   const page = await newPage();
   await page.goto(`${URL}${invited.inviteUser.invitationPath}`);
-  await heading(page, 'Accept your invitation');
+  await heading(page, 'Choose your password');
   await check(page, 'portal-invitation');
   await page.getByLabel('Password', { exact: true }).fill('a long passphrase, really');
   await page.getByLabel('Password again').fill('a long passphrase, really');
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
   await heading(page, 'Catalog');
+  await secondFactor(page);
 
   await page.goto(`${URL}/console`);
   await heading(page, 'This console is for operators');
   if (await page.locator('main table').count()) throw new Error('the console shows a tenant member data');
   await check(page, 'console-not-an-operator');
   await page.context().close();
+}
+
+const MIA = { email: 'mia@acme.example', password: 'a long passphrase, really' };
+
+/** The member turns on a second factor, signs in with a code, and turns it off with a
+ * recovery code; an admin meanwhile sees it and issues a password-reset link. */
+async function secondFactor(page) {
+  await page.getByRole('link', { name: 'Account' }).click();
+  await page.getByRole('link', { name: 'Security' }).click();
+  await heading(page, 'Security');
+  await page.getByText('Signing in needs your password only.').waitFor();
+  await page.getByRole('button', { name: 'Set up', exact: true }).click();
+  const key = (await page.locator('.setup-key').innerText()).replace(/\s+/g, '');
+  const uri = await page.getByRole('link', { name: 'Open this key in your authenticator app' }).getAttribute('href');
+  if (!uri.startsWith('otpauth://totp/') || !uri.includes(`secret=${key}`)) throw new Error(`otpauth link: ${uri}`);
+  await check(page, 'portal-account-security-setup');
+  const step = totpStep();
+  await page.getByLabel('Code from the app').fill(totp(key, step));
+  await page.getByRole('button', { name: 'Turn on', exact: true }).click();
+  const codes = page.getByRole('list', { name: 'Recovery codes' }).getByRole('listitem');
+  await codes.first().waitFor();
+  const recovery = await codes.allInnerTexts();
+  if (recovery.length !== 10 || !recovery.every((c) => /^[0-9a-f]{4}(-[0-9a-f]{4}){3}$/.test(c))) throw new Error(`recovery codes: ${recovery}`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download as .txt' }).click()]);
+  const file = path.join(SHOTS, 'recovery-codes.txt');
+  await download.saveAs(file);
+  if (!recovery.every((c) => fs.readFileSync(file, 'utf8').includes(c))) throw new Error('the downloaded file lacks the recovery codes');
+  await check(page, 'portal-account-security');
+  await page.getByRole('button', { name: 'I have stored them' }).click();
+  await page.getByText('The second factor is on', { exact: false }).waitFor();
+  await page.getByText(/^since /).waitFor();
+  console.log('second factor on, with 10 recovery codes');
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await heading(page, 'Sign in');
+  await page.getByRole('button', { name: 'Email', exact: true }).click();
+  await page.getByLabel('Email', { exact: true }).fill(MIA.email);
+  await page.getByLabel('Password', { exact: true }).fill(MIA.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  const code = page.getByLabel('One-time code', { exact: true });
+  await code.waitFor();
+  // A wrong code is refused at the field (the right ones of these steps are avoided).
+  const wrong = ['000000', '111111'].find((c) => ![-1, 0, 1, 2].some((d) => totp(key, step + d) === c));
+  await code.fill(wrong);
+  await page.getByRole('button', { name: 'Verify and sign in' }).click();
+  await page.locator('.field-error', { hasText: 'That code was not accepted' }).waitFor();
+  await check(page, 'portal-sign-in-code');
+  // The step that confirmed cannot be used again; the next one is within the drift allowed.
+  await code.fill(totp(key, step + 1));
+  await page.getByRole('button', { name: 'Verify and sign in' }).click();
+  await heading(page, 'Security');
+  await page.getByText(/^since /).waitFor();
+  console.log('signed in again with email, password and a one-time code');
+
+  await adminSeesSecondFactor();
+
+  await page.getByRole('button', { name: 'Turn off', exact: true }).click();
+  await page.getByLabel('Code from the app or a recovery code').fill(recovery[0]);
+  await page.getByRole('button', { name: 'Turn off', exact: true }).click();
+  await page.getByText('The second factor is off', { exact: false }).waitFor();
+  await page.getByText('Signing in needs your password only.').waitFor();
+  console.log('second factor turned off with a recovery code');
+}
+
+/** The tenant's admin sees the member's "2FA" and issues a password-reset link (shown
+ * once, valid 24 hours); the link is not used. */
+async function adminSeesSecondFactor() {
+  const admin = await newPage();
+  await signInWithKey(admin, 'portal', tenant.key);
+  await heading(admin, 'Catalog');
+  await admin.goto(`${URL}/portal/account/people`);
+  await heading(admin, 'People');
+  const row = admin.getByRole('row', { name: new RegExp(MIA.email) });
+  await row.getByText('2FA', { exact: true }).waitFor();
+  await row.getByRole('button', { name: `Reset second factor ${MIA.email}` }).waitFor();
+  await row.getByRole('button', { name: `Reset password of ${MIA.email}` }).click();
+  const link = admin.getByLabel(`Password reset link for ${MIA.email}`);
+  if (!/\/portal\/invitation#\S+$/.test(await link.inputValue())) throw new Error('no reset link shown');
+  await admin.getByText('valid for 24 hours', { exact: false }).waitFor();
+  await check(admin, 'portal-account-people-reset');
+  await admin.getByRole('button', { name: 'I have copied it' }).click();
+  await admin.context().close();
 }
 
 try {

@@ -131,8 +131,18 @@ impl WebhookEndpoint {
         ctx: &Context<'_>,
         #[graphql(default = 20)] first: i32,
     ) -> Result<Vec<WebhookDelivery>> {
-        let (deliveries, _) = webhooks::log(super::db(ctx)?, &self.0, log_limit(first)?).await?;
-        Ok(deliveries.into_iter().map(WebhookDelivery::from).collect())
+        let db = super::db(ctx)?;
+        let (deliveries, _) = webhooks::log(db, &self.0, log_limit(first)?).await?;
+        let mut types = neocloud_metering::events::webhooks::types_of_delivered(db, &deliveries)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(deliveries
+            .into_iter()
+            .map(|d| {
+                let event_type = types.remove(&d.event_id).unwrap_or_default();
+                WebhookDelivery::new(d, event_type)
+            })
+            .collect())
     }
 
     /// Every attempt, newest first: status, latency, error, the answer's first bytes.
@@ -156,6 +166,8 @@ fn log_limit(first: i32) -> Result<u64, ApiError> {
 #[derive(SimpleObject)]
 pub struct WebhookDelivery {
     pub event_id: ID,
+    /// The event's type (`invoice.finalized`, …); empty once the event has aged out.
+    pub event_type: String,
     /// `PENDING`, `DELIVERED` or `FAILED` (retries ran out; redeliver by hand).
     pub status: String,
     pub attempts: i32,
@@ -166,11 +178,12 @@ pub struct WebhookDelivery {
     pub created_at: DateTime<Utc>,
 }
 
-impl From<webhook_delivery::Model> for WebhookDelivery {
-    fn from(d: webhook_delivery::Model) -> Self {
+impl WebhookDelivery {
+    fn new(d: webhook_delivery::Model, event_type: String) -> Self {
         let pending = d.status == neocloud_metering::events::webhooks::PENDING;
         WebhookDelivery {
             event_id: to_id(d.event_id),
+            event_type,
             status: d.status.to_uppercase(),
             attempts: d.attempts,
             next_attempt_at: pending.then_some(d.next_attempt_at),

@@ -59,3 +59,30 @@ test('field errors match nested paths by their head', () => {
   assert.ok(api.isFieldError(e, 'labels'));
   assert.ok(!api.isFieldError(new api.ApiError('INVALID_STATE', 'x', 'count'), 'count'));
 });
+
+test('an error keeps its other extensions (the alternatives of INSUFFICIENT_CAPACITY)', async () => {
+  const alternatives = [{ sku: 's1', skuName: 'h100-eu-west', count: 4, reason: 'fewer units' }];
+  answer(200, { data: null, errors: [{ message: 'not enough free capacity', extensions: { code: 'INSUFFICIENT_CAPACITY', alternatives } }] });
+  const err = await api.request(doc, {}).catch((e) => e);
+  assert.equal(err.code, 'INSUFFICIENT_CAPACITY');
+  assert.deepEqual(err.extensions, { alternatives });
+  assert.deepEqual(new api.ApiError('X', 'y').extensions, {});
+});
+
+const session = await load('src/lib/session.ts');
+
+test('password sign-in sends the one-time code only when there is one', async () => {
+  const calls = answer(401, { error: { code: 'SECOND_FACTOR_REQUIRED', message: 'send `code` too' } });
+  const err = await session.signInWithPassword('ada@example.com', 'a long passphrase').catch((e) => e);
+  assert.equal(err.code, 'SECOND_FACTOR_REQUIRED');
+  assert.deepEqual(JSON.parse(calls[0].init.body), { email: 'ada@example.com', password: 'a long passphrase' });
+  const again = answer(200, { csrfToken: 'tok', expiresAt: '2026-05-03T14:05:00Z' });
+  const s = await session.signInWithPassword('ada@example.com', 'a long passphrase', '123456');
+  assert.equal(s.csrfToken, 'tok');
+  assert.deepEqual(JSON.parse(again[0].init.body), { email: 'ada@example.com', password: 'a long passphrase', code: '123456' });
+});
+
+test('a one-time code is sent without the spaces typed into it', () => {
+  assert.equal(session.oneTimeCode(' 123 456 '), '123456');
+  assert.equal(session.oneTimeCode('1a2b-3c4d 5e6f-7a8b\n'), '1a2b-3c4d5e6f-7a8b');
+});

@@ -416,6 +416,21 @@ pub async fn deliveries<C: ConnectionTrait>(
         .await
 }
 
+/// The types of the events of `deliveries` (already read for their owner), by event id.
+pub async fn types_of_delivered<C: ConnectionTrait>(
+    conn: &C,
+    deliveries: &[webhook_delivery::Model],
+) -> Result<std::collections::HashMap<EventId, String>, DbErr> {
+    let rows: Vec<(EventId, String)> = event::Entity::find()
+        .select_only()
+        .columns([event::Column::Id, event::Column::EventType])
+        .filter(event::Column::Id.is_in(deliveries.iter().map(|d| d.event_id)))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// The attempts of the owner's deliveries to `endpoint`, newest first, at most `limit`.
 pub async fn attempts<C: ConnectionTrait>(
     conn: &C,

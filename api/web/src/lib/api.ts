@@ -21,18 +21,21 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   /** For INVALID_INPUT: the input field at fault ("count", "input.count"). */
   readonly field: string | undefined;
+  /** The error's other extensions (INSUFFICIENT_CAPACITY: `alternatives`). */
+  readonly extensions: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, field?: string) {
+  constructor(code: ErrorCode, message: string, field?: string, extensions: Record<string, unknown> = {}) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.field = field;
+    this.extensions = extensions;
   }
 }
 
 interface GraphQLError {
   message: string;
-  extensions?: { code?: string; field?: string };
+  extensions?: { code?: string; field?: string } & Record<string, unknown>;
 }
 
 interface GraphQLResponse<R> {
@@ -88,7 +91,8 @@ async function post<R, V>(doc: Doc<R, V>, variables: V): Promise<GraphQLResponse
 function fail(error: GraphQLError): ApiError {
   const code = error.extensions?.code ?? 'INVALID_QUERY';
   if (code === 'UNAUTHENTICATED') unauthenticated();
-  return new ApiError(code, error.message, error.extensions?.field);
+  const { code: _, field, ...rest } = error.extensions ?? {};
+  return new ApiError(code, error.message, field, rest);
 }
 
 /** Any thrown value as an ApiError (for showing it). */

@@ -26,9 +26,18 @@ export async function signInWithApiKey(apiKey: string): Promise<Session> {
   return accept(await call('POST', { apiKey }));
 }
 
-/** Signs a portal user in with an email and a password. */
-export async function signInWithPassword(email: string, password: string): Promise<Session> {
-  return accept(await call('POST', { email, password }));
+/**
+ * Signs a portal user in with an email and a password, and `code` when the user has a
+ * second factor: without it such a user gets ApiError SECOND_FACTOR_REQUIRED; a wrong
+ * code is UNAUTHENTICATED.
+ */
+export async function signInWithPassword(email: string, password: string, code?: string): Promise<Session> {
+  return accept(await call('POST', code === undefined ? { email, password } : { email, password, code }));
+}
+
+/** A one-time code as typed ("123 456", " 1a2b-3c4d-5e6f-7a8b "), without its spaces. */
+export function oneTimeCode(typed: string): string {
+  return typed.replace(/\s+/g, '');
 }
 
 /** Accepts an invitation (`/portal/invitation#<token>`) with the password chosen; signs in. */

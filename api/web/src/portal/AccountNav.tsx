@@ -6,6 +6,7 @@ export const ACCOUNT_PAGES = [
   { to: '/account/people', label: 'People' },
   { to: '/account/budget', label: 'Budget' },
   { to: '/account/webhooks', label: 'Webhooks' },
+  { to: '/account/security', label: 'Security' },
 ];
 
 /** The tabs of the account area. */

@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'preact/hooks';
 import { date, dateTime, enumLabel, money } from '../lib/format';
 import { useQuery } from '../lib/hooks';
 import { StatusBadge } from '../ui/Badge';
@@ -5,15 +6,33 @@ import { type Column, DataTable } from '../ui/DataTable';
 import { DescriptionList } from '../ui/DescriptionList';
 import { ErrorNotice } from '../ui/Notice';
 import { Section } from '../ui/Page';
+import { isTenantAdmin, useViewer } from '../ui/viewer';
 import { Billing as BillingQuery, type BillingResult } from './operations';
+import { BuyCredit } from './BuyCredit';
 
 type TopUp = BillingResult['topUps'][number];
 type Grant = BillingResult['creditGrants'][number];
 type Account = NonNullable<BillingResult['paymentAccount']>;
 
-/** How invoices are paid: the payment account, prepaid top-ups and credit grants (read-only). */
+/** While a top-up waits for its payment, the billing section is asked again this often. */
+const POLL_MS = 5_000;
+
+/**
+ * How invoices are paid: the payment account, prepaid top-ups and credit grants; admins
+ * buy credit with the default payment method.
+ */
 export function Billing() {
-  const { data, error, reload } = useQuery(BillingQuery, {});
+  const viewer = useViewer();
+  // The top-up bought on this page, watched until its payment has an outcome.
+  const [watched, setWatched] = useState<string | null>(null);
+  const [waiting, setWaiting] = useState(false);
+  const { data, error, reload } = useQuery(BillingQuery, {}, { pollMs: waiting ? POLL_MS : undefined });
+  const status = data?.topUps.find((t) => t.id === watched)?.status;
+  useEffect(() => setWaiting(watched !== null && (status === undefined || status === 'PENDING')), [watched, status]);
+  const started = (id: string) => {
+    setWatched(id);
+    reload();
+  };
   if (!data && !error) return null;
   return (
     <Section title="Billing">
@@ -23,6 +42,7 @@ export function Billing() {
           <PaymentAccount account={data.paymentAccount} />
           <h3 class="subhead">Credits</h3>
           <DataTable caption="Credit grants" hideCaption columns={GRANT_COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} empty="No credit granted." />
+          {isTenantAdmin(viewer) && <BuyCredit account={data.paymentAccount} topUps={data.topUps} currency={viewer.tenant?.currency ?? 'USD'} onStarted={started} />}
           <h3 class="subhead">Top-ups</h3>
           <DataTable caption="Prepaid top-ups, newest first" hideCaption columns={TOP_UP_COLUMNS} rows={data.topUps} rowKey={(t) => t.id} empty="No top-ups." />
         </>

@@ -9,7 +9,10 @@ import { SignInCard } from '../ui/SignIn';
 const MIN = 12;
 const MAX = 128;
 
-/** `/portal/invitation#<token>`: an invited person chooses a password and is signed in. */
+/**
+ * `/portal/invitation#<token>`: an invited person chooses a password, or someone whose
+ * admin gave them a password-reset link sets a new one; either way they are signed in.
+ */
 export function Invitation({ token, onSignedIn }: { token: string; onSignedIn: (session: Session) => void }) {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
@@ -31,8 +34,8 @@ export function Invitation({ token, onSignedIn }: { token: string; onSignedIn: (
     }
   };
   return (
-    <SignInCard appName="Portal" title="Accept your invitation">
-      <p class="muted">Choose a password to finish setting up your account. You sign in with your email and this password from now on.</p>
+    <SignInCard appName="Portal" title="Choose your password">
+      <p class="muted">Invited, or given a link to reset your password? Choose the password you sign in with, together with your email, from now on. After a reset, your other sessions end.</p>
       <form onSubmit={submit} noValidate>
         <Field label="Password" name="password" hint={`${MIN} to ${MAX} characters.`} error={error} message={problem.password}>
           {(p) => <input {...p} type="password" autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}

@@ -11,7 +11,6 @@ import { InvoicePage } from './pages/InvoicePage';
 import { InvoicesPage } from './pages/InvoicesPage';
 import { BudgetPage } from './pages/BudgetPage';
 import { PeoplePage } from './pages/PeoplePage';
-import { WebhooksPage } from './pages/WebhooksPage';
 import { SuspensionBanner } from './SuspensionBanner';
 import { Invitation } from './Invitation';
 
@@ -21,6 +20,10 @@ const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
 // does not carry it.
 const AllocationPage = lazyPage(() => import('./pages/AllocationPage').then((m) => m.AllocationPage));
 const UsagePage = lazyPage(() => import('./pages/UsagePage').then((m) => m.UsagePage));
+// Account → Webhooks (with its delivery log) and Security (second factor) are seldom
+// opened: their own chunks too.
+const WebhooksPage = lazyPage(() => import('./pages/WebhooksPage').then((m) => m.WebhooksPage));
+const SecurityPage = lazyPage(() => import('./pages/SecurityPage').then((m) => m.SecurityPage));
 
 export const portal: AppConfig = {
   name: 'Portal',
@@ -43,6 +46,7 @@ export const portal: AppConfig = {
     { pattern: '/account/people', page: PeoplePage },
     { pattern: '/account/budget', page: BudgetPage },
     { pattern: '/account/webhooks', page: WebhooksPage },
+    { pattern: '/account/security', page: SecurityPage },
   ],
   refuse: (viewer) => (TENANT_ROLES.includes(viewer.role) ? null : <NotForThisKey viewer={viewer} />),
   banner: (viewer) => <SuspensionBanner viewer={viewer} />,

@@ -109,6 +109,7 @@ export type PortalUserRowFragment = {
   createdAt: string;
   lastSignInAt: string | null;
   lockedUntil: string | null;
+  secondFactorSince: string | null;
 };
 
 export type BudgetDetailFragment = {
@@ -690,11 +691,12 @@ export type PortalUsersResult = {
     createdAt: string;
     lastSignInAt: string | null;
     lockedUntil: string | null;
+    secondFactorSince: string | null;
   }>;
 };
 export type PortalUsersVariables = Record<string, never>;
 export const PortalUsers: Doc<PortalUsersResult, PortalUsersVariables> = {
-  query: "query PortalUsers{portalUsers{...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil}",
+  query: "query PortalUsers{portalUsers{...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "PortalUsers",
 };
 
@@ -710,6 +712,7 @@ export type InviteUserResult = {
       createdAt: string;
       lastSignInAt: string | null;
       lockedUntil: string | null;
+      secondFactorSince: string | null;
     };
   };
 };
@@ -718,8 +721,101 @@ export type InviteUserVariables = {
   role: Role;
 };
 export const InviteUser: Doc<InviteUserResult, InviteUserVariables> = {
-  query: "mutation InviteUser($email:String!$role:Role!){inviteUser(email:$email role:$role){invitationPath user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil}",
+  query: "mutation InviteUser($email:String!$role:Role!){inviteUser(email:$email role:$role){invitationPath user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "InviteUser",
+};
+
+export type ResetPasswordResult = {
+  resetPassword: {
+    invitationPath: string;
+    user: {
+      id: string;
+      email: string;
+      role: Role;
+      state: PortalUserState;
+      invitationExpiresAt: string | null;
+      createdAt: string;
+      lastSignInAt: string | null;
+      lockedUntil: string | null;
+      secondFactorSince: string | null;
+    };
+  };
+};
+export type ResetPasswordVariables = {
+  id: string;
+};
+export const ResetPassword: Doc<ResetPasswordResult, ResetPasswordVariables> = {
+  query: "mutation ResetPassword($id:ID!){resetPassword(id:$id){invitationPath user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
+  name: "ResetPassword",
+};
+
+export type ResetSecondFactorResult = {
+  resetSecondFactor: {
+    id: string;
+    email: string;
+    role: Role;
+    state: PortalUserState;
+    invitationExpiresAt: string | null;
+    createdAt: string;
+    lastSignInAt: string | null;
+    lockedUntil: string | null;
+    secondFactorSince: string | null;
+  };
+};
+export type ResetSecondFactorVariables = {
+  id: string;
+};
+export const ResetSecondFactor: Doc<ResetSecondFactorResult, ResetSecondFactorVariables> = {
+  query: "mutation ResetSecondFactor($id:ID!){resetSecondFactor(id:$id){...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
+  name: "ResetSecondFactor",
+};
+
+export type MySecondFactorResult = {
+  portalUsers: Array<{
+    id: string;
+    email: string;
+    state: PortalUserState;
+    secondFactorSince: string | null;
+  }>;
+};
+export type MySecondFactorVariables = Record<string, never>;
+export const MySecondFactor: Doc<MySecondFactorResult, MySecondFactorVariables> = {
+  query: "query MySecondFactor{portalUsers{id email state secondFactorSince}}",
+  name: "MySecondFactor",
+};
+
+export type StartSecondFactorResult = {
+  startSecondFactor: {
+    secret: string;
+    uri: string;
+  };
+};
+export type StartSecondFactorVariables = Record<string, never>;
+export const StartSecondFactor: Doc<StartSecondFactorResult, StartSecondFactorVariables> = {
+  query: "mutation StartSecondFactor{startSecondFactor{secret uri}}",
+  name: "StartSecondFactor",
+};
+
+export type ConfirmSecondFactorResult = {
+  confirmSecondFactor: Array<string>;
+};
+export type ConfirmSecondFactorVariables = {
+  code: string;
+};
+export const ConfirmSecondFactor: Doc<ConfirmSecondFactorResult, ConfirmSecondFactorVariables> = {
+  query: "mutation ConfirmSecondFactor($code:String!){confirmSecondFactor(code:$code)}",
+  name: "ConfirmSecondFactor",
+};
+
+export type DisableSecondFactorResult = {
+  disableSecondFactor: boolean;
+};
+export type DisableSecondFactorVariables = {
+  code: string;
+};
+export const DisableSecondFactor: Doc<DisableSecondFactorResult, DisableSecondFactorVariables> = {
+  query: "mutation DisableSecondFactor($code:String!){disableSecondFactor(code:$code)}",
+  name: "DisableSecondFactor",
 };
 
 export type RemoveUserResult = {
@@ -732,13 +828,14 @@ export type RemoveUserResult = {
     createdAt: string;
     lastSignInAt: string | null;
     lockedUntil: string | null;
+    secondFactorSince: string | null;
   };
 };
 export type RemoveUserVariables = {
   id: string;
 };
 export const RemoveUser: Doc<RemoveUserResult, RemoveUserVariables> = {
-  query: "mutation RemoveUser($id:ID!){removeUser(id:$id){...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil}",
+  query: "mutation RemoveUser($id:ID!){removeUser(id:$id){...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "RemoveUser",
 };
 
@@ -928,6 +1025,80 @@ export type SendTestWebhookVariables = {
 export const SendTestWebhook: Doc<SendTestWebhookResult, SendTestWebhookVariables> = {
   query: "mutation SendTestWebhook($id:ID!){sendTestWebhook(id:$id)}",
   name: "SendTestWebhook",
+};
+
+export type WebhookDeliveriesResult = {
+  webhookEndpoints: Array<{
+    id: string;
+    deliveries: Array<{
+      eventId: string;
+      eventType: string;
+      status: string;
+      attempts: number;
+      nextAttemptAt: string | null;
+      lastStatusCode: number | null;
+      lastError: string | null;
+      deliveredAt: string | null;
+      createdAt: string;
+    }>;
+    attempts: Array<{
+      eventId: string;
+      attempt: number;
+      at: string;
+      statusCode: number | null;
+      latencyMs: number;
+      error: string | null;
+      responseHead: string | null;
+    }>;
+  }>;
+};
+export type WebhookDeliveriesVariables = Record<string, never>;
+export const WebhookDeliveries: Doc<WebhookDeliveriesResult, WebhookDeliveriesVariables> = {
+  query: "query WebhookDeliveries{webhookEndpoints{id deliveries(first:20){eventId eventType status attempts nextAttemptAt lastStatusCode lastError deliveredAt createdAt}attempts(first:40){eventId attempt at statusCode latencyMs error responseHead}}}",
+  name: "WebhookDeliveries",
+};
+
+export type RedeliverWebhookResult = {
+  redeliverWebhook: boolean;
+};
+export type RedeliverWebhookVariables = {
+  endpointId: string;
+  eventId: string;
+};
+export const RedeliverWebhook: Doc<RedeliverWebhookResult, RedeliverWebhookVariables> = {
+  query: "mutation RedeliverWebhook($endpointId:ID!$eventId:ID!){redeliverWebhook(endpointId:$endpointId eventId:$eventId)}",
+  name: "RedeliverWebhook",
+};
+
+export type RedeliverWebhooksSinceResult = {
+  redeliverWebhooksSince: number;
+};
+export type RedeliverWebhooksSinceVariables = {
+  endpointId: string;
+  since: string;
+};
+export const RedeliverWebhooksSince: Doc<RedeliverWebhooksSinceResult, RedeliverWebhooksSinceVariables> = {
+  query: "mutation RedeliverWebhooksSince($endpointId:ID!$since:DateTime!){redeliverWebhooksSince(endpointId:$endpointId since:$since)}",
+  name: "RedeliverWebhooksSince",
+};
+
+export type StartTopUpResult = {
+  startTopUp: {
+    id: string;
+    amount: string;
+    currency: string;
+    status: TopUpStatus;
+    failure: string | null;
+    createdAt: string;
+  };
+};
+export type StartTopUpVariables = {
+  amount: string;
+  idempotencyKey: string;
+};
+export const StartTopUp: Doc<StartTopUpResult, StartTopUpVariables> = {
+  query: "mutation StartTopUp($amount:String!$idempotencyKey:String!){startTopUp(amount:$amount idempotencyKey:$idempotencyKey){id amount currency status failure createdAt}}",
+  name: "StartTopUp",
 };
 
 export type BillingResult = {

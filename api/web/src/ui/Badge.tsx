@@ -8,6 +8,7 @@ const TONES: Record<string, Tone> = {
   OK: 'good',
   READY: 'good',
   PAID: 'good',
+  DELIVERED: 'good',
   DRAINING: 'warn',
   DEGRADED: 'warn',
   PENDING: 'info',

@@ -20,6 +20,11 @@ const TITLES: Record<string, string> = {
   NOT_FOUND: 'Not found',
   INVALID_STATE: 'That cannot be done now',
   RATE_LIMITED: 'Too many requests',
+  INSUFFICIENT_CAPACITY: 'Not enough free capacity',
+  QUOTA_EXCEEDED: 'Over your quota',
+  BUDGET_EXCEEDED: 'Over your budget',
+  IDEMPOTENCY_CONFLICT: 'Already used for something else',
+  UNAVAILABLE: 'Not available here',
   NETWORK: 'Connection problem',
 };
 

@@ -1,7 +1,7 @@
 import type { ComponentChildren, ComponentType } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, asApiError } from '../lib/api';
-import { type Session, type SignInMethods, signInWithApiKey, signInWithPassword } from '../lib/session';
+import { oneTimeCode, type Session, type SignInMethods, signInWithApiKey, signInWithPassword } from '../lib/session';
 import { Button } from './Button';
 import { Field } from './Field';
 import { ErrorNotice, Notice } from './Notice';
@@ -79,7 +79,8 @@ function useSignIn(onSignedIn: (session: Session) => void, refused: string) {
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const [message, setMessage] = useState<string | null>(null);
-  const run = async (attempt: () => Promise<Session>) => {
+  /** `handle` takes the errors it knows (true: dealt with) before the usual ones. */
+  const run = async (attempt: () => Promise<Session>, handle?: (error: ApiError) => boolean) => {
     setError(null);
     setMessage(null);
     setPending(true);
@@ -87,7 +88,9 @@ function useSignIn(onSignedIn: (session: Session) => void, refused: string) {
       onSignedIn(await attempt());
     } catch (err) {
       const apiError = asApiError(err);
-      if (apiError.code === 'UNAUTHENTICATED') setMessage(refused);
+      if (handle?.(apiError)) {
+        // dealt with by the form
+      } else if (apiError.code === 'UNAUTHENTICATED') setMessage(refused);
       else setError(apiError);
       setPending(false);
     }
@@ -117,29 +120,109 @@ export function ApiKeyForm({ onSignedIn }: { onSignedIn: (session: Session) => v
   );
 }
 
-/** Sign-in as a portal user, with an email and a password. */
+/**
+ * Sign-in as a portal user, with an email and a password; when the user has a second
+ * factor the server asks for a one-time code (SECOND_FACTOR_REQUIRED), and the form
+ * keeps both and asks for it.
+ */
 export function PasswordForm({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  const [needsCode, setNeedsCode] = useState(false);
+  const [code, setCode] = useState('');
+  const [codeMessage, setCodeMessage] = useState<string | null>(null);
   const s = useSignIn(onSignedIn, 'The email or the password is not right.');
+  // Back to the first step (another account, or a mistyped email): the code is asked again.
+  const startOver = () => {
+    setNeedsCode(false);
+    setCode('');
+    setCodeMessage(null);
+    setPassword('');
+  };
   const submit = (e: Event) => {
     e.preventDefault();
+    setCodeMessage(null);
     if (!email.trim() || !password) return s.setMessage('Enter your email and your password.');
-    void s.run(() => signInWithPassword(email.trim(), password));
+    if (needsCode && !oneTimeCode(code)) return setCodeMessage('Enter the code from your authenticator app.');
+    const handle = (err: ApiError) => {
+      if (err.code === 'SECOND_FACTOR_REQUIRED') {
+        setNeedsCode(true);
+        return true;
+      }
+      if (err.code === 'UNAUTHENTICATED' && /locked until/i.test(err.message)) {
+        // Too many wrong passwords or codes: the server says until when.
+        s.setMessage(`${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`);
+        return true;
+      }
+      if (needsCode && err.code === 'UNAUTHENTICATED') {
+        setCodeMessage('That code was not accepted: it is wrong, used already or expired. Enter the current one.');
+        setCode('');
+        return true;
+      }
+      return false;
+    };
+    void s.run(() => signInWithPassword(email.trim(), password, needsCode ? oneTimeCode(code) : undefined), handle);
   };
   return (
     <form onSubmit={submit} noValidate>
       <Field label="Email" name="email">
-        {(p) => <input {...p} type="email" autocomplete="username" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
+        {(p) => <input {...p} type="email" autocomplete="username" readOnly={needsCode} value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
       </Field>
       <Field label="Password" name="password" message={s.message}>
-        {(p) => <input {...p} type="password" autocomplete="current-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+        {(p) => <input {...p} type="password" autocomplete="current-password" readOnly={needsCode} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
       </Field>
+      {needsCode && <CodeField value={code} message={codeMessage} onInput={setCode} onStartOver={startOver} />}
       <ErrorNotice error={s.error} />
       <Button type="submit" variant="primary" pending={s.pending} class="btn-block">
-        Sign in
+        {needsCode ? 'Verify and sign in' : 'Sign in'}
       </Button>
     </form>
+  );
+}
+
+/**
+ * The second step: a code from the authenticator app (digits: a phone shows its number
+ * pad) or a recovery code (letters too: "Type a recovery code" gives the full keyboard).
+ */
+function CodeField({ value, message, onInput, onStartOver }: { value: string; message: string | null; onInput: (value: string) => void; onStartOver: () => void }) {
+  const field = useRef<HTMLInputElement>(null);
+  const [recovery, setRecovery] = useState(false);
+  // The step appears after the password was accepted: the focus goes to the code.
+  useEffect(() => field.current?.focus(), [recovery]);
+  const hint = (
+    <>
+      {'The 6-digit code your authenticator app shows now. Lost your phone? A recovery code (such as 1a2b-3c4d-5e6f-7a8b) works too. '}
+      <button type="button" class="link-button" onClick={() => setRecovery((r) => !r)}>
+        {recovery ? 'Type an app code' : 'Type a recovery code'}
+      </button>
+    </>
+  );
+  return (
+    <>
+      <Notice tone="info">Your account has a second factor: enter a one-time code to finish signing in.</Notice>
+      <Field label="One-time code" name="code" message={message} hint={hint}>
+        {(p) => (
+          <input
+            {...p}
+            ref={field}
+            type="text"
+            inputMode={recovery ? 'text' : 'numeric'}
+            autocomplete="one-time-code"
+            autocapitalize="off"
+            spellcheck={false}
+            maxLength={40}
+            value={value}
+            onInput={(e) => onInput(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <p class="field-hint start-over">
+        Not you?{' '}
+        <button type="button" class="link-button" onClick={onStartOver}>
+          Sign in with another account
+        </button>
+      </p>
+    </>
   );
 }
 

@@ -11,6 +11,7 @@ import { Field, unclaimed } from '../../ui/Field';
 import { setFlash } from '../../ui/Flash';
 import { ErrorNotice, Notice } from '../../ui/Notice';
 import { canChange, useViewer } from '../../ui/viewer';
+import { type Alternative, type Asked, describeAlternative, parseAlternatives } from '../alternatives';
 import { type Sku, unitPrice } from '../catalog';
 import { parseLabels } from '../labels';
 import { PlaceOrder } from '../operations';
@@ -52,6 +53,8 @@ export function OrderForm({ skus, selected, onSelect }: OrderFormProps) {
   const [draft, setDraft] = useState<Draft>(EMPTY);
   const [problems, setProblems] = useState<Problems>({});
   const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
+  // What the last order asked (the alternatives keep its class and placement).
+  const [asked, setAsked] = useState<Asked | null>(null);
   const place = useMutation(PlaceOrder);
   const sku = skus.find((s) => s.id === selected) ?? null;
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
@@ -62,6 +65,7 @@ export function OrderForm({ skus, selected, onSelect }: OrderFormProps) {
     const checked = check(draft, sku);
     setProblems(checked.problems);
     if (!checked.input) return;
+    setAsked({ cls: draft.cls, level: draft.level, required: draft.required, exclusive: draft.exclusive });
     const result = await place.run({ input: { ...checked.input, idempotencyKey } });
     if (!result) return setIdempotencyKey(newIdempotencyKey());
     const order = result.placeOrder.order;
@@ -69,6 +73,14 @@ export function OrderForm({ skus, selected, onSelect }: OrderFormProps) {
     // One allocation (the usual case): straight to it; several: the list.
     const [only, ...more] = order.allocations;
     navigate(only && more.length === 0 ? `/allocations/${only.id}` : '/allocations');
+  };
+
+  const applyAlternative = (alt: Alternative) => {
+    onSelect(alt.sku);
+    setDraft((d) => ({ ...d, count: String(alt.count), ...(asked ?? {}) }));
+    setProblems({});
+    place.reset();
+    document.getElementById('order-submit')?.focus();
   };
 
   return (
@@ -118,11 +130,43 @@ export function OrderForm({ skus, selected, onSelect }: OrderFormProps) {
         </Field>
         <CostSummary sku={sku} draft={draft} />
         <ErrorNotice error={unclaimed(place.error, FIELDS)} />
-        <Button type="submit" variant="primary" pending={place.pending} class="btn-block">
+        {place.error?.code === 'INSUFFICIENT_CAPACITY' && asked && (
+          <Alternatives alternatives={parseAlternatives(place.error.extensions.alternatives)} asked={asked} skus={skus} onUse={applyAlternative} />
+        )}
+        <Button id="order-submit" type="submit" variant="primary" pending={place.pending} class="btn-block">
           Place order
         </Button>
       </fieldset>
     </form>
+  );
+}
+
+/** "Would fit now:": the orders the API says would be placed instead, each one click from the form. */
+function Alternatives({ alternatives, asked, skus, onUse }: { alternatives: Alternative[]; asked: Asked; skus: Sku[]; onUse: (alt: Alternative) => void }) {
+  if (alternatives.length === 0) return <p class="muted alternatives">Nothing similar would fit now either: try again later, or with fewer units.</p>;
+  return (
+    <div class="alternatives" role="group" aria-labelledby="alternatives-title">
+      <p class="alternatives-title" id="alternatives-title">
+        Would fit now:
+      </p>
+      <ul class="alternative-list">
+        {alternatives.map((alt) => {
+          const sku = skus.find((s) => s.id === alt.sku);
+          const sentence = describeAlternative(alt, asked);
+          return (
+            <li key={`${alt.sku}-${alt.count}`}>
+              <span>
+                {sentence}
+                {sku && <span class="muted block">{`${money(multiply(unitPrice(sku, asked.cls), alt.count), sku.currency)} / hour`}</span>}
+              </span>
+              <Button small disabled={!sku} onClick={() => onUse(alt)} aria-label={`Use this: ${sentence}`}>
+                Use this
+              </Button>
+            </li>
+          );
+        })}
+      </ul>
+    </div>
   );
 }
 

@@ -11,18 +11,24 @@ import { SecretOnce } from '../../ui/SecretOnce';
 import { canChange, roleLabel, useViewer, type Viewer } from '../../ui/viewer';
 import { AccountNav } from '../AccountNav';
 import { InviteForm, invitationUrl } from '../InviteForm';
-import { InviteUser, type PortalUserRowFragment, PortalUsers, RemoveUser } from '../operations';
+import { InviteUser, type PortalUserRowFragment, PortalUsers, RemoveUser, ResetPassword, ResetSecondFactor } from '../operations';
 import { mayManage, userRoles } from '../roles';
 
 type User = PortalUserRowFragment;
 
-/** The people who sign in to the portal with an email and a password; invite and remove. */
+/** What a one-time link lets its person do. */
+type LinkKind = 'invitation' | 'reset';
+
+/**
+ * The people who sign in to the portal with an email and a password: invite, a new
+ * password (reset link), reset a lost second factor, remove.
+ */
 export function PeoplePage() {
   const viewer = useViewer();
   const { data, error, loading, reload } = useQuery(PortalUsers, {});
-  const [link, setLink] = useState<{ email: string; url: string } | null>(null);
-  const invited = (email: string, url: string) => {
-    setLink({ email, url });
+  const [link, setLink] = useState<{ email: string; url: string; kind: LinkKind } | null>(null);
+  const invited: Invited = (email, url, kind = 'invitation') => {
+    setLink({ email, url, kind });
     reload();
   };
   const mayInvite = canChange(viewer) && userRoles(viewer.role).length > 0;
@@ -39,22 +45,26 @@ export function PeoplePage() {
       )}
       {mayInvite && !link && (
         <Section title="Invite someone">
-          <InviteForm roles={userRoles(viewer.role)} onInvited={invited} />
+          <InviteForm roles={userRoles(viewer.role)} onInvited={(email, url) => invited(email, url)} />
         </Section>
       )}
     </Page>
   );
 }
 
-function InvitationLink({ email, url, onDone }: { email: string; url: string; onDone: () => void }) {
+function InvitationLink({ email, url, kind, onDone }: { email: string; url: string; kind: LinkKind; onDone: () => void }) {
+  const [label, note] =
+    kind === 'reset'
+      ? [`Password reset link for ${email}`, `Send this link to ${email}: it lets them set a new password and is valid for 24 hours. Their old password works until they use it.`]
+      : [`Invitation link for ${email}`, `Send this link to ${email}: it lets them choose a password and is valid for 7 days.`];
   return (
     <div class="card form-card">
-      <SecretOnce label={`Invitation link for ${email}`} value={url} note={`Send this link to ${email}: it lets them choose a password and is valid for 7 days.`} onDone={onDone} />
+      <SecretOnce label={label} value={url} note={note} onDone={onDone} />
     </div>
   );
 }
 
-type Invited = (email: string, url: string) => void;
+type Invited = (email: string, url: string, kind?: LinkKind) => void;
 
 function columns(viewer: Viewer, reload: () => void, invited: Invited): Column<User>[] {
   const cols: Column<User>[] = [
@@ -79,6 +89,12 @@ function UserState({ user }: { user: User }) {
       <StatusBadge value={user.state} />
       {user.state === 'INVITED' && <span class="muted">{`invitation valid until ${dateTime(user.invitationExpiresAt)}`}</span>}
       {locked && <Badge tone="warn">{`Locked until ${dateTime(user.lockedUntil)}`}</Badge>}
+      {user.secondFactorSince && (
+        <span title={`Second factor (authenticator app) on since ${dateTime(user.secondFactorSince)}`}>
+          <Badge tone="good">2FA</Badge>
+          <span class="sr-only">{`: second factor on since ${dateTime(user.secondFactorSince)}`}</span>
+        </span>
+      )}
     </div>
   );
 }
@@ -93,9 +109,39 @@ function UserActions({ user, onRemoved, onInvited }: { user: User; onRemoved: ()
   return (
     <div class="inline-actions">
       {user.state === 'INVITED' && <Reinvite user={user} onInvited={onInvited} />}
+      {user.state === 'ACTIVE' && <NewPassword user={user} onInvited={onInvited} />}
+      {user.state === 'ACTIVE' && user.secondFactorSince && <ResetTwoFactor user={user} onReset={onRemoved} />}
       <ConfirmButton label="Remove" confirmLabel="Confirm removal" what={user.email} pending={remove.pending} error={remove.error} onConfirm={run} />
     </div>
   );
+}
+
+/** A one-time link (24 hours) to set a new password; the old one works until it is used. */
+function NewPassword({ user, onInvited }: { user: User; onInvited: Invited }) {
+  const reset = useMutation(ResetPassword);
+  const run = async () => {
+    const r = await reset.run({ id: user.id });
+    if (r) onInvited(user.email, invitationUrl(r.resetPassword.invitationPath), 'reset');
+  };
+  return (
+    <>
+      <Button small pending={reset.pending} onClick={run} aria-label={`Reset password of ${user.email}`}>
+        Reset password
+      </Button>
+      <ErrorNotice error={reset.error} />
+    </>
+  );
+}
+
+/** Turns a user's second factor off (a lost phone); they set it up again. */
+function ResetTwoFactor({ user, onReset }: { user: User; onReset: () => void }) {
+  const reset = useMutation(ResetSecondFactor);
+  const run = async () => {
+    const ok = (await reset.run({ id: user.id })) !== null;
+    if (ok) onReset();
+    return ok;
+  };
+  return <ConfirmButton label="Reset second factor" confirmLabel="Confirm reset" what={user.email} pending={reset.pending} error={reset.error} onConfirm={run} />;
 }
 
 /** A new invitation link for someone who has not accepted yet (the old one stops working). */

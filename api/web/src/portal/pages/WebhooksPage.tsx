@@ -10,6 +10,7 @@ import { isTenantAdmin, useViewer } from '../../ui/viewer';
 import { AccountNav } from '../AccountNav';
 import { type WebhookEndpointRowFragment, WebhookEndpoints } from '../operations';
 import { type EndpointHandlers, WebhookActions } from '../WebhookActions';
+import { DeliveryLog } from '../WebhookDeliveries';
 import { WebhookForm } from '../WebhookForm';
 
 type Endpoint = WebhookEndpointRowFragment;
@@ -42,6 +43,14 @@ export function WebhooksPage() {
       {data && (
         <Section title="Endpoints">
           <DataTable caption="Webhook endpoints" hideCaption columns={columns(admin, { reload, withSecret, setNote })} rows={data.webhookEndpoints} rowKey={(e) => e.id} loading={loading} empty="No endpoints: events are not sent anywhere." />
+        </Section>
+      )}
+      {data && data.webhookEndpoints.length > 0 && (
+        <Section title="Delivery log">
+          <p class="section-lead muted">Open an endpoint's deliveries to see each event's attempts and its receiver's answers{admin ? ', and send failed ones again' : ''}.</p>
+          {data.webhookEndpoints.map((e) => (
+            <DeliveryLog key={e.id} endpoint={e} admin={admin} />
+          ))}
         </Section>
       )}
       {data && admin && !secret && (

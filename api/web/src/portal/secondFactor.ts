@@ -1,0 +1,36 @@
+/** Pure helpers of Account → Security (the signed-in person's second factor). */
+
+/** A base32 secret as it is easiest to type: groups of four ("JBSW Y3DP EHPK 3PXP"). */
+export function groupInFours(secret: string): string {
+  const bare = secret.replace(/[\s=]+/g, '').toUpperCase();
+  return (bare.match(/.{1,4}/g) ?? []).join(' ');
+}
+
+/** The person signed in among the tenant's portal users (emails compare lower-cased). */
+export function findSelf<U extends { email: string; state: string }>(users: readonly U[], email: string | null | undefined): U | null {
+  if (!email) return null;
+  const wanted = email.trim().toLowerCase();
+  return users.find((u) => u.state !== 'REMOVED' && u.email.toLowerCase() === wanted) ?? null;
+}
+
+/** The recovery codes as a text file to keep (what "Download" saves). */
+export function recoveryCodesText(email: string, codes: readonly string[], at: Date): string {
+  return [
+    `neocloud recovery codes for ${email}`,
+    `Created ${at.toISOString().slice(0, 16).replace('T', ' ')} UTC. Each code works once, in place of a code from your authenticator app.`,
+    '',
+    ...codes,
+    '',
+  ].join('\n');
+}
+
+/** A file name for the recovery codes: "neocloud-recovery-codes-ada-example.com.txt". */
+export function recoveryCodesFileName(email: string): string {
+  const safe = email.toLowerCase().replace(/[^a-z0-9.-]+/g, '-').replace(/^-+|-+$/g, '');
+  return `neocloud-recovery-codes${safe ? `-${safe}` : ''}.txt`;
+}
+
+/** Whether `code` looks like a current authenticator code (six digits, spaces aside). */
+export function isAppCode(code: string): boolean {
+  return /^\d{6}$/.test(code.replace(/\s+/g, ''));
+}
