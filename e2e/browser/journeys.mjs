@@ -464,7 +464,7 @@ async function secondFactor(page) {
   await page.getByRole('link', { name: 'Account' }).click();
   await page.getByRole('link', { name: 'Security' }).click();
   await heading(page, 'Security');
-  await page.getByText('Signing in needs your password only.').waitFor();
+  await page.getByText('Signing in needs your password only.', { exact: true }).waitFor();
   await page.getByRole('button', { name: 'Set up', exact: true }).click();
   const key = (await page.locator('.setup-key').innerText()).replace(/\s+/g, '');
   const uri = await page.getByRole('link', { name: 'Open this key in your authenticator app' }).getAttribute('href');
@@ -513,8 +513,8 @@ async function secondFactor(page) {
   await page.getByRole('button', { name: 'Turn off', exact: true }).click();
   await page.getByLabel('Code from the app or a recovery code').fill(recovery[0]);
   await page.getByRole('button', { name: 'Turn off', exact: true }).click();
-  await page.getByText('The second factor is off', { exact: false }).waitFor();
-  await page.getByText('Signing in needs your password only.').waitFor();
+  await page.getByText('The second factor is off', { exact: false }).first().waitFor();
+  await page.getByText('Signing in needs your password only.', { exact: true }).waitFor();
   console.log('second factor turned off with a recovery code');
 }
 
