@@ -73,6 +73,16 @@ pub struct InviteUserPayload {
     pub invitation_path: String,
 }
 
+impl From<users::Invited> for InviteUserPayload {
+    fn from(invited: users::Invited) -> Self {
+        InviteUserPayload {
+            invitation_path: format!("/portal/invitation#{}", invited.token),
+            invitation_token: invited.token,
+            user: invited.user.into(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct UserQuery;
 
@@ -116,11 +126,7 @@ impl UserMutation {
             tenant_arg(tenant_id)?,
         )
         .await?;
-        Ok(InviteUserPayload {
-            invitation_path: format!("/portal/invitation#{}", invited.token),
-            invitation_token: invited.token,
-            user: invited.user.into(),
-        })
+        Ok(invited.into())
     }
 
     /// A one-time link (valid 24 hours, shown once) with which an active user of a role
@@ -140,11 +146,7 @@ impl UserMutation {
             tenant_arg(tenant_id)?,
         )
         .await?;
-        Ok(InviteUserPayload {
-            invitation_path: format!("/portal/invitation#{}", issued.token),
-            invitation_token: issued.token,
-            user: issued.user.into(),
-        })
+        Ok(issued.into())
     }
 
     /// Starts setting up the caller's second factor (a portal user signed in with its

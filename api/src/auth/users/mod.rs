@@ -287,6 +287,27 @@ async fn record_failure(
     Ok(())
 }
 
+/// A user of `tenant` whose role the caller may manage, for `what` (`remove`, …):
+/// `NOT_FOUND` outside the tenant, `FORBIDDEN` above the caller's role.
+pub(super) async fn managed_user<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    actor: &Principal,
+    id: Uuid,
+    tenant: TenantId,
+    what: &str,
+) -> ApiResult<portal_user::Model> {
+    let user = store::find_in_tenant(conn, id, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("portal user"))?;
+    if !actor.role.may_manage(user.role) {
+        return Err(ApiError::forbidden(format!(
+            "a {} cannot {what} a {} user",
+            actor.role, user.role
+        )));
+    }
+    Ok(user)
+}
+
 /// `resetPassword`: a one-time link (valid [`RESET_LIFETIME`]) with which an active user
 /// of a role the caller may grant sets a new password; the old one works until then.
 /// neocloud sends no mail: the admin hands the link over, as with invitations.
@@ -298,15 +319,7 @@ pub async fn issue_password_reset(
 ) -> ApiResult<Invited> {
     let tenant = actor.acting_tenant(tenant)?;
     let txn = crate::db::begin_write(db).await?;
-    let user = store::find_in_tenant(&txn, id, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found("portal user"))?;
-    if !actor.role.may_manage(user.role) {
-        return Err(ApiError::forbidden(format!(
-            "a {} cannot reset a {} user's password",
-            actor.role, user.role
-        )));
-    }
+    let user = managed_user(&txn, actor, id, tenant, "reset the password of").await?;
     if user.disabled_at.is_some() || user.password_hash.is_none() {
         return Err(ApiError::InvalidState {
             message: "only an active user's password is reset: invite a pending or removed one"
@@ -357,15 +370,7 @@ pub async fn remove(
 ) -> ApiResult<portal_user::Model> {
     let tenant = actor.acting_tenant(tenant)?;
     let txn = crate::db::begin_write(db).await?;
-    let user = store::find_in_tenant(&txn, id, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found("portal user"))?;
-    if !actor.role.may_manage(user.role) {
-        return Err(ApiError::forbidden(format!(
-            "a {} cannot remove a {} user",
-            actor.role, user.role
-        )));
-    }
+    let user = managed_user(&txn, actor, id, tenant, "remove").await?;
     if user.disabled_at.is_some() {
         return Ok(user);
     }

@@ -212,15 +212,7 @@ pub async fn reset(
     tenant: Option<TenantId>,
 ) -> ApiResult<portal_user::Model> {
     let tenant = actor.acting_tenant(tenant)?;
-    let user = store::find_in_tenant(db, id, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found("portal user"))?;
-    if !actor.role.may_manage(user.role) {
-        return Err(ApiError::forbidden(format!(
-            "a {} cannot reset a {} user's second factor",
-            actor.role, user.role
-        )));
-    }
+    let user = super::managed_user(db, actor, id, tenant, "reset the second factor of").await?;
     turn_off(db, actor, user, "portal_user.second_factor_reset").await
 }
 
