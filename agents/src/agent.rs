@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::agent_api::Assignments;
+use neocloud_schema::agent_api::{Assignments, HardwareReport};
 use neocloud_schema::ingest::Batch;
 use tokio::sync::{Notify, watch};
 
@@ -67,6 +67,9 @@ pub struct AgentConfig {
     /// The server's latest device assignments (see [`refresh_assignments`]); applied to
     /// the source and the attributor at the next cycle after each change.
     pub assignments: Option<watch::Receiver<Option<Assignments>>>,
+    /// Where the sampling thread publishes the hardware it sees (`hardware::report` of
+    /// each cycle), changed only when the hardware does.
+    pub hardware: Option<watch::Sender<Option<HardwareReport>>>,
 }
 
 impl AgentConfig {
@@ -82,6 +85,7 @@ impl AgentConfig {
             backoff_max: Duration::from_secs(60),
             auth_backoff: Duration::from_secs(60),
             assignments: None,
+            hardware: None,
         }
     }
 }
@@ -192,6 +196,9 @@ fn sampling_loop<S: GpuSource>(
         let at = DateTime::from_timestamp_millis(next).unwrap_or_else(Utc::now);
         if sample(&mut sampler, at, metrics, health, &mut pending) {
             cycles += 1;
+            if let Some(tx) = &config.hardware {
+                publish_hardware(tx, sampler.hardware());
+            }
         }
         spool_pending(&mut pending, spool, notify, metrics);
         next += step_ms;
@@ -201,6 +208,17 @@ fn sampling_loop<S: GpuSource>(
             next = ceil_to(now, step_ms);
         }
     }
+}
+
+/// Hands `seen` to whoever reports the hardware, when it differs from what it last got.
+fn publish_hardware(tx: &watch::Sender<Option<HardwareReport>>, seen: &HardwareReport) {
+    tx.send_if_modified(|last| {
+        let changed = last.as_ref() != Some(seen);
+        if changed {
+            *last = Some(seen.clone());
+        }
+        changed
+    });
 }
 
 /// Waits for the tick at `next` (Unix milliseconds), checking for shutdown at least every
@@ -724,5 +742,34 @@ impl SimulatedAgent {
             shutdown,
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use neocloud_schema::agent_api::ReportedGpu;
+
+    #[test]
+    fn the_hardware_is_handed_on_only_when_it_changes() {
+        let (tx, mut rx) = watch::channel(None);
+        let gpu = ReportedGpu {
+            uuid: "GPU-1".into(),
+            index: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            memory_mib: 81_559,
+            mig_mode: false,
+            nvlinks_active: Some(18),
+        };
+        let mut seen = HardwareReport { gpus: vec![gpu] };
+        publish_hardware(&tx, &seen);
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+        publish_hardware(&tx, &seen);
+        assert!(!rx.has_changed().unwrap(), "the same hardware again");
+        seen.gpus[0].nvlinks_active = Some(17);
+        publish_hardware(&tx, &seen);
+        assert!(rx.has_changed().unwrap(), "a link went down");
+        assert_eq!(rx.borrow().as_ref(), Some(&seen));
     }
 }

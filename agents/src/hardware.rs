@@ -1,6 +1,6 @@
 //! What this host's GPUs are, as the server checks them against the node's registration
 //! (`POST /v1/agents/hardware`, docs/providers.md, "Onboarding"): each physical GPU's
-//! UUID, index, name, memory and MIG mode, from one snapshot of the source.
+//! UUID, index, name, memory, MIG mode and active NVLink links, from one snapshot of the source.
 
 use neocloud_schema::agent_api::{HardwareReport, ReportedGpu};
 
@@ -21,6 +21,7 @@ pub fn report(snapshot: &Snapshot) -> HardwareReport {
             name: d.name.clone().unwrap_or_default(),
             memory_mib: d.memory_total_bytes.unwrap_or(0) / MIB,
             mig_mode: d.mig_mode.unwrap_or(false),
+            nvlinks_active: d.nvlinks_active,
         })
         .collect();
     HardwareReport { gpus }
@@ -31,6 +32,7 @@ mod tests {
     use super::*;
     use crate::source::GpuSource;
     use crate::source::sim::{SimProfile, SimSource};
+    use neocloud_schema::gpu::GpuModel;
 
     #[test]
     fn a_simulated_host_reports_its_physical_gpus() {
@@ -46,5 +48,18 @@ mod tests {
                 .all(|g| g.name.starts_with("NVIDIA ") && g.memory_mib > 0)
         );
         assert!(report.gpus.iter().zip(0u32..).all(|(g, i)| g.index == i));
+    }
+
+    #[test]
+    fn each_gpu_reports_its_active_nvlink_links() {
+        let mut profile = SimProfile::uniform("sim-2", GpuModel::H100, 2, 1);
+        profile.gpus[1].nvlinks_active = Some(16);
+        profile
+            .gpus
+            .push(SimProfile::uniform("x", GpuModel::L40S, 1, 1).gpus[0].clone());
+        let mut sim = SimSource::new(profile, 1).unwrap();
+        let report = report(&sim.sample(chrono::Utc::now()).unwrap());
+        let links: Vec<_> = report.gpus.iter().map(|g| g.nvlinks_active).collect();
+        assert_eq!(links, [Some(18), Some(16), Some(0)]);
     }
 }

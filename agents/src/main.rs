@@ -46,8 +46,9 @@ use neocloud_agent::source::nvml::NvmlSource;
 use neocloud_agent::source::sim::{SimProfile, SimSource};
 use neocloud_agent::source::{GpuSource, SourceError};
 use neocloud_agent::spool::SpoolLimits;
-use neocloud_schema::agent_api::Inventory;
+use neocloud_schema::agent_api::{HardwareReport, Inventory};
 use neocloud_schema::ingest::{Batch, WIRE_VERSION};
+use tokio::sync::watch;
 
 #[derive(Parser)]
 #[command(name = "neocloud-agent", version, about = "neocloud's GPU host agent")]
@@ -194,18 +195,6 @@ enum SourcePlan {
 }
 
 impl SourcePlan {
-    /// The same source, for one look at the hardware (a simulation writes no truth file).
-    fn probe(&self) -> SourcePlan {
-        match self {
-            SourcePlan::Sim { profile, seed, .. } => SourcePlan::Sim {
-                profile: profile.clone(),
-                seed: *seed,
-                truth_out: None,
-            },
-            SourcePlan::Nvml => SourcePlan::Nvml,
-        }
-    }
-
     fn build(self) -> Result<Source, SourceError> {
         match self {
             SourcePlan::Sim {
@@ -289,43 +278,62 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     tokio::spawn(stop_on_signal(tx));
     if let Some(shipper) = &shipper {
-        report_hardware(shipper, plan.probe()).await;
+        let (seen_tx, seen) = tokio::sync::watch::channel(None);
+        config.hardware = Some(seen_tx);
+        tokio::spawn(report_hardware(shipper.clone(), seen, rx.clone()));
     }
     let report = run(config, move || plan.build(), transport, metrics, health, rx).await?;
     tracing::info!(?report, "Stopped.");
     Ok(())
 }
 
-/// Tells the server what this host's GPUs are (`POST /v1/agents/hardware`): a provider's
-/// node takes allocations only once they match its registration, and any node whose
-/// hardware differs stops taking them. Logged, never fatal: sampling goes on either way.
-async fn report_hardware(shipper: &HttpShipper, plan: SourcePlan) {
-    let seen = tokio::task::spawn_blocking(move || {
-        let mut source = plan.build()?;
-        source
-            .sample(chrono::Utc::now())
-            .map(|s| neocloud_agent::hardware::report(&s))
-    })
-    .await;
-    let report = match seen {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => {
-            return tracing::warn!(error = %e, "Could not read the hardware to report it.");
+/// How often the hardware is reported again though nothing changed (the server may have
+/// lost or re-registered the node), and how soon a failed report is retried.
+const HARDWARE_REFRESH: Duration = Duration::from_secs(3600);
+const HARDWARE_RETRY: Duration = Duration::from_secs(60);
+
+/// Tells the server what this host's GPUs are (`POST /v1/agents/hardware`): after the
+/// first sampling cycle, whenever the sampler sees other hardware (a GPU lost, MIG
+/// turned on, an NVLink link down) and hourly. A provider's node takes allocations only
+/// once they match its registration, and any node whose hardware differs stops taking
+/// them. Logged, never fatal: sampling goes on either way.
+async fn report_hardware(
+    shipper: HttpShipper,
+    mut seen: watch::Receiver<Option<HardwareReport>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let latest = seen.borrow_and_update().clone();
+        let wait = match latest {
+            Some(report) if !send_hardware(&shipper, &report).await => HARDWARE_RETRY,
+            _ => HARDWARE_REFRESH,
+        };
+        tokio::select! {
+            changed = seen.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.wait_for(|s| *s) => return,
         }
-        Err(e) => return tracing::warn!(error = %e, "Reading the hardware failed."),
-    };
-    match shipper.report_hardware(&report).await {
+    }
+}
+
+/// One report and the server's verdict, logged; false when it did not get through.
+async fn send_hardware(shipper: &HttpShipper, report: &HardwareReport) -> bool {
+    match shipper.report_hardware(report).await {
         Ok(Some(v)) if v.reason.is_some() => tracing::warn!(
             verification = %v.verification,
             reason = v.reason.as_deref().unwrap_or_default(),
             "The server finds this host's hardware differs from its registration: it takes no new allocations."
         ),
         Ok(Some(v)) => {
-            tracing::info!(verification = %v.verification, gpus = report.gpus.len(), "Hardware reported.")
+            tracing::info!(verification = %v.verification, gpus = report.gpus.len(), "Hardware reported.");
         }
         Ok(None) => tracing::info!("The server does not check hardware (no /v1/agents/hardware)."),
-        Err(e) => tracing::warn!(error = %e, "Could not report the hardware."),
+        Err(e) => {
+            tracing::warn!(error = %e, "Could not report the hardware.");
+            return false;
+        }
     }
+    true
 }
 
 /// The HTTP shipper, when both --server and --token are given.

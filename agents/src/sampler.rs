@@ -3,7 +3,7 @@
 //! what the agent's sampling thread runs once per tick and what the benchmark measures.
 
 use chrono::{DateTime, Duration, Utc};
-use neocloud_schema::agent_api::Assignments;
+use neocloud_schema::agent_api::{Assignments, HardwareReport};
 
 use crate::attribution::{AttributionConfig, Attributor};
 use crate::source::{GpuSource, SourceError};
@@ -17,6 +17,7 @@ pub struct Sampler<S> {
     interval: Duration,
     devices_last: usize,
     processes_last: usize,
+    hardware: HardwareReport,
 }
 
 impl<S: GpuSource> Sampler<S> {
@@ -29,6 +30,7 @@ impl<S: GpuSource> Sampler<S> {
             interval,
             devices_last: 0,
             processes_last: 0,
+            hardware: HardwareReport { gpus: Vec::new() },
         }
     }
 
@@ -49,11 +51,17 @@ impl<S: GpuSource> Sampler<S> {
         (self.devices_last, self.processes_last)
     }
 
+    /// The physical GPUs the last cycle saw, as the server checks them.
+    pub fn hardware(&self) -> &HardwareReport {
+        &self.hardware
+    }
+
     /// One cycle at `now`; a closed window when the open one reached the interval.
     pub fn cycle(&mut self, now: DateTime<Utc>) -> Result<Option<ClosedWindow>, SourceError> {
         let snapshot = self.source.sample(now)?;
         self.devices_last = snapshot.devices.len();
         self.processes_last = snapshot.devices.iter().map(|d| d.processes.len()).sum();
+        self.hardware = crate::hardware::report(&snapshot);
         self.window
             .add(&snapshot, &mut self.attributor, self.source.process_table());
         let due = self

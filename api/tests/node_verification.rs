@@ -3,7 +3,9 @@
 //! the registered model and memory, MIG exactly as registered). A report of other
 //! hardware is a mismatch with the reason shown to the provider — at onboarding, or later
 //! on a verified node, which then stops taking allocations while what runs there stays.
-//! Reports are bounded; an operator's node is trusted as registered.
+//! An NVLink domain of two or more GPUs is checked by its links: every GPU of a model
+//! with NVLink has all of them up. Reports are bounded; an operator's node is trusted as
+//! registered.
 
 mod support;
 
@@ -26,7 +28,8 @@ fn seen(hostname: &str, change: impl Fn(usize, &mut Value)) -> Value {
     let gpus: Vec<Value> = (0..2)
         .map(|i| {
             let mut g = json!({"uuid": format!("GPU-{hostname}-{i}"), "index": i,
-                "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81_559, "mig_mode": false});
+                "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81_559, "mig_mode": false,
+                "nvlinks_active": 18});
             change(i, &mut g);
             g
         })
@@ -218,7 +221,75 @@ async fn an_operators_node_is_trusted_until_its_hardware_differs(backend: Backen
     assert_eq!(status, 401);
 }
 
+async fn an_nvlink_domain_is_verified_by_its_links(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let key = app.create_rhein_provider().await;
+    let r = app
+        .gql(
+            Some(&key),
+            REGISTER,
+            json!({"i": node_input("nvl-1", None)}),
+        )
+        .await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+
+    // A link down on one GPU: the domain's promise is broken, and the provider sees where.
+    let link_down = seen("nvl-1", |i, g| {
+        if i == 1 {
+            g["nvlinks_active"] = json!(16);
+        }
+    });
+    let (_, verdict) = report(&app, &token, &link_down).await;
+    assert_eq!(
+        verdict["reason"],
+        json!("GPU-nvl-1-1 has 16 of its 18 NVLink links active (NVLink domain `nvl-1`)"),
+        "{verdict}"
+    );
+    assert_eq!(mine(&app, &key).await["verification"], "MISMATCH");
+
+    // Silence about the links is no proof of them.
+    let silent = seen("nvl-1", |_, g| {
+        g.as_object_mut().expect("gpu").remove("nvlinks_active");
+    });
+    let (_, verdict) = report(&app, &token, &silent).await;
+    let reason = verdict["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("GPU-nvl-1-0 did not report its NVLink links")
+            && reason.contains("GPU-nvl-1-1 did not report its NVLink links"),
+        "{reason}"
+    );
+
+    // More links than NVML has is no reading at all: refused, nothing changes.
+    let impossible = seen("nvl-1", |_, g| g["nvlinks_active"] = json!(19));
+    let (status, answer) = report(&app, &token, &impossible).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(mine(&app, &key).await["verificationReason"], json!(reason));
+
+    // Every link up: verified.
+    let (_, verdict) = report(&app, &token, &seen("nvl-1", |_, _| {})).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+
+    // A lone GPU in its own domain claims no NVLink: no link state is needed.
+    let mut lone = node_input("solo-1", None);
+    lone["gpus"] = json!([{"uuid": "GPU-solo-1-0", "index": 0}]);
+    let r = app.gql(Some(&key), REGISTER, json!({"i": lone})).await;
+    let token = r["data"]["registerNode"]["agentToken"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let one = json!({"gpus": [{"uuid": "GPU-solo-1-0", "index": 0, "name": "NVIDIA H100 80GB HBM3",
+        "memory_mib": 81_559, "mig_mode": false, "nvlinks_active": 0}]});
+    let (_, verdict) = report(&app, &token, &one).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+}
+
 on_both_databases!(
     a_providers_node_takes_work_only_once_its_hardware_is_verified,
     an_operators_node_is_trusted_until_its_hardware_differs,
+    an_nvlink_domain_is_verified_by_its_links,
 );

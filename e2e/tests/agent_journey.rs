@@ -4,7 +4,8 @@
 //! the node's allocations, and ships. The server accepts every batch (the agent's own
 //! `/metrics`: accepted, no invalid or refused ones; `/healthz` ok), the tenant sees the
 //! allocation's usage, and after a `kill -9` and a restart the stream has no gap. The
-//! agent reports its hardware at start: a node a partner registered is verified by it.
+//! agent reports its hardware (GPUs and their NVLink links) after its first cycle: a node
+//! a partner registered is verified by it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;

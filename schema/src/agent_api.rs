@@ -81,6 +81,10 @@ pub struct ReportedGpu {
     pub memory_mib: u64,
     /// Whether MIG mode is on.
     pub mig_mode: bool,
+    /// How many of the GPU's NVLink links are active (0 for a PCIe-only GPU); absent
+    /// when the driver could not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlinks_active: Option<u32>,
 }
 
 /// What the server concluded from a hardware report.

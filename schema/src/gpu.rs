@@ -40,6 +40,8 @@ pub struct GpuModelSpec {
     pub mig_capable: bool,
     /// Board power limit, used to bound power readings.
     pub max_power_w: u32,
+    /// NVLink links per GPU (0: PCIe only); all of them are active on a healthy board.
+    pub nvlinks: u32,
 }
 
 impl GpuModel {
@@ -54,14 +56,14 @@ impl GpuModel {
     ];
 
     pub fn spec(self) -> GpuModelSpec {
-        let (code, nvml_name_prefix, memory_gb, mig_capable, max_power_w) = match self {
-            GpuModel::H100 => ("H100", "NVIDIA H100", 80, true, 700),
-            GpuModel::H200 => ("H200", "NVIDIA H200", 141, true, 700),
-            GpuModel::A100_80 => ("A100-80GB", "NVIDIA A100", 80, true, 400),
-            GpuModel::A100_40 => ("A100-40GB", "NVIDIA A100", 40, true, 400),
-            GpuModel::B200 => ("B200", "NVIDIA B200", 180, true, 1000),
-            GpuModel::GB200 => ("GB200", "NVIDIA GB200", 186, true, 1200),
-            GpuModel::L40S => ("L40S", "NVIDIA L40S", 48, false, 350),
+        let (code, nvml_name_prefix, memory_gb, mig_capable, max_power_w, nvlinks) = match self {
+            GpuModel::H100 => ("H100", "NVIDIA H100", 80, true, 700, 18),
+            GpuModel::H200 => ("H200", "NVIDIA H200", 141, true, 700, 18),
+            GpuModel::A100_80 => ("A100-80GB", "NVIDIA A100", 80, true, 400, 12),
+            GpuModel::A100_40 => ("A100-40GB", "NVIDIA A100", 40, true, 400, 12),
+            GpuModel::B200 => ("B200", "NVIDIA B200", 180, true, 1000, 18),
+            GpuModel::GB200 => ("GB200", "NVIDIA GB200", 186, true, 1200, 18),
+            GpuModel::L40S => ("L40S", "NVIDIA L40S", 48, false, 350, 0),
         };
         GpuModelSpec {
             model: self,
@@ -71,6 +73,7 @@ impl GpuModel {
             memory_mib: u64::from(memory_gb) * 1024,
             mig_capable,
             max_power_w,
+            nvlinks,
         }
     }
 

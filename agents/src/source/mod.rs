@@ -41,6 +41,8 @@ pub struct DeviceReading {
     pub throttle_reasons: Option<u64>,
     /// Whether MIG mode is on (whole GPUs only).
     pub mig_mode: Option<bool>,
+    /// Active NVLink links of a whole GPU (0 for a PCIe-only GPU).
+    pub nvlinks_active: Option<u32>,
     /// Whether per-process SM utilization is reported for this device at all.
     pub process_util_supported: bool,
     /// Health as the source knows it (the sim's state; NVML has no such reading).
@@ -71,6 +73,7 @@ impl DeviceReading {
             ecc_uncorrected_total: None,
             throttle_reasons: None,
             mig_mode: None,
+            nvlinks_active: None,
             process_util_supported: false,
             health: None,
             processes: Vec::new(),

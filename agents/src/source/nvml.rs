@@ -187,6 +187,7 @@ impl NvmlSource {
         r.throttle_reasons = opt(device.current_throttle_reasons()).map(|t| t.bits());
         let mig_on = opt(device.mig_mode()).is_some_and(|m| m.current == 1);
         r.mig_mode = Some(mig_on);
+        r.nvlinks_active = nvlinks_active(&device);
         if mig_on {
             // Utilization and per-process utilization are NotSupported in MIG mode.
             r.sm_util_pct = None;
@@ -309,6 +310,24 @@ impl NvmlSource {
             }
         }
     }
+}
+
+/// NVML's `NVML_NVLINK_MAX_LINKS` (not re-exported by the wrapper).
+const NVLINK_MAX_LINKS: u32 = 18;
+
+/// How many of the GPU's NVLink links are up: counted until NVML says a link does not
+/// exist (`NotSupported` on link 0: a PCIe-only GPU); `None` when the driver fails to say.
+fn nvlinks_active(device: &Device<'static>) -> Option<u32> {
+    let mut active = 0;
+    for link in 0..NVLINK_MAX_LINKS {
+        match device.link_wrapper_for(link).is_active() {
+            Ok(true) => active += 1,
+            Ok(false) => {}
+            Err(NvmlError::NotSupported | NvmlError::InvalidArg) => break,
+            Err(_) => return None,
+        }
+    }
+    Some(active)
 }
 
 fn processes(device: &Device<'static>) -> Vec<ProcessReading> {

@@ -78,6 +78,9 @@ pub struct SimGpuSpec {
     /// Health at start (the server's view, from the inventory); `ok` when absent.
     #[serde(default)]
     pub health: Option<DeviceHealth>,
+    /// Active NVLink links to report; all of the model's when absent (fewer: a link down).
+    #[serde(default)]
+    pub nvlinks_active: Option<u32>,
 }
 
 /// Something that happens at a given second after the simulation starts.
@@ -113,6 +116,7 @@ impl SimProfile {
             mig,
             shared,
             health: None,
+            nvlinks_active: None,
         };
         let ev = |after_seconds, gpu_index, what| SimEvent {
             after_seconds,
@@ -159,6 +163,7 @@ impl SimProfile {
                     mig: None,
                     shared: false,
                     health: None,
+                    nvlinks_active: None,
                 })
                 .collect(),
             processes_per_gpu,
@@ -191,6 +196,7 @@ impl SimProfile {
                         "degraded" => Some(DeviceHealth::Degraded),
                         _ => None,
                     },
+                    nvlinks_active: None,
                 })
             })
             .collect::<Result<Vec<_>, SourceError>>()?;
@@ -351,6 +357,8 @@ struct SimDevice {
     memory_bytes: u64,
     pci_bus_id: String,
     mig_mode: bool,
+    /// Whole GPUs only.
+    nvlinks_active: Option<u32>,
     allocations: Vec<AllocationId>,
     gpu_instance_id: Option<u32>,
     compute_instance_id: Option<u32>,
@@ -461,6 +469,7 @@ fn physical_gpu(rng: &mut ChaCha8Rng, i: usize, g: &SimGpuSpec) -> SimDevice {
         memory_bytes,
         pci_bus_id: format!("0000:{:02x}:00", 0x18 + i * 0x10),
         mig_mode: g.mig.is_some(),
+        nvlinks_active: Some(g.nvlinks_active.unwrap_or(g.model.spec().nvlinks)),
         allocations: if g.mig.is_some() {
             Vec::new()
         } else {
@@ -502,6 +511,7 @@ fn mig_instance(
         memory_bytes: p.memory_mib(g.model) * 1024 * 1024,
         pci_bus_id: String::new(),
         mig_mode: false,
+        nvlinks_active: None,
         allocations: vec![AllocationId(random_uuid(rng))],
         gpu_instance_id: instance,
         compute_instance_id: Some(0),
@@ -990,6 +1000,7 @@ impl SimSource {
             memory_bytes: profile.memory_mib(model) * 1024 * 1024,
             pci_bus_id: String::new(),
             mig_mode: false,
+            nvlinks_active: None,
             allocations: Vec::new(),
             gpu_instance_id: Some(gi),
             compute_instance_id: Some(0),
@@ -1029,6 +1040,7 @@ impl SimSource {
         r.memory_total_bytes = Some(dev.memory_bytes);
         r.fb_used_bytes = Some(dev.fb_used);
         r.health = Some(dev.health);
+        r.nvlinks_active = dev.nvlinks_active;
         r.events = std::mem::take(&mut dev.events);
         let is_mig = dev.parent.is_some();
         if dev.mig_mode || is_mig {

@@ -55,6 +55,21 @@ pub(crate) async fn find_in_nvlink_domain<C: ConnectionTrait>(
         .await
 }
 
+/// The GPUs of every node registered in the NVLink domain.
+pub(crate) async fn gpus_in_nvlink_domain<C: ConnectionTrait>(
+    conn: &C,
+    domain: &str,
+) -> Result<usize, DbErr> {
+    let nodes = Nodes::find()
+        .filter(node::Column::NvlinkDomain.eq(domain))
+        .all(conn)
+        .await?;
+    Ok(nodes
+        .iter()
+        .map(|n| usize::try_from(n.gpu_count).unwrap_or(0))
+        .sum())
+}
+
 pub(crate) async fn insert_node<C: ConnectionTrait>(
     conn: &C,
     id: NodeId,

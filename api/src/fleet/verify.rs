@@ -22,6 +22,8 @@ const MAX_TEXT: usize = 96;
 /// Reported memory may differ from the model's nominal memory by this share (NVML
 /// reports the total less what the driver reserves: 81,559 MiB of an H100's 80 GiB).
 const MEMORY_TOLERANCE_PERCENT: u64 = 5;
+/// NVML's most NVLink links per GPU.
+const MAX_NVLINKS: u32 = 18;
 /// Differences named in a reason, at most.
 const MAX_DIFFERENCES: usize = 3;
 
@@ -42,6 +44,12 @@ fn check(report: &HardwareReport) -> ApiResult<()> {
                 ),
             });
         }
+        if g.nvlinks_active.is_some_and(|n| n > MAX_NVLINKS) {
+            return Err(ApiError::InvalidInput {
+                field: format!("gpus[{i}].nvlinksActive"),
+                message: format!("at most {MAX_NVLINKS} NVLink links"),
+            });
+        }
         if g.memory_mib > 4 * 1024 * 1024 {
             return Err(ApiError::InvalidInput {
                 field: format!("gpus[{i}].memoryMib"),
@@ -53,10 +61,12 @@ fn check(report: &HardwareReport) -> ApiResult<()> {
 }
 
 /// What differs between the registration and the report; empty when nothing does.
+/// `domain_gpus` counts the GPUs of every node registered in the node's NVLink domain.
 pub fn differences(
     node: &node::Model,
     gpus: &[gpu::Model],
     report: &HardwareReport,
+    domain_gpus: usize,
 ) -> Vec<String> {
     let mut found = Vec::new();
     if report.gpus.len() != gpus.len() {
@@ -72,6 +82,7 @@ pub fn differences(
             continue;
         };
         found.extend(gpu_differences(node, registered, seen));
+        found.extend(nvlink_difference(node, registered, seen, domain_gpus));
     }
     for seen in &report.gpus {
         if !gpus.iter().any(|g| g.uuid == seen.uuid) {
@@ -120,6 +131,33 @@ fn gpu_differences(
     found
 }
 
+/// An NVLink domain of two or more GPUs says they talk over NVLink: each GPU of a model
+/// that has NVLink must have every link up. MIG nodes are not checked (a MIG instance
+/// never spans GPUs), nor PCIe-only models (their domain groups, it does not link).
+fn nvlink_difference(
+    node: &node::Model,
+    registered: &gpu::Model,
+    seen: &neocloud_schema::agent_api::ReportedGpu,
+    domain_gpus: usize,
+) -> Option<String> {
+    let links = registered.model.parse::<GpuModel>().ok()?.spec().nvlinks;
+    if node.mig_enabled || domain_gpus < 2 || links == 0 {
+        return None;
+    }
+    let uuid = &registered.uuid;
+    match seen.nvlinks_active {
+        None => Some(format!(
+            "{uuid} did not report its NVLink links (NVLink domain `{}`)",
+            node.nvlink_domain
+        )),
+        Some(active) if active != links => Some(format!(
+            "{uuid} has {active} of its {links} NVLink links active (NVLink domain `{}`)",
+            node.nvlink_domain
+        )),
+        Some(_) => None,
+    }
+}
+
 /// Records what the agent of `node_id` reports: a pending or mismatched node that now
 /// matches is verified; a node that no longer matches stops taking allocations. A change
 /// reloads the scheduler's fleet and records an operator event.
@@ -135,7 +173,8 @@ pub async fn report(
         .await?
         .ok_or_else(|| ApiError::not_found("node"))?;
     let gpus = store::gpus_of(&txn, &[node_id.into()]).await?;
-    let found = differences(&node, &gpus, report);
+    let domain_gpus = store::gpus_in_nvlink_domain(&txn, &node.nvlink_domain).await?;
+    let found = differences(&node, &gpus, report, domain_gpus);
     let reason = (!found.is_empty()).then(|| {
         let shown: Vec<&str> = found
             .iter()
@@ -236,6 +275,7 @@ mod tests {
                 name: name.into(),
                 memory_mib: 81_559,
                 mig_mode: false,
+                nvlinks_active: Some(18),
             };
             let found = gpu_differences(&node, &gpu, &seen);
             assert_eq!(
