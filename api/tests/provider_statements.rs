@@ -15,7 +15,10 @@
 //! - each provider's payable in the ledger is the sum of its statements' nets, and the
 //!   ledger balances;
 //! - a provider reads, and exports (CSV, PDF), only its own statements, with no tenant
-//!   in them; a tenant reads none; closed statements cannot be changed.
+//!   in them; a tenant reads none; closed statements cannot be changed;
+//! - credit notes issued in January take back, on January's statements, the revenue
+//!   share of what they credited (a full note the whole earning, SLA chargeback
+//!   included), while a fixed rate keeps what its hours earned.
 
 mod support;
 
@@ -124,6 +127,50 @@ fn model(
                 (gross, fee, chargeback, gross - fee - chargeback),
             );
         }
+    }
+    out
+}
+
+/// The model of a credit note on `tenant`'s invoice that took back `allocated` of its
+/// ALLOCATED line and `sla` of its SLA credit line (as a positive amount): per provider,
+/// each allocation's line, negated, by the rule ("Credit notes").
+fn credited(
+    ran: &[Ran],
+    tenant: usize,
+    allocated: Decimal,
+    sla: Decimal,
+) -> BTreeMap<&'static str, BTreeMap<String, Figures>> {
+    let mine: Vec<&Ran> = ran.iter().filter(|r| r.tenant == tenant).collect();
+    let working: i64 = mine.iter().map(|r| r.working()).sum();
+    let failed: i64 = mine.iter().map(|r| r.failed).sum();
+    let mut out: BTreeMap<&'static str, BTreeMap<String, Figures>> = BTreeMap::new();
+    for r in mine {
+        let Some(provider) = r.provider() else {
+            continue;
+        };
+        let revenue = allocated * Decimal::from(r.working()) / Decimal::from(working);
+        let sla_share = if failed == 0 {
+            Decimal::ZERO
+        } else {
+            sla * Decimal::from(r.failed) / Decimal::from(failed)
+        };
+        // A fixed rate prices hours, which a credit note does not take back.
+        let gross = if provider == "rhein-gpu" {
+            cents(revenue * d(SHARE))
+        } else {
+            Decimal::ZERO
+        };
+        let fee_rate = if provider == "rhein-gpu" {
+            d(RHEIN_FEE)
+        } else {
+            d(SEINE_FEE)
+        };
+        let fee = cents(gross * fee_rate);
+        let chargeback = cents(sla_share);
+        let net = gross - fee - chargeback;
+        out.entry(provider)
+            .or_default()
+            .insert(r.id.clone(), (-gross, -fee, -chargeback, -net));
     }
     out
 }
@@ -554,6 +601,148 @@ async fn statements_follow_the_agreements(backend: Backend) {
     manual_payouts_are_recorded(&app, &rhein_key).await;
 
     isolation(&app, &tenants, (&rhein_key, &seine_key), &rhein[1]).await;
+}
+
+/// The amounts of an invoice's ALLOCATED line and its SLA credit line (positive; 0 where
+/// there is none), and the ALLOCATED line's number (from 1).
+async fn allocated_and_sla(
+    app: &TestApp,
+    tenant_key: &str,
+    id: &Value,
+) -> (usize, Decimal, Decimal) {
+    let r = app
+        .gql(
+            Some(tenant_key),
+            "query($id: ID!) { invoice(id: $id) { lines { kind metric amount } } }",
+            json!({"id": id}),
+        )
+        .await;
+    let lines = r["data"]["invoice"]["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    let find = |metric: &str| {
+        lines
+            .iter()
+            .position(|l| l["metric"] == metric)
+            .map(|i| (i + 1, money(&lines[i]["amount"]).abs()))
+    };
+    let (line, allocated) = find("ALLOCATED").unwrap_or_else(|| panic!("{r}"));
+    (
+        line,
+        allocated,
+        find("SLA_CREDIT").map_or(Decimal::ZERO, |(_, a)| a),
+    )
+}
+
+async fn issue_credit_note(app: &TestApp, input: Value) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($i: IssueCreditNoteInput!) { issueCreditNote(input: $i) { number } }",
+            json!({"i": input}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+}
+
+async fn credit_notes_take_back_a_revenue_share(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (sku, (rhein_key, seine_key), tenants) = marketplace(&app, (manual(), manual())).await;
+    let ran = month_of_use(&app, &sku, &tenants).await;
+    grant(&app, &tenants[0].0, "PROMOTIONAL", "1000.00").await;
+    let mut invoices = Vec::new();
+    for (tenant, _) in &tenants {
+        invoices.push(app.close_period(tenant, "id status total").await);
+    }
+    let failed_tenant = ran.iter().find(|r| r.failed > 0).expect("a failure").tenant;
+    assert_eq!(failed_tenant, 1, "beta-labs' allocation failed: {ran:?}");
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+
+    // January: alpha-ai (paid) is credited 1.00 of its GPU hours; beta-labs (open, with
+    // the failure) is credited in full, which settles its invoice.
+    app.advance(TimeDelta::days(3));
+    let (line, _, _) = allocated_and_sla(&app, &tenants[0].1, &invoices[0]["id"]).await;
+    issue_credit_note(
+        &app,
+        json!({"invoiceId": invoices[0]["id"], "form": "LINES",
+        "lines": [{"line": line, "amount": "1.00"}], "reason": "a slow hour"}),
+    )
+    .await;
+    let (_, allocated, sla) = allocated_and_sla(&app, &tenants[1].1, &invoices[1]["id"]).await;
+    assert!(sla > Decimal::ZERO, "beta-labs has an SLA credit");
+    issue_credit_note(
+        &app,
+        json!({"invoiceId": invoices[1]["id"], "form": "FULL",
+        "reason": "disputed"}),
+    )
+    .await;
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+
+    let mut expected = credited(&ran, 0, d("1.00"), Decimal::ZERO);
+    for (provider, lines) in credited(&ran, 1, allocated, sla) {
+        expected.entry(provider).or_default().extend(lines);
+    }
+    let rhein = statements_of(&app, &rhein_key).await;
+    let seine = statements_of(&app, &seine_key).await;
+    assert_eq!((rhein.len(), seine.len()), (2, 2));
+    for (statement, name) in [(&rhein[0], "rhein-gpu"), (&seine[0], "seine-gpu")] {
+        assert_eq!(
+            figures(statement, "credit_note"),
+            expected.get(name).cloned().unwrap_or_default(),
+            "{name}: {statement}"
+        );
+        totals_add_up(statement);
+    }
+    // The full note gives back exactly what beta-labs' allocations earned rhein-gpu,
+    // the chargeback of the failure included.
+    let december = figures(&rhein[1], "earning");
+    let beta: Vec<&Ran> = ran
+        .iter()
+        .filter(|r| r.tenant == 1 && r.provider() == Some("rhein-gpu"))
+        .collect();
+    assert!(!beta.is_empty());
+    for r in beta {
+        let (g, f, c, n) = december[&r.id];
+        let taken = figures(&rhein[0], "credit_note")[&r.id];
+        assert_eq!(taken, (-g, -f, -c, -n), "{}", rhein[0]);
+    }
+    // beta-labs' invoice is settled by the note, so seine-gpu's held hours are earned now.
+    let settled = model(&ran, |tenant, p| tenant == 1 && p == "seine-gpu");
+    assert_eq!(
+        figures(&seine[0], "earning"),
+        settled.get("seine-gpu").cloned().unwrap_or_default(),
+        "{}",
+        seine[0]
+    );
+    // Closing again takes nothing twice.
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    let rhein = statements_of(&app, &rhein_key).await;
+    assert_eq!(rhein[0]["lines"], json!([]), "{}", rhein[0]);
+    // The ledger owes each provider what its statements netted.
+    let ids = provider_ids(&app).await;
+    let owed = payables(&app).await;
+    for (name, key) in [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)] {
+        let nets: Decimal = statements_of(&app, key)
+            .await
+            .iter()
+            .map(|s| money(&s["net"]))
+            .sum();
+        let queued: Decimal = payouts_of(&app, key)
+            .await
+            .iter()
+            .map(|p| money(&p["amount"]))
+            .sum();
+        assert_eq!(
+            owed.get(&ids[name]).copied().unwrap_or_default() + queued,
+            nets,
+            "{name}"
+        );
+    }
 }
 
 /// The operator pays a manual provider's queued payout by bank and records it: sent with
@@ -1212,6 +1401,7 @@ async fn a_payout_killed_mid_transfer_is_paid_once() {
 }
 
 on_both_databases!(
+    credit_notes_take_back_a_revenue_share,
     statements_follow_the_agreements,
     payouts_are_sent_once,
     an_invoice_paid_outside_stripe_releases_held_earnings,

@@ -76,6 +76,7 @@ mod m20261206_000041_provider_payouts;
 mod m20261206_000042_node_verification;
 mod m20261206_000043_node_reliability;
 mod m20261206_000044_second_factor;
+mod m20261207_000045_statement_credit_notes;
 
 pub struct Migrator;
 
@@ -127,6 +128,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000042_node_verification::Migration),
             Box::new(m20261206_000043_node_reliability::Migration),
             Box::new(m20261206_000044_second_factor::Migration),
+            Box::new(m20261207_000045_statement_credit_notes::Migration),
         ]
     }
 }

@@ -71,12 +71,12 @@ impl ProviderStatement {
     }
 }
 
-/// What one allocation earned on one tenant invoice, or the reverse of it when the
-/// invoice was voided.
+/// What one allocation earned on one tenant invoice, the reverse of it when the invoice
+/// was voided, or what a credit note on the invoice took back.
 #[derive(SimpleObject)]
 pub struct ProviderStatementLine {
     pub position: i32,
-    /// `earning` or `reversal`.
+    /// `earning`, `reversal` or `credit_note`.
     pub kind: String,
     pub allocation_id: ID,
     pub node_id: ID,

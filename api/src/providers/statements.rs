@@ -196,10 +196,10 @@ pub fn pdf(
         .map(|l| PdfLine {
             description: format!(
                 "{} {} on {} ({}), allocation {}{}",
-                if l.kind == store::REVERSAL {
-                    "Reversal:"
-                } else {
-                    "Served:"
+                match l.kind.as_str() {
+                    store::REVERSAL => "Reversal:",
+                    store::CREDIT_NOTE => "Credited:",
+                    _ => "Served:",
                 },
                 l.sku_name,
                 l.region,

@@ -16,6 +16,7 @@
 //!   provider bears it. Net = gross − fee − chargeback. Each is rounded half-even to the
 //!   provider currency's minor unit; a statement's totals are sums of rounded lines.
 
+pub mod credited;
 pub mod store;
 
 use std::collections::BTreeMap;

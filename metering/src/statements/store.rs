@@ -19,11 +19,13 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::credited::CreditedShare;
 use super::{Earned, EarningTerms, Place, Served, attribute, earn};
 use crate::rating::period::{Line, PeriodInput};
 
 pub const EARNING: &str = "earning";
 pub const REVERSAL: &str = "reversal";
+pub const CREDIT_NOTE: &str = "credit_note";
 
 /// The first instant of `t`'s calendar month (UTC).
 pub fn month_start(t: DateTime<Utc>) -> DateTime<Utc> {
@@ -119,13 +121,16 @@ pub struct Candidate {
     pub sku: Option<sku::Model>,
 }
 
-/// What a month's invoices brought each provider: the candidates for earning lines, and
-/// the earning lines of invoices voided in the month, to reverse.
+/// What a month's invoices brought each provider: the candidates for earning lines, the
+/// earning lines of invoices voided in the month, to reverse, and what credit notes
+/// issued by the month's end took back and no statement has yet.
 pub struct Month {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     pub earnings: HashMap<ProviderId, Vec<Candidate>>,
     pub voided: HashMap<ProviderId, Vec<line::Model>>,
+    pub credited: HashMap<ProviderId, Vec<(CreditedShare, Candidate)>>,
+    /// (invoice, allocation) already earned, for the month's and the credited invoices.
     claimed: HashSet<(InvoiceId, Uuid)>,
 }
 
@@ -148,15 +153,29 @@ pub async fn gather<C: ConnectionTrait>(conn: &C, start: DateTime<Utc>) -> Resul
         )
         .all(conn)
         .await?;
-    let ids: Vec<InvoiceId> = invoices.iter().map(|i| i.id).collect();
+    let credit_notes = super::credited::unclaimed_before(conn, end).await?;
+    let mut ids: Vec<InvoiceId> = invoices.iter().map(|i| i.id).collect();
+    ids.extend(credit_notes.iter().map(|c| c.invoice.id));
     let claimed = claimed(conn, &ids).await?;
     let shares: Vec<(&invoice::Model, Vec<Served>)> =
         invoices.iter().map(|inv| (inv, served_on(inv))).collect();
     let allocation_ids: Vec<Uuid> = shares
         .iter()
         .flat_map(|(_, s)| s.iter().map(|s| s.allocation))
+        .chain(credit_notes.iter().map(|c| c.served.allocation))
         .collect();
     let places = Places::load(conn, &allocation_ids).await?;
+    let mut credited: HashMap<ProviderId, Vec<(CreditedShare, Candidate)>> = HashMap::new();
+    for share in credit_notes {
+        if let Some((provider, candidate)) =
+            places.candidate(&share.invoice, true, share.served.clone())
+        {
+            credited
+                .entry(provider)
+                .or_default()
+                .push((share, candidate));
+        }
+    }
     let mut earnings: HashMap<ProviderId, Vec<Candidate>> = HashMap::new();
     for (inv, served) in shares {
         let paid = inv.status == InvoiceStatus::Paid && inv.paid_at.is_some_and(|p| p < end);
@@ -173,15 +192,20 @@ pub async fn gather<C: ConnectionTrait>(conn: &C, start: DateTime<Utc>) -> Resul
         end,
         earnings,
         voided,
+        credited,
         claimed,
     })
 }
 
 /// The allocations' shares of a finalized invoice, from the rating it keeps.
 fn served_on(inv: &invoice::Model) -> Vec<Served> {
-    let Some(rating) = &inv.rating else {
-        return Vec::new();
-    };
+    rating_of(inv).map_or_else(Vec::new, |(input, lines)| attribute(&input, &lines))
+}
+
+/// The rating input and output lines a finalized invoice keeps; `None` (logged) when
+/// they cannot be read, and the invoice earns no provider anything.
+pub(super) fn rating_of(inv: &invoice::Model) -> Option<(PeriodInput, Vec<Line>)> {
+    let rating = inv.rating.as_ref()?;
     let input: Option<PeriodInput> = rating
         .get("input")
         .and_then(|v| serde_json::from_value(v.clone()).ok());
@@ -189,13 +213,10 @@ fn served_on(inv: &invoice::Model) -> Vec<Served> {
         .get("output")
         .and_then(|o| o.get("lines"))
         .and_then(|v| serde_json::from_value(v.clone()).ok());
-    match (input, lines) {
-        (Some(input), Some(lines)) => attribute(&input, &lines),
-        _ => {
-            tracing::warn!(invoice = %inv.id, "An invoice's rating could not be read: it earns no provider anything.");
-            Vec::new()
-        }
+    if input.is_none() || lines.is_none() {
+        tracing::warn!(invoice = %inv.id, "An invoice's rating could not be read: it earns no provider anything.");
     }
+    Some((input?, lines?))
 }
 
 async fn claimed<C: ConnectionTrait>(
@@ -322,6 +343,7 @@ struct NewLine {
     revenue_currency: String,
     sla_credit: Decimal,
     earned: Earned,
+    credit_note: Option<Uuid>,
 }
 
 /// The earning lines of `provider`'s month: each candidate priced by the agreement in
@@ -359,6 +381,7 @@ fn earning_lines(month: &Month, provider: ProviderId, terms: &Agreements) -> Vec
                 revenue_currency: c.invoice_currency.clone(),
                 sla_credit: c.served.sla_credit,
                 earned,
+                credit_note: None,
             })
         })
         .collect()
@@ -366,6 +389,14 @@ fn earning_lines(month: &Month, provider: ProviderId, terms: &Agreements) -> Vec
 
 /// The reverse of an earning line.
 fn reversal(l: &line::Model) -> NewLine {
+    let earned = Earned {
+        unit_hours: l.unit_hours.get(),
+        gross: l.gross.get(),
+        fee: l.fee.get(),
+        sla_chargeback: l.sla_chargeback.get(),
+        net: l.net.get(),
+        note: None,
+    };
     NewLine {
         kind: REVERSAL,
         candidate_invoice: l.invoice_id,
@@ -378,15 +409,67 @@ fn reversal(l: &line::Model) -> NewLine {
         revenue: -l.revenue.get(),
         revenue_currency: l.revenue_currency.clone(),
         sla_credit: -l.sla_credit.get(),
-        earned: Earned {
-            unit_hours: -l.unit_hours.get(),
-            gross: -l.gross.get(),
-            fee: -l.fee.get(),
-            sla_chargeback: -l.sla_chargeback.get(),
-            net: -l.net.get(),
-            note: Some("the invoice was voided".to_owned()),
-        },
+        earned: negated(earned, "the invoice was voided".to_owned()),
+        credit_note: None,
     }
+}
+
+/// `earned` taken back, with why.
+fn negated(earned: Earned, why: String) -> Earned {
+    Earned {
+        unit_hours: -earned.unit_hours,
+        gross: -earned.gross,
+        fee: -earned.fee,
+        sla_chargeback: -earned.sla_chargeback,
+        net: -earned.net,
+        note: Some(why),
+    }
+}
+
+/// What credit notes took back from `provider`'s earnings: a line per (note, allocation)
+/// whose invoice the allocation has earned on, before or on this statement (`earned_now`);
+/// a share not earned yet waits for the statement that earns it.
+fn credit_note_lines(
+    month: &Month,
+    provider: ProviderId,
+    terms: &Agreements,
+    earned_now: &HashSet<(InvoiceId, Uuid)>,
+) -> Vec<NewLine> {
+    let Some(credited) = month.credited.get(&provider) else {
+        return Vec::new();
+    };
+    credited
+        .iter()
+        .filter(|(_, c)| {
+            let key = (c.invoice, c.served.allocation);
+            month.claimed.contains(&key) || earned_now.contains(&key)
+        })
+        .filter_map(|(share, c)| {
+            let terms = terms.at(c.invoice_period_end)?;
+            let sku = c.sku.as_ref()?;
+            let place = Place {
+                form: sku.form,
+                region: &c.region,
+                invoice_currency: &c.invoice_currency,
+            };
+            let earned = earn(terms, &c.served, place)?;
+            Some(NewLine {
+                kind: CREDIT_NOTE,
+                candidate_invoice: c.invoice,
+                allocation: c.served.allocation,
+                node: c.node,
+                sku_name: sku.name.clone(),
+                form: sku.form.as_str().to_owned(),
+                region: c.region.clone(),
+                version: terms.version,
+                revenue: -c.served.revenue,
+                revenue_currency: c.invoice_currency.clone(),
+                sla_credit: -c.served.sla_credit,
+                earned: negated(earned, format!("credit note {}", share.number)),
+                credit_note: Some(share.note),
+            })
+        })
+        .collect()
 }
 
 /// Closes `provider`'s statement for `month` in the caller's transaction: its lines, its
@@ -400,9 +483,14 @@ pub async fn close<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<provider_statement::Model, DbErr> {
     let mut lines = earning_lines(month, provider.id, terms);
+    let earned_now: HashSet<(InvoiceId, Uuid)> = lines
+        .iter()
+        .map(|l| (l.candidate_invoice, l.allocation))
+        .collect();
     if let Some(voided) = month.voided.get(&provider.id) {
         lines.extend(voided.iter().map(reversal));
     }
+    lines.extend(credit_note_lines(month, provider.id, terms, &earned_now));
     let sequence = provider_statement::Entity::find()
         .filter(provider_statement::Column::ProviderId.eq(provider.id))
         .count(conn)
@@ -469,6 +557,7 @@ async fn insert_lines<C: ConnectionTrait>(
             sla_chargeback: Set(Exact::from(l.earned.sla_chargeback)),
             net: Set(Exact::from(l.earned.net)),
             note: Set(l.earned.note),
+            credit_note_id: Set(l.credit_note),
         })
         .collect();
     for chunk in rows.chunks(200) {

@@ -1,6 +1,8 @@
 //! One line of a provider statement: what one allocation earned on one tenant invoice
-//! (`earning`), or the reverse of such a line when the invoice was voided later
-//! (`reversal`). Each (invoice, allocation, kind) is on at most one statement.
+//! (`earning`), the reverse of such a line when the invoice was voided later
+//! (`reversal`), or what a credit note on that invoice took back (`credit_note`). Each
+//! (invoice, allocation, kind) of earnings and reversals, and each (credit note,
+//! allocation), is on at most one statement.
 
 use crate::ids::{InvoiceId, ProviderId};
 use sea_orm::entity::prelude::*;
@@ -13,7 +15,7 @@ pub struct Model {
     pub statement_id: Uuid,
     pub provider_id: ProviderId,
     pub position: i32,
-    /// `earning` or `reversal`.
+    /// `earning`, `reversal` or `credit_note`.
     pub kind: String,
     /// The tenant invoice it was earned on (never shown to the provider).
     pub invoice_id: InvoiceId,
@@ -35,6 +37,8 @@ pub struct Model {
     pub sla_chargeback: super::Exact,
     pub net: super::Exact,
     pub note: Option<String>,
+    /// The credit note of a `credit_note` line.
+    pub credit_note_id: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
