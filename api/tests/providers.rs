@@ -692,7 +692,153 @@ async fn a_provider_drains_and_undrains_its_own_nodes_only(backend: Backend) {
     );
 }
 
+const RETIRE: &str = "mutation($n: ID!) { retireNode(id: $n) { hostname state retiredAt } }";
+
+async fn node_id(app: &TestApp, hostname: &str) -> Value {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($h: String!) { node(hostname: $h) { id } }",
+            json!({"h": hostname}),
+        )
+        .await;
+    r["data"]["node"]["id"].clone()
+}
+
+async fn a_provider_retires_its_own_node_once_nothing_runs_there(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, rhein_key) = provider(&app, "rhein-gpu").await;
+    let (_, seine_key) = provider(&app, "seine-gpu").await;
+    node_of(&app, "rhein-1", "rhein-gpu").await;
+    node_of(&app, "seine-1", "seine-gpu").await;
+    let (rhein, seine) = (
+        node_id(&app, "rhein-1").await,
+        node_id(&app, "seine-1").await,
+    );
+    let sku = app.create_h100_sku().await;
+    let (_, tenant_key) = app.create_tenant("acme").await;
+    let r = app
+        .gql(
+            Some(&seine_key),
+            "mutation($n: ID!) { drainNode(id: $n) { state } }",
+            json!({"n": seine}),
+        )
+        .await;
+    assert_eq!(r["data"]["drainNode"]["state"], "DRAINING", "{r}");
+    let place = "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 1}) { order { id allocations { node { hostname } } } } }";
+    let r = app.gql(Some(&tenant_key), place, json!({"s": sku})).await;
+    let order = r["data"]["placeOrder"]["order"].clone();
+    assert_eq!(
+        order["allocations"][0]["node"]["hostname"], "rhein-1",
+        "{r}"
+    );
+
+    // Not while an allocation runs there; not another provider's node; not a tenant.
+    let r = app.gql(Some(&rhein_key), RETIRE, json!({"n": rhein})).await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+    let r = app.gql(Some(&seine_key), RETIRE, json!({"n": rhein})).await;
+    assert_eq!(error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(Some(&tenant_key), RETIRE, json!({"n": rhein}))
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($h: String!) { node(hostname: $h) { state } }",
+            json!({"h": "rhein-1"}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["node"]["state"], "ACTIVE",
+        "refused, nothing changed: {r}"
+    );
+
+    // Once the allocation has ended, it leaves the fleet: retired, and twice is once.
+    let r = app
+        .gql(
+            Some(&tenant_key),
+            "mutation($o: ID!) { releaseOrder(id: $o) { order { id } } }",
+            json!({"o": order["id"]}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    let r = app.gql(Some(&rhein_key), RETIRE, json!({"n": rhein})).await;
+    let retired = &r["data"]["retireNode"];
+    assert_eq!(retired["state"], "RETIRED", "{r}");
+    assert!(retired["retiredAt"].is_string(), "{r}");
+    let again = app.gql(Some(&rhein_key), RETIRE, json!({"n": rhein})).await;
+    assert_eq!(again["data"]["retireNode"], *retired, "{again}");
+
+    // For good: no state brings it back, and setNodeState retires nothing.
+    let set = "mutation($n: ID!, $s: NodeState!) { setNodeState(id: $n, state: $s) { state } }";
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            set,
+            json!({"n": rhein, "s": "ACTIVE"}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            set,
+            json!({"n": seine, "s": "RETIRED"}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+
+    // Nothing is placed on it or sold from it; the fleet tree leaves it out; its
+    // provider still sees it, retired.
+    let r = app.gql(Some(&tenant_key), place, json!({"s": sku})).await;
+    assert_eq!(error_code(&r), Some("INSUFFICIENT_CAPACITY"), "{r}");
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ fleetTopology { nodes } }",
+            json!({}),
+        )
+        .await;
+    let in_tree: i64 = r["data"]["fleetTopology"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|d| d["nodes"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(in_tree, 1, "only seine-1 is in the fleet: {r}");
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            "{ providerNodes { hostname state retiredAt } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["providerNodes"][0]["state"], "RETIRED", "{r}");
+    assert_eq!(
+        app.events_of(&app.operator_key, "node.retired").await.len(),
+        1
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {objectType: \"node\"}) { nodes { actorRole action } } }",
+            json!({}),
+        )
+        .await;
+    let by_provider = r["data"]["auditLog"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|e| e["actorRole"] == "provider" && e["action"] == "node.retire")
+        .count();
+    assert_eq!(by_provider, 1, "{r}");
+}
+
 on_both_databases!(
+    a_provider_retires_its_own_node_once_nothing_runs_there,
     a_provider_drains_and_undrains_its_own_nodes_only,
     a_provider_manages_its_own_keys,
     agreements_are_versions_never_changed,

@@ -24,6 +24,8 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
     let r = app.register_node("hgx-0", "H100", 8, "").await;
     let agent = support::agent_token(&r);
     let node = r["data"]["registerNode"]["node"]["id"].clone();
+    let r = app.register_node("hgx-old", "H100", 8, "").await;
+    let old_node = r["data"]["registerNode"]["node"]["id"].clone();
     let sku = app.create_h100_sku().await;
     let (tenant, admin) = app.create_tenant("acme").await;
     let r = app
@@ -112,6 +114,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
         (
             "mutation($n: ID!) { drainNode(id: $n) { id } }",
             json!({"n": node}),
+            &[Operator, Provider],
+        ),
+        (
+            "mutation($n: ID!) { retireNode(id: $n) { id } }",
+            json!({"n": old_node}),
             &[Operator, Provider],
         ),
         (

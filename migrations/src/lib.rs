@@ -77,6 +77,7 @@ mod m20261206_000042_node_verification;
 mod m20261206_000043_node_reliability;
 mod m20261206_000044_second_factor;
 mod m20261207_000045_statement_credit_notes;
+mod m20261207_000046_node_retirement;
 
 pub struct Migrator;
 
@@ -129,6 +130,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000043_node_reliability::Migration),
             Box::new(m20261206_000044_second_factor::Migration),
             Box::new(m20261207_000045_statement_credit_notes::Migration),
+            Box::new(m20261207_000046_node_retirement::Migration),
         ]
     }
 }

@@ -137,6 +137,9 @@ string_enum!(
         /// Running allocations stay; nothing new is placed.
         Draining = "draining",
         Down = "down",
+        /// Out of the fleet for good (`retireNode`): nothing runs there, nothing is placed,
+        /// it is neither sold nor counted; its history stays.
+        Retired = "retired",
     }
 );
 

@@ -38,7 +38,7 @@ pub(crate) async fn node_sizes<C: ConnectionTrait>(
         ])
         .filter(node::Column::MigEnabled.eq(false))
         .filter(node::Column::SharedGpus.eq(false))
-        .filter(node::Column::State.ne(NodeState::Down))
+        .filter(node::Column::State.is_in([NodeState::Active, NodeState::Draining]))
         .filter(
             node::Column::Verification
                 .is_in([NodeVerification::Trusted, NodeVerification::Verified]),

@@ -11,7 +11,7 @@ use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::slug::Slug;
-use neocloud_schema::vocabulary::{NodeVerification, Role};
+use neocloud_schema::vocabulary::{NodeState, NodeVerification, Role};
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
 use crate::audit;
@@ -392,14 +392,9 @@ pub async fn list_nodes(
 }
 
 /// Who may move a node to `state`: an operator any node to any state; a provider its own
-/// nodes between active and draining (maintenance), not down (the operator's call, which
-/// reliability counts). Another provider's node is `NOT_FOUND`, as if it did not exist.
-fn may_set_state(
-    actor: &Principal,
-    node: Option<&node::Model>,
-    state: neocloud_schema::vocabulary::NodeState,
-) -> ApiResult<()> {
-    use neocloud_schema::vocabulary::{NodeState, Role};
+/// nodes between active and draining (maintenance) and out of the fleet (retired), not
+/// down (the operator's call, which reliability counts). Another provider's node is `NOT_FOUND`, as if it did not exist.
+fn may_set_state(actor: &Principal, node: Option<&node::Model>, state: NodeState) -> ApiResult<()> {
     match (actor.role, actor.provider_id) {
         (Role::Operator, _) => node.map(drop).ok_or_else(|| ApiError::not_found("node")),
         (Role::Provider, Some(own)) => {
@@ -425,19 +420,30 @@ pub async fn set_node_state(
     db: &DatabaseConnection,
     actor: &Principal,
     id: NodeId,
-    state: neocloud_schema::vocabulary::NodeState,
+    state: NodeState,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
+    if state == NodeState::Retired {
+        return Err(ApiError::invalid(
+            "state",
+            "a node leaves the fleet with retireNode",
+        ));
+    }
     let txn = crate::db::begin_write(db).await?;
     let found = store::find(&txn, id).await?;
     may_set_state(actor, found.as_ref(), state)?;
     let node = found.ok_or_else(|| ApiError::not_found("node"))?;
+    if node.state == NodeState::Retired {
+        return Err(ApiError::InvalidState {
+            message: "the node is retired".into(),
+        });
+    }
     let updated = if node.state == state {
         node.clone()
     } else {
         store::bump_epoch(&txn).await?;
         let updated = store::set_state(&txn, &node, state).await?;
-        if state == neocloud_schema::vocabulary::NodeState::Draining {
+        if state == NodeState::Draining {
             let data = serde_json::json!({"node_id": node.id, "hostname": node.hostname});
             events::record(&txn, NewEvent::operator("node.drained", now, data), now).await?;
         }
@@ -459,6 +465,56 @@ pub async fn set_node_state(
     let gpus = store::gpus_of(&txn, &[updated.id.into()]).await?;
     txn.commit().await?;
     Ok((updated, gpus))
+}
+
+/// `retireNode` (operator, or the node's provider): takes a node out of the fleet for
+/// good once nothing runs there. It is no longer placed on, sold or counted, and its
+/// reliability stays as it was; its row, GPUs and history stay for the invoices and
+/// statements that name it. Retiring a retired node changes nothing.
+pub async fn retire_node(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    id: NodeId,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<(node::Model, Vec<gpu::Model>)> {
+    let txn = crate::db::begin_write(db).await?;
+    let found = store::find(&txn, id).await?;
+    may_set_state(actor, found.as_ref(), NodeState::Retired)?;
+    let node = found.ok_or_else(|| ApiError::not_found("node"))?;
+    let retired = if node.state == NodeState::Retired {
+        node
+    } else {
+        let live = store::live_allocations_on(&txn, id).await?;
+        if live > 0 {
+            return Err(ApiError::InvalidState {
+                message: format!(
+                    "{live} allocation(s) still run on the node: drain it and retire it once they end"
+                ),
+            });
+        }
+        store::bump_epoch(&txn).await?;
+        let retired = store::retire(&txn, &node, now).await?;
+        let data = serde_json::json!({"node_id": node.id, "hostname": node.hostname,
+            "provider_id": node.provider_id});
+        events::record(&txn, NewEvent::operator("node.retired", now, data), now).await?;
+        audit::record(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: None,
+                action: "node.retire",
+                object_type: "node",
+                object_id: node.id.to_string(),
+                before: Some(serde_json::json!({"state": node.state})),
+                after: Some(serde_json::json!({"state": NodeState::Retired})),
+            },
+        )
+        .await?;
+        retired
+    };
+    let gpus = store::gpus_of(&txn, &[retired.id.into()]).await?;
+    txn.commit().await?;
+    Ok((retired, gpus))
 }
 
 /// One row of the fleet overview: a region and model.

@@ -10,8 +10,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use neocloud_metering::reliability::{self, Gap, Window};
 use neocloud_schema::entity::{node, node_coverage_hour, node_reliability};
 use neocloud_schema::ids::{NodeId, ProviderId};
+use neocloud_schema::vocabulary::NodeState;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    QuerySelect,
 };
 
 use crate::error::ApiResult;
@@ -90,7 +92,8 @@ pub async fn by_offer<C: ConnectionTrait>(
     let nodes = node::Entity::find().all(conn).await?;
     let scores = of_nodes(conn, nodes.iter().map(|n| n.id)).await?;
     let mut per_offer: HashMap<(String, String), Vec<(i32, i64)>> = HashMap::new();
-    for n in nodes.iter().filter(|n| n.verification.schedulable()) {
+    let offered = |n: &&node::Model| n.verification.schedulable() && n.state != NodeState::Retired;
+    for n in nodes.iter().filter(offered) {
         let Some(r) = scores.get(&n.id) else {
             continue;
         };
@@ -111,11 +114,20 @@ pub async fn by_offer<C: ConnectionTrait>(
 pub async fn of_provider<C: ConnectionTrait>(
     conn: &C,
     provider: ProviderId,
+    now: DateTime<Utc>,
 ) -> Result<Option<i32>, DbErr> {
+    // A node retired within the window still counts: retiring bad hardware does not
+    // clean a provider's record.
+    let since = now - TimeDelta::days(reliability::WINDOW_DAYS);
     let nodes: Vec<NodeId> = node::Entity::find()
         .select_only()
         .column(node::Column::Id)
         .filter(node::Column::ProviderId.eq(provider))
+        .filter(
+            Condition::any()
+                .add(node::Column::RetiredAt.is_null())
+                .add(node::Column::RetiredAt.gte(since)),
+        )
         .into_tuple()
         .all(conn)
         .await?;

@@ -1,12 +1,12 @@
 //! SQL for nodes and GPUs (providers: `crate::providers::store`).
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
 use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
 use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, Set,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -97,6 +97,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
         verification: Set(valid.verification),
         verification_reason: Set(None),
         verified_at: Set(None),
+        retired_at: Set(None),
     }
     .insert(conn)
     .await?;
@@ -178,11 +179,39 @@ pub(crate) async fn set_state<C: ConnectionTrait>(
     active.update(conn).await
 }
 
+/// Every node in the fleet (retired ones left out).
 pub(crate) async fn all_nodes<C: ConnectionTrait>(conn: &C) -> Result<Vec<node::Model>, DbErr> {
     Nodes::find()
+        .filter(node::Column::State.ne(NodeState::Retired))
         .order_by_asc(node::Column::Hostname)
         .all(conn)
         .await
+}
+
+/// How many allocations still hold something on the node (active or being preempted).
+pub(crate) async fn live_allocations_on<C: ConnectionTrait>(
+    conn: &C,
+    node: NodeId,
+) -> Result<u64, DbErr> {
+    use neocloud_schema::entity::allocation;
+    use neocloud_schema::vocabulary::AllocationStatus;
+    allocation::Entity::find()
+        .filter(allocation::Column::NodeId.eq(node))
+        .filter(allocation::Column::Status.ne(AllocationStatus::Released))
+        .count(conn)
+        .await
+}
+
+/// Retires `node`: out of the fleet for good, from `now`.
+pub(crate) async fn retire<C: ConnectionTrait>(
+    conn: &C,
+    node: &node::Model,
+    now: DateTime<Utc>,
+) -> Result<node::Model, DbErr> {
+    let mut active: node::ActiveModel = node.clone().into();
+    active.state = Set(NodeState::Retired);
+    active.retired_at = Set(Some(now));
+    active.update(conn).await
 }
 
 /// Milli-GPUs held on each GPU by live allocations.

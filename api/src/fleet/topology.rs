@@ -155,6 +155,7 @@ mod tests {
             verification: neocloud_schema::vocabulary::NodeVerification::Trusted,
             verification_reason: None,
             verified_at: None,
+            retired_at: None,
         }
     }
 

@@ -250,6 +250,7 @@ mod tests {
             verification: NodeVerification::Pending,
             verification_reason: None,
             verified_at: None,
+            retired_at: None,
         };
         let gpu = gpu::Model {
             id: neocloud_schema::ids::GpuId::new(),

@@ -266,8 +266,22 @@ impl ConsoleMutation {
         Ok(Node::new(node, gpus))
     }
 
+    /// Takes a node out of the fleet for good once no allocation runs there (operator, or
+    /// the node's provider): `INVALID_STATE` while any does. Its history stays.
+    async fn retire_node(&self, ctx: &Context<'_>, id: ID) -> Result<Node> {
+        let id: NodeId = parse_id("id", &id)?;
+        let (node, gpus) = fleet::retire_node(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            id,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(Node::new(node, gpus))
+    }
+
     /// Sets a node active, draining or down (operator; the node's provider: active or
-    /// draining).
+    /// draining). A retired node stays retired.
     async fn set_node_state(&self, ctx: &Context<'_>, id: ID, state: GqlNodeState) -> Result<Node> {
         let id: NodeId = parse_id("id", &id)?;
         let (node, gpus) = fleet::set_node_state(

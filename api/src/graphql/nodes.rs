@@ -95,6 +95,11 @@ impl Node {
         self.node.verified_at
     }
 
+    /// When it left the fleet (`RETIRED`).
+    async fn retired_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.node.retired_at
+    }
+
     /// Its reliability and what it comes from; null before the first computation.
     async fn reliability(&self, ctx: &Context<'_>) -> Result<Option<Reliability>> {
         let db = super::db(ctx)?;

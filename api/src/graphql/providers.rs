@@ -201,7 +201,7 @@ impl Provider {
     /// decimals); null while none has a record.
     async fn reliability(&self, ctx: &Context<'_>) -> Result<Option<String>> {
         let db = super::db(ctx)?;
-        let bp = crate::fleet::reliability::of_provider(db, self.0.id).await?;
+        let bp = crate::fleet::reliability::of_provider(db, self.0.id, super::now(ctx)?).await?;
         Ok(bp.map(super::reliability::fraction))
     }
 }
@@ -246,6 +246,8 @@ pub struct ProviderNode {
     /// What differs, while `MISMATCH`.
     pub verification_reason: Option<String>,
     pub verified_at: Option<DateTime<Utc>>,
+    /// When it left the fleet (`RETIRED`).
+    pub retired_at: Option<DateTime<Utc>>,
     pub gpus: Vec<ProviderGpu>,
     /// GPUs holding at least one running allocation.
     pub gpus_in_use: i32,
@@ -300,6 +302,7 @@ impl From<OwnNode> for ProviderNode {
             verification: own.node.verification.into(),
             verification_reason: own.node.verification_reason,
             verified_at: own.node.verified_at,
+            retired_at: own.node.retired_at,
             gpus_in_use: i32::try_from(in_use).unwrap_or(i32::MAX),
             gpus,
             health_events,

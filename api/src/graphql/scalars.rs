@@ -41,6 +41,8 @@ pub enum GqlNodeState {
     Active,
     Draining,
     Down,
+    /// Out of the fleet for good (`retireNode`).
+    Retired,
 }
 
 /// Whether a node's hardware is what was registered; only `TRUSTED` and `VERIFIED` nodes

@@ -102,7 +102,8 @@ fn state_of(node: &node::Model) -> SchedNodeState {
     match node.state {
         NodeState::Active => SchedNodeState::Active,
         NodeState::Draining => SchedNodeState::Draining,
-        NodeState::Down => SchedNodeState::Down,
+        // Retired nodes are never loaded; were one, it would take nothing.
+        NodeState::Down | NodeState::Retired => SchedNodeState::Down,
     }
 }
 
@@ -143,6 +144,7 @@ impl FleetCache {
     /// transaction, so it sees exactly what the transaction sees).
     pub async fn load<C: ConnectionTrait>(conn: &C, epoch: i64) -> Result<FleetCache, DbErr> {
         let nodes = node::Entity::find()
+            .filter(node::Column::State.ne(NodeState::Retired))
             .order_by_asc(node::Column::Region)
             .order_by_asc(node::Column::Hostname)
             .all(conn)

@@ -545,6 +545,17 @@ const CATALOG: &[Spec] = &[
         ],
     },
     Spec {
+        name: "node.retired",
+        audience: Operator,
+        version: 1,
+        summary: "A node left the fleet for good (`retireNode`, by the operator or its provider): nothing runs or is placed there.",
+        fields: &[
+            NODE,
+            HOSTNAME,
+            req("provider_id", Id, "the provider that owns it"),
+        ],
+    },
+    Spec {
         name: "node.drained",
         audience: Operator,
         version: 1,

@@ -11,7 +11,7 @@ use neocloud_schema::entity::{
     node_coverage_hour, node_reliability,
 };
 use neocloud_schema::ids::NodeId;
-use neocloud_schema::vocabulary::GpuHealth;
+use neocloud_schema::vocabulary::{GpuHealth, NodeState};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Set};
 use uuid::Uuid;
@@ -32,9 +32,11 @@ struct Counts {
 pub async fn refresh<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<usize, DbErr> {
     let end = window_end(now);
     let earliest = end - TimeDelta::days(WINDOW_DAYS);
+    // A retired node's score stays as it was when it left the fleet.
     let nodes: Vec<NodeId> = node::Entity::find()
         .select_only()
         .column(node::Column::Id)
+        .filter(node::Column::State.ne(NodeState::Retired))
         .into_tuple()
         .all(conn)
         .await?;

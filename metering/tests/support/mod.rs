@@ -47,6 +47,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         verification: Set(neocloud_schema::vocabulary::NodeVerification::Trusted),
         verification_reason: Set(None),
         verified_at: Set(None),
+        retired_at: Set(None),
     }
     .insert(&db)
     .await

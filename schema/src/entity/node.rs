@@ -31,6 +31,8 @@ pub struct Model {
     pub verification_reason: Option<String>,
     /// When its agent last reported the registered hardware.
     pub verified_at: Option<DateTimeUtc>,
+    /// When it was retired (`retired`).
+    pub retired_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -262,6 +262,28 @@ export const DrainNode: Doc<DrainNodeResult, DrainNodeVariables> = {
   name: "DrainNode",
 };
 
+export type RetireNodeResult = {
+  retireNode: {
+    id: string;
+    hostname: string;
+    region: string;
+    zone: string;
+    rack: string;
+    gpuModel: string;
+    state: NodeState;
+    gpus: Array<{
+      health: GpuHealth;
+    }>;
+  };
+};
+export type RetireNodeVariables = {
+  id: string;
+};
+export const RetireNode: Doc<RetireNodeResult, RetireNodeVariables> = {
+  query: "mutation RetireNode($id:ID!){retireNode(id:$id){...NodeRow}}fragment NodeRow on Node{id hostname region zone rack gpuModel state gpus{health}}",
+  name: "RetireNode",
+};
+
 export type SetNodeStateResult = {
   setNodeState: {
     id: string;

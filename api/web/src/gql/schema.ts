@@ -402,8 +402,8 @@ export const MetricValues: readonly Metric[] = ['ALLOCATED', 'ACTIVE', 'MEMORY',
 export type ModelUsageDimension = 'MODEL' | 'API_KEY' | 'LABEL';
 export const ModelUsageDimensionValues: readonly ModelUsageDimension[] = ['MODEL', 'API_KEY', 'LABEL'];
 
-export type NodeState = 'ACTIVE' | 'DRAINING' | 'DOWN';
-export const NodeStateValues: readonly NodeState[] = ['ACTIVE', 'DRAINING', 'DOWN'];
+export type NodeState = 'ACTIVE' | 'DRAINING' | 'DOWN' | 'RETIRED';
+export const NodeStateValues: readonly NodeState[] = ['ACTIVE', 'DRAINING', 'DOWN', 'RETIRED'];
 
 /**
  * Whether a node's hardware is what was registered; only `TRUSTED` and `VERIFIED` nodes

@@ -16,6 +16,7 @@ const TONES: Record<string, Tone> = {
   OPEN: 'info',
   DRAFT: 'neutral',
   DOWN: 'bad',
+  RETIRED: 'neutral',
   FAILED: 'bad',
   SUSPENDED: 'bad',
   OVERDUE: 'bad',
