@@ -988,9 +988,11 @@ async fn an_invoice_paid_outside_stripe_releases_held_earnings(backend: Backend)
 }
 
 /// Stripe Connect as a local server answering with the recorded transfer
-/// (`fixtures/stripe/transfer.json`) and honouring idempotency keys as Stripe does. The
-/// first request of each key creates its transfer but its answer is "lost" (a 500), as
-/// when a network drops it; the retry under the same key gets the transfer created first.
+/// (`fixtures/stripe/transfer.json`), honouring idempotency keys as Stripe does (unless
+/// told to forget them, as Stripe does after 24 hours) and listing transfers by group.
+/// The first request of each key creates its transfer but its answer is "lost" (a 500),
+/// as when a network drops it; the retry under the same key gets the transfer created
+/// first.
 /// A request's idempotency key and form.
 type Request = (String, BTreeMap<String, String>);
 
@@ -1003,6 +1005,32 @@ struct Connect {
     /// While set, a new transfer is created and its answer never sent (the caller is
     /// killed while it waits).
     hold: Arc<AtomicBool>,
+    /// While set, idempotency keys are forgotten: every request creates a transfer.
+    forget_keys: Arc<AtomicBool>,
+    /// The transfer groups looked up.
+    lookups: Arc<Mutex<Vec<String>>>,
+}
+
+/// `GET /v1/transfers?transfer_group=…`: the transfers made in the group.
+fn transfers_in_group(req: &actix_web::HttpRequest, connect: &Connect) -> actix_web::HttpResponse {
+    let group = reqwest::Url::parse(&format!("http://x{}", req.uri()))
+        .ok()
+        .and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "transfer_group")
+                .map(|(_, v)| v.into_owned())
+        })
+        .unwrap_or_default();
+    connect.lookups.lock().expect("lock").push(group.clone());
+    let data: Vec<Value> = connect
+        .transfers
+        .lock()
+        .expect("lock")
+        .values()
+        .filter_map(|body| serde_json::from_str::<Value>(body).ok())
+        .filter(|t| t["transfer_group"] == group.as_str())
+        .collect();
+    actix_web::HttpResponse::Ok().json(json!({"object": "list", "data": data, "has_more": false}))
 }
 
 async fn connect_api(
@@ -1017,6 +1045,7 @@ async fn connect_api(
                 .content_type("application/json")
                 .body(r#"{"object": "list", "data": [], "has_more": false, "url": "/v1/events"}"#);
         }
+        ("GET", "/v1/transfers") => return transfers_in_group(&req, &connect),
         ("POST", "/v1/transfers") => {}
         _ => return HttpResponse::NotFound().finish(),
     }
@@ -1035,14 +1064,23 @@ async fn connect_api(
         .lock()
         .expect("lock")
         .push((key.clone(), form.clone()));
+    let forget = connect.forget_keys.load(Ordering::SeqCst);
     let known = connect.transfers.lock().expect("lock").get(&key).cloned();
-    if let Some(known) = known {
+    if let Some(known) = known.filter(|_| !forget) {
         return HttpResponse::Ok()
             .content_type("application/json")
             .body(known);
     }
     let created = transfer_from(&form);
-    connect.transfers.lock().expect("lock").insert(key, created);
+    {
+        let mut transfers = connect.transfers.lock().expect("lock");
+        let stored = if forget {
+            format!("{key}#{}", transfers.len())
+        } else {
+            key
+        };
+        transfers.insert(stored, created);
+    }
     if connect.hold.load(Ordering::SeqCst) {
         tokio::time::sleep(std::time::Duration::from_secs(600)).await;
     }
@@ -1102,6 +1140,7 @@ async fn payouts_of(app: &TestApp, key: &str) -> Vec<Value> {
 /// the pain.001.001.09 schema; the ledger moves it out of the provider's payable.
 async fn payouts_are_sent_once(backend: Backend) {
     let (url, connect) = connect_server();
+    connect.forget_keys.store(true, Ordering::SeqCst);
     let Some(app) = TestApp::spawn_with(backend, move |s| {
         s.stripe_secret_key = Some("sk_test_connect".to_owned().into());
         s.stripe_api_base = Some(url);
@@ -1164,12 +1203,14 @@ async fn payouts_are_sent_once(backend: Backend) {
         "{payout}"
     );
     assert!(money(&payout["amount"]) > Decimal::ZERO);
-    // Sent twice (the first answer lost), created once, paid as one transfer.
+    // The first answer lost and the key forgotten by the retry (as after Stripe's 24
+    // hours): the retry looks the transfer up by its group and takes it, sends nothing
+    // again, and one transfer pays the payout.
     let requests = connect.requests.lock().expect("lock").clone();
-    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests.len(), 1, "{requests:?}");
     assert_eq!(
-        requests[0], requests[1],
-        "the same request under the same key"
+        *connect.lookups.lock().expect("lock"),
+        [payout["number"].as_str().expect("number")]
     );
     assert_eq!(connect.transfers.lock().expect("lock").len(), 1);
     let form = &requests[0].1;
@@ -1319,8 +1360,9 @@ fn payout_worker(app: &TestApp, connect_url: &str) -> support::Killed {
 }
 
 /// The process sending a payout is killed (kill -9) after Stripe created the transfer
-/// but before its answer came back; restarted, it sends the same request under the same
-/// idempotency key, so Stripe pays once and the payout is recorded sent once.
+/// but before its answer came back, and comes back after Stripe has forgotten the
+/// idempotency key; restarted, it finds the transfer by its group instead of sending
+/// again, so Stripe pays once and the payout is recorded sent once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payout_killed_mid_transfer_is_paid_once() {
     let (url, connect) = connect_server();
@@ -1376,6 +1418,7 @@ async fn a_payout_killed_mid_transfer_is_paid_once() {
     assert_eq!(payouts_of(&app, &rhein_key).await[0]["status"], "queued");
 
     connect.hold.store(false, Ordering::SeqCst);
+    connect.forget_keys.store(true, Ordering::SeqCst);
     let _worker = payout_worker(&app, &url);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let payout = loop {
@@ -1389,11 +1432,13 @@ async fn a_payout_killed_mid_transfer_is_paid_once() {
     assert_eq!(payout["reference"], "tr_1QhX2bL9aZ0Connect0001");
     // Give a wrongly repeated transfer time to show.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    // The restarted worker knows an attempt was made: it finds the transfer by its
+    // group and sends nothing again.
     let requests = connect.requests.lock().expect("lock").clone();
-    assert!(requests.len() >= 2, "{requests:?}");
-    assert!(
-        requests.iter().all(|r| r == &requests[0]),
-        "every attempt is the same request under the same key: {requests:?}"
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        *connect.lookups.lock().expect("lock"),
+        [payout["number"].as_str().expect("number")]
     );
     assert_eq!(connect.transfers.lock().expect("lock").len(), 1);
     // Paid once in the ledger too: out of transit once, whatever was sent twice.

@@ -22,7 +22,10 @@ const BATCH: u64 = 500;
 
 /// Sends the queued Stripe Connect payouts that are due; how many were sent. A payout
 /// whose answer a crash lost is sent again under the same idempotency key, which Stripe
-/// answers with the first transfer: a payout is never paid twice.
+/// answers with the first transfer. Each attempt is counted before it is made, and a
+/// payout tried before (even by a sender that died waiting) is first looked up by its
+/// transfer group, so a retry after Stripe forgot the key (24 hours) finds the transfer
+/// instead of making a second: a payout is never paid twice.
 pub async fn deliver_due(
     db: &DatabaseConnection,
     gateway: &Gateway,
@@ -36,19 +39,8 @@ pub async fn deliver_due(
             tracing::error!(payout = %payout.number, "A payout is not a whole number of minor units.");
             continue;
         };
-        let metadata = HashMap::from([
-            ("payout".to_owned(), payout.number.clone()),
-            ("payout_id".to_owned(), payout.id.to_string()),
-        ]);
-        let answer = gateway
-            .transfer(
-                &format!("neocloud-payout-{}", payout.id),
-                minor,
-                &payout.currency,
-                &payout.destination,
-                metadata,
-            )
-            .await;
+        store::begin_attempt(db, &payout).await?;
+        let answer = transfer_once(gateway, &payout, minor).await;
         let txn = crate::db::begin_write(db).await?;
         match answer {
             Ok(transfer) => {
@@ -65,6 +57,35 @@ pub async fn deliver_due(
         txn.commit().await?;
     }
     Ok(sent)
+}
+
+/// The transfer paying `payout` (`minor` units): one Stripe already made for it when it
+/// was tried before (`attempts` as read before this one was counted), otherwise a new
+/// one under its idempotency key.
+async fn transfer_once(
+    gateway: &Gateway,
+    payout: &provider_payout::Model,
+    minor: i64,
+) -> Result<String, GatewayError> {
+    let id = payout.id.to_string();
+    if payout.attempts > 0
+        && let Some(made) = gateway.find_transfer(&payout.number, &id).await?
+    {
+        return Ok(made);
+    }
+    let metadata = HashMap::from([
+        ("payout".to_owned(), payout.number.clone()),
+        ("payout_id".to_owned(), id),
+    ]);
+    gateway
+        .transfer(
+            &format!("neocloud-payout-{}", payout.id),
+            minor,
+            &payout.currency,
+            &payout.destination,
+            metadata,
+        )
+        .await
 }
 
 /// `providerPayouts(providerId)`: a provider's own; operators any provider's, or all.

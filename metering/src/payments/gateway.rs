@@ -323,6 +323,31 @@ impl Gateway {
         object_id(&transfer, "tr_")
     }
 
+    /// The id of a transfer already made in `transfer_group` for the payout `payout_id`
+    /// (its metadata), if Stripe has one: how a retry finds a transfer whose answer was
+    /// lost, whether or not Stripe still remembers the idempotency key (24 hours).
+    pub async fn find_transfer(
+        &self,
+        transfer_group: &str,
+        payout_id: &str,
+    ) -> Result<Option<String>, GatewayError> {
+        let page: Value = self
+            .client
+            .get_query(
+                "/transfers",
+                TransfersPage {
+                    transfer_group,
+                    limit: 100,
+                },
+            )
+            .await?;
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        data.iter()
+            .find(|t| t["metadata"]["payout_id"].as_str() == Some(payout_id))
+            .map(|t| object_id(t, "tr_"))
+            .transpose()
+    }
+
     /// Stripe's events created at or after `since` (unix seconds), oldest first, as JSON.
     pub async fn list_events(&self, since: i64) -> Result<Vec<Value>, GatewayError> {
         let mut events = Vec::new();
@@ -434,6 +459,12 @@ struct NewTransfer<'a> {
     destination: &'a str,
     transfer_group: String,
     metadata: HashMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct TransfersPage<'a> {
+    transfer_group: &'a str,
+    limit: u64,
 }
 
 #[derive(Serialize)]

@@ -144,6 +144,17 @@ pub async fn failed<C: ConnectionTrait>(
     Ok(true)
 }
 
+/// Counts an attempt before it is made, so a sender that dies while waiting for the
+/// answer leaves a trace: the next attempt looks for the transfer before making one.
+pub async fn begin_attempt<C: ConnectionTrait>(
+    conn: &C,
+    payout: &provider_payout::Model,
+) -> Result<(), DbErr> {
+    let mut active: provider_payout::ActiveModel = payout.clone().into();
+    active.attempts = Set(payout.attempts.saturating_add(1));
+    active.update(conn).await.map(|_| ())
+}
+
 /// Sending failed for a passing reason: tried again later, with backoff.
 pub async fn retry_later<C: ConnectionTrait>(
     conn: &C,
