@@ -34,12 +34,14 @@ pub struct PortalUser {
     pub second_factor_since: Option<DateTime<Utc>>,
 }
 
-/// A second factor being set up: the secret for the authenticator app, as text and as
-/// the `otpauth://` URI a QR code would carry.
+/// A second factor being set up: the secret for the authenticator app, as text, as the
+/// `otpauth://` URI, and as a QR code of that URI for the app to scan.
 #[derive(SimpleObject)]
 pub struct SecondFactorSetup {
     pub secret: String,
     pub uri: String,
+    /// An SVG image (black on white, with its quiet zone) of `uri` as a QR code.
+    pub qr_code_svg: String,
 }
 
 impl From<portal_user::Model> for PortalUser {
@@ -156,6 +158,7 @@ impl UserMutation {
         Ok(SecondFactorSetup {
             secret: setup.secret,
             uri: setup.uri,
+            qr_code_svg: setup.qr_code_svg,
         })
     }
 

@@ -28,6 +28,8 @@ const RECOVERY_CODES: usize = 10;
 pub struct Setup {
     pub secret: String,
     pub uri: String,
+    /// `uri` as a QR code (SVG).
+    pub qr_code_svg: String,
 }
 
 /// What a code accepted at sign-in changes: the step it used, or the recovery codes left.
@@ -146,7 +148,14 @@ pub async fn start(db: &DatabaseConnection, actor: &Principal) -> ApiResult<Setu
     let uri = totp::uri(&secret, ISSUER, &user.email);
     let pending = secret.clone();
     store::save(db, user, |u| u.totp_pending_secret = Set(Some(pending))).await?;
-    Ok(Setup { secret, uri })
+    let qr_code_svg = totp::qr_code_svg(&uri).map_err(|e| ApiError::Internal {
+        message: format!("the secret's QR code: {e}"),
+    })?;
+    Ok(Setup {
+        secret,
+        uri,
+        qr_code_svg,
+    })
 }
 
 /// `confirmSecondFactor(code)`: a current code of the pending secret turns it on; the

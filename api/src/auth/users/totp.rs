@@ -31,6 +31,17 @@ pub fn uri(secret: &str, issuer: &str, account: &str) -> String {
     )
 }
 
+/// `uri` as a QR code an authenticator app scans: an SVG, black modules on white with
+/// the standard quiet zone, at least 200 px wide.
+pub fn qr_code_svg(uri: &str) -> Result<String, qrcode::types::QrError> {
+    let code = qrcode::QrCode::with_error_correction_level(uri.as_bytes(), qrcode::EcLevel::M)?;
+    Ok(code
+        .render::<qrcode::render::svg::Color<'_>>()
+        .min_dimensions(200, 200)
+        .quiet_zone(true)
+        .build())
+}
+
 /// Percent-encodes all but unreserved characters (RFC 3986).
 fn percent(text: &str) -> String {
     text.bytes()
@@ -108,6 +119,24 @@ mod tests {
         ] {
             assert_eq!(code(key, time / STEP_SECONDS), eight % 1_000_000, "{time}");
         }
+    }
+
+    #[test]
+    fn the_qr_code_is_a_scannable_svg_of_the_uri() {
+        let uri = uri(&new_secret(), "neocloud", "ada@example.com");
+        let svg = qr_code_svg(&uri).expect("encodes");
+        assert!(
+            svg.contains("<svg") && svg.contains("fill=\"#000\""),
+            "{svg}"
+        );
+        let width: u32 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .expect("a width");
+        assert!(width >= 200, "{width}");
+        assert_ne!(svg, qr_code_svg(&format!("{uri}x")).expect("encodes"));
     }
 
     #[test]

@@ -9,10 +9,23 @@ import { ConfirmSecondFactor, DisableSecondFactor } from './operations';
 import { groupInFours, isAppCode, recoveryCodesFileName, recoveryCodesText } from './secondFactor';
 
 /**
- * Setting up: the new secret to enter in an authenticator app (no QR code: the portal
- * loads no library for one), its otpauth:// link for a phone, and a code to confirm.
+ * Setting up: the QR code of the new secret (drawn by the server) to scan with an
+ * authenticator app, the secret to type instead, its otpauth:// link for a phone, and a
+ * code to confirm.
  */
-export function SetUpSecondFactor({ secret, uri, onConfirmed, onCancel }: { secret: string; uri: string; onConfirmed: (codes: string[]) => void; onCancel: () => void }) {
+export function SetUpSecondFactor({
+  secret,
+  uri,
+  qrCodeSvg,
+  onConfirmed,
+  onCancel,
+}: {
+  secret: string;
+  uri: string;
+  qrCodeSvg: string;
+  onConfirmed: (codes: string[]) => void;
+  onCancel: () => void;
+}) {
   const [code, setCode] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const confirm = useMutation(ConfirmSecondFactor);
@@ -32,7 +45,9 @@ export function SetUpSecondFactor({ secret, uri, onConfirmed, onCancel }: { secr
       <h3 class="subhead" tabIndex={-1} ref={heading}>
         1. Add neocloud to your authenticator app
       </h3>
-      <p>Enter this key in your authenticator app (its "enter a setup key" choice, time-based):</p>
+      <p>Scan this code with your authenticator app:</p>
+      <img class="setup-qr" src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(qrCodeSvg)}`} width={200} height={200} alt="QR code of your neocloud setup key" />
+      <p>Or enter this key (the app's "enter a setup key" choice, time-based):</p>
       <div class="setup-key-row">
         <code class="setup-key">{groupInFours(secret)}</code>
         <CopyButton text={secret} what="the setup key" />

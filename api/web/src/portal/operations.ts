@@ -788,11 +788,12 @@ export type StartSecondFactorResult = {
   startSecondFactor: {
     secret: string;
     uri: string;
+    qrCodeSvg: string;
   };
 };
 export type StartSecondFactorVariables = Record<string, never>;
 export const StartSecondFactor: Doc<StartSecondFactorResult, StartSecondFactorVariables> = {
-  query: "mutation StartSecondFactor{startSecondFactor{secret uri}}",
+  query: "mutation StartSecondFactor{startSecondFactor{secret uri qrCodeSvg}}",
   name: "StartSecondFactor",
 };
 

@@ -14,7 +14,7 @@ import { findSelf } from '../secondFactor';
 
 type Me = MySecondFactorResult['portalUsers'][number];
 
-type Step = { kind: 'idle' } | { kind: 'setup'; secret: string; uri: string } | { kind: 'codes'; codes: string[] } | { kind: 'disable' };
+type Step = { kind: 'idle' } | { kind: 'setup'; secret: string; uri: string; qrCodeSvg: string } | { kind: 'codes'; codes: string[] } | { kind: 'disable' };
 
 /**
  * Account → Security: the signed-in person's second factor (an authenticator app), set
@@ -92,7 +92,7 @@ function SecondFactorSection({ me, reload }: { me: Me; reload: () => void }) {
           {step.kind === 'idle' && on && <Button onClick={() => (setNote(null), setStep({ kind: 'disable' }))}>Turn off</Button>}
           <ErrorNotice error={start.error} />
           {step.kind === 'setup' && (
-            <SetUpSecondFactor secret={step.secret} uri={step.uri} onConfirmed={(codes) => setStep({ kind: 'codes', codes })} onCancel={() => setStep({ kind: 'idle' })} />
+            <SetUpSecondFactor secret={step.secret} uri={step.uri} qrCodeSvg={step.qrCodeSvg} onConfirmed={(codes) => setStep({ kind: 'codes', codes })} onCancel={() => setStep({ kind: 'idle' })} />
           )}
           {step.kind === 'disable' && (
             <DisableSecondFactorForm onDisabled={() => finish('The second factor is off: signing in needs your password only.')} onCancel={() => setStep({ kind: 'idle' })} />
