@@ -349,6 +349,12 @@ async function operatorJourney() {
     await heading(page, title);
     await check(page, `console-${route}`);
   }
+  // The partner's statements and payouts: closing ended months answers how many it closed.
+  await page.getByRole('link', { name: 'Statements and payouts of atlantic-gpu →' }).click();
+  await heading(page, 'Provider atlantic-gpu');
+  await page.getByRole('button', { name: 'Close ended months' }).click();
+  await page.getByText(/^Closed \d+ statements?/).waitFor();
+  await check(page, 'console-provider');
   // Finance's view: the ledger balances, and the journal downloads with the session.
   await page.getByRole('link', { name: 'Ledger' }).click();
   await heading(page, 'Ledger');

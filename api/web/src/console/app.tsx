@@ -7,6 +7,8 @@ import { IngestPage } from './pages/IngestPage';
 import { LedgerPage } from './pages/LedgerPage';
 import { NodePage } from './pages/NodePage';
 import { PlansPage } from './pages/PlansPage';
+import { ProviderPage } from './pages/ProviderPage';
+import { ProviderStatementPage } from './pages/ProviderStatementPage';
 import { ProvidersPage } from './pages/ProvidersPage';
 import { TenantPage } from './pages/TenantPage';
 import { TenantsPage } from './pages/TenantsPage';
@@ -30,6 +32,8 @@ export const consoleApp: AppConfig = {
     { pattern: '/ingest', page: IngestPage },
     { pattern: '/plans', page: PlansPage },
     { pattern: '/providers', page: ProvidersPage },
+    { pattern: '/providers/:id', page: ProviderPage },
+    { pattern: '/providers/:id/statements/:statementId', page: ProviderStatementPage },
     { pattern: '/ledger', page: LedgerPage },
     { pattern: '/audit', page: AuditLogPage },
   ],

@@ -51,6 +51,38 @@ export type CreditGrantRowFragment = {
   reason: string;
 };
 
+export type ProviderStatementRowFragment = {
+  id: string;
+  providerId: string;
+  number: string;
+  month: string;
+  periodStart: string;
+  periodEnd: string;
+  currency: string;
+  gross: string;
+  fees: string;
+  slaChargebacks: string;
+  net: string;
+  lineCount: number;
+  closedAt: string;
+};
+
+export type ProviderPayoutRowFragment = {
+  id: string;
+  providerId: string;
+  number: string;
+  statementId: string;
+  currency: string;
+  amount: string;
+  method: string;
+  status: string;
+  reference: string | null;
+  attempts: number;
+  lastError: string | null;
+  createdAt: string;
+  sentAt: string | null;
+};
+
 export type FleetOverviewResult = {
   fleetOverview: {
     nodesByState: Array<{
@@ -884,4 +916,173 @@ export type ProviderTermsVariables = {
 export const ProviderTerms: Doc<ProviderTermsResult, ProviderTermsVariables> = {
   query: "query ProviderTerms($providerId:ID!){providerAgreements(providerId:$providerId){id version effectiveFrom currency model revenueSharePercent fixedRates{form region pricePerUnitHour}platformFeePercent slaCreditsBorneBy payoutMinimum holdUntilPaid}providerNodes(providerId:$providerId){hostname region state gpusInUse gpus{index}}}",
   name: "ProviderTerms",
+};
+
+export type ConsoleProviderResult = {
+  provider: {
+    id: string;
+    name: string;
+    legalName: string;
+    country: string;
+    currency: string;
+    payoutMethod: GqlPayoutMethod;
+    payoutAccount: string | null;
+    createdAt: string;
+    reliability: string | null;
+  };
+};
+export type ConsoleProviderVariables = {
+  id: string;
+};
+export const ConsoleProvider: Doc<ConsoleProviderResult, ConsoleProviderVariables> = {
+  query: "query ConsoleProvider($id:ID!){provider(id:$id){id name legalName country currency payoutMethod payoutAccount createdAt reliability}}",
+  name: "ConsoleProvider",
+};
+
+export type ProviderStatementsResult = {
+  providerStatements: Array<{
+    id: string;
+    providerId: string;
+    number: string;
+    month: string;
+    periodStart: string;
+    periodEnd: string;
+    currency: string;
+    gross: string;
+    fees: string;
+    slaChargebacks: string;
+    net: string;
+    lineCount: number;
+    closedAt: string;
+  }>;
+};
+export type ProviderStatementsVariables = {
+  providerId: string;
+};
+export const ProviderStatements: Doc<ProviderStatementsResult, ProviderStatementsVariables> = {
+  query: "query ProviderStatements($providerId:ID!){providerStatements(providerId:$providerId){...ProviderStatementRow}}fragment ProviderStatementRow on ProviderStatement{id providerId number month periodStart periodEnd currency gross fees slaChargebacks net lineCount closedAt}",
+  name: "ProviderStatements",
+};
+
+export type ProviderStatementResult = {
+  providerStatement: {
+    id: string;
+    providerId: string;
+    number: string;
+    month: string;
+    periodStart: string;
+    periodEnd: string;
+    currency: string;
+    gross: string;
+    fees: string;
+    slaChargebacks: string;
+    net: string;
+    lineCount: number;
+    closedAt: string;
+    lines: Array<{
+      position: number;
+      kind: string;
+      allocationId: string;
+      nodeId: string;
+      sku: string;
+      form: string;
+      region: string;
+      agreementVersion: number;
+      unitHours: string;
+      revenue: string;
+      revenueCurrency: string;
+      gross: string;
+      fee: string;
+      slaChargeback: string;
+      net: string;
+      note: string | null;
+    }> | null;
+  };
+};
+export type ProviderStatementVariables = {
+  id: string;
+};
+export const ProviderStatement: Doc<ProviderStatementResult, ProviderStatementVariables> = {
+  query: "query ProviderStatement($id:ID!){providerStatement(id:$id){...ProviderStatementRow lines{position kind allocationId nodeId sku form region agreementVersion unitHours revenue revenueCurrency gross fee slaChargeback net note}}}fragment ProviderStatementRow on ProviderStatement{id providerId number month periodStart periodEnd currency gross fees slaChargebacks net lineCount closedAt}",
+  name: "ProviderStatement",
+};
+
+export type CloseProviderStatementsResult = {
+  closeProviderStatements: number;
+};
+export type CloseProviderStatementsVariables = Record<string, never>;
+export const CloseProviderStatements: Doc<CloseProviderStatementsResult, CloseProviderStatementsVariables> = {
+  query: "mutation CloseProviderStatements{closeProviderStatements}",
+  name: "CloseProviderStatements",
+};
+
+export type ProviderPayoutsResult = {
+  providerPayouts: Array<{
+    id: string;
+    providerId: string;
+    number: string;
+    statementId: string;
+    currency: string;
+    amount: string;
+    method: string;
+    status: string;
+    reference: string | null;
+    attempts: number;
+    lastError: string | null;
+    createdAt: string;
+    sentAt: string | null;
+  }>;
+};
+export type ProviderPayoutsVariables = {
+  providerId: string;
+};
+export const ProviderPayouts: Doc<ProviderPayoutsResult, ProviderPayoutsVariables> = {
+  query: "query ProviderPayouts($providerId:ID!){providerPayouts(providerId:$providerId){...ProviderPayoutRow}}fragment ProviderPayoutRow on ProviderPayout{id providerId number statementId currency amount method status reference attempts lastError createdAt sentAt}",
+  name: "ProviderPayouts",
+};
+
+export type RecordManualPayoutResult = {
+  recordManualPayout: {
+    id: string;
+    providerId: string;
+    number: string;
+    statementId: string;
+    currency: string;
+    amount: string;
+    method: string;
+    status: string;
+    reference: string | null;
+    attempts: number;
+    lastError: string | null;
+    createdAt: string;
+    sentAt: string | null;
+  };
+};
+export type RecordManualPayoutVariables = {
+  payoutId: string;
+  reference: string;
+};
+export const RecordManualPayout: Doc<RecordManualPayoutResult, RecordManualPayoutVariables> = {
+  query: "mutation RecordManualPayout($payoutId:ID!$reference:String!){recordManualPayout(payoutId:$payoutId reference:$reference){...ProviderPayoutRow}}fragment ProviderPayoutRow on ProviderPayout{id providerId number statementId currency amount method status reference attempts lastError createdAt sentAt}",
+  name: "RecordManualPayout",
+};
+
+export type CreateSepaPayoutFileResult = {
+  createSepaPayoutFile: {
+    messageId: string;
+    xml: string;
+    payouts: Array<{
+      id: string;
+      number: string;
+      amount: string;
+      currency: string;
+      status: string;
+      reference: string | null;
+    }>;
+  };
+};
+export type CreateSepaPayoutFileVariables = Record<string, never>;
+export const CreateSepaPayoutFile: Doc<CreateSepaPayoutFileResult, CreateSepaPayoutFileVariables> = {
+  query: "mutation CreateSepaPayoutFile{createSepaPayoutFile{messageId xml payouts{id number amount currency status reference}}}",
+  name: "CreateSepaPayoutFile",
 };

@@ -1,6 +1,7 @@
 import { money } from '../lib/format';
 import { type Column, DataTable } from '../ui/DataTable';
 import { DescriptionList } from '../ui/DescriptionList';
+import { Downloads } from '../ui/Downloads';
 import type { InvoiceResult } from './operations';
 
 export type InvoiceDetail = InvoiceResult['invoice'];
@@ -50,26 +51,6 @@ export function EInvoiceDownloads({ invoice }: { invoice: InvoiceDetail }) {
         </ul>
       )}
     </>
-  );
-}
-
-interface DownloadsProps {
-  base: string;
-  what: string;
-  formats: readonly (readonly [string, string])[];
-  /** "Download PDF" as the visible text (else just "PDF", named in full for screen readers). */
-  full?: boolean | undefined;
-}
-
-function Downloads({ base, what, formats, full }: DownloadsProps) {
-  return (
-    <span class="downloads">
-      {formats.map(([format, label]) => (
-        <a key={format} class="download" href={`${base}?format=${format}`} download aria-label={full ? undefined : `Download ${label} of ${what}`}>
-          {full ? `Download ${label}` : label}
-        </a>
-      ))}
-    </span>
   );
 }
 

@@ -1,6 +1,7 @@
 import { date, enumLabel } from '../../lib/format';
 import { useQuery } from '../../lib/hooks';
 import { type Column, DataTable } from '../../ui/DataTable';
+import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { Providers, type ProvidersResult, ProviderTerms, type ProviderTermsResult } from '../operations';
@@ -13,7 +14,7 @@ type OwnNode = ProviderTermsResult['providerNodes'][number];
 export function ProvidersPage() {
   const { data, error, loading, reload } = useQuery(Providers, {});
   return (
-    <Page title="Providers" lead="Whose hardware the fleet is: each provider's payout details, terms by version, and nodes.">
+    <Page title="Providers" lead="Whose hardware the fleet is: each provider's payout details, terms by version, and nodes; its statements and payouts on its own page.">
       <ErrorNotice error={error} onRetry={reload} />
       {!data && loading && <Loading label="Loading providers…" />}
       {data?.providers.length === 0 && <p class="empty">No providers yet: nodes registered without one belong to the operator.</p>}
@@ -31,6 +32,9 @@ function ProviderSection({ provider: p }: { provider: Provider }) {
     <Section title={`Provider ${p.name}`}>
       <p>
         <strong>{p.legalName}</strong> <span class="muted">{where}</span>
+      </p>
+      <p>
+        <Link to={`/providers/${encodeURIComponent(p.id)}`}>Statements and payouts of {p.name} →</Link>
       </p>
       <ErrorNotice error={error} onRetry={reload} />
       {data && (

@@ -1,0 +1,118 @@
+import { useState } from 'preact/hooks';
+import { dateTime, money } from '../../lib/format';
+import { type QueryState, useMutation, useQuery } from '../../lib/hooks';
+import { Button } from '../../ui/Button';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { DescriptionList } from '../../ui/DescriptionList';
+import { Link } from '../../ui/Link';
+import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+import { CloseProviderStatements, ConsoleProvider, type ConsoleProviderResult, ProviderPayouts, ProviderStatements, type ProviderStatementRowFragment, type ProviderStatementsResult } from '../operations';
+import { closedNote, payoutMethodLabel, percent } from '../payouts';
+import { PayoutsSection } from '../PayoutsSection';
+import { StatementDownloads, statementMonth, statementPath } from '../statements';
+
+type Provider = ConsoleProviderResult['provider'];
+
+/** One provider: its payout details, its monthly statements (close ended months) and its payouts. */
+export function ProviderPage({ params }: { params: Record<string, string> }) {
+  const id = params['id'] ?? '';
+  const provider = useQuery(ConsoleProvider, { id });
+  const statements = useQuery(ProviderStatements, { providerId: id });
+  const payouts = useQuery(ProviderPayouts, { providerId: id });
+  const p = provider.data?.provider;
+  const numbers = new Map((statements.data?.providerStatements ?? []).map((s) => [s.id, s.number]));
+  // Closing a statement queues its payout: the payouts are read again too.
+  const closed = () => {
+    statements.reload();
+    payouts.reload();
+  };
+  return (
+    <Page title={p ? `Provider ${p.name}` : 'Provider'} lead={<Link to="/providers">← Every provider</Link>}>
+      <ErrorNotice error={provider.error} onRetry={provider.reload} />
+      {!p && provider.loading && <Loading label="Loading the provider…" />}
+      {p && (
+        <>
+          <Overview provider={p} />
+          <StatementsSection provider={p} statements={statements} onClosed={closed} />
+          <PayoutsSection provider={p} payouts={payouts} statementNumbers={numbers} />
+        </>
+      )}
+    </Page>
+  );
+}
+
+function Overview({ provider: p }: { provider: Provider }) {
+  return (
+    <Section title="Overview">
+      <DescriptionList
+        items={[
+          ['Name', p.name],
+          ['Legal name', p.legalName],
+          ['Country', p.country || '—'],
+          ['Currency', p.currency],
+          ['Payout method', payoutMethodLabel(p.payoutMethod.toLowerCase())],
+          ['Payout account', p.payoutAccount ? <code class="wrap">{p.payoutAccount}</code> : '—'],
+          ['Reliability (30 days)', p.reliability ? percent(p.reliability) : 'No record yet'],
+          ['Created', dateTime(p.createdAt)],
+          ['Id', <code>{p.id}</code>],
+        ]}
+      />
+    </Section>
+  );
+}
+
+/** The statements, newest first, and "Close ended months" (every provider's, as the sweep does). */
+function StatementsSection({ provider: p, statements, onClosed }: { provider: Provider; statements: QueryState<ProviderStatementsResult>; onClosed: () => void }) {
+  const close = useMutation(CloseProviderStatements);
+  const [note, setNote] = useState<string | null>(null);
+  const run = async () => {
+    setNote(null);
+    const r = await close.run({});
+    if (r) {
+      setNote(closedNote(r.closeProviderStatements));
+      onClosed();
+    }
+  };
+  const actions = (
+    <Button small pending={close.pending} onClick={run}>
+      Close ended months
+    </Button>
+  );
+  return (
+    <Section title="Statements" actions={actions}>
+      <p class="section-lead muted">A month that has ended closes into a statement by itself within minutes; Close ended months does it now, for every provider. Each closed statement queues its payout.</p>
+      {note && <Notice tone="success">{note}</Notice>}
+      <ErrorNotice error={close.error} />
+      <ErrorNotice error={statements.error} onRetry={statements.reload} />
+      {!statements.data && statements.loading && <Loading label="Loading statements…" />}
+      {statements.data && (
+        <DataTable
+          caption={`Statements of ${p.name}, newest first`}
+          hideCaption
+          columns={statementColumns(p.id)}
+          rows={statements.data.providerStatements}
+          rowKey={(s) => s.id}
+          loading={statements.loading}
+          empty="No statements yet: the first closes once the provider's first month has ended."
+        />
+      )}
+    </Section>
+  );
+}
+
+function statementColumns(providerId: string): Column<ProviderStatementRowFragment>[] {
+  const m = (s: ProviderStatementRowFragment, amount: string) => money(amount, s.currency);
+  return [
+    { header: 'Statement', cell: (s) => <Link to={statementPath(providerId, s.id)}>{s.number}</Link> },
+    { header: 'Month', cell: (s) => statementMonth(s.month) },
+    { header: 'Currency', cell: (s) => s.currency },
+    { header: 'Gross', numeric: true, cell: (s) => m(s, s.gross) },
+    { header: 'Fees', numeric: true, cell: (s) => m(s, s.fees) },
+    { header: 'SLA chargebacks', numeric: true, cell: (s) => m(s, s.slaChargebacks) },
+    { header: 'Net', numeric: true, cell: (s) => <strong>{m(s, s.net)}</strong> },
+    { header: 'Lines', numeric: true, cell: (s) => s.lineCount },
+    { header: 'Closed', cell: (s) => dateTime(s.closedAt) },
+    { header: 'Downloads', hiddenHeader: true, cell: (s) => <StatementDownloads id={s.id} number={s.number} /> },
+  ];
+}
