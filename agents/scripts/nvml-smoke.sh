@@ -19,6 +19,8 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     echo "== nvidia-smi (read-only queries)"
     nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total,mig.mode.current --format=csv || true
     nvidia-smi -L || true
+    # Each GPU's NVLink links and their state: what onboarding checks (docs/providers.md).
+    nvidia-smi nvlink --status || true
 else
     echo "nvidia-smi not found (the probe below still tries NVML)"
 fi
