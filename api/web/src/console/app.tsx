@@ -1,5 +1,6 @@
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
+import { lazyPage } from '../ui/lazy';
 import { API_KEY_METHOD } from '../ui/SignIn';
 import { AuditLogPage } from './pages/AuditLogPage';
 import { FleetPage } from './pages/FleetPage';
@@ -7,11 +8,13 @@ import { IngestPage } from './pages/IngestPage';
 import { LedgerPage } from './pages/LedgerPage';
 import { NodePage } from './pages/NodePage';
 import { PlansPage } from './pages/PlansPage';
-import { ProviderPage } from './pages/ProviderPage';
-import { ProviderStatementPage } from './pages/ProviderStatementPage';
 import { ProvidersPage } from './pages/ProvidersPage';
 import { TenantPage } from './pages/TenantPage';
 import { TenantsPage } from './pages/TenantsPage';
+
+// Finance's pages load on first visit: the fleet page, the console's first, does not carry them.
+const ProviderPage = lazyPage(() => import('./pages/ProviderPage').then((m) => m.ProviderPage));
+const ProviderStatementPage = lazyPage(() => import('./pages/ProviderStatementPage').then((m) => m.ProviderStatementPage));
 
 export const consoleApp: AppConfig = {
   name: 'Console',
