@@ -580,24 +580,7 @@ async fn statements_follow_the_agreements(backend: Backend) {
 
     // What each provider's statements netted is what the ledger still owes it plus the
     // payouts queued for it (manual ones: the operator pays them outside neocloud).
-    let ids = provider_ids(&app).await;
-    let owed = payables(&app).await;
-    for (name, key, statements) in [
-        ("rhein-gpu", &rhein_key, &rhein),
-        ("seine-gpu", &seine_key, &seine),
-    ] {
-        let nets: Decimal = statements.iter().map(|s| money(&s["net"])).sum();
-        let queued: Decimal = payouts_of(&app, key)
-            .await
-            .iter()
-            .map(|p| money(&p["amount"]))
-            .sum();
-        assert_eq!(
-            owed.get(&ids[name]).copied().unwrap_or_default() + queued,
-            nets,
-            "{name}"
-        );
-    }
+    owed_what_statements_netted(&app, [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)]).await;
     manual_payouts_are_recorded(&app, &rhein_key).await;
 
     isolation(&app, &tenants, (&rhein_key, &seine_key), &rhein[1]).await;
@@ -724,15 +707,21 @@ async fn credit_notes_take_back_a_revenue_share(backend: Backend) {
     let rhein = statements_of(&app, &rhein_key).await;
     assert_eq!(rhein[0]["lines"], json!([]), "{}", rhein[0]);
     // The ledger owes each provider what its statements netted.
-    let ids = provider_ids(&app).await;
-    let owed = payables(&app).await;
-    for (name, key) in [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)] {
-        let nets: Decimal = statements_of(&app, key)
+    owed_what_statements_netted(&app, [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)]).await;
+}
+
+/// What each provider's statements netted is what the ledger still owes it plus the
+/// payouts queued for it.
+async fn owed_what_statements_netted(app: &TestApp, providers: [(&str, &String); 2]) {
+    let ids = provider_ids(app).await;
+    let owed = payables(app).await;
+    for (name, key) in providers {
+        let nets: Decimal = statements_of(app, key)
             .await
             .iter()
             .map(|s| money(&s["net"]))
             .sum();
-        let queued: Decimal = payouts_of(&app, key)
+        let queued: Decimal = payouts_of(app, key)
             .await
             .iter()
             .map(|p| money(&p["amount"]))

@@ -673,6 +673,15 @@ async fn a_provider_drains_and_undrains_its_own_nodes_only(backend: Backend) {
         Some("FORBIDDEN"),
         "operator-only fields stay so: {r}"
     );
+    let by_provider = node_actions_by_providers(&app, "node.set_state").await;
+    assert!(
+        by_provider >= 2,
+        "drain and undrain audited under the provider"
+    );
+}
+
+/// How many `action` entries on nodes the audit log records under a provider key.
+async fn node_actions_by_providers(app: &TestApp, action: &str) -> usize {
     let r = app
         .gql(
             Some(&app.operator_key),
@@ -680,16 +689,12 @@ async fn a_provider_drains_and_undrains_its_own_nodes_only(backend: Backend) {
             json!({}),
         )
         .await;
-    let by_provider = r["data"]["auditLog"]["nodes"]
+    r["data"]["auditLog"]["nodes"]
         .as_array()
         .unwrap_or_else(|| panic!("{r}"))
         .iter()
-        .filter(|e| e["actorRole"] == "provider" && e["action"] == "node.set_state")
-        .count();
-    assert!(
-        by_provider >= 2,
-        "drain and undrain audited under the provider: {r}"
-    );
+        .filter(|e| e["actorRole"] == "provider" && e["action"] == action)
+        .count()
 }
 
 const RETIRE: &str = "mutation($n: ID!) { retireNode(id: $n) { hostname state retiredAt } }";
@@ -821,20 +826,8 @@ async fn a_provider_retires_its_own_node_once_nothing_runs_there(backend: Backen
         app.events_of(&app.operator_key, "node.retired").await.len(),
         1
     );
-    let r = app
-        .gql(
-            Some(&app.operator_key),
-            "{ auditLog(filter: {objectType: \"node\"}) { nodes { actorRole action } } }",
-            json!({}),
-        )
-        .await;
-    let by_provider = r["data"]["auditLog"]["nodes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .iter()
-        .filter(|e| e["actorRole"] == "provider" && e["action"] == "node.retire")
-        .count();
-    assert_eq!(by_provider, 1, "{r}");
+    let by_provider = node_actions_by_providers(&app, "node.retire").await;
+    assert_eq!(by_provider, 1);
 }
 
 on_both_databases!(

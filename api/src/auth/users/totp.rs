@@ -122,7 +122,7 @@ mod tests {
     }
 
     #[test]
-    fn the_qr_code_is_a_scannable_svg_of_the_uri() {
+    fn the_qr_code_is_an_svg_of_at_least_200_px_that_follows_the_uri() {
         let uri = uri(&new_secret(), "neocloud", "ada@example.com");
         let svg = qr_code_svg(&uri).expect("encodes");
         assert!(
