@@ -238,6 +238,7 @@ async fn a_closed_period_becomes_a_numbered_immutable_invoice(backend: Backend) 
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
+    app.start_of_next_minute();
     let s = setup(&app).await;
     let boot = uuid::Uuid::new_v4().to_string();
     ingest(&app, &s, &boot, 1, 0).await;

@@ -377,8 +377,15 @@ async fn ensure_tenant(
     if let Some(existing) = tenancy::store::find_by_name(txn, name).await? {
         return Ok(existing);
     }
-    let created =
-        tenancy::create_in(txn, None, &TenantName::parse(name)?, Currency::USD, 1).await?;
+    let created = tenancy::create_in(
+        txn,
+        None,
+        &TenantName::parse(name)?,
+        Currency::USD,
+        1,
+        Utc::now(),
+    )
+    .await?;
     let from = invoicing::whole_minute(created.tenant.created_at);
     plans::store::assign(
         txn,

@@ -188,6 +188,7 @@ impl TenantMutation {
             &input.name,
             &input.currency,
             input.billing_anchor_day,
+            super::now(ctx)?,
         )
         .await?;
         Ok(CreateTenantPayload {

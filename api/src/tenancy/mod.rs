@@ -77,6 +77,7 @@ pub async fn create_tenant(
     name: &str,
     currency: &str,
     billing_anchor_day: i32,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<CreatedTenant> {
     actor.require_operator()?;
     let name = TenantName::parse(name)?;
@@ -88,7 +89,7 @@ pub async fn create_tenant(
         ));
     }
     let txn = crate::db::begin_write(db).await?;
-    let created = create_in(&txn, Some(actor), &name, currency, billing_anchor_day).await?;
+    let created = create_in(&txn, Some(actor), &name, currency, billing_anchor_day, now).await?;
     txn.commit().await?;
     Ok(created)
 }
@@ -100,13 +101,14 @@ pub(crate) async fn create_in(
     name: &TenantName,
     currency: Currency,
     billing_anchor_day: i32,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<CreatedTenant> {
     if store::find_by_name(txn, name.as_str()).await?.is_some() {
         return Err(ApiError::AlreadyExists {
             what: format!("tenant `{}`", name.as_str()),
         });
     }
-    let tenant = store::insert(txn, name.as_str(), currency, billing_anchor_day).await?;
+    let tenant = store::insert(txn, name.as_str(), currency, billing_anchor_day, now).await?;
     let tenant_id = tenant.id;
     let admin_key = auth::mint(
         txn,

@@ -20,13 +20,14 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     name: &str,
     currency: Currency,
     billing_anchor_day: i32,
+    now: chrono::DateTime<Utc>,
 ) -> Result<tenant::Model, DbErr> {
     tenant::ActiveModel {
         id: Set(TenantId::new()),
         name: Set(name.to_owned()),
         currency: Set(currency.code().to_owned()),
         status: Set(TenantStatus::Active),
-        created_at: Set(Utc::now()),
+        created_at: Set(now),
         billing_anchor_day: Set(billing_anchor_day),
         net_terms_days: Set(DEFAULT_NET_TERMS_DAYS),
         erased_at: Set(None),

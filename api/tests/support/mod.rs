@@ -13,7 +13,7 @@ pub mod receiver;
 
 use std::sync::Arc;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_api::settings::Settings;
 use neocloud_api::startup::Application;
 use neocloud_schema::clock::{Clock, ShiftedClock};
@@ -207,6 +207,15 @@ impl TestApp {
         if left >= TimeDelta::zero() {
             self.clock.advance(left + TimeDelta::milliseconds(1));
         }
+    }
+
+    /// Moves the server's clock to the start of the next minute, so that what a test does
+    /// next (creating a tenant, assigning its plan) falls within one minute whatever the
+    /// time of day.
+    pub fn start_of_next_minute(&self) {
+        let now = self.clock.now();
+        let minute = now.duration_trunc(TimeDelta::minutes(1)).unwrap_or(now);
+        self.advance_past(minute + TimeDelta::minutes(1));
     }
 
     /// POSTs a GraphQL request and returns the whole JSON answer.
