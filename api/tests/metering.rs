@@ -550,8 +550,108 @@ async fn an_allocation_shows_its_utilization_minute_by_minute(backend: Backend) 
     assert_eq!(r["errors"][0]["extensions"]["field"], "minutes", "{r}");
 }
 
+/// The portal's per-GPU chart: a two-GPU allocation whose GPUs ran at 20 % and 90 % shows
+/// each GPU's own minutes, which add up to the allocation's; the GPU of another allocation
+/// in the same batch shows in neither.
+async fn each_gpu_of_an_allocation_shows_its_own_utilization(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($id: ID!) { allocation(id: $id) { sku { id } } }",
+            json!({"id": s.allocation}),
+        )
+        .await;
+    let sku = r["data"]["allocation"]["sku"]["id"].clone();
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "mutation($s: ID!) { placeOrder(input: {sku: $s, count: 2}) { order { allocations { id gpus { uuid } } } } }",
+            json!({"s": sku}),
+        )
+        .await;
+    let pair = &r["data"]["placeOrder"]["order"]["allocations"][0];
+    let id = pair["id"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let gpus: Vec<&str> = pair["gpus"]
+        .as_array()
+        .expect("gpus")
+        .iter()
+        .map(|g| g["uuid"].as_str().expect("uuid"))
+        .collect();
+    assert_eq!(gpus.len(), 2, "{r}");
+    let sm = |uuid: &str| if uuid == gpus[0] { 20 } else { 90 };
+    // The window's seconds and which minute each falls in, as the batch below sends them.
+    let start = s
+        .started
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("trunc")
+        + Duration::seconds(1);
+    let mut body = batch(&s, &uuid::Uuid::new_v4().to_string(), 1, 0, 50.0);
+    let devices = body["devices"].as_array_mut().expect("devices");
+    for uuid in &gpus {
+        let mut device = devices[0].clone();
+        device["uuid"] = json!(uuid);
+        device["sm_util_pct"] = json!(sm(uuid));
+        device["processes"][0]["allocation_id"] = json!(id);
+        device["processes"][0]["sm_util_pct"] = json!(sm(uuid));
+        devices.push(device);
+    }
+    let (code, r) = send(&app, &s, &body).await;
+    assert_eq!(code, 200, "{r}");
+    app.advance(TimeDelta::seconds(30));
+    let r = app
+        .gql(
+            Some(&s.tenant_key),
+            "query($id: ID!) { allocation(id: $id) { utilization { minute activeSeconds sampledSeconds }
+                gpus { uuid utilization { minute activeSeconds sampledSeconds smActivePct } } } }",
+            json!({"id": id}),
+        )
+        .await;
+    let found = &r["data"]["allocation"];
+    let mut total: std::collections::BTreeMap<String, (i64, rust_decimal::Decimal)> =
+        Default::default();
+    for gpu in found["gpus"].as_array().unwrap_or_else(|| panic!("{r}")) {
+        let uuid = gpu["uuid"].as_str().expect("uuid");
+        let mut want: std::collections::BTreeMap<String, i64> = Default::default();
+        for second in 0..10 {
+            let minute = (start + Duration::seconds(second))
+                .duration_trunc(TimeDelta::minutes(1))
+                .expect("minute");
+            *want.entry(iso(minute)).or_default() += 1;
+        }
+        let got = gpu["utilization"].as_array().expect("minutes");
+        assert_eq!(got.len(), want.len(), "{r}");
+        for (m, (minute, sampled)) in got.iter().zip(want) {
+            let at: chrono::DateTime<Utc> =
+                m["minute"].as_str().expect("minute").parse().expect("time");
+            assert_eq!(iso(at), minute, "{r}");
+            assert_eq!(m["sampledSeconds"], sampled, "{r}");
+            let active = rust_decimal::Decimal::new(sm(uuid) * sampled, 2);
+            assert_eq!(
+                m["activeSeconds"],
+                active.normalize().to_string(),
+                "{uuid}: {r}"
+            );
+            assert_eq!(m["smActivePct"], format!("{}.0", sm(uuid)), "{r}");
+            let t = total.entry(minute).or_default();
+            t.0 += sampled;
+            t.1 += active;
+        }
+    }
+    let whole = found["utilization"].as_array().expect("minutes");
+    assert_eq!(whole.len(), total.len(), "{r}");
+    for (m, (_, (sampled, active))) in whole.iter().zip(total) {
+        assert_eq!(m["sampledSeconds"], sampled, "{r}");
+        assert_eq!(m["activeSeconds"], active.normalize().to_string(), "{r}");
+    }
+}
+
 on_both_databases!(
     an_allocation_shows_its_utilization_minute_by_minute,
+    each_gpu_of_an_allocation_shows_its_own_utilization,
     energy_counters_become_kwh_between_readings,
     concurrent_batches_of_many_nodes_each_count_once,
     a_batch_counts_once_however_often_it_arrives,

@@ -162,7 +162,7 @@ async function allocatedHours(page) {
 
 /** The allocation's utilization: a chart once the node's agent has reported (the demo's
  * simulated agents do every few seconds; the page asks every 15 s), else its empty state;
- * then the 6-hour range and back. */
+ * each GPU's line and row; then the 6-hour range and back. */
 async function utilization(page) {
   const section = page.getByRole('region', { name: 'Utilization' });
   const chart = section.getByRole('img', { name: /^SM activity per minute, last hour/ });
@@ -172,6 +172,10 @@ async function utilization(page) {
   const n = await points.count();
   console.log(n ? `utilization: ${n} ${n === 1 ? 'minute' : 'minutes'} with samples` : 'utilization: no samples yet (its empty state)');
   if (n === 0) return;
+  // Eight GPUs: a line each in the per-GPU chart, a row each in its table.
+  await section.getByRole('img', { name: /^SM activity per GPU, last hour/ }).waitFor();
+  const rows = section.getByRole('table', { name: /^Each GPU's latest minute with samples, last hour/ }).locator('tbody tr');
+  if ((await rows.count()) !== 8) throw new Error(`the per-GPU table lists ${await rows.count()} GPUs, not 8`);
   await section.getByRole('button', { name: '6 h', exact: true }).click();
   await section.getByRole('img', { name: /^SM activity per minute, last 6 hours/ }).waitFor();
   await section.getByRole('button', { name: '1 h', exact: true }).click();

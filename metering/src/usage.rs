@@ -296,7 +296,8 @@ async fn minute_buckets<C: ConnectionTrait>(
         .await
 }
 
-/// One minute of an allocation's samples, summed over its devices and label sets.
+/// One minute of an allocation's samples, summed over its label sets and over its devices
+/// (or one of them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampledMinute {
     pub minute: DateTime<Utc>,
@@ -308,15 +309,20 @@ pub struct SampledMinute {
 }
 
 /// The minutes of `[from, to)` in which agents reported samples of `allocation` (of
-/// `tenant`), oldest first.
+/// `tenant`), oldest first: of all its devices, or of `device` alone (a GPU's or MIG
+/// slice's UUID; buckets folded before they were kept per device have none).
 pub async fn sampled_minutes<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     allocation: Uuid,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
+    device: Option<&str>,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Vec<SampledMinute>, DbErr> {
-    let rows: Vec<(DateTime<Utc>, Exact, Exact, i64)> = usage_minute::Entity::find()
+    let mut query = usage_minute::Entity::find();
+    if let Some(device) = device {
+        query = query.filter(usage_minute::Column::DeviceUuid.eq(device));
+    }
+    let rows: Vec<(DateTime<Utc>, Exact, Exact, i64)> = query
         .select_only()
         .columns([
             usage_minute::Column::MinuteStart,

@@ -5,7 +5,7 @@ use async_graphql::connection::Connection;
 use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_metering::health;
-use neocloud_schema::entity::{gpu, sku};
+use neocloud_schema::entity::{allocation, gpu, sku};
 
 use super::scalars::{connection, parse_id, to_id};
 use crate::error::ApiError;
@@ -118,10 +118,10 @@ pub struct AllocatedGpu {
     pub health_changed_at: DateTime<Utc>,
     #[graphql(skip)]
     gpu: gpu::Model,
-    /// The allocation's lifetime: the history shows only what happened while it held
-    /// the GPU.
+    /// The allocation holding it: the history shows only what happened while it held the
+    /// GPU, the utilization only its own samples.
     #[graphql(skip)]
-    held: (DateTime<Utc>, Option<DateTime<Utc>>),
+    allocation: std::sync::Arc<allocation::Model>,
     /// A MIG slice or a fraction: the GPU is shared with others.
     #[graphql(skip)]
     shared: bool,
@@ -194,12 +194,34 @@ impl AllocatedGpu {
     async fn health_history(&self, ctx: &Context<'_>) -> Result<Vec<GpuHealthSpan>> {
         Ok(self.history(ctx).await?.1.iter().map(Into::into).collect())
     }
+
+    /// This GPU's activity for the allocation minute by minute over the last `minutes` of
+    /// its life (1 to 1,440; default 60): only minutes its agent reported. On a shared GPU
+    /// (a MIG slice, a fraction) the allocation's own share, never a neighbour's.
+    #[graphql(complexity = 40)]
+    async fn utilization(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default = 60)] minutes: i64,
+    ) -> Result<Vec<UtilizationMinute>> {
+        // A shared GPU's samples are the allocation's slice or fraction, under its own id.
+        let device = (!self.shared).then_some(self.uuid.as_str());
+        let found = crate::ordering::utilization::recent(
+            super::db(ctx)?,
+            &self.allocation,
+            device,
+            minutes,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(found.into_iter().map(UtilizationMinute).collect())
+    }
 }
 
 impl AllocatedGpu {
     async fn history(&self, ctx: &Context<'_>) -> Result<&GpuHistory> {
         let db = super::db(ctx)?;
-        let (from, to) = self.held;
+        let (from, to) = (self.allocation.started_at, self.allocation.ended_at);
         let read = self
             .history
             .get_or_try_init(|| async {
@@ -286,7 +308,7 @@ impl Allocation {
     }
 
     async fn gpus(&self) -> Vec<AllocatedGpu> {
-        let a = &self.0.allocation;
+        let a = std::sync::Arc::new(self.0.allocation.clone());
         let shared = a.mig_profile.is_some() || a.milli_gpu.is_some();
         self.0
             .gpus
@@ -298,7 +320,7 @@ impl Allocation {
                 health: g.health.into(),
                 health_changed_at: g.health_changed_at,
                 gpu: g.clone(),
-                held: (a.started_at, a.ended_at),
+                allocation: a.clone(),
                 shared,
                 history: tokio::sync::OnceCell::new(),
             })
@@ -325,6 +347,7 @@ impl Allocation {
         let found = crate::ordering::utilization::recent(
             super::db(ctx)?,
             &self.0.allocation,
+            None,
             minutes,
             super::now(ctx)?,
         )
@@ -333,7 +356,8 @@ impl Allocation {
     }
 }
 
-/// One minute of an allocation's samples, over all its GPUs (MIG slices, fractions).
+/// One minute of an allocation's samples, over all its GPUs (MIG slices, fractions) or of
+/// one of them.
 pub struct UtilizationMinute(neocloud_metering::usage::SampledMinute);
 
 #[Object]

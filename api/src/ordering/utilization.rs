@@ -1,5 +1,5 @@
-//! An allocation's utilization minute by minute, from its usage buckets: what the portal's
-//! live chart shows.
+//! An allocation's utilization minute by minute, over all its GPUs or per GPU, from its
+//! usage buckets: what the portal's live charts show.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_metering::usage::{self, SampledMinute};
@@ -12,10 +12,12 @@ use crate::error::{ApiError, ApiResult};
 pub const MAX_MINUTES: i64 = 1440;
 
 /// The minutes with samples among the last `minutes` of the allocation's life (up to now,
-/// or to its end), oldest first. The caller has already been allowed to see `a`.
+/// or to its end), oldest first: of all its devices, or of `device` alone. The caller has
+/// already been allowed to see `a`.
 pub async fn recent(
     db: &DatabaseConnection,
     a: &allocation::Model,
+    device: Option<&str>,
     minutes: i64,
     now: DateTime<Utc>,
 ) -> ApiResult<Vec<SampledMinute>> {
@@ -34,5 +36,5 @@ pub async fn recent(
             .unwrap_or(a.started_at),
     );
     neocloud_metering::ingest::settle(db).await?;
-    Ok(usage::sampled_minutes(db, a.tenant_id, a.id.into(), from, to).await?)
+    Ok(usage::sampled_minutes(db, a.tenant_id, a.id.into(), device, (from, to)).await?)
 }

@@ -56,3 +56,36 @@ test('minuteStep: about eight labels at most', () => {
   assert.equal(u.minuteStep(360), 60);
   assert.equal(u.minuteStep(1440), 180);
 });
+
+test('latestSample: the latest minute, whatever the order; null for none', () => {
+  const samples = [sample('2026-12-06T14:03:00Z', '30.0'), sample('2026-12-06T14:05:00+00:00', '50.0'), sample('2026-12-06T14:04:00Z', '40.0')];
+  assert.equal(u.latestSample(samples).smActivePct, '50.0');
+  assert.equal(u.latestSample([]), null);
+});
+
+const gpu = (index, ...pcts) => ({ index, uuid: `GPU-${index}`, utilization: pcts.map((p, i) => sample(`2026-12-06T14:0${i}:00Z`, p)) });
+
+test('chartedGpus: up to eight, all of them in index order', () => {
+  const gpus = [gpu(3, '10.0'), gpu(1), gpu(2, '90.0')];
+  assert.deepEqual(u.chartedGpus(gpus).map((g) => g.index), [1, 2, 3]);
+  assert.equal(u.GPU_LINES, 8);
+});
+
+test('chartedGpus: more than eight, the busiest in their latest minute, in index order', () => {
+  // GPU 0 was busy, but its latest minute is idle; GPU 9 has no samples at all.
+  const gpus = [gpu(0, '99.0', '5.0'), ...[1, 2, 3, 4, 5, 6, 7, 8].map((i) => gpu(i, `${10 * i}.5`)), gpu(9), gpu(10, '100.0'), gpu(11, '20.5')];
+  assert.deepEqual(u.chartedGpus(gpus).map((g) => g.index), [2, 3, 4, 5, 6, 7, 8, 10]);
+  assert.deepEqual(u.chartedGpus(gpus, 3).map((g) => g.index), [7, 8, 10]);
+  // Ties by index; GPUs without samples come last.
+  const idle = [gpu(5, '0.0'), gpu(4), gpu(2, '0.0'), gpu(1, '0.0')];
+  assert.deepEqual(u.chartedGpus(idle, 2).map((g) => g.index), [1, 2]);
+  assert.deepEqual(u.chartedGpus(idle, 3).map((g) => g.index), [1, 2, 5]);
+});
+
+test('acrossGpus: each GPU per minute; a minute none has is one null', () => {
+  const rows = u.acrossGpus([['a0', null, null, 'a3'], [null, null, 'b2']], 4);
+  assert.deepEqual(rows, [['a0', null], null, [null, 'b2'], ['a3', null]]);
+  const window = { start: at('2026-12-06T14:00:00Z'), count: 4, first: 0 };
+  assert.deepEqual(u.stretches(rows, window).map((r) => r.kind), ['sample', 'gap', 'sample', 'sample']);
+  assert.deepEqual(u.acrossGpus([], 2), [null, null]);
+});

@@ -270,18 +270,13 @@ impl PassFold<'_> {
                 .map_or(&[][..], Vec::as_slice);
             flag_busy_processes(item, device, &mut effects);
             let device_candidates = unclaimed(item, device, physical, all, &claimed, &mut effects);
-            // An allocation's bucket sums all its devices; seconds nobody holds stay per
-            // device, for utilization reports.
+            // Buckets are per device, an allocation's and the seconds nobody holds alike:
+            // the portal charts each GPU, the utilization reports each idle one.
             for inc in fold::fold(device, &fresh, &device_candidates, energy_kwh) {
                 if device.parent_uuid.is_some() && !inc.allocation.is_nil() {
                     claimed.insert((inc.allocation, physical), device.uuid.as_str());
                 }
-                let device = if inc.allocation.is_nil() {
-                    device.uuid.clone()
-                } else {
-                    String::new()
-                };
-                store::add_to(&mut self.buckets, device, inc);
+                store::add_to(&mut self.buckets, device.uuid.clone(), inc);
             }
         }
         earlier.push(RecordedWindow {

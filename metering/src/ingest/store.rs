@@ -10,6 +10,7 @@ use neocloud_schema::entity::{
 };
 use neocloud_schema::ids::{SkuId, TenantId};
 use neocloud_schema::ingest::{Batch, HealthEvent};
+use neocloud_schema::vocabulary::NodeState;
 use rust_decimal::Decimal;
 use sea_orm::sea_query::{Expr, LockType, OnConflict};
 use sea_orm::{
@@ -29,11 +30,13 @@ use crate::coverage::{RecordedWindow, window_masks};
 /// Millijoules in a kilowatt-hour.
 const MJ_PER_KWH: i64 = 3_600_000_000;
 
-/// What ingest needs to know of a node: who it is, its MIG mode and its GPUs by index.
+/// What ingest needs to know of a node: who it is, whether it is retired, its MIG mode and
+/// its GPUs by index.
 #[derive(Debug, Clone)]
 pub(super) struct NodeFacts {
     pub id: Uuid,
     pub hostname: String,
+    pub retired: bool,
     pub mig_enabled: bool,
     pub gpus: Vec<GpuFacts>,
 }
@@ -50,6 +53,7 @@ pub(super) struct GpuFacts {
 type NodeGpuRow = (
     Uuid,
     String,
+    NodeState,
     bool,
     Option<Uuid>,
     Option<String>,
@@ -94,6 +98,7 @@ async fn read_nodes_with_gpus<C: ConnectionTrait>(
         .columns([
             node::Column::Id,
             node::Column::Hostname,
+            node::Column::State,
             node::Column::MigEnabled,
         ])
         .columns([gpu::Column::Id, gpu::Column::Uuid, gpu::Column::Model])
@@ -107,10 +112,11 @@ async fn read_nodes_with_gpus<C: ConnectionTrait>(
     }
     let rows: Vec<NodeGpuRow> = select.into_tuple().all(conn).await?;
     let mut out: HashMap<Uuid, NodeFacts> = HashMap::new();
-    for (id, hostname, mig_enabled, gpu_id, uuid, model, memory_mib) in rows {
+    for (id, hostname, state, mig_enabled, gpu_id, uuid, model, memory_mib) in rows {
         let node = out.entry(id).or_insert_with(|| NodeFacts {
             id,
             hostname,
+            retired: state == NodeState::Retired,
             mig_enabled,
             gpus: Vec::new(),
         });
@@ -883,7 +889,7 @@ type BucketKey = (Uuid, DateTime<Utc>, String, String);
 /// they are written; the label lives in the key.
 pub(super) type Buckets = BTreeMap<BucketKey, Increment>;
 
-/// Adds `inc` (of `device`, empty for an allocation's bucket) to its bucket in `buckets`.
+/// Adds `inc` (of `device`) to its bucket in `buckets`.
 pub(super) fn add_to(buckets: &mut Buckets, device: String, mut inc: Increment) {
     let key = (
         inc.allocation,

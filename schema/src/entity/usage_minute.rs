@@ -1,6 +1,6 @@
-//! Usage folded into minute buckets per (allocation, label set), summed over the
-//! allocation's devices. Seconds no allocation held are kept per device under the nil
-//! allocation id, for utilization reports, never billed.
+//! Usage folded into minute buckets per (allocation, device, label set). Seconds no
+//! allocation held are kept under the nil allocation id, for utilization reports, never
+//! billed.
 //! Quantities are exact decimals stored as TEXT.
 
 use crate::ids::AllocationId;
@@ -14,8 +14,8 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub minute_start: DateTimeUtc,
-    /// The device of seconds no allocation held (kept for utilization); empty in an
-    /// allocation's buckets, which sum all its devices.
+    /// The GPU or MIG slice sampled; empty in an allocation's buckets folded before
+    /// buckets were kept per device (those sum all its devices).
     pub device_uuid: String,
     pub allocation_id: AllocationId,
     pub tenant_id: Option<TenantId>,

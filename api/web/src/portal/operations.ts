@@ -324,6 +324,16 @@ export type AllocationUtilizationResult = {
       smActivePct: string;
       memoryGib: string;
     }>;
+    gpus: Array<{
+      uuid: string;
+      index: number;
+      utilization: Array<{
+        minute: string;
+        sampledSeconds: number;
+        smActivePct: string;
+        memoryGib: string;
+      }>;
+    }>;
   };
 };
 export type AllocationUtilizationVariables = {
@@ -331,7 +341,7 @@ export type AllocationUtilizationVariables = {
   minutes: number;
 };
 export const AllocationUtilization: Doc<AllocationUtilizationResult, AllocationUtilizationVariables> = {
-  query: "query AllocationUtilization($id:ID!$minutes:Int!){allocation(id:$id){id status startedAt endedAt utilization(minutes:$minutes){minute activeSeconds sampledSeconds smActivePct memoryGib}}}",
+  query: "query AllocationUtilization($id:ID!$minutes:Int!){allocation(id:$id){id status startedAt endedAt utilization(minutes:$minutes){minute activeSeconds sampledSeconds smActivePct memoryGib}gpus{uuid index utilization(minutes:$minutes){minute sampledSeconds smActivePct memoryGib}}}}",
   name: "AllocationUtilization",
 };
 

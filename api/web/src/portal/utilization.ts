@@ -1,8 +1,10 @@
 /**
- * An allocation's utilization as the live chart lays it out: one slot per minute of the
- * window the API read, null where its agent reported nothing (a gap, never a zero).
- * No runtime import: unit-tested.
+ * An allocation's utilization as the live charts lay it out: one slot per minute of the
+ * window the API read, null where its agent reported nothing (a gap, never a zero); in
+ * total and per GPU. Imports only lib/decimal: unit-tested.
  */
+
+import { compare } from '../lib/decimal';
 
 export interface UtilizationSample {
   /** The minute's start (RFC 3339). */
@@ -75,4 +77,50 @@ export function stretches<S>(slots: readonly (S | null)[], window: MinuteWindow)
 /** Where the time axis gets a label: every `step` minutes, few enough to fit (about 8). */
 export function minuteStep(count: number): number {
   return [1, 2, 5, 10, 15, 30, 60, 120, 180, 240, 360].find((s) => count / s <= 8) ?? 360;
+}
+
+/** The sample of the latest minute; null when there is none. */
+export function latestSample<S extends UtilizationSample>(samples: readonly S[]): S | null {
+  return samples.reduce<S | null>((l, s) => (l === null || Date.parse(s.minute) > Date.parse(l.minute) ? s : l), null);
+}
+
+/** A GPU of the allocation with its own minutes (`AllocatedGpu.utilization`). */
+export interface GpuUtilization {
+  index: number;
+  utilization: readonly UtilizationSample[];
+}
+
+/** The most lines the per-GPU chart draws: one colour each, few enough to tell apart. */
+export const GPU_LINES = 8;
+
+/**
+ * The GPUs the per-GPU chart draws, in index order: all of them when they are at most
+ * `n`, else the `n` with the highest SM activity in their latest sampled minute (GPUs
+ * without samples last, ties by index).
+ */
+export function chartedGpus<G extends GpuUtilization>(gpus: readonly G[], n: number = GPU_LINES): G[] {
+  const byIndex = [...gpus].sort((a, b) => a.index - b.index);
+  if (byIndex.length <= n) return byIndex;
+  const pct = new Map(byIndex.map((g) => [g, latestSample(g.utilization)?.smActivePct ?? null]));
+  // A stable sort: equal ones stay in index order.
+  const ranked = [...byIndex].sort((a, b) => {
+    const x = pct.get(a) ?? null;
+    const y = pct.get(b) ?? null;
+    if (x === null || y === null) return (x === null ? 1 : 0) - (y === null ? 1 : 0);
+    return compare(y, x);
+  });
+  const chosen = new Set(ranked.slice(0, n));
+  return byIndex.filter((g) => chosen.has(g));
+}
+
+/**
+ * Per minute, each GPU's slot (in the order of `perGpu`, each one slot per minute of a
+ * `count`-minute window); null for a minute none of them has a sample, so that a table
+ * lists a gap of them all once.
+ */
+export function acrossGpus<S>(perGpu: readonly (readonly (S | null)[])[], count: number): ((S | null)[] | null)[] {
+  return Array.from({ length: count }, (_, i) => {
+    const row = perGpu.map((slots) => slots[i] ?? null);
+    return row.some((s) => s !== null) ? row : null;
+  });
 }
