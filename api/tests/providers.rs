@@ -186,6 +186,18 @@ async fn node_of(app: &TestApp, hostname: &str, provider: &str) -> String {
     support::agent_token(&r)
 }
 
+/// The status the node's agent (of `token`) gets when it asks for its assignments.
+async fn agent_asks(app: &TestApp, token: &str) -> u16 {
+    let res = app
+        .client
+        .get(format!("{}/v1/agents/assignments", app.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("get");
+    res.status().as_u16()
+}
+
 /// The node's agent reports an XID 79 on its second GPU.
 async fn xid_on_second_gpu(app: &TestApp, hostname: &str, token: &str) {
     use neocloud_schema::clock::Clock;
@@ -716,8 +728,9 @@ async fn a_provider_retires_its_own_node_once_nothing_runs_there(backend: Backen
     };
     let (_, rhein_key) = provider(&app, "rhein-gpu").await;
     let (_, seine_key) = provider(&app, "seine-gpu").await;
-    node_of(&app, "rhein-1", "rhein-gpu").await;
+    let rhein_agent = node_of(&app, "rhein-1", "rhein-gpu").await;
     node_of(&app, "seine-1", "seine-gpu").await;
+    assert_eq!(agent_asks(&app, &rhein_agent).await, 200);
     let (rhein, seine) = (
         node_id(&app, "rhein-1").await,
         node_id(&app, "seine-1").await,
@@ -776,6 +789,8 @@ async fn a_provider_retires_its_own_node_once_nothing_runs_there(backend: Backen
     assert!(retired["retiredAt"].is_string(), "{r}");
     let again = app.gql(Some(&rhein_key), RETIRE, json!({"n": rhein})).await;
     assert_eq!(again["data"]["retireNode"], *retired, "{again}");
+    // Its agent's token died with it: the agent is refused from then on.
+    assert_eq!(agent_asks(&app, &rhein_agent).await, 401);
 
     // For good: no state brings it back, and setNodeState retires nothing.
     let set = "mutation($n: ID!, $s: NodeState!) { setNodeState(id: $n, state: $s) { state } }";

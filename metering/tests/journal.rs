@@ -180,3 +180,42 @@ async fn settle_aggregates_everything_acknowledged_and_a_replay_changes_nothing(
     assert_eq!(ingest::aggregate(&db, 100, None).await.expect("pass"), 0);
     assert_eq!(buckets(&db).await, settled);
 }
+
+/// A retired node's batches count for nothing: refused before the journal, whatever path
+/// (HTTP or NATS) brought them.
+#[tokio::test]
+async fn a_retired_nodes_batches_are_refused() {
+    use neocloud_schema::entity::node;
+    use neocloud_schema::vocabulary::NodeState;
+    use sea_orm::sea_query::Expr;
+    let (db, node_id) = fleet_of_one().await;
+    let boot = Uuid::new_v4();
+    assert_eq!(
+        take(&db, node_id, &[&batch(boot, 1, 0, &GPUS)]).await,
+        vec![Outcome::Accepted { seq: 1 }]
+    );
+    node::Entity::update_many()
+        .col_expr(node::Column::State, Expr::value(NodeState::Retired))
+        .filter(node::Column::Id.eq(node_id))
+        .exec(&db)
+        .await
+        .expect("retire");
+    let submission = Submission {
+        node_id,
+        batch: batch(boot, 2, 10, &GPUS),
+    };
+    let answer = ingest::accept_many(&db, vec![submission], Utc::now()).await;
+    match &answer[..] {
+        [Err(neocloud_metering::MeteringError::Forbidden { message })] => {
+            assert!(message.contains("retired"), "{message}");
+        }
+        other => panic!("accepted from a retired node: {other:?}"),
+    }
+    ingest::settle(&db).await.expect("settle");
+    let seconds: i64 = buckets(&db).await.iter().map(|b| b.2).sum();
+    assert_eq!(
+        seconds,
+        10 * GPUS.len() as i64,
+        "only the first batch counts"
+    );
+}

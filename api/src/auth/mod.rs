@@ -4,7 +4,7 @@
 //! Key management (create, list, revoke) lives here too; what each role may do with keys
 //! is decided by `Role::may_manage`.
 
-mod agent_tokens;
+pub(crate) mod agent_tokens;
 pub mod keys;
 pub mod oidc;
 mod principal;
@@ -334,13 +334,7 @@ pub async fn rotate_agent_token(
 ) -> ApiResult<MintedKey> {
     actor.require_operator()?;
     let txn = crate::db::begin_write(db).await?;
-    let now = Utc::now();
-    let mut revoked = Vec::new();
-    for key in store::agent_tokens_of(&txn, &[node]).await? {
-        if key.revoked_at.is_none() {
-            revoked.push(store::describe(&store::revoke(&txn, &key, now).await?));
-        }
-    }
+    let revoked = revoke_agent_tokens(&txn, node, Utc::now()).await?;
     let label = format!("agent of {hostname}");
     let minted = mint(
         &txn,
@@ -367,6 +361,23 @@ pub async fn rotate_agent_token(
     txn.commit().await?;
     agent_tokens::forget_all();
     Ok(minted)
+}
+
+/// Revokes every live token of `node`'s agent inside the caller's transaction; returns
+/// what was revoked, for the audit entry. The caller forgets remembered tokens
+/// (`agent_tokens::forget_all`) once it commits.
+pub(crate) async fn revoke_agent_tokens<C: ConnectionTrait>(
+    conn: &C,
+    node: NodeId,
+    now: chrono::DateTime<Utc>,
+) -> ApiResult<Vec<serde_json::Value>> {
+    let mut revoked = Vec::new();
+    for key in store::agent_tokens_of(conn, &[node]).await? {
+        if key.revoked_at.is_none() {
+            revoked.push(store::describe(&store::revoke(conn, &key, now).await?));
+        }
+    }
+    Ok(revoked)
 }
 
 /// `neocloud admin create-operator-key`: an operator key with no key behind it (the

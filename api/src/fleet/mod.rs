@@ -468,9 +468,9 @@ pub async fn set_node_state(
 }
 
 /// `retireNode` (operator, or the node's provider): takes a node out of the fleet for
-/// good once nothing runs there. It is no longer placed on, sold or counted, and its
-/// reliability stays as it was; its row, GPUs and history stay for the invoices and
-/// statements that name it. Retiring a retired node changes nothing.
+/// good once nothing runs there. It is no longer placed on, sold or counted, its agent's
+/// tokens are revoked, and its reliability stays as it was; its row, GPUs and history stay
+/// for the invoices and statements that name it. Retiring a retired node changes nothing.
 pub async fn retire_node(
     db: &DatabaseConnection,
     actor: &Principal,
@@ -494,6 +494,7 @@ pub async fn retire_node(
         }
         store::bump_epoch(&txn).await?;
         let retired = store::retire(&txn, &node, now).await?;
+        let revoked = crate::auth::revoke_agent_tokens(&txn, id, now).await?;
         let data = serde_json::json!({"node_id": node.id, "hostname": node.hostname,
             "provider_id": node.provider_id});
         events::record(&txn, NewEvent::operator("node.retired", now, data), now).await?;
@@ -506,7 +507,9 @@ pub async fn retire_node(
                 object_type: "node",
                 object_id: node.id.to_string(),
                 before: Some(serde_json::json!({"state": node.state})),
-                after: Some(serde_json::json!({"state": NodeState::Retired})),
+                after: Some(
+                    serde_json::json!({"state": NodeState::Retired, "revoked_agent_tokens": revoked}),
+                ),
             },
         )
         .await?;
@@ -514,6 +517,7 @@ pub async fn retire_node(
     };
     let gpus = store::gpus_of(&txn, &[retired.id.into()]).await?;
     txn.commit().await?;
+    crate::auth::agent_tokens::forget_all();
     Ok((retired, gpus))
 }
 

@@ -51,9 +51,14 @@ pub fn parse(body: &[u8]) -> Result<Batch, MeteringError> {
     })
 }
 
-/// Checks the batch speaks for `node` and only about its devices, and that its MIG
-/// instances are ones the GPUs' geometry can hold.
+/// Checks the batch speaks for `node`, still in the fleet, and only about its devices, and
+/// that its MIG instances are ones the GPUs' geometry can hold.
 fn authorize(batch: &Batch, node: &NodeFacts) -> Result<(), MeteringError> {
+    if node.retired {
+        return Err(MeteringError::Forbidden {
+            message: format!("node {} is retired", node.hostname),
+        });
+    }
     if batch.agent_id != node.hostname {
         return Err(MeteringError::Forbidden {
             message: format!(
