@@ -1,14 +1,15 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from '../lib/api';
-import { compare, isDecimal } from '../lib/decimal';
+import { compare } from '../lib/decimal';
 import { dateTime } from '../lib/format';
 import { useMutation, useQuery } from '../lib/hooks';
 import { Button } from '../ui/Button';
 import { Field, unclaimed } from '../ui/Field';
 import { ErrorNotice, Notice } from '../ui/Notice';
+import { useFocusByName } from './focusByName';
 import { CreatePlanVersion, type PlansResult, PreviewPlanVersion, PreviewTenants } from './operations';
 import { PlanPreview, type Preview } from './PlanPreview';
-import { type Draft, draftFrom, latestVersion, NEW_PLAN, nextHourUtc, planName, toInput } from './planDraft';
+import { type Draft, draftFrom, isPrice, latestVersion, NEW_PLAN, nextHourUtc, planName, rateProblems, sameShape, shownFields, toInput } from './planDraft';
 import { AddRate, RateRows } from './RateRows';
 
 type Plan = PlansResult['plans'][number];
@@ -24,10 +25,10 @@ function start(plans: readonly Plan[], choice: string, effectiveFrom: string): D
 }
 
 /**
- * A new version of a plan: it starts from the chosen plan's latest version (PER_UNIT rates
- * editable and removable, the others carried over as they are), can add PER_UNIT rates,
- * previews what a tenant's latest finalized invoice would have come to under it, and
- * creates it.
+ * A new version of a plan: it starts from the chosen plan's latest version (every rate's
+ * mode and prices editable, tiers and packages included, and the rate removable), can
+ * add rates of any mode, previews what a tenant's latest finalized invoice would have
+ * come to under it, and creates it.
  */
 export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Plan[]; skus: readonly Sku[]; onCreated: () => void }) {
   const [draft, setDraft] = useState<Draft>(() => start(plans, plans[0]?.name ?? NEW_PLAN, nextHourUtc(new Date())));
@@ -41,6 +42,7 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
   const create = useMutation(CreatePlanVersion);
   const error = active === 'preview' ? preview.error : active === 'create' ? create.error : null;
   const form = useRef<HTMLFormElement>(null);
+  const focus = useFocusByName(form);
   // After a check or an answer that found problems, the first field marked takes the focus.
   useEffect(() => {
     if (Object.keys(problems).length > 0 || error?.code === 'INVALID_INPUT') form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
@@ -90,6 +92,13 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
     setDone(`Created ${v.plan} v${v.version} in ${v.currency}, in force from ${dateTime(v.effectiveFrom)}.`);
     setDraft((d) => ({ ...d, plan: v.plan, newPlan: '' }));
     onCreated();
+  };
+
+  /** Clears the marks at the fields (ours and the last answer's). */
+  const unmark = () => {
+    setProblems({});
+    preview.reset();
+    create.reset();
   };
 
   const message = (name: string) => problems[name] ?? null;
@@ -142,18 +151,30 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
         skuName={skuName}
         error={error}
         problems={problems}
-        onChange={(rates) => set('rates', rates)}
+        onChange={(rates) => {
+          // A tier added or removed, or a mode changed: the marks may point at other fields now.
+          if (!sameShape(draft.rates, rates)) unmark();
+          set('rates', rates);
+        }}
         onRemove={(i) => {
           set(
             'rates',
             draft.rates.filter((_, j) => j !== i),
           );
-          setProblems({});
-          preview.reset();
-          create.reset();
+          unmark();
         }}
       />
-      <AddRate skus={skus.filter((s) => s.currency === draft.currency.trim().toUpperCase())} currency={draft.currency} rates={draft.rates} onAdd={(rate) => set('rates', [...draft.rates, rate])} />
+      <AddRate
+        skus={skus.filter((s) => s.currency === draft.currency.trim().toUpperCase())}
+        currency={draft.currency}
+        rates={draft.rates}
+        onAdd={(rate) => {
+          set('rates', [...draft.rates, rate]);
+          // A tiered or package rate is added without its prices: to its first input.
+          const first = rate.tiersMode === 'PER_UNIT' ? undefined : shownFields(rate).find((f) => f !== 'tiers');
+          if (first) focus(`rates[${draft.rates.length}].${first}`);
+        }}
+      />
 
       <h3 class="subhead">Preview</h3>
       <p class="muted small">What a tenant's latest finalized invoice would have come to with this version in force over its whole period: the same usage, tax and credits. Nothing is stored.</p>
@@ -215,10 +236,6 @@ function nextVersion(plans: readonly Plan[], name: string): number {
   return (plan ? (latestVersion(plan.versions)?.version ?? 0) : 0) + 1;
 }
 
-function nonNegative(value: string): boolean {
-  return isDecimal(value) && compare(value, '0') >= 0;
-}
-
 /** The form's own checks, by field name; a tenant is needed for a preview only. */
 function check(d: Draft, tenantId: string | null): Problems {
   const found: Problems = {};
@@ -229,16 +246,11 @@ function check(d: Draft, tenantId: string | null): Problems {
   if (!/^\d+$/.test(seconds)) found['minimumBillableSeconds'] = 'A whole number of seconds, 0 or more.';
   const minimum = d.monthlyMinimum.trim();
   const discount = d.discountPct.trim();
-  if (minimum && !nonNegative(minimum)) found['commitment.monthlyMinimum'] = 'An amount, 0 or more, such as 1000.00.';
-  if (discount && !(nonNegative(discount) && compare(discount, '100') <= 0)) found['commitment.discountPct'] = 'A percentage from 0 to 100.';
+  if (minimum && !isPrice(minimum)) found['commitment.monthlyMinimum'] = 'An amount, 0 or more, such as 1000.00.';
+  if (discount && !(isPrice(discount) && compare(discount, '100') <= 0)) found['commitment.discountPct'] = 'A percentage from 0 to 100.';
   else if (discount && !minimum) found['commitment.discountPct'] = 'Set a monthly commitment for the discount to apply to.';
   if (d.rates.length === 0) found['rates'] = 'Add at least one rate.';
-  d.rates.forEach((r, i) => {
-    if (r.tiersMode !== 'PER_UNIT') return;
-    if (!nonNegative(r.unitPrice.trim())) found[`rates[${i}].unitPrice`] = 'A price, 0 or more, such as 2.49.';
-    const spot = r.spotUnitPrice.trim();
-    if (spot && !nonNegative(spot)) found[`rates[${i}].spotUnitPrice`] = 'A price, 0 or more, or empty for none.';
-  });
+  Object.assign(found, rateProblems(d.rates));
   if (tenantId !== null && !tenantId) found['tenantId'] = 'Choose a tenant to compare with.';
   return found;
 }

@@ -33,3 +33,19 @@ const METRICS: Record<Rate['metric'], string> = {
 export function metricLabel(metric: Rate['metric']): string {
   return METRICS[metric];
 }
+
+const MODES: Record<Rate['tiersMode'], { label: string; hint: string }> = {
+  PER_UNIT: { label: 'Per unit', hint: 'Every unit at one price; spot allocations at the spot price if set.' },
+  GRADUATED: { label: 'Graduated', hint: "Each tier's units at its price, plus the flat fee of each tier reached." },
+  VOLUME: { label: 'Volume', hint: 'All units at the price of the tier the total reaches, plus its flat fee.' },
+  PACKAGE: { label: 'Package', hint: 'Each package started at the package price.' },
+};
+
+export function modeLabel(mode: Rate['tiersMode']): string {
+  return MODES[mode].label;
+}
+
+/** How a mode prices the quantity, in a sentence. */
+export function modeHint(mode: Rate['tiersMode']): string {
+  return MODES[mode].hint;
+}
