@@ -66,9 +66,11 @@ async function newPage() {
   return page;
 }
 
-/** axe-core on the page as it is, then a screenshot. */
+/** axe-core on the page once settled (nothing loading, no list dimmed while it reloads),
+ * then a screenshot. */
 async function check(page, name) {
   await page.waitForLoadState('networkidle');
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
   await page.evaluate(axe.source);
   const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
@@ -413,8 +415,9 @@ async function repairGpu(page) {
   console.log('GPU 0 taken out of service and repaired');
 }
 
-/** A new version of the tenant's plan, one unit price changed, previewed against the
- * tenant's last finalized invoice (the tenant journey closed a period), then created. */
+/** A new version of the tenant's plan, one rate made graduated (two tiers), previewed
+ * against the tenant's last finalized invoice (the tenant journey closed a period), then
+ * created and read back. */
 async function newPlanVersion(page) {
   const data = await gql(creds.operator_key, 'query($t: ID!) { upcomingInvoice(tenantId: $t) { plan } plans { name versions { version } } }', { t: tenant.id });
   const named = /^(\S+) v\d+/.exec(data.upcomingInvoice.plan)?.[1];
@@ -426,6 +429,12 @@ async function newPlanVersion(page) {
   await form.getByLabel('Plan', { exact: true }).selectOption(plan);
   const price = form.getByLabel('Unit price of h100-eu-west, Allocated', { exact: true });
   await price.fill('1.99');
+  // Graduated: the first 100 GPU-hours at 1.99 (the price just typed), then 1.79.
+  const what = 'h100-eu-west, Allocated';
+  await form.getByLabel(`Pricing of ${what}`, { exact: true }).selectOption({ label: 'Graduated' });
+  await form.getByRole('button', { name: `Add tier to ${what}, after tier 1` }).click();
+  await form.getByLabel(`Up to, tier 1 of ${what}`, { exact: true }).fill('100');
+  await form.getByLabel(`Unit price (USD), tier 2 of ${what}`, { exact: true }).fill('1.79');
   await form.getByLabel('Tenant', { exact: true }).selectOption(tenant.id);
   await form.getByRole('button', { name: 'Preview', exact: true }).click();
   const shown = form.locator('.preview').or(form.getByRole('alert'));
@@ -443,7 +452,15 @@ async function newPlanVersion(page) {
   await form.getByRole('button', { name: 'Create version', exact: true }).click();
   await form.getByText(new RegExp(`^Created ${created} in `)).waitFor();
   await page.getByRole('region', { name: `Plan ${plan}` }).getByText(created, { exact: true }).waitFor();
-  console.log(`created ${created}`);
+  const stored = await gql(creds.operator_key, '{ plans { name versions { version rates { sku metric tiersMode tiers { upTo unitPrice } } } } }');
+  const version = stored.plans.find((p) => p.name === plan).versions.find((v) => `${plan} v${v.version}` === created);
+  const h100 = await skuId('h100-eu-west');
+  const rate = version.rates.find((r) => r.sku === h100 && r.metric === 'ALLOCATED');
+  const tiers = JSON.stringify(rate?.tiers);
+  if (rate?.tiersMode !== 'GRADUATED' || tiers !== JSON.stringify([{ upTo: '100', unitPrice: '1.99' }, { upTo: null, unitPrice: '1.79' }])) {
+    throw new Error(`the new version's h100 rate is ${rate?.tiersMode} ${tiers}`);
+  }
+  console.log(`created ${created}, h100-eu-west graduated: ${tiers}`);
 }
 
 async function memberJourney() {
