@@ -308,23 +308,48 @@ pub struct SampledMinute {
     pub sampled_seconds: i64,
 }
 
+impl SampledMinute {
+    fn add(&mut self, active: Decimal, memory: Decimal, sampled: i64) {
+        self.active_seconds += active;
+        self.memory_gib_seconds += memory;
+        self.sampled_seconds += sampled;
+    }
+}
+
+/// Minutes with samples, by minute.
+type Minutes = BTreeMap<DateTime<Utc>, SampledMinute>;
+
+fn add_to(
+    minutes: &mut Minutes,
+    minute: DateTime<Utc>,
+    active: Decimal,
+    memory: Decimal,
+    sampled: i64,
+) {
+    minutes
+        .entry(minute)
+        .or_insert(SampledMinute {
+            minute,
+            active_seconds: Decimal::ZERO,
+            memory_gib_seconds: Decimal::ZERO,
+            sampled_seconds: 0,
+        })
+        .add(active, memory, sampled);
+}
+
 /// The minutes of `[from, to)` in which agents reported samples of `allocation` (of
-/// `tenant`), oldest first: of all its devices, or of `device` alone (a GPU's or MIG
-/// slice's UUID; buckets folded before they were kept per device have none).
-pub async fn sampled_minutes<C: ConnectionTrait>(
+/// `tenant`), oldest first, per device: a GPU's or MIG slice's UUID, empty for buckets
+/// folded before they were kept per device.
+pub async fn sampled_minutes_by_device<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
     allocation: Uuid,
-    device: Option<&str>,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
-) -> Result<Vec<SampledMinute>, DbErr> {
-    let mut query = usage_minute::Entity::find();
-    if let Some(device) = device {
-        query = query.filter(usage_minute::Column::DeviceUuid.eq(device));
-    }
-    let rows: Vec<(DateTime<Utc>, Exact, Exact, i64)> = query
+) -> Result<BTreeMap<String, Vec<SampledMinute>>, DbErr> {
+    let rows: Vec<(String, DateTime<Utc>, Exact, Exact, i64)> = usage_minute::Entity::find()
         .select_only()
         .columns([
+            usage_minute::Column::DeviceUuid,
             usage_minute::Column::MinuteStart,
             usage_minute::Column::ActiveSeconds,
             usage_minute::Column::MemoryGibSeconds,
@@ -337,19 +362,30 @@ pub async fn sampled_minutes<C: ConnectionTrait>(
         .into_tuple()
         .all(conn)
         .await?;
-    let mut minutes: BTreeMap<DateTime<Utc>, SampledMinute> = BTreeMap::new();
-    for (minute, active, memory, sampled) in rows {
-        let m = minutes.entry(minute).or_insert(SampledMinute {
-            minute,
-            active_seconds: Decimal::ZERO,
-            memory_gib_seconds: Decimal::ZERO,
-            sampled_seconds: 0,
-        });
-        m.active_seconds += active.get();
-        m.memory_gib_seconds += memory.get();
-        m.sampled_seconds += sampled;
+    let mut devices: BTreeMap<String, Minutes> = BTreeMap::new();
+    for (device, minute, active, memory, sampled) in rows {
+        let minutes = devices.entry(device).or_default();
+        add_to(minutes, minute, active.get(), memory.get(), sampled);
     }
-    Ok(minutes.into_values().collect())
+    Ok(devices
+        .into_iter()
+        .map(|(device, minutes)| (device, minutes.into_values().collect()))
+        .collect())
+}
+
+/// Per minute, the sum of the devices' minutes, oldest first.
+pub fn summed<'a>(devices: impl IntoIterator<Item = &'a Vec<SampledMinute>>) -> Vec<SampledMinute> {
+    let mut sum = Minutes::new();
+    for m in devices.into_iter().flatten() {
+        add_to(
+            &mut sum,
+            m.minute,
+            m.active_seconds,
+            m.memory_gib_seconds,
+            m.sampled_seconds,
+        );
+    }
+    sum.into_values().collect()
 }
 
 /// The usage rows of one query, by key, with what their keys are made of.

@@ -1,6 +1,9 @@
 //! Ordering: `placeOrder`, `releaseAllocation`, `releaseOrder`, `orders`, `order`,
 //! `allocations`, `allocation`.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use async_graphql::connection::Connection;
 use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -9,7 +12,7 @@ use neocloud_schema::entity::{allocation, gpu, sku};
 
 use super::scalars::{connection, parse_id, to_id};
 use crate::error::ApiError;
-use crate::ordering::{self, AllocationView, OrderView, PlaceOrder};
+use crate::ordering::{self, AllocationView, OrderView, PlaceOrder, utilization};
 use crate::pagination::Page;
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -121,7 +124,10 @@ pub struct AllocatedGpu {
     /// The allocation holding it: the history shows only what happened while it held the
     /// GPU, the utilization only its own samples.
     #[graphql(skip)]
-    allocation: std::sync::Arc<allocation::Model>,
+    allocation: Arc<allocation::Model>,
+    /// The allocation's recent minutes, shared with its other GPUs.
+    #[graphql(skip)]
+    recent: Arc<RecentMinutes>,
     /// A MIG slice or a fraction: the GPU is shared with others.
     #[graphql(skip)]
     shared: bool,
@@ -204,16 +210,13 @@ impl AllocatedGpu {
         ctx: &Context<'_>,
         #[graphql(default = 60)] minutes: i64,
     ) -> Result<Vec<UtilizationMinute>> {
+        let recent = self.recent.read(ctx, &self.allocation, minutes).await?;
         // A shared GPU's samples are the allocation's slice or fraction, under its own id.
-        let device = (!self.shared).then_some(self.uuid.as_str());
-        let found = crate::ordering::utilization::recent(
-            super::db(ctx)?,
-            &self.allocation,
-            device,
-            minutes,
-            super::now(ctx)?,
-        )
-        .await?;
+        let found = if self.shared {
+            recent.all()
+        } else {
+            recent.of(&self.uuid)
+        };
         Ok(found.into_iter().map(UtilizationMinute).collect())
     }
 }
@@ -240,11 +243,34 @@ pub struct SkuRef {
     pub name: String,
 }
 
-pub struct Allocation(AllocationView);
+pub struct Allocation(AllocationView, Arc<RecentMinutes>);
 
 impl From<AllocationView> for Allocation {
     fn from(view: AllocationView) -> Self {
-        Allocation(view)
+        Allocation(view, Arc::default())
+    }
+}
+
+/// An allocation's recent minutes per window asked for, read once for the allocation and
+/// all its GPUs in one answer (the portal asks for all of them every 15 s).
+#[derive(Default)]
+struct RecentMinutes(tokio::sync::Mutex<HashMap<i64, Arc<utilization::Recent>>>);
+
+impl RecentMinutes {
+    async fn read(
+        &self,
+        ctx: &Context<'_>,
+        a: &allocation::Model,
+        minutes: i64,
+    ) -> Result<Arc<utilization::Recent>> {
+        let mut read = self.0.lock().await;
+        if let Some(recent) = read.get(&minutes) {
+            return Ok(recent.clone());
+        }
+        let recent =
+            Arc::new(utilization::recent(super::db(ctx)?, a, minutes, super::now(ctx)?).await?);
+        read.insert(minutes, recent.clone());
+        Ok(recent)
     }
 }
 
@@ -308,7 +334,7 @@ impl Allocation {
     }
 
     async fn gpus(&self) -> Vec<AllocatedGpu> {
-        let a = std::sync::Arc::new(self.0.allocation.clone());
+        let a = Arc::new(self.0.allocation.clone());
         let shared = a.mig_profile.is_some() || a.milli_gpu.is_some();
         self.0
             .gpus
@@ -321,6 +347,7 @@ impl Allocation {
                 health_changed_at: g.health_changed_at,
                 gpu: g.clone(),
                 allocation: a.clone(),
+                recent: self.1.clone(),
                 shared,
                 history: tokio::sync::OnceCell::new(),
             })
@@ -344,15 +371,8 @@ impl Allocation {
         ctx: &Context<'_>,
         #[graphql(default = 60)] minutes: i64,
     ) -> Result<Vec<UtilizationMinute>> {
-        let found = crate::ordering::utilization::recent(
-            super::db(ctx)?,
-            &self.0.allocation,
-            None,
-            minutes,
-            super::now(ctx)?,
-        )
-        .await?;
-        Ok(found.into_iter().map(UtilizationMinute).collect())
+        let recent = self.1.read(ctx, &self.0.allocation, minutes).await?;
+        Ok(recent.all().into_iter().map(UtilizationMinute).collect())
     }
 }
 
@@ -481,7 +501,12 @@ impl Order {
     }
 
     async fn allocations(&self) -> Vec<Allocation> {
-        self.0.allocations.iter().cloned().map(Allocation).collect()
+        self.0
+            .allocations
+            .iter()
+            .cloned()
+            .map(Allocation::from)
+            .collect()
     }
 
     /// What the order's units cost an hour as they are billed now: `count` × the price of
@@ -554,13 +579,17 @@ impl OrderingQuery {
             page,
         )
         .await?;
-        Ok(connection(result, |a| a.allocation.id.into(), Allocation))
+        Ok(connection(
+            result,
+            |a| a.allocation.id.into(),
+            Allocation::from,
+        ))
     }
 
     async fn allocation(&self, ctx: &Context<'_>, id: ID) -> Result<Allocation> {
         let id = parse_id("id", &id)?;
         let view = ordering::get_allocation(super::db(ctx)?, super::principal(ctx)?, id).await?;
-        Ok(Allocation(view))
+        Ok(Allocation::from(view))
     }
 }
 
@@ -614,7 +643,7 @@ impl OrderingMutation {
             .await?
             .pop()
             .ok_or_else(|| ApiError::not_found("allocation"))?;
-        Ok(Allocation(view))
+        Ok(Allocation::from(view))
     }
 
     /// Ends every allocation of an order.

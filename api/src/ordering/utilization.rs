@@ -1,6 +1,8 @@
 //! An allocation's utilization minute by minute, over all its GPUs or per GPU, from its
 //! usage buckets: what the portal's live charts show.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_metering::usage::{self, SampledMinute};
 use neocloud_schema::entity::allocation;
@@ -11,16 +13,32 @@ use crate::error::{ApiError, ApiResult};
 /// The longest window one read covers: a day of minutes.
 pub const MAX_MINUTES: i64 = 1440;
 
+/// An allocation's minutes with samples over one window, per device: read once for the
+/// allocation's chart and all its GPUs'.
+#[derive(Debug)]
+pub struct Recent(BTreeMap<String, Vec<SampledMinute>>);
+
+impl Recent {
+    /// Over all its devices.
+    pub fn all(&self) -> Vec<SampledMinute> {
+        usage::summed(self.0.values())
+    }
+
+    /// Of one device (a GPU's or MIG slice's UUID).
+    pub fn of(&self, device: &str) -> Vec<SampledMinute> {
+        self.0.get(device).cloned().unwrap_or_default()
+    }
+}
+
 /// The minutes with samples among the last `minutes` of the allocation's life (up to now,
-/// or to its end), oldest first: of all its devices, or of `device` alone. The caller has
-/// already been allowed to see `a`.
+/// or to its end), oldest first, per device. The caller has already been allowed to see
+/// `a`.
 pub async fn recent(
     db: &DatabaseConnection,
     a: &allocation::Model,
-    device: Option<&str>,
     minutes: i64,
     now: DateTime<Utc>,
-) -> ApiResult<Vec<SampledMinute>> {
+) -> ApiResult<Recent> {
     if !(1..=MAX_MINUTES).contains(&minutes) {
         return Err(ApiError::invalid(
             "minutes",
@@ -36,5 +54,7 @@ pub async fn recent(
             .unwrap_or(a.started_at),
     );
     neocloud_metering::ingest::settle(db).await?;
-    Ok(usage::sampled_minutes(db, a.tenant_id, a.id.into(), device, (from, to)).await?)
+    let by_device =
+        usage::sampled_minutes_by_device(db, a.tenant_id, a.id.into(), (from, to)).await?;
+    Ok(Recent(by_device))
 }

@@ -39,7 +39,7 @@ pub async fn deliver_due(
             tracing::error!(payout = %payout.number, "A payout is not a whole number of minor units.");
             continue;
         };
-        store::begin_attempt(db, &payout).await?;
+        let payout = store::begin_attempt(db, payout).await?;
         let answer = transfer_once(gateway, &payout, minor).await;
         let txn = crate::db::begin_write(db).await?;
         match answer {
@@ -60,15 +60,14 @@ pub async fn deliver_due(
 }
 
 /// The transfer paying `payout` (`minor` units): one Stripe already made for it when it
-/// was tried before (`attempts` as read before this one was counted), otherwise a new
-/// one under its idempotency key.
+/// was tried before this attempt, otherwise a new one under its idempotency key.
 async fn transfer_once(
     gateway: &Gateway,
     payout: &provider_payout::Model,
     minor: i64,
 ) -> Result<String, GatewayError> {
     let id = payout.id.to_string();
-    if payout.attempts > 0
+    if payout.attempts > 1
         && let Some(made) = gateway.find_transfer(&payout.number, &id).await?
     {
         return Ok(made);

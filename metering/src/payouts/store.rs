@@ -146,26 +146,27 @@ pub async fn failed<C: ConnectionTrait>(
 
 /// Counts an attempt before it is made, so a sender that dies while waiting for the
 /// answer leaves a trace: the next attempt looks for the transfer before making one.
+/// Returns the payout with this attempt counted.
 pub async fn begin_attempt<C: ConnectionTrait>(
     conn: &C,
-    payout: &provider_payout::Model,
-) -> Result<(), DbErr> {
-    let mut active: provider_payout::ActiveModel = payout.clone().into();
-    active.attempts = Set(payout.attempts.saturating_add(1));
-    active.update(conn).await.map(|_| ())
+    payout: provider_payout::Model,
+) -> Result<provider_payout::Model, DbErr> {
+    let attempts = payout.attempts.saturating_add(1);
+    let mut active: provider_payout::ActiveModel = payout.into();
+    active.attempts = Set(attempts);
+    active.update(conn).await
 }
 
-/// Sending failed for a passing reason: tried again later, with backoff.
+/// Sending failed for a passing reason: tried again later, with backoff by the attempts
+/// counted so far (`begin_attempt`).
 pub async fn retry_later<C: ConnectionTrait>(
     conn: &C,
     payout: &provider_payout::Model,
     error: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    let attempts = payout.attempts.saturating_add(1);
-    let wait = TimeDelta::seconds(1i64 << attempts.clamp(0, 12)).min(TimeDelta::hours(1));
+    let wait = TimeDelta::seconds(1i64 << payout.attempts.clamp(0, 12)).min(TimeDelta::hours(1));
     let mut active: provider_payout::ActiveModel = payout.clone().into();
-    active.attempts = Set(attempts);
     active.next_attempt_at = Set(now + wait);
     active.last_error = Set(Some(error.chars().take(500).collect()));
     active.update(conn).await.map(|_| ())
