@@ -529,6 +529,10 @@ async fn report(
 /// What a case ran: per order, the GPU-seconds it spent failed.
 struct Ran {
     failed_gpu_seconds: Vec<i64>,
+    /// Each allocation's order (index into the case's orders).
+    orders_of: BTreeMap<String, usize>,
+    /// The closed invoice's `[periodStart, periodEnd)`.
+    period: (Value, Value),
 }
 
 /// Runs case `n` through the server; returns what ran and its closed invoice's (lines,
@@ -582,11 +586,19 @@ async fn run_case(
     let invoice = app
         .close_period(
             &tenant,
-            "total lines { kind skuId metric quantity unitPrice amount }",
+            "periodStart periodEnd total lines { kind skuId metric quantity unitPrice amount }",
         )
         .await;
     let (lines, total) = lines_of(&invoice, &fleet.skus);
-    (tenant, Ran { failed_gpu_seconds }, lines, total)
+    let ran = Ran {
+        failed_gpu_seconds,
+        orders_of: placed
+            .iter()
+            .map(|p| (p.allocation.clone(), p.order))
+            .collect(),
+        period: (invoice["periodStart"].clone(), invoice["periodEnd"].clone()),
+    };
+    (tenant, ran, lines, total)
 }
 
 fn lines_of(invoice: &Value, skus: &[String]) -> (Vec<ModelLine>, Decimal) {
@@ -638,7 +650,34 @@ async fn preview(
     lines_of(preview, &fleet.skus)
 }
 
-fn model_of(case: &Case, ran: &Ran) -> (Vec<ModelLine>, Decimal) {
+/// Each order's cost as `usage` prices its allocations' rows over the closed period, and
+/// how many rows (each rounded to 6 decimal places) it is the sum of.
+async fn usage_costs(app: &TestApp, tenant: &str, case: &Case, ran: &Ran) -> Vec<(Decimal, u32)> {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($f: DateTime!, $t: DateTime!, $id: ID) {
+                usage(from: $f, to: $t, groupBy: [ALLOCATION], tenantId: $id) { currency rows { key cost } } }",
+            json!({"f": ran.period.0, "t": ran.period.1, "id": tenant}),
+        )
+        .await;
+    assert_eq!(r["data"]["usage"]["currency"], "USD", "{r}");
+    let mut costs = vec![(Decimal::ZERO, 0); case.orders.len()];
+    for row in r["data"]["usage"]["rows"].as_array().expect("rows") {
+        let order = ran.orders_of[row["key"].as_str().expect("key")];
+        let cost: Decimal = row["cost"]
+            .as_str()
+            .expect("cost")
+            .parse()
+            .expect("decimal");
+        costs[order].0 += cost;
+        costs[order].1 += 1;
+    }
+    costs
+}
+
+/// The reference model's inputs for the case as it ran, under `case`'s plan.
+fn model_plan_and_orders(case: &Case, ran: &Ran) -> (Plan, Vec<HeldOrder>) {
     let has_plan = case.has_plan();
     let skus: Vec<SkuPlan> = SKUS
         .iter()
@@ -676,6 +715,11 @@ fn model_of(case: &Case, ran: &Ran) -> (Vec<ModelLine>, Decimal) {
         discount_pct: case.discount_pct.filter(|_| has_plan),
         credit: case.credit,
     };
+    (plan, orders)
+}
+
+fn model_of(case: &Case, ran: &Ran) -> (Vec<ModelLine>, Decimal) {
+    let (plan, orders) = model_plan_and_orders(case, ran);
     reference_model::invoice(&plan, &orders)
 }
 
@@ -710,6 +754,22 @@ async fn invoices_match_the_reference_model(backend: Backend) {
             (&want_lines, want_total),
             "case {n}: {case:#?}"
         );
+        // What each order's usage cost, as the portal's usage charts show it.
+        let (plan, orders) = model_plan_and_orders(&case, &ran);
+        let want_costs = reference_model::order_costs(&plan, &orders);
+        for (i, ((cost, rows), want)) in usage_costs(&app, &tenant, &case, &ran)
+            .await
+            .into_iter()
+            .zip(want_costs)
+            .enumerate()
+        {
+            // Each row is rounded half-even to 6 decimal places.
+            let rounding = Decimal::new(5, 7) * Decimal::from(rows);
+            assert!(
+                (cost - want).abs() <= rounding,
+                "case {n}, order {i}: usage costs {cost}, the model {want}: {case:#?}"
+            );
+        }
         // The same usage under another generated plan, as the console previews it.
         let proposed = Case {
             orders: case.orders.clone(),

@@ -1137,7 +1137,117 @@ async fn a_stored_amount_is_the_exact_decimal_and_garbage_never_reads_as_zero(ba
     }
 }
 
+/// The open period's usage costs: priced by the plan in force each second (1.00 a
+/// GPU-second, then 2.00 after a mid-period `assignPlan`), the graduated ACTIVE tier and
+/// its flat fee all on the seconds they priced, and the whole adding up to the draft's
+/// usage lines. Three `usage` fields of one request share one rating of the period.
+async fn usage_costs_follow_the_plan_in_force_and_add_up_to_the_open_invoice(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    ingest(&app, &s, "00000000-0000-0000-0000-0000000000c1", 1, 0).await;
+    // A plan takes effect from the start of the minute it is assigned in.
+    app.start_of_next_minute();
+    let doubled = json!({"plan": "per-second", "currency": "USD", "effectiveFrom": "2026-01-01T00:00:00Z",
+        "minimumBillableSeconds": 0,
+        "rates": [{"sku": s.sku, "metric": "ALLOCATED", "tiersMode": "PER_UNIT", "unitPrice": "7200"}]});
+    let v2 = app.create_plan_version(doubled).await;
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }",
+            json!({"t": s.tenant, "v": v2}),
+        )
+        .await;
+    let switched = r["data"]["assignPlan"]["effectiveFrom"].clone();
+    assert!(switched.is_string(), "{r}");
+    app.advance(TimeDelta::seconds(10));
+    release(&app, &s).await;
+    let from = iso(s.started - Duration::hours(1));
+    let to = iso(s.started + Duration::hours(1));
+    let r = app
+        .gql(
+            Some(&s.key),
+            "query($f: DateTime!, $s: DateTime!, $t: DateTime!) {
+                all: usage(from: $f, to: $t) { currency rows { allocatedSeconds cost } }
+                before: usage(from: $f, to: $s) { rows { allocatedSeconds cost } }
+                after: usage(from: $s, to: $t) { rows { allocatedSeconds cost } }
+                upcomingInvoice { lines { kind metric amount } } }",
+            json!({"f": from, "s": switched, "t": to}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    assert_eq!(r["data"]["all"]["currency"], "USD");
+    let row = |field: &str| {
+        let row = &r["data"][field]["rows"][0];
+        (dec(&row["allocatedSeconds"]), dec(&row["cost"]))
+    };
+    let lines = r["data"]["upcomingInvoice"]["lines"]
+        .as_array()
+        .expect("lines");
+    let charged = |kinds: &[&str], metric: &str| -> Decimal {
+        lines
+            .iter()
+            .filter(|l| kinds.contains(&l["kind"].as_str().unwrap_or_default()))
+            .filter(|l| metric.is_empty() || l["metric"] == metric)
+            .map(|l| dec(&l["amount"]))
+            .sum()
+    };
+    let active = charged(&["USAGE", "FLAT_FEE"], "ACTIVE");
+    assert!(
+        active > Decimal::ZERO,
+        "the sampled seconds were charged: {r}"
+    );
+    // Lines are rounded to cents: a cost may differ from a line's exact share by that.
+    let near = |a: Decimal, b: Decimal| (a - b).abs() <= Decimal::new(1, 2);
+    let (held_before, cost_before) = row("before");
+    assert!(
+        near(cost_before, held_before + active),
+        "before the switch: {held_before} s at 1.00 and the ACTIVE lines {active}, cost {cost_before}"
+    );
+    let (held_after, cost_after) = row("after");
+    assert!(held_after >= Decimal::from(9), "{r}");
+    assert!(
+        near(cost_after, held_after * Decimal::TWO),
+        "after the switch: {held_after} s at 2.00, cost {cost_after}"
+    );
+    let (_, cost_all) = row("all");
+    assert_eq!(cost_all, cost_before + cost_after, "{r}");
+    let usage_lines = charged(&["USAGE", "FLAT_FEE", "SLA_CREDIT"], "");
+    assert!(
+        (cost_all - usage_lines).abs() <= Decimal::new(1, 6),
+        "the rows add up to the usage lines: {cost_all} != {usage_lines}"
+    );
+}
+
+/// Readers that find no draft at once (a portal page asks for it from several fields)
+/// open the tenant's first period between them, never also the one after it.
+async fn readers_racing_to_open_the_first_period_open_it_once(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    let reads = (0..8).map(|_| {
+        app.gql(
+            Some(&key),
+            "{ upcomingInvoice { id periodStart } }",
+            json!({}),
+        )
+    });
+    let drafts: std::collections::BTreeSet<String> = futures_util::future::join_all(reads)
+        .await
+        .iter()
+        .map(|r| r["data"]["upcomingInvoice"].to_string())
+        .collect();
+    assert_eq!(drafts.len(), 1, "{drafts:?}");
+    let listed = listed(&app, &key, None).await;
+    assert_eq!(listed.len(), 1, "one period is open: {listed:?}");
+}
+
 on_both_databases!(
+    readers_racing_to_open_the_first_period_open_it_once,
+    usage_costs_follow_the_plan_in_force_and_add_up_to_the_open_invoice,
     a_stored_amount_is_the_exact_decimal_and_garbage_never_reads_as_zero,
     the_invoice_list_shows_the_open_draft_at_its_current_total,
     the_json_export_numbers_tiers_from_one_as_graphql_and_csv_do,

@@ -185,7 +185,8 @@ async function utilization(page) {
 }
 
 /** The usage page's hourly chart, and the stacked chart per day by label and by
- * allocation: the new allocation is unlabeled, and the legend links to allocations. */
+ * allocation: the new allocation is unlabeled, and the legend links to allocations;
+ * then the same by allocation in cost, and the month's usage cost. */
 async function usageCharts(page) {
   await page.getByRole('img', { name: 'Usage per hour, last 48 hours' }).waitFor();
   const section = page.getByRole('region', { name: 'By SKU, allocation or label' });
@@ -199,6 +200,13 @@ async function usageCharts(page) {
   const links = await section.locator('figcaption a').count();
   if (bars === 0 || links === 0) throw new Error(`usage by allocation: ${bars} bars, ${links} allocations in the legend`);
   console.log(`usage by allocation: ${bars} bars, ${links} allocations in the legend`);
+  await section.getByRole('button', { name: 'Cost', exact: true }).click();
+  await section.getByRole('img', { name: /^Cost per day by allocation/ }).waitFor();
+  const costBars = await section.locator('svg .stack rect').count();
+  if (costBars === 0) throw new Error('usage cost by allocation: no bars');
+  const cost = page.locator('.stat', { has: page.getByText('Usage cost', { exact: true }) }).locator('.stat-value');
+  await cost.waitFor();
+  console.log(`usage cost by allocation: ${costBars} bars; the month's usage cost ${await cost.innerText()}`);
 }
 
 async function tenantJourney() {

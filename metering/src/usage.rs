@@ -31,6 +31,8 @@ use uuid::Uuid;
 
 use crate::health;
 use crate::ingest::fold::label_key;
+use crate::rating::unit_cost::UnitCosts;
+use neocloud_schema::vocabulary::{AllocationClass, Metric};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GroupBy {
@@ -72,6 +74,9 @@ pub struct UsageRow {
     pub energy_kwh: Decimal,
     /// Unit-seconds held on failed hardware.
     pub sla_credit_seconds: Decimal,
+    /// What the row's usage cost at the unit costs of the periods it falls in, exact
+    /// (zero when read without them).
+    pub cost: Decimal,
 }
 
 /// (SKU, allocation, minute, active seconds, memory GiB-seconds, energy kWh) of a minute
@@ -172,25 +177,36 @@ async fn holdings<C: ConnectionTrait>(
     })
 }
 
-/// The label key of each allocation's order labels (`label_key` of `placeOrder`'s labels):
-/// what `LABEL` groups every quantity by.
-async fn order_labels<C: ConnectionTrait>(
+/// What a usage row needs of an allocation besides its SKU and id.
+struct AllocationFacts {
+    /// The label key of its order labels (`label_key` of `placeOrder`'s labels): what
+    /// `LABEL` groups every quantity by.
+    label: String,
+    spot: bool,
+}
+
+/// The facts of each allocation with usage in the read.
+async fn allocation_facts<C: ConnectionTrait>(
     conn: &C,
     held: &[allocation::Model],
     buckets: &[BucketRow],
-) -> Result<HashMap<Uuid, String>, DbErr> {
+) -> Result<HashMap<Uuid, AllocationFacts>, DbErr> {
     let key = |a: &allocation::Model| {
         let labels = serde_json::from_value::<BTreeMap<String, String>>(a.labels.clone())
             .unwrap_or_default();
-        (a.id.into(), label_key(&labels))
+        let facts = AllocationFacts {
+            label: label_key(&labels),
+            spot: a.class == AllocationClass::Spot,
+        };
+        (a.id.into(), facts)
     };
-    let mut labels: HashMap<Uuid, String> = held.iter().map(key).collect();
+    let mut facts: HashMap<Uuid, AllocationFacts> = held.iter().map(key).collect();
     // A bucket of the range's last minute may belong to an allocation that started after
     // `to` within that minute.
     let missing: Vec<Uuid> = buckets
         .iter()
         .map(|b| b.1)
-        .filter(|id| !labels.contains_key(id))
+        .filter(|id| !facts.contains_key(id))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -199,9 +215,9 @@ async fn order_labels<C: ConnectionTrait>(
             .filter(allocation::Column::Id.is_in(missing))
             .all(conn)
             .await?;
-        labels.extend(more.iter().map(key));
+        facts.extend(more.iter().map(key));
     }
-    Ok(labels)
+    Ok(facts)
 }
 
 fn row_for(rows: &mut BTreeMap<Vec<String>, UsageRow>, key: Vec<String>) -> &mut UsageRow {
@@ -235,6 +251,20 @@ pub async fn usage<C: ConnectionTrait>(
     group_by: &[GroupBy],
     now: DateTime<Utc>,
 ) -> Result<Vec<UsageRow>, DbErr> {
+    let costs = UnitCosts::default();
+    usage_costed(conn, tenant, (from, to), group_by, now, &costs).await
+}
+
+/// `usage`, with each row's cost at `costs` (every quantity priced by the segment its
+/// second or minute falls in).
+pub async fn usage_costed<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    group_by: &[GroupBy],
+    now: DateTime<Utc>,
+    costs: &UnitCosts,
+) -> Result<Vec<UsageRow>, DbErr> {
     let skus: HashMap<Uuid, String> = sku::Entity::find()
         .all(conn)
         .await?
@@ -243,20 +273,28 @@ pub async fn usage<C: ConnectionTrait>(
         .collect();
     let buckets = minute_buckets(conn, tenant, from, to).await?;
     let held = holdings(conn, tenant, from, to).await?;
-    let labels = order_labels(conn, &held.allocations, &buckets).await?;
+    let facts = allocation_facts(conn, &held.allocations, &buckets).await?;
     let step = step_of(group_by);
     let mut rows = Rows {
         group_by,
         step,
         skus: &skus,
-        labels: &labels,
+        facts: &facts,
+        costs,
         rows: BTreeMap::new(),
     };
     for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
+        let sampled = [
+            (Metric::Active, active.get()),
+            (Metric::Memory, memory.get()),
+            (Metric::Energy, energy.get()),
+        ];
+        let cost = rows.cost(sku_id, allocation_id, minute_start, &sampled);
         let row = rows.row(sku_id, allocation_id, bucket_of(minute_start, step));
         row.active_seconds += active.get();
         row.memory_gib_seconds += memory.get();
         row.energy_kwh += energy.get();
+        row.cost += cost;
     }
     for a in &held.allocations {
         let Some(span) = overlap(
@@ -393,7 +431,8 @@ struct Rows<'a> {
     group_by: &'a [GroupBy],
     step: TimeDelta,
     skus: &'a HashMap<Uuid, String>,
-    labels: &'a HashMap<Uuid, String>,
+    facts: &'a HashMap<Uuid, AllocationFacts>,
+    costs: &'a UnitCosts,
     rows: BTreeMap<Vec<String>, UsageRow>,
 }
 
@@ -406,10 +445,28 @@ impl Rows<'_> {
         let parts = Parts {
             sku: &name,
             allocation,
-            label: self.labels.get(&allocation).map_or("", String::as_str),
+            label: self.facts.get(&allocation).map_or("", |f| f.label.as_str()),
             at,
         };
         row_for(&mut self.rows, key_of(self.group_by, &parts))
+    }
+
+    /// What `quantities` of an allocation's SKU used at `at` cost.
+    fn cost(
+        &self,
+        sku: Option<Uuid>,
+        allocation: Uuid,
+        at: DateTime<Utc>,
+        quantities: &[(Metric, Decimal)],
+    ) -> Decimal {
+        let Some(sku) = sku else {
+            return Decimal::ZERO;
+        };
+        let spot = self.facts.get(&allocation).is_some_and(|f| f.spot);
+        quantities
+            .iter()
+            .map(|&(metric, q)| self.costs.cost(at, (sku, spot), metric, q))
+            .sum()
     }
 
     /// The unit-seconds allocation `a` held in `[lo, hi)`, per time bucket: allocated, and
@@ -433,7 +490,9 @@ impl Rows<'_> {
         let failed_spans = failed_spans(&gpus, &held.failed, (lo, hi), now);
         let units = units_held(a, gpus.len());
         let gpus = Decimal::from(gpus.len());
-        for (at, part) in spans_per_bucket(lo, hi, self.step) {
+        let step = self.step;
+        let parts = self.costs.cut(lo, hi).into_iter();
+        for (at, part) in parts.flat_map(|(a, b)| spans_per_bucket(a, b, step)) {
             // GPU-seconds held and failed in the bucket, summed over the allocation's GPUs,
             // then turned into unit-seconds once (exact unless a node's GPU count does not
             // divide them; then 28 significant digits).
@@ -444,9 +503,17 @@ impl Rows<'_> {
                 .sum();
             let held_gpu_secs = Decimal::from((part.1 - part.0).num_seconds()) * gpus;
             let failed_gpu_secs = Decimal::from(failed_gpu_secs);
+            let allocated = (held_gpu_secs - failed_gpu_secs) * units / gpus;
+            let sla_credit = failed_gpu_secs * units / gpus;
+            let held = [
+                (Metric::Allocated, allocated),
+                (Metric::SlaCredit, sla_credit),
+            ];
+            let cost = self.cost(Some(a.sku_id.into()), a.id.into(), part.0, &held);
             let row = self.row(Some(a.sku_id.into()), a.id.into(), at);
-            row.allocated_seconds += (held_gpu_secs - failed_gpu_secs) * units / gpus;
-            row.sla_credit_seconds += failed_gpu_secs * units / gpus;
+            row.allocated_seconds += allocated;
+            row.sla_credit_seconds += sla_credit;
+            row.cost += cost;
         }
     }
 }

@@ -1,14 +1,20 @@
 //! Batched reads for fields of list items: a page of 100 nodes asking for their agent
-//! tokens and allocations costs one query each, not one per node. A loader lives for one
-//! request and acts as its caller (the domain functions authorize the batch).
+//! tokens and allocations costs one query each, not one per node; and reads that several
+//! fields of one request share (a tenant's usage costs). A loader lives for one request;
+//! `NodeExtras` acts as its caller (the domain functions authorize the batch), the usage
+//! resolver authorizes before it asks `UsageCosts`.
 
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 
 use async_graphql::dataloader::{DataLoader, Loader};
+use chrono::{DateTime, Utc};
+use neocloud_metering::invoicing::costs::unit_costs;
+use neocloud_metering::rating::unit_cost::UnitCosts;
+use neocloud_schema::clock::SharedClock;
 use neocloud_schema::entity::api_key;
-use neocloud_schema::ids::NodeId;
+use neocloud_schema::ids::{NodeId, TenantId};
 use sea_orm::DatabaseConnection;
 use uuid::Uuid;
 
@@ -65,6 +71,40 @@ impl Loader<LiveOn> for NodeExtras {
             out.entry(LiveOn(view.allocation.node_id.into()))
                 .or_default()
                 .push(view);
+        }
+        Ok(out)
+    }
+}
+
+/// What one request's `usage` fields price their rows at: the open period is rated once
+/// per tenant and range, however many fields of the request ask for costs.
+pub struct UsageCosts {
+    db: DatabaseConnection,
+    clock: SharedClock,
+}
+
+impl UsageCosts {
+    pub fn loader(db: DatabaseConnection, clock: SharedClock) -> DataLoader<UsageCosts> {
+        DataLoader::new(UsageCosts { db, clock }, tokio::spawn)
+    }
+}
+
+/// A tenant's unit costs over `[from, to)`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CostsOf(pub TenantId, pub DateTime<Utc>, pub DateTime<Utc>);
+
+impl Loader<CostsOf> for UsageCosts {
+    type Value = Arc<UnitCosts>;
+    type Error = Arc<ApiError>;
+
+    async fn load(&self, keys: &[CostsOf]) -> Result<HashMap<CostsOf, Self::Value>, Self::Error> {
+        let now = self.clock.now();
+        let mut out = HashMap::new();
+        for &key @ CostsOf(tenant, from, to) in keys {
+            let costs = unit_costs(&self.db, tenant, (from, to), now)
+                .await
+                .map_err(ApiError::from)?;
+            out.insert(key, Arc::new(costs));
         }
         Ok(out)
     }

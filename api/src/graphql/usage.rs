@@ -3,8 +3,14 @@
 
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+use async_graphql::dataloader::DataLoader;
+use neocloud_metering::rating::period::round;
+use neocloud_metering::rating::unit_cost::UnitCosts;
 use neocloud_metering::{ingest, usage};
 
+use super::loaders::{CostsOf, UsageCosts};
 use super::scalars::{tenant_arg, to_id};
 use sea_orm::TransactionTrait;
 
@@ -49,21 +55,26 @@ pub struct UsageRow {
     /// Unit-seconds on failed hardware (a node: the share of its GPUs that failed),
     /// credited instead of billed.
     pub sla_credit_seconds: String,
-    /// Always null: usage rows are quantities; what they cost is on the invoice
-    /// (`upcomingInvoice`, whose lines are rated per plan tier and minimum and so cannot
-    /// be split per row exactly).
-    #[graphql(
-        deprecation = "usage rows carry quantities; read charges from upcomingInvoice lines"
-    )]
-    pub cost: Option<String>,
+    /// What the row's usage cost, in `Usage.currency`, before tax: each quantity at the
+    /// average its billing period's invoice charged per unit of its SKU and metric (tiers,
+    /// packages, flat fees and minimum-duration top-ups averaged over the usage they
+    /// priced; SLA credit negative), so a period's rows add up to its usage lines.
+    /// Commitment discounts and credits stay on the invoice; a voided invoice's period
+    /// costs nothing. Rounded half-even to 6 decimal places.
+    pub cost: String,
 }
 
 #[derive(SimpleObject)]
 pub struct Usage {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
+    /// The currency of the rows' costs: the tenant's.
+    pub currency: String,
     pub rows: Vec<UsageRow>,
 }
+
+/// Decimal places of a usage row's cost (an hour of a MIG slice can cost under a cent).
+const COST_DP: u32 = 6;
 
 #[derive(SimpleObject)]
 pub struct AgentStream {
@@ -177,6 +188,49 @@ impl From<async_nats::jetstream::consumer::Info> for IngestStream {
     }
 }
 
+/// The grouping of a usage read, once each, after checking the range it spans.
+fn checked_grouping(
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    group_by: Vec<UsageGroupBy>,
+) -> Result<Vec<usage::GroupBy>, ApiError> {
+    if to <= from {
+        return Err(ApiError::invalid("to", "must be after from"));
+    }
+    if (to - from).num_days() > usage::MAX_RANGE_DAYS {
+        let days = usage::MAX_RANGE_DAYS;
+        return Err(ApiError::invalid(
+            "to",
+            format!("a query spans at most {days} days"),
+        ));
+    }
+    let mut group: Vec<usage::GroupBy> = Vec::new();
+    for g in group_by {
+        let g = g.into();
+        if !group.contains(&g) {
+            group.push(g);
+        }
+    }
+    if group.contains(&usage::GroupBy::Hour)
+        && (to - from).num_days() > usage::MAX_HOURLY_RANGE_DAYS
+    {
+        let days = usage::MAX_HOURLY_RANGE_DAYS;
+        return Err(ApiError::invalid(
+            "to",
+            format!("grouped by hour, a query spans at most {days} days"),
+        ));
+    }
+    Ok(group)
+}
+
+/// The unit costs of `key`, read once per request (`loaders::UsageCosts`).
+async fn unit_costs(ctx: &Context<'_>, key: CostsOf) -> Result<Arc<UnitCosts>> {
+    let loader = ctx.data::<DataLoader<UsageCosts>>()?;
+    let found = loader.load_one(key).await;
+    Ok(found
+        .map_err(|e| async_graphql::Error::from(&*e))?
+        .unwrap_or_default())
+}
+
 #[derive(Default)]
 pub struct UsageQuery;
 
@@ -192,43 +246,29 @@ impl UsageQuery {
         tenant_id: Option<ID>,
     ) -> Result<Usage> {
         let tenant = super::principal(ctx)?.acting_tenant(tenant_arg(tenant_id)?)?;
-        if to <= from {
-            return Err(ApiError::invalid("to", "must be after from").into());
-        }
-        if (to - from).num_days() > usage::MAX_RANGE_DAYS {
-            return Err(ApiError::invalid(
-                "to",
-                format!("a query spans at most {} days", usage::MAX_RANGE_DAYS),
-            )
-            .into());
-        }
-        let mut group: Vec<usage::GroupBy> = Vec::new();
-        for g in group_by {
-            let g = g.into();
-            if !group.contains(&g) {
-                group.push(g);
-            }
-        }
-        if group.contains(&usage::GroupBy::Hour)
-            && (to - from).num_days() > usage::MAX_HOURLY_RANGE_DAYS
-        {
-            return Err(ApiError::invalid(
-                "to",
-                format!(
-                    "grouped by hour, a query spans at most {} days",
-                    usage::MAX_HOURLY_RANGE_DAYS
-                ),
-            )
-            .into());
-        }
+        let group = checked_grouping((from, to), group_by)?;
         let db = super::db(ctx)?;
         ingest::settle(db).await.map_err(ApiError::from)?;
-        let rows = usage::usage(db, tenant, from, to, &group, super::now(ctx)?)
+        let now = super::now(ctx)?;
+        // Rating the open period is the costly part: only when a row's cost is asked for.
+        let costed = ctx.look_ahead().field("rows").field("cost").exists();
+        let currency = crate::tenancy::store::find(db, tenant)
+            .await
+            .map_err(ApiError::from)?
+            .ok_or_else(|| ApiError::not_found("tenant"))?
+            .currency;
+        let costs = if costed {
+            unit_costs(ctx, CostsOf(tenant, from, to)).await?
+        } else {
+            Arc::default()
+        };
+        let rows = usage::usage_costed(db, tenant, (from, to), &group, now, costs.as_ref())
             .await
             .map_err(ApiError::from)?;
         Ok(Usage {
             from,
             to,
+            currency,
             rows: rows
                 .into_iter()
                 .map(|r| UsageRow {
@@ -239,7 +279,7 @@ impl UsageQuery {
                     memory_gib_seconds: r.memory_gib_seconds.normalize().to_string(),
                     energy_kwh: r.energy_kwh.normalize().to_string(),
                     sla_credit_seconds: r.sla_credit_seconds.normalize().to_string(),
-                    cost: None,
+                    cost: round(r.cost, COST_DP).normalize().to_string(),
                 })
                 .collect(),
         })

@@ -10,7 +10,7 @@ use actix_web::http::StatusCode;
 use super::AppState;
 use crate::error::{ApiError, Code};
 use crate::graphql::cost::IntrospectionOnly;
-use crate::graphql::loaders::NodeExtras;
+use crate::graphql::loaders::{NodeExtras, UsageCosts};
 use crate::graphql::{Caller, bounds};
 
 /// A request answered before the engine runs it.
@@ -121,7 +121,9 @@ async fn admit(
     }
     let mut request = request;
     if let Some(principal) = &caller.0 {
-        request = request.data(NodeExtras::loader(state.db.clone(), principal.clone()));
+        request = request
+            .data(NodeExtras::loader(state.db.clone(), principal.clone()))
+            .data(UsageCosts::loader(state.db.clone(), state.clock.clone()));
     }
     let request = request.data(caller);
     Ok(if shape.introspection_only {

@@ -174,7 +174,7 @@ fn seconds_per_sku(plan: &Plan, orders: &[HeldOrder]) -> BTreeMap<String, Second
     let mut out: BTreeMap<String, Seconds> = BTreeMap::new();
     for order in orders {
         let sku = sku(plan, &order.sku);
-        let spot_priced = order.spot && sku.pricing.is_some() && sku.spot_price.is_some();
+        let spot_priced = spot_priced(sku, order);
         let billed = order.seconds.max(plan.minimum_seconds.max(0));
         let failed_units =
             Decimal::from(order.failed_gpu_seconds) / Decimal::from(sku.gpus_per_unit);
@@ -196,9 +196,17 @@ fn sku<'p>(plan: &'p Plan, name: &str) -> &'p SkuPlan {
         .expect("known SKU")
 }
 
-/// The lines and total the period should be invoiced.
-pub fn invoice(plan: &Plan, orders: &[HeldOrder]) -> (Vec<ModelLine>, Decimal) {
-    let mut lines = Vec::new();
+/// What usage of one SKU and metric a group of lines priced: the SKU, the metric and
+/// whether it was priced as spot (at the rate's spot price).
+type Class = (String, &'static str, bool);
+
+fn spot_priced(sku: &SkuPlan, order: &HeldOrder) -> bool {
+    order.spot && sku.pricing.is_some() && sku.spot_price.is_some()
+}
+
+/// The usage lines of the period (before discounts and credits), by what they priced.
+fn usage_lines(plan: &Plan, orders: &[HeldOrder]) -> Vec<(Class, Vec<ModelLine>)> {
+    let mut out = Vec::new();
     for (name, secs) in seconds_per_sku(plan, orders) {
         let sku = sku(plan, &name);
         for (spot_priced, unit_secs) in secs.allocated {
@@ -206,30 +214,38 @@ pub fn invoice(plan: &Plan, orders: &[HeldOrder]) -> (Vec<ModelLine>, Decimal) {
                 continue;
             }
             let quantity = hours(unit_secs);
-            match (&sku.pricing, spot_priced) {
-                (Some(_), true) => {
-                    lines.push(usage(&name, quantity, sku.spot_price.expect("spot")))
+            let lines = match (&sku.pricing, spot_priced) {
+                (Some(_), true) => vec![usage(&name, quantity, sku.spot_price.expect("spot"))],
+                (Some(pricing), false) => priced(&name, quantity, pricing),
+                (None, _) => vec![usage(&name, quantity, sku.list_price)],
+            };
+            out.push(((name.clone(), "ALLOCATED", spot_priced), lines));
+        }
+        let mut per_metric =
+            |metric: &'static str, kind: &str, price: Option<Decimal>, q: Decimal| {
+                if let Some(price) = price.filter(|_| !q.is_zero()) {
+                    let line = line(kind, &name, metric, hours(q), price);
+                    out.push(((name.clone(), metric, false), vec![line]));
                 }
-                (Some(pricing), false) => lines.extend(priced(&name, quantity, pricing)),
-                (None, _) => lines.push(usage(&name, quantity, sku.list_price)),
-            }
-        }
-        if let Some(price) = sku.active_price.filter(|_| !secs.active.is_zero()) {
-            lines.push(line("USAGE", &name, "ACTIVE", hours(secs.active), price));
-        }
-        if let Some(price) = sku.memory_price.filter(|_| !secs.memory.is_zero()) {
-            lines.push(line("USAGE", &name, "MEMORY", hours(secs.memory), price));
-        }
-        if let Some(price) = sku.sla_price.filter(|_| !secs.failed_units.is_zero()) {
-            lines.push(line(
-                "SLA_CREDIT",
-                &name,
-                "SLA_CREDIT",
-                hours(secs.failed_units),
-                -price,
-            ));
-        }
+            };
+        per_metric("ACTIVE", "USAGE", sku.active_price, secs.active);
+        per_metric("MEMORY", "USAGE", sku.memory_price, secs.memory);
+        per_metric(
+            "SLA_CREDIT",
+            "SLA_CREDIT",
+            sku.sla_price.map(|p| -p),
+            secs.failed_units,
+        );
     }
+    out
+}
+
+/// The lines and total the period should be invoiced.
+pub fn invoice(plan: &Plan, orders: &[HeldOrder]) -> (Vec<ModelLine>, Decimal) {
+    let mut lines: Vec<ModelLine> = usage_lines(plan, orders)
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .collect();
     let subtotal: Decimal = lines.iter().map(|l| l.amount).sum();
     if let Some(pct) = plan.discount_pct.filter(|_| !subtotal.is_zero()) {
         lines.push(line(
@@ -251,6 +267,39 @@ pub fn invoice(plan: &Plan, orders: &[HeldOrder]) -> (Vec<ModelLine>, Decimal) {
     lines.sort();
     let total = lines.iter().map(|l| l.amount).sum();
     (lines, total)
+}
+
+/// What each order's usage cost, as a usage read prices it (`docs/metering.md`, "Cost"):
+/// the rounded lines of each SKU, metric and price class shared by the orders in
+/// proportion to what each used of it (unit-seconds without the minimum's top-up, SM-active
+/// and GiB-seconds, failed unit-seconds), exact.
+pub fn order_costs(plan: &Plan, orders: &[HeldOrder]) -> Vec<Decimal> {
+    let used = |order: &HeldOrder, (name, metric, spot): &Class| -> Decimal {
+        let sku = sku(plan, name);
+        if order.sku != *name || (*metric == "ALLOCATED" && spot_priced(sku, order) != *spot) {
+            return Decimal::ZERO;
+        }
+        let failed = Decimal::from(order.failed_gpu_seconds) / Decimal::from(sku.gpus_per_unit);
+        let sampled = Decimal::from(order.count * sku.gpus_per_unit * order.sampled_seconds);
+        match *metric {
+            "ALLOCATED" => Decimal::from(order.count * order.seconds) - failed,
+            "ACTIVE" => sampled * order.utilization_pct / Decimal::ONE_HUNDRED,
+            "MEMORY" => sampled * Decimal::from(order.memory_gib),
+            _ => failed,
+        }
+    };
+    let mut costs = vec![Decimal::ZERO; orders.len()];
+    for (class, lines) in usage_lines(plan, orders) {
+        let amount: Decimal = lines.iter().map(|l| l.amount).sum();
+        let total: Decimal = orders.iter().map(|o| used(o, &class)).sum();
+        if total.is_zero() {
+            continue;
+        }
+        for (cost, order) in costs.iter_mut().zip(orders) {
+            *cost += amount * used(order, &class) / total;
+        }
+    }
+    costs
 }
 
 #[cfg(test)]

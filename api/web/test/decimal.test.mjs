@@ -43,3 +43,10 @@ test('isDecimal accepts what the API writes and nothing else', () => {
   for (const bad of ['', '.', 'abc', '1e3', '1.2.3', '1,5', 'NaN']) assert.ok(!d.isDecimal(bad), bad);
   assert.throws(() => d.add('1e3', '1'), RangeError);
 });
+
+test('abs drops the sign, keeps the digits', () => {
+  assert.equal(d.abs('-1.50'), '1.50');
+  assert.equal(d.abs('0.000417'), '0.000417');
+  assert.equal(d.abs('+2'), '2');
+  assert.equal(d.compare(d.abs('-40'), d.abs('10.5')), 1);
+});

@@ -37,3 +37,21 @@ test('large values are grouped, whole when the step is', () => {
   assert.equal(t.decimalsOf(0.25), 2);
   assert.equal(t.valueLabel(0.0123456), '0.012');
 });
+
+test('axisRange: without negatives, 0 to the nice ceiling (0 to 1 for nothing), or the fixed top', () => {
+  assert.deepEqual(t.axisRange(7, 0, 4), { min: 0, max: 8, step: 2, ticks: [0, 2, 4, 6, 8] });
+  assert.deepEqual(t.axisRange(0, 0, 4), { min: 0, max: 1, step: 0.25, ticks: [0, 0.25, 0.5, 0.75, 1] });
+  assert.deepEqual(t.axisRange(42, 0, 4, 100), { min: 0, max: 100, step: 25, ticks: [0, 25, 50, 75, 100] });
+});
+
+test('axisRange: with negatives, the same nice step both ways from 0', () => {
+  // Charges of 7, a credit of 1.5: steps of 2, one below zero.
+  assert.deepEqual(t.axisRange(7, 1.5, 4), { min: -2, max: 8, step: 2, ticks: [-2, 0, 2, 4, 6, 8] });
+  // A credit larger than the charges: the step fits the larger side.
+  assert.deepEqual(t.axisRange(3, 9, 4), { min: -10, max: 5, step: 2.5, ticks: [-10, -7.5, -5, -2.5, 0, 2.5, 5] });
+  // Only credit: the axis ends at 0.
+  assert.deepEqual(t.axisRange(0, 0.3, 4), { min: -0.3, max: 0, step: 0.1, ticks: [-0.3, -0.2, -0.1, 0] });
+  assert.ok(Object.is(t.axisRange(0, 0.3, 4).max, 0));
+  // A fixed top stays; the credit gets whole steps below.
+  assert.deepEqual(t.axisRange(42, 30, 4, 100), { min: -50, max: 100, step: 25, ticks: [-50, -25, 0, 25, 50, 75, 100] });
+});

@@ -94,3 +94,54 @@ test('chargesBySku: amounts summed exactly per SKU, largest first, no-SKU lines 
   ]);
   assert.deepEqual(u.chargesBySku([]), []);
 });
+
+const costRow = (key, cost) => ({ key, allocatedSeconds: '3600', cost });
+
+test('topGroups by cost: the most first, ties by key, groups costing nothing left out', () => {
+  const totals = [costRow('c', '10.5'), costRow('a', '30'), costRow('b', '30.000000'), costRow('d', '0.000417'), costRow('z', '0.000000')];
+  assert.deepEqual(u.topGroups(totals, 2, 'cost'), [{ key: 'a' }, { key: 'b' }, { key: null }]);
+  assert.deepEqual(u.topGroups(totals, 8, 'cost'), [{ key: 'a' }, { key: 'b' }, { key: 'c' }, { key: 'd' }]);
+  // The same rows by hours: all allocated alike, so by key.
+  assert.deepEqual(u.topGroups(totals, 2), [{ key: 'a' }, { key: 'b' }, { key: null }]);
+  assert.deepEqual(u.topGroups(totals, 8).length, 5);
+});
+
+test('topGroups by cost: a credit is chosen by its size and ordered last', () => {
+  // "x" only had SLA credit: -40 outweighs 10.5 and 5, so it is shown, below the others.
+  const totals = [costRow('a', '30'), costRow('c', '10.5'), costRow('x', '-40'), costRow('d', '5'), costRow('e', '-0.5')];
+  assert.deepEqual(u.topGroups(totals, 3, 'cost'), [{ key: 'a' }, { key: 'c' }, { key: 'x' }, { key: null }]);
+  assert.deepEqual(u.topGroups(totals, 8, 'cost'), [{ key: 'a' }, { key: 'c' }, { key: 'd' }, { key: 'e' }, { key: 'x' }]);
+  // Exact decimals, not floats.
+  assert.deepEqual(u.topGroups([costRow('p', '-0.1'), costRow('q', '0.10000000000000001')], 1, 'cost'), [{ key: 'q' }, { key: null }]);
+});
+
+test('otherCount: the groups with any of the measure not shown', () => {
+  const totals = [costRow('a', '30'), costRow('b', '0'), costRow('c', '-1'), costRow('d', '2')];
+  assert.equal(u.otherCount(totals, [{ key: 'a' }, { key: null }], 'cost'), 2);
+  assert.equal(u.otherCount(totals, [{ key: 'a' }, { key: 'b' }, { key: 'c' }, { key: 'd' }], 'cost'), 0);
+  // By hours every one of them has some.
+  assert.equal(u.otherCount(totals, [{ key: 'a' }, { key: null }]), 3);
+  assert.equal(u.otherCount([{ key: 'n', allocatedSeconds: '0' }], []), 0);
+});
+
+test('stackByDay by cost: each group per day, Other the exact sum with credits netted', () => {
+  const days = ['2026-12-01', '2026-12-02'];
+  const rows = [
+    { keys: ['2026-12-01', 'a'], allocatedSeconds: '3600', cost: '2.5' },
+    { keys: ['2026-12-01', 'x'], allocatedSeconds: '60', cost: '0.1' },
+    { keys: ['2026-12-01', 'y'], allocatedSeconds: '0', cost: '-0.3' },
+    { keys: ['2026-12-02', 'x'], allocatedSeconds: '1', cost: '0.000417' },
+    { keys: ['2026-12-02', 'y'], allocatedSeconds: '1', cost: '0.000001' },
+    { keys: ['2026-12-02', 'a'], allocatedSeconds: '0', cost: '-1.5' },
+  ];
+  const stack = u.stackByDay(rows, days, [{ key: 'a' }, { key: null }], 'cost');
+  assert.deepEqual(stack.values, [
+    ['2.5', '-1.5'],
+    ['-0.2', '0.000418'],
+  ]);
+  // The same rows by hours, unchanged.
+  assert.deepEqual(u.stackByDay(rows, days, [{ key: 'a' }, { key: null }]).values, [
+    ['3600', '0'],
+    ['60', '2'],
+  ]);
+});

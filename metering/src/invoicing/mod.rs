@@ -8,6 +8,7 @@
 //! reads its input (usage, plan versions in force, credit grants, earlier invoices) and
 //! writes the result. Callers pass `now`, so tests and the benchmark control the clock.
 
+pub mod costs;
 mod input;
 pub mod prices;
 pub mod reminders;

@@ -60,8 +60,11 @@ pub async fn open_draft<C: ConnectionTrait>(
         .one(conn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound("tenant".into()))?;
+    // Finalized invoices only: a draft another reader opened meanwhile is the same
+    // period, not the one before it.
     let last_end = invoice::Entity::find()
         .filter(invoice::Column::TenantId.eq(tenant))
+        .filter(invoice::Column::Status.ne(InvoiceStatus::Draft))
         .order_by_desc(invoice::Column::PeriodEnd)
         .one(conn)
         .await?
@@ -497,4 +500,22 @@ pub(super) async fn grants_with_remaining<C: ConnectionTrait>(
             (g, left)
         })
         .collect())
+}
+
+/// The rating input and output lines a finalized invoice keeps; `None` (logged) when
+/// they cannot be read: the provider statements and usage costs that read it then leave
+/// the invoice out.
+pub fn kept_rating(inv: &invoice::Model) -> Option<(PeriodInput, Vec<Line>)> {
+    let rating = inv.rating.as_ref()?;
+    let input: Option<PeriodInput> = rating
+        .get("input")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let lines: Option<Vec<Line>> = rating
+        .get("output")
+        .and_then(|o| o.get("lines"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    if input.is_none() || lines.is_none() {
+        tracing::warn!(invoice = %inv.id, "An invoice's kept rating could not be read.");
+    }
+    Some((input?, lines?))
 }

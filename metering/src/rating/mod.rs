@@ -17,6 +17,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
 
 pub mod period;
+pub mod unit_cost;
 
 /// Decimal places kept when a quantity conversion does not terminate.
 pub const QUANTITY_DP: u32 = 20;

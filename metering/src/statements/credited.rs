@@ -16,7 +16,8 @@ use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use uuid::Uuid;
 
-use super::{Served, attribute, store::rating_of};
+use super::{Served, attribute};
+use crate::invoicing::store::kept_rating;
 use crate::rating::period::Line;
 
 /// One allocation's part of one credit note: the revenue and SLA credit it took back.
@@ -68,7 +69,7 @@ pub async fn unclaimed_before<C: ConnectionTrait>(
 /// Each allocation's share of what `credited` (position on the invoice, net amount)
 /// took from `invoice`: its lines with the credited amounts, split as the invoice's were.
 fn shares(invoice: &invoice::Model, credited: &[(usize, Decimal)]) -> Vec<Served> {
-    let Some((input, lines)) = rating_of(invoice) else {
+    let Some((input, lines)) = kept_rating(invoice) else {
         return Vec::new();
     };
     let taken: Vec<Line> = credited

@@ -23,13 +23,14 @@ use std::collections::BTreeMap;
 
 use neocloud_schema::entity::provider_agreement;
 use neocloud_schema::money::minor_unit_digits_of;
-use neocloud_schema::vocabulary::{LineKind, Metric, SkuForm};
+use neocloud_schema::vocabulary::{Metric, SkuForm};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::rating::period::{Line, PeriodInput, allocation_quantities, round};
 use crate::rating::seconds_to_hours;
+use crate::rating::unit_cost::{charged_by_segment, spot_billed_as_on_demand};
 
 /// What one allocation was invoiced for on one invoice.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,39 +45,12 @@ pub struct Served {
     pub sla_credit: Decimal,
 }
 
-/// The line kinds that charge (or credit) for an allocation's own use.
-fn attributable(line: &Line) -> Option<(Uuid, Metric)> {
-    let kinds = [LineKind::Usage, LineKind::FlatFee, LineKind::SlaCredit];
-    match (line.sku, line.metric) {
-        (Some(sku), Some(metric)) if kinds.contains(&line.kind) && metric != Metric::Metered => {
-            Some((sku, metric))
-        }
-        _ => None,
-    }
-}
-
 /// Splits an invoice's lines over the allocations they charged for (the rule above).
 /// Allocations of a segment are matched by the segment and the spot flag each line's trace
 /// records; spot usage priced with on-demand usage (a rate without a spot price) shares
 /// the on-demand lines.
 pub fn attribute(input: &PeriodInput, lines: &[Line]) -> Vec<Served> {
-    let spans: Vec<serde_json::Value> = input
-        .segments
-        .iter()
-        .map(|s| serde_json::json!([s.from, s.to]))
-        .collect();
-    let mut groups: BTreeMap<(usize, Uuid, Metric, bool), Decimal> = BTreeMap::new();
-    for line in lines {
-        let Some((sku, metric)) = attributable(line) else {
-            continue;
-        };
-        let segment = line.trace.get("segment");
-        let Some(index) = spans.iter().position(|s| Some(s) == segment) else {
-            continue;
-        };
-        let spot = line.trace.get("spot").and_then(serde_json::Value::as_bool) == Some(true);
-        *groups.entry((index, sku, metric, spot)).or_default() += line.amount;
-    }
+    let groups = charged_by_segment(input, lines);
     let mut served: BTreeMap<Uuid, Served> = BTreeMap::new();
     for segment in &input.segments {
         for u in &segment.usage {
@@ -89,7 +63,7 @@ pub fn attribute(input: &PeriodInput, lines: &[Line]) -> Vec<Served> {
         }
     }
     for (&(index, sku, metric, spot), &amount) in &groups {
-        let merged_spot = !spot && !groups.contains_key(&(index, sku, metric, true));
+        let merged_spot = !spot && spot_billed_as_on_demand(&groups, (index, sku, metric));
         let segment = &input.segments[index];
         let weights: Vec<(Uuid, Decimal)> = segment
             .usage
@@ -245,4 +219,4 @@ pub fn earn(terms: &EarningTerms, served: &Served, place: Place<'_>) -> Option<E
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

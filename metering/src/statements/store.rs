@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::credited::CreditedShare;
 use super::{Earned, EarningTerms, Place, Served, attribute, earn};
-use crate::rating::period::{Line, PeriodInput};
+use crate::invoicing::store::kept_rating;
 
 pub const EARNING: &str = "earning";
 pub const REVERSAL: &str = "reversal";
@@ -199,24 +199,7 @@ pub async fn gather<C: ConnectionTrait>(conn: &C, start: DateTime<Utc>) -> Resul
 
 /// The allocations' shares of a finalized invoice, from the rating it keeps.
 fn served_on(inv: &invoice::Model) -> Vec<Served> {
-    rating_of(inv).map_or_else(Vec::new, |(input, lines)| attribute(&input, &lines))
-}
-
-/// The rating input and output lines a finalized invoice keeps; `None` (logged) when
-/// they cannot be read, and the invoice earns no provider anything.
-pub(super) fn rating_of(inv: &invoice::Model) -> Option<(PeriodInput, Vec<Line>)> {
-    let rating = inv.rating.as_ref()?;
-    let input: Option<PeriodInput> = rating
-        .get("input")
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    let lines: Option<Vec<Line>> = rating
-        .get("output")
-        .and_then(|o| o.get("lines"))
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    if input.is_none() || lines.is_none() {
-        tracing::warn!(invoice = %inv.id, "An invoice's rating could not be read: it earns no provider anything.");
-    }
-    Some((input?, lines?))
+    kept_rating(inv).map_or_else(Vec::new, |(input, lines)| attribute(&input, &lines))
 }
 
 async fn claimed<C: ConnectionTrait>(

@@ -9,22 +9,23 @@ use super::*;
 use crate::rating::PriceModel;
 use crate::rating::period::tests::arb_model;
 use crate::rating::period::{AllocationUsage, PlanTerms, Rate, Segment, SkuInfo, rate_period};
+use neocloud_schema::vocabulary::LineKind;
 
-fn d(s: &str) -> Decimal {
+pub(crate) fn d(s: &str) -> Decimal {
     s.parse().expect("decimal")
 }
 
-fn t(s: &str) -> DateTime<Utc> {
+pub(crate) fn t(s: &str) -> DateTime<Utc> {
     s.parse().expect("time")
 }
 
-const SKU: Uuid = Uuid::from_u128(1);
+pub(crate) const SKU: Uuid = Uuid::from_u128(1);
 
-fn alloc(n: u128) -> Uuid {
+pub(crate) fn alloc(n: u128) -> Uuid {
     Uuid::from_u128(100 + n)
 }
 
-fn usage(n: u128, spot: bool, seconds: i64, failed: i64) -> AllocationUsage {
+pub(crate) fn usage(n: u128, spot: bool, seconds: i64, failed: i64) -> AllocationUsage {
     AllocationUsage {
         allocation: alloc(n),
         sku: SKU,
@@ -36,7 +37,7 @@ fn usage(n: u128, spot: bool, seconds: i64, failed: i64) -> AllocationUsage {
     }
 }
 
-fn input(rates: Vec<Rate>, usage: Vec<AllocationUsage>) -> PeriodInput {
+pub(crate) fn input(rates: Vec<Rate>, usage: Vec<AllocationUsage>) -> PeriodInput {
     let skus = BTreeMap::from([(
         SKU,
         SkuInfo {
@@ -72,7 +73,7 @@ fn input(rates: Vec<Rate>, usage: Vec<AllocationUsage>) -> PeriodInput {
     }
 }
 
-fn rate(metric: Metric, model: PriceModel, spot: Option<&str>) -> Rate {
+pub(crate) fn rate(metric: Metric, model: PriceModel, spot: Option<&str>) -> Rate {
     Rate {
         sku: SKU,
         metric,
@@ -81,7 +82,7 @@ fn rate(metric: Metric, model: PriceModel, spot: Option<&str>) -> Rate {
     }
 }
 
-fn per_unit(price: &str) -> PriceModel {
+pub(crate) fn per_unit(price: &str) -> PriceModel {
     PriceModel::PerUnit {
         unit_price: d(price),
     }

@@ -58,6 +58,12 @@ export function compare(a: string, b: string): number {
   return d < 0n ? -1 : d > 0n ? 1 : 0;
 }
 
+/** `s` without its sign ("-1.50" → "1.50"). */
+export function abs(s: string): string {
+  const t = s.trim();
+  return t.startsWith('-') || t.startsWith('+') ? t.slice(1) : t;
+}
+
 /** The sum of decimal strings ("0" for none). */
 export function sum(values: readonly string[]): string {
   return values.reduce(add, '0');

@@ -30,3 +30,32 @@ export function tickLabel(v: number, step: number): string {
 export function valueLabel(v: number): string {
   return v.toLocaleString('en', { maximumFractionDigits: 3 });
 }
+
+export interface AxisRange {
+  min: number;
+  max: number;
+  /** The distance between ticks. */
+  step: number;
+  /** Each tick's value, lowest first; 0 is one of them. */
+  ticks: number[];
+}
+
+/**
+ * A y axis for data reaching up to `hi` (0 for nothing above zero) and down to `-lo` (0 for
+ * nothing below). Without negatives: 0 to `fixedMax` or a nice ceiling of `hi` (0 to 1
+ * for no data) in `ticks` steps. With negatives (an SLA credit's cost) the same nice step
+ * runs both ways from 0, as many whole steps as each side needs.
+ */
+export function axisRange(hi: number, lo: number, ticks: number, fixedMax?: number): AxisRange {
+  if (lo <= 0) {
+    const max = fixedMax ?? (niceCeiling(hi, ticks) || 1);
+    const step = max / ticks;
+    return { min: 0, max, step, ticks: Array.from({ length: ticks + 1 }, (_, i) => step * i) };
+  }
+  const step = (fixedMax ?? niceCeiling(Math.max(hi, lo), ticks)) / ticks;
+  const above = fixedMax !== undefined ? ticks : Math.max(0, Math.ceil(hi / step - 1e-9));
+  const below = Math.max(1, Math.ceil(lo / step - 1e-9));
+  // Whole steps from 0, without a float's tail (-3 × 0.1 is -0.30000000000000004).
+  const at = (k: number) => (k === 0 ? 0 : Number((k * step).toPrecision(12)));
+  return { min: at(-below), max: at(above), step, ticks: Array.from({ length: below + above + 1 }, (_, i) => at(i - below)) };
+}

@@ -10,7 +10,8 @@ type Upcoming = SpendSummaryResult['upcomingInvoice'];
 
 /**
  * The billing period's charges so far per SKU: the upcoming invoice's line amounts summed
- * exactly per SKU (usage rows carry no cost). A bar beside each shows its share.
+ * exactly per SKU (the invoice's own lines: usage rows' costs leave out commitments and
+ * credits). A bar beside each shows its share.
  */
 export function ChargesBySku({ invoice }: { invoice: Upcoming }) {
   const rows = chargesBySku(invoice.lines);

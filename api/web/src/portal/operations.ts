@@ -39,6 +39,7 @@ export type UsageQuantitiesFragment = {
   activeSeconds: string;
   energyKwh: string;
   slaCreditSeconds: string;
+  cost: string;
 };
 
 export type InvoiceDetailFragment = {
@@ -362,29 +363,35 @@ export const ReleaseAllocation: Doc<ReleaseAllocationResult, ReleaseAllocationVa
 
 export type UsageReportResult = {
   total: {
+    currency: string;
     rows: Array<{
       allocatedSeconds: string;
       activeSeconds: string;
       energyKwh: string;
       slaCreditSeconds: string;
+      cost: string;
     }>;
   };
   byDay: {
+    currency: string;
     rows: Array<{
       key: string;
       allocatedSeconds: string;
       activeSeconds: string;
       energyKwh: string;
       slaCreditSeconds: string;
+      cost: string;
     }>;
   };
   bySku: {
+    currency: string;
     rows: Array<{
       key: string;
       allocatedSeconds: string;
       activeSeconds: string;
       energyKwh: string;
       slaCreditSeconds: string;
+      cost: string;
     }>;
   };
 };
@@ -393,24 +400,28 @@ export type UsageReportVariables = {
   to: string;
 };
 export const UsageReport: Doc<UsageReportResult, UsageReportVariables> = {
-  query: "query UsageReport($from:DateTime!$to:DateTime!){total:usage(from:$from to:$to){rows{...UsageQuantities}}byDay:usage(from:$from to:$to groupBy:[DAY]){rows{key ...UsageQuantities}}bySku:usage(from:$from to:$to groupBy:[SKU]){rows{key ...UsageQuantities}}}fragment UsageQuantities on UsageRow{allocatedSeconds activeSeconds energyKwh slaCreditSeconds}",
+  query: "query UsageReport($from:DateTime!$to:DateTime!){total:usage(from:$from to:$to){currency rows{...UsageQuantities}}byDay:usage(from:$from to:$to groupBy:[DAY]){currency rows{key ...UsageQuantities}}bySku:usage(from:$from to:$to groupBy:[SKU]){currency rows{key ...UsageQuantities}}}fragment UsageQuantities on UsageRow{allocatedSeconds activeSeconds energyKwh slaCreditSeconds cost}",
   name: "UsageReport",
 };
 
 export type UsageBreakdownResult = {
   groups: {
+    currency: string;
     rows: Array<{
       key: string;
       allocatedSeconds: string;
       activeSeconds: string;
       energyKwh: string;
       slaCreditSeconds: string;
+      cost: string;
     }>;
   };
   perDay: {
+    currency: string;
     rows: Array<{
       keys: Array<string>;
       allocatedSeconds: string;
+      cost: string;
     }>;
   };
 };
@@ -420,16 +431,18 @@ export type UsageBreakdownVariables = {
   by: UsageGroupBy;
 };
 export const UsageBreakdown: Doc<UsageBreakdownResult, UsageBreakdownVariables> = {
-  query: "query UsageBreakdown($from:DateTime!$to:DateTime!$by:UsageGroupBy!){groups:usage(from:$from to:$to groupBy:[$by]){rows{key ...UsageQuantities}}perDay:usage(from:$from to:$to groupBy:[DAY$by]){rows{keys allocatedSeconds}}}fragment UsageQuantities on UsageRow{allocatedSeconds activeSeconds energyKwh slaCreditSeconds}",
+  query: "query UsageBreakdown($from:DateTime!$to:DateTime!$by:UsageGroupBy!){groups:usage(from:$from to:$to groupBy:[$by]){currency rows{key ...UsageQuantities}}perDay:usage(from:$from to:$to groupBy:[DAY$by]){currency rows{keys allocatedSeconds cost}}}fragment UsageQuantities on UsageRow{allocatedSeconds activeSeconds energyKwh slaCreditSeconds cost}",
   name: "UsageBreakdown",
 };
 
 export type RecentUsageResult = {
   usage: {
+    currency: string;
     rows: Array<{
       key: string;
       allocatedSeconds: string;
       activeSeconds: string;
+      cost: string;
     }>;
   };
 };
@@ -438,7 +451,7 @@ export type RecentUsageVariables = {
   to: string;
 };
 export const RecentUsage: Doc<RecentUsageResult, RecentUsageVariables> = {
-  query: "query RecentUsage($from:DateTime!$to:DateTime!){usage(from:$from to:$to groupBy:[HOUR]){rows{key allocatedSeconds activeSeconds}}}",
+  query: "query RecentUsage($from:DateTime!$to:DateTime!){usage(from:$from to:$to groupBy:[HOUR]){currency rows{key allocatedSeconds activeSeconds cost}}}",
   name: "RecentUsage",
 };
 

@@ -1,13 +1,24 @@
 /**
  * The usage page's series, from the API's buckets: the leading groups of a month and
- * "Other" per day, the hours of the last two days, charges per SKU from the upcoming
- * invoice. Quantities and amounts stay exact decimal strings; only lib/decimal sums them.
+ * "Other" per day (by allocated unit-seconds or by cost), the hours of the last two days,
+ * charges per SKU from the upcoming invoice. Quantities and amounts stay exact decimal
+ * strings; only lib/decimal sums them.
  */
 
-import { compare, sum } from '../lib/decimal';
+import { abs, compare, sum } from '../lib/decimal';
 
 /** How many groups a stacked chart shows before the rest go under "Other". */
 export const TOP_GROUPS = 8;
+
+/** What a stacked chart measures: a row's allocated unit-seconds or its cost. */
+export type Measure = 'allocatedSeconds' | 'cost';
+
+/** A usage row's value of `measure` ("0" when it has none). */
+type Measured = Partial<Record<Measure, string>>;
+
+const value = (r: Measured, measure: Measure): string => r[measure] ?? '0';
+
+const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 /** A series of the stacked chart: a group's key, or every other group's. */
 export interface StackGroup {
@@ -17,36 +28,46 @@ export interface StackGroup {
 
 export interface Stack {
   groups: StackGroup[];
-  /** Per group (in `groups` order), per day (in `days` order): allocated unit-seconds. */
+  /** Per group (in `groups` order), per day (in `days` order): allocated unit-seconds or cost. */
   values: string[][];
 }
 
 /**
- * The `n` groups with the most allocated unit-seconds in `totals` (the API's rows grouped
- * by the dimension alone), most first, ties by key; groups with none are left out. The
+ * The `n` groups with the most of `measure` in `totals` (the API's rows grouped by the
+ * dimension alone), most first, ties by key; groups with none (zero) are left out. The
  * remaining groups with any are one group, "Other", last.
+ *
+ * A cost can be negative (SLA credit outweighing a group's charges): groups are chosen by
+ * size, so a large credit is shown as itself rather than hidden in Other, then ordered by
+ * value, most first, so credits come last (the stack's first segments below zero).
  */
-export function topGroups(totals: readonly { key: string; allocatedSeconds: string }[], n: number = TOP_GROUPS): StackGroup[] {
-  const ranked = totals
-    .filter((r) => compare(r.allocatedSeconds, '0') > 0)
-    .sort((a, b) => compare(b.allocatedSeconds, a.allocatedSeconds) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const groups: StackGroup[] = ranked.slice(0, n).map((r) => ({ key: r.key }));
+export function topGroups(totals: readonly ({ key: string } & Measured)[], n: number = TOP_GROUPS, measure: Measure = 'allocatedSeconds'): StackGroup[] {
+  const ranked = totals.filter((r) => compare(value(r, measure), '0') !== 0).sort((a, b) => compare(abs(value(b, measure)), abs(value(a, measure))) || byKey(a, b));
+  const shown = ranked.slice(0, n).sort((a, b) => compare(value(b, measure), value(a, measure)) || byKey(a, b));
+  const groups: StackGroup[] = shown.map((r) => ({ key: r.key }));
   return ranked.length > n ? [...groups, { key: null }] : groups;
+}
+
+/** How many groups of `totals` with any of `measure` are in "Other" (not among `groups`). */
+export function otherCount(totals: readonly ({ key: string } & Measured)[], groups: readonly StackGroup[], measure: Measure = 'allocatedSeconds'): number {
+  const named = new Set(groups.flatMap((g) => (g.key === null ? [] : [g.key])));
+  return totals.filter((r) => compare(value(r, measure), '0') !== 0 && !named.has(r.key)).length;
 }
 
 /**
  * The stacked chart's values: `rows` are the API's rows grouped by [DAY, dimension]
- * (`keys` = [day, group]). Each day of `days` gets each group's seconds ("0" for none);
- * "Other" is the exact sum of that day's other groups. Nothing is summed across days.
+ * (`keys` = [day, group]). Each day of `days` gets each group's `measure` ("0" for none);
+ * "Other" is the exact sum of that day's other groups (a cost's credits netted). Nothing
+ * is summed across days.
  */
-export function stackByDay(rows: readonly { keys: readonly string[]; allocatedSeconds: string }[], days: readonly string[], groups: readonly StackGroup[]): Stack {
+export function stackByDay(rows: readonly ({ keys: readonly string[] } & Measured)[], days: readonly string[], groups: readonly StackGroup[], measure: Measure = 'allocatedSeconds'): Stack {
   const named = new Set(groups.flatMap((g) => (g.key === null ? [] : [g.key])));
   const cell = new Map<string, string>();
   const others = new Map<string, string[]>();
   for (const r of rows) {
     const [day = '', group = ''] = r.keys;
-    if (named.has(group)) cell.set(`${day}\n${group}`, r.allocatedSeconds);
-    else others.set(day, [...(others.get(day) ?? []), r.allocatedSeconds]);
+    if (named.has(group)) cell.set(`${day}\n${group}`, value(r, measure));
+    else others.set(day, [...(others.get(day) ?? []), value(r, measure)]);
   }
   const values = groups.map((g) => days.map((d) => (g.key === null ? sum(others.get(d) ?? []) : cell.get(`${d}\n${g.key}`) ?? '0')));
   return { groups: [...groups], values };

@@ -1,5 +1,5 @@
 import { useId } from 'preact/hooks';
-import { niceCeiling, tickLabel, valueLabel } from '../lib/ticks';
+import { axisRange, tickLabel, valueLabel } from '../lib/ticks';
 import { Link } from './Link';
 
 export interface Series {
@@ -9,7 +9,7 @@ export interface Series {
   /**
    * One value per x label (chart positions only: amounts are shown as strings
    * elsewhere); null for none (a day still to come, a minute without samples): no bar,
-   * a gap in the line.
+   * a gap in the line. A negative value (a credit) draws below the zero line.
    */
   values: (number | null)[];
   /** Its colour, `series-<colour>` in styles.css: 0 to 7, or "other" (default: its index). */
@@ -47,17 +47,21 @@ const DOTS_UP_TO = 62;
 
 /**
  * A bar (side by side or stacked), line and area chart in SVG with axes, gridlines, a
- * legend, and a title and description.
+ * legend, and a title and description. Stacked bars stack positive values up from zero
+ * and negative ones down from it; the y axis goes below zero only for negative values.
  */
 export function Chart({ title, description, labels, series, unit, stacked = false, max: fixedMax, ticks, height = 280, markers = [] }: ChartProps) {
   const id = useId();
   const plotH = height - M.top - M.bottom;
   const bars = series.filter((s) => s.kind === 'bar');
-  const tops = stacked ? labels.map((_, i) => bars.reduce((t, s) => t + (s.values[i] ?? 0), 0)) : [];
+  const stackOf = (i: number, sign: 1 | -1) => bars.reduce((t, s) => t + (sign > 0 ? Math.max(0, s.values[i] ?? 0) : Math.min(0, s.values[i] ?? 0)), 0);
+  const tops = stacked ? labels.map((_, i) => stackOf(i, 1)) : [];
+  const bottoms = stacked ? labels.map((_, i) => stackOf(i, -1)) : [];
   const lines = series.filter((s) => s.kind !== 'bar' || !stacked);
+  const free = lines.flatMap((s) => s.values.filter((v): v is number => v !== null));
   // With nothing to show yet, the axis still runs 0 to 1 (five distinct ticks).
-  const max = fixedMax ?? (niceCeiling(Math.max(0, ...tops, ...lines.flatMap((s) => s.values.filter((v) => v !== null))), TICKS) || 1);
-  const y = (v: number) => M.top + plotH - (Math.min(v, max) / max) * plotH;
+  const axis = axisRange(Math.max(0, ...tops, ...free), -Math.min(0, ...bottoms, ...free), TICKS, fixedMax);
+  const y = (v: number) => M.top + plotH - ((Math.min(Math.max(v, axis.min), axis.max) - axis.min) / (axis.max - axis.min)) * plotH;
   const band = PLOT_W / Math.max(1, labels.length);
   const x = (i: number) => M.left + band * i + band / 2;
   const colour = (s: Series) => `series-${s.colour ?? series.indexOf(s)}`;
@@ -67,7 +71,7 @@ export function Chart({ title, description, labels, series, unit, stacked = fals
       <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-labelledby={`${id}-t ${id}-d`} class="chart-svg">
         <title id={`${id}-t`}>{title}</title>
         <desc id={`${id}-d`}>{description}</desc>
-        <YAxis max={max} y={y} unit={unit} plotH={plotH} />
+        <YAxis ticks={axis.ticks} step={axis.step} y={y} unit={unit} plotH={plotH} />
         <XAxis labels={ticks ?? thinned(labels)} x={x} bottom={M.top + plotH} />
         {markers.map((m) => (
           <g key={m.index} class="marker">
@@ -102,9 +106,7 @@ function thinned(labels: string[]): (string | null)[] {
   return labels.map((l, i) => (i % every === 0 ? l : null));
 }
 
-function YAxis({ max, y, unit, plotH }: { max: number; y: (v: number) => number; unit: string; plotH: number }) {
-  const step = max / TICKS;
-  const ticks = Array.from({ length: TICKS + 1 }, (_, i) => step * i);
+function YAxis({ ticks, step, y, unit, plotH }: { ticks: number[]; step: number; y: (v: number) => number; unit: string; plotH: number }) {
   return (
     <g class="axis axis-y">
       {ticks.map((t) => (
@@ -158,7 +160,7 @@ function Bars({ series, colour, slot, slots, band, x, y, tip }: BarsProps) {
       {series.values.map(
         (v, i) =>
           v !== null && (
-            <rect key={i} x={x(i) - (width * slots) / 2 + width * slot} y={y(v)} width={width} height={Math.max(0, base - y(v))}>
+            <rect key={i} x={x(i) - (width * slots) / 2 + width * slot} y={y(Math.max(0, v))} width={width} height={Math.abs(base - y(v))}>
               <title>{tip(i, v, series)}</title>
             </rect>
           ),
@@ -176,20 +178,25 @@ interface StackProps {
   tip: Tip;
 }
 
-/** One column per position, the series on top of each other in their order (first at the bottom). */
+/**
+ * One column per position, the series on top of each other in their order (first at the
+ * bottom); negative values hang below zero in the same order (first at the top).
+ */
 function Stack({ bars, band, x, y, colour, tip }: StackProps) {
   const width = Math.max(1, band * 0.7);
+  const above: number[] = [];
   const below: number[] = [];
   return (
     <g class="stack">
       {bars.map((s) => (
         <g key={s.label} class={`bars ${colour(s)}`}>
           {s.values.map((v, i) => {
-            const from = below[i] ?? 0;
-            if (v === null || v <= 0) return null;
-            below[i] = from + v;
+            if (v === null || v === 0) return null;
+            const side = v > 0 ? above : below;
+            const from = side[i] ?? 0;
+            side[i] = from + v;
             return (
-              <rect key={i} x={x(i) - width / 2} y={y(from + v)} width={width} height={Math.max(0, y(from) - y(from + v))}>
+              <rect key={i} x={x(i) - width / 2} y={y(Math.max(from, from + v))} width={width} height={Math.abs(y(from) - y(from + v))}>
                 <title>{tip(i, v, s)}</title>
               </rect>
             );
