@@ -40,7 +40,7 @@ use neocloud_agent::agent::{ASSIGNMENTS_PERIOD, AgentConfig, run, watch_assignme
 use neocloud_agent::attribution::AttributionConfig;
 use neocloud_agent::metrics::{self, AgentMetrics, Health};
 use neocloud_agent::sampler::Sampler;
-use neocloud_agent::shipper::nats::NatsShipper;
+use neocloud_agent::shipper::nats::{NatsShipper, credentials};
 use neocloud_agent::shipper::{Backoff, Compression, HttpShipper, ShipperError, Transport};
 use neocloud_agent::source::nvml::NvmlSource;
 use neocloud_agent::source::sim::{SimProfile, SimSource};
@@ -281,6 +281,15 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         let (seen_tx, seen) = tokio::sync::watch::channel(None);
         config.hardware = Some(seen_tx);
         tokio::spawn(report_hardware(shipper.clone(), seen, rx.clone()));
+    }
+    if let (Some(Transport::Nats(_)), Some(shipper), Some(path)) =
+        (&transport, &shipper, &args.nats_creds)
+    {
+        tokio::spawn(credentials::keep_fresh(
+            shipper.clone(),
+            path.clone(),
+            rx.clone(),
+        ));
     }
     let report = run(config, move || plan.build(), transport, metrics, health, rx).await?;
     tracing::info!(?report, "Stopped.");

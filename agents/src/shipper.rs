@@ -162,9 +162,24 @@ impl HttpShipper {
         self.get_json("/v1/agents/inventory").await
     }
 
+    /// `GET /v1/agents/nats-credentials`: a fresh NATS credential (`.creds`) for this node.
+    /// `None` when the server mints none (404).
+    pub async fn nats_credentials(&self) -> Result<Option<String>, ShipperError> {
+        self.get("/v1/agents/nats-credentials", Ok).await
+    }
+
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
+    ) -> Result<Option<T>, ShipperError> {
+        self.get(path, json_body).await
+    }
+
+    /// GETs `path` and reads a 200's body with `read`; `None` on 404.
+    async fn get<T>(
+        &self,
+        path: &str,
+        read: impl FnOnce(String) -> Result<T, String>,
     ) -> Result<Option<T>, ShipperError> {
         let url = format!("{}{path}", self.server);
         let req_err = |reason: String| ShipperError::Request {
@@ -178,7 +193,7 @@ impl HttpShipper {
             .send()
             .await
             .map_err(|e| req_err(e.to_string()))?;
-        answer(resp, &req_err).await
+        answer(resp, &req_err, read).await
     }
 
     /// `POST /v1/agents/hardware`: what this host's GPUs are; the server's verdict.
@@ -200,7 +215,7 @@ impl HttpShipper {
             .send()
             .await
             .map_err(|e| req_err(e.to_string()))?;
-        answer(resp, &req_err).await
+        answer(resp, &req_err, json_body).await
     }
 
     /// `GET /v1/agents/assignments`: which device serves which allocation. `None` when
@@ -211,16 +226,19 @@ impl HttpShipper {
 }
 
 /// A JSON answer of an agent endpoint: `None` on 404 (a server without it).
-async fn answer<T: serde::de::DeserializeOwned>(
+fn json_body<T: serde::de::DeserializeOwned>(body: String) -> Result<T, String> {
+    serde_json::from_str(&body).map_err(|e| format!("unexpected body: {e}"))
+}
+
+async fn answer<T>(
     resp: reqwest::Response,
     req_err: &(dyn Fn(String) -> ShipperError + Sync),
+    read: impl FnOnce(String) -> Result<T, String>,
 ) -> Result<Option<T>, ShipperError> {
     let status = resp.status().as_u16();
     let body = resp.text().await.map_err(|e| req_err(e.to_string()))?;
     match status {
-        200 => serde_json::from_str(&body)
-            .map(Some)
-            .map_err(|e| req_err(format!("unexpected body: {e}"))),
+        200 => read(body).map(Some).map_err(req_err),
         404 => Ok(None),
         401 | 403 => Err(ShipperError::Unauthorized {
             status,

@@ -199,10 +199,20 @@ pub struct NatsSettings {
     /// Ingest workers in this process (`ingest` and `all` roles).
     #[serde(default = "default_stream_workers")]
     pub workers: usize,
+    /// How long a node's NATS credential is valid, in hours
+    /// (`NEOCLOUD_NATS__CREDENTIAL_HOURS`, 1 to 8,760): its agent renews it through
+    /// `GET /v1/agents/nats-credentials` before then, so a node whose agent token is
+    /// revoked (rotated, retired) is off NATS within this time.
+    #[serde(default = "default_credential_hours")]
+    pub credential_hours: u32,
 }
 
 fn default_stream_workers() -> usize {
     2
+}
+
+fn default_credential_hours() -> u32 {
+    24
 }
 
 impl Default for NatsSettings {
@@ -213,6 +223,7 @@ impl Default for NatsSettings {
             account: None,
             account_signing_seed: None,
             workers: default_stream_workers(),
+            credential_hours: default_credential_hours(),
         }
     }
 }
@@ -634,6 +645,9 @@ impl Settings {
         }
         if !(1..=64).contains(&self.nats.workers) {
             return invalid("nats.workers", "1 to 64".into());
+        }
+        if !(1..=8760).contains(&self.nats.credential_hours) {
+            return invalid("nats.credential_hours", "1 to 8,760 hours".into());
         }
         Ok(())
     }

@@ -130,6 +130,10 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         .route("/v1/agents/inventory", web::get().to(agents::inventory))
         .route("/v1/agents/hardware", web::post().to(agents::hardware))
         .route("/v1/agents/assignments", web::get().to(agents::assignments))
+        .route(
+            "/v1/agents/nats-credentials",
+            web::get().to(agents::nats_credentials),
+        )
         .route("/v1/invoices/{id}/export", web::get().to(invoices::export))
         .route(
             "/v1/credit-notes/{id}/export",
@@ -241,6 +245,7 @@ fn start_services(
         stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
         exposure: settings.exposure,
         oidc: identity_provider(settings)?,
+        nats_authority: crate::nats::authority(&settings.nats)?,
         ordering,
         rate_limiter: RateLimiter::new(settings.limits.requests_per_second, settings.limits.burst),
         metrics,

@@ -2,7 +2,8 @@
 //! batches published to its node's subject are counted exactly once (JetStream's duplicate
 //! window, then the database's batch identity beyond it); messages that can never be
 //! ingested are set aside where operators see them and the stream goes on; and a node's
-//! credential, minted by the server, reaches its own subject only.
+//! credential, minted by the server, reaches its own subject only, expires, and is renewed
+//! only with a valid agent token.
 
 mod support;
 
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use chrono::{TimeDelta, Utc};
-use neocloud_agent::shipper::nats::NatsShipper;
+use neocloud_agent::shipper::nats::{NatsShipper, credentials};
 use neocloud_agent::shipper::{Compression, ShipOutcome, Shipper};
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::ingest::Batch;
@@ -288,4 +289,102 @@ async fn a_node_credential_reaches_its_own_subject_only() {
     // Nothing reached the stream from the refused publish.
     let health = drained(&app).await;
     assert_eq!(health["rejected"], json!([]), "{health}");
+}
+
+/// `GET /v1/agents/nats-credentials` as the agent of a token: (status, body).
+async fn renewal(app: &TestApp, token: &str) -> (u16, String) {
+    let res = app
+        .client
+        .get(format!("{}/v1/agents/nats-credentials", app.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("renew");
+    (res.status().as_u16(), res.text().await.expect("body"))
+}
+
+/// A node's credential expires (`nats.credential_hours`), nats-server refuses it after,
+/// its agent renews it with the agent token, a connection picks the renewed file up on
+/// its next attempt, and a rotated token renews nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
+    let now = Utc::now().timestamp();
+    let chain = neocloud_api::nats::credentials::bootstrap(now).expect("chain");
+    let Some(nats) = NatsServer::start_with(Some(&chain.server_config)) else {
+        return;
+    };
+    let url = nats.url.clone();
+    let (account, seed) = (chain.account.clone(), chain.account_signing_seed.clone());
+    let app = TestApp::spawn_with(Backend::Sqlite, move |s| {
+        s.nats.url = Some(url);
+        s.nats.account = Some(account);
+        s.nats.account_signing_seed = Some(seed.into());
+        s.nats.credential_hours = 2;
+    })
+    .await
+    .expect("sqlite");
+    let s = setup(&app).await;
+    let minted = s.nats_credentials.as_deref().expect("minted");
+    let (issued, expires) = credentials::lifetime(minted).expect("it expires");
+    assert_eq!(
+        expires - issued,
+        2 * 3600,
+        "valid for nats.credential_hours"
+    );
+
+    // An expired credential of the node: nats-server refuses it.
+    let authority = neocloud_api::nats::credentials::Authority::new(
+        &chain.account,
+        &chain.account_signing_seed,
+    )
+    .expect("authority")
+    .expiring_after(1);
+    let expired = authority
+        .node_credentials(node_of(&s), "eu-west", now - 60)
+        .expect("minted");
+    let refused = async_nats::ConnectOptions::with_credentials(&expired)
+        .expect("creds")
+        .connect(&nats.url)
+        .await;
+    assert!(refused.is_err(), "an expired credential connects");
+
+    // The agent connects with the expired file, and gets on once it is renewed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("node.creds");
+    std::fs::write(&path, &expired).expect("write");
+    let shipper = NatsShipper::connect(
+        &nats.url,
+        Some(&path),
+        "eu-west",
+        node_of(&s),
+        Compression::Gzip,
+    )
+    .await
+    .expect("connecting goes on in the background");
+    let (status, renewed) = renewal(&app, &s.token).await;
+    assert_eq!(status, 200, "{renewed}");
+    let (_, renewed_expiry) = credentials::lifetime(&renewed).expect("it expires");
+    assert!(renewed_expiry >= expires, "a fresh credential");
+    credentials::replace(&path, &renewed).expect("replace");
+    assert_eq!(
+        ship(&shipper, &batch(&s, Uuid::new_v4(), 1, 0, 50.0)).await,
+        ShipOutcome::Accepted
+    );
+    drained(&app).await;
+    assert_eq!(active_seconds(&app, &s).await, "5");
+
+    // A rotated token is revoked: it renews nothing; the new one does.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($n: ID!) { rotateAgentToken(nodeId: $n) { agentToken } }",
+            json!({"n": s.node}),
+        )
+        .await;
+    let rotated = r["data"]["rotateAgentToken"]["agentToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(renewal(&app, &s.token).await.0, 401);
+    assert_eq!(renewal(&app, &rotated).await.0, 200);
 }

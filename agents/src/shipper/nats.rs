@@ -4,7 +4,10 @@
 //! (`PublishAck`; a duplicate acknowledgement counts too). Ingest workers take it from
 //! the stream into the same journal as `POST /v1/ingest`, under the same exactly-once
 //! rules. The connection authenticates with the node's credential (`.creds`), which may
-//! publish to that subject only and read only its own acknowledgement inbox.
+//! publish to that subject only and read only its own acknowledgement inbox, and which
+//! [`credentials`] keeps fresh.
+
+pub mod credentials;
 
 use std::path::Path;
 use std::time::Duration;
@@ -45,9 +48,14 @@ impl NatsShipper {
             reason: format!("region `{region}` cannot name a NATS subject"),
         })?;
         let mut options = match credentials {
-            Some(path) => ConnectOptions::with_credentials_file(path)
-                .await
-                .map_err(|e| nats_error(url, &e))?,
+            Some(path) => {
+                let creds = std::fs::read_to_string(path).map_err(|e| nats_error(url, &e))?;
+                if credentials::parse(&creds).is_none() {
+                    let reason = format!("{}: not a NATS credentials file", path.display());
+                    return Err(nats_error(url, &reason));
+                }
+                credentials::file_auth(path.to_owned())
+            }
             None => ConnectOptions::new(),
         };
         options = options

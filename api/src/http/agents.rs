@@ -1,10 +1,12 @@
 //! Endpoints for host agents, authenticated with the node's agent token:
 //! `GET /v1/agents/inventory` (the node's registered devices) and
 //! `GET /v1/agents/assignments` (which device serves which allocation, preemption notices),
-//! `POST /v1/agents/hardware` (what the agent sees, checked against the registration).
+//! `POST /v1/agents/hardware` (what the agent sees, checked against the registration),
+//! `GET /v1/agents/nats-credentials` (a fresh NATS credential for the node).
 
 use actix_web::{HttpResponse, web};
 use neocloud_schema::agent_api::{Assignment, Assignments, Inventory, InventoryGpu};
+use neocloud_schema::vocabulary::NodeState;
 
 use super::AppState;
 use super::extract::{AgentNode, RestError};
@@ -82,6 +84,35 @@ pub async fn assignments(
     }
     .await;
     Ok(HttpResponse::Ok().json(result?))
+}
+
+/// `GET /v1/agents/nats-credentials`: a new credential (`.creds`) for the node's agent,
+/// valid for `nats.credential_hours`; the agent renews it before it expires. A rotated or
+/// retired node's old token is revoked, so it gets none (401), and its last credential
+/// runs out. `NOT_FOUND` where the server mints no NATS credentials.
+pub async fn nats_credentials(
+    state: web::Data<AppState>,
+    AgentNode(node_id): AgentNode,
+) -> Result<HttpResponse, RestError> {
+    let authority = state
+        .nats_authority
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("NATS credentials (this server mints none)"))?;
+    let node = fleet::store::find(&state.db, node_id)
+        .await
+        .map_err(ApiError::from)?
+        .ok_or_else(|| ApiError::not_found("node"))?;
+    if node.state == NodeState::Retired {
+        return Err(ApiError::forbidden("the node is retired").into());
+    }
+    let creds = authority
+        .node_credentials(node.id, &node.region, state.clock.now().timestamp())
+        // Regions are slugs, always one subject token.
+        .map_err(|e| ApiError::invariant(e.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .insert_header(("Cache-Control", "no-store"))
+        .body(creds))
 }
 
 /// `POST /v1/agents/hardware`: what the agent sees, checked against the registration

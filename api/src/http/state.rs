@@ -30,4 +30,6 @@ pub struct AppState {
     pub exposure: crate::settings::ExposureSettings,
     /// The operators' identity provider, when single sign-on is configured.
     pub oidc: Option<Arc<crate::auth::oidc::Provider>>,
+    /// Mints nodes' NATS credentials, when the server holds the account's signing key.
+    pub nats_authority: Option<Arc<crate::nats::credentials::Authority>>,
 }

@@ -7,7 +7,9 @@
 //!   nats-server configuration that trusts them and the settings neocloud keeps.
 //! - [`Authority`] holds that account's public key and signing key. It mints a node's
 //!   credential — publish to `neocloud.usage.v1.<region>.<node>` only, subscribe to its own
-//!   acknowledgement inbox only — and the server's own, unrestricted within the account.
+//!   acknowledgement inbox only, valid for a limited time (`exp`: nats-server refuses and
+//!   disconnects it after; the agent renews it with its agent token) — and the server's
+//!   own, unrestricted within the account.
 
 use data_encoding::{BASE32_NOPAD, BASE64URL_NOPAD};
 use neocloud_schema::ids::NodeId;
@@ -29,6 +31,8 @@ pub enum CredentialError {
 pub struct Authority {
     account: String,
     signer: KeyPair,
+    /// Seconds a node's credential is valid; `None`: for ever.
+    lifetime: Option<i64>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -60,11 +64,22 @@ impl Authority {
         Ok(Self {
             account: account.to_owned(),
             signer,
+            lifetime: None,
         })
     }
 
+    /// The same authority, minting node credentials valid for `seconds`.
+    #[must_use]
+    pub fn expiring_after(self, seconds: i64) -> Self {
+        Self {
+            lifetime: Some(seconds),
+            ..self
+        }
+    }
+
     /// The credentials file (`.creds`) of `node`'s agent: it may publish to the node's
-    /// usage subject and subscribe below the node's inbox prefix, nothing else.
+    /// usage subject and subscribe below the node's inbox prefix, nothing else, until the
+    /// authority's lifetime from `now` has passed.
     pub fn node_credentials(
         &self,
         node: NodeId,
@@ -75,16 +90,23 @@ impl Authority {
             .ok_or_else(|| CredentialError::Region(region.to_owned()))?;
         let inbox = format!("{}.>", usage_stream::inbox_prefix(node));
         let permissions = json!({"pub": {"allow": [subject]}, "sub": {"allow": [inbox]}});
-        self.user(&format!("node {node}"), permissions, now)
+        let expires = self.lifetime.map(|l| now.saturating_add(l));
+        self.user(&format!("node {node}"), permissions, (now, expires))
     }
 
     /// The credentials file of neocloud's own processes (ingest workers): everything
     /// within the account, which is where their rights end.
     pub fn service_credentials(&self, name: &str, now: i64) -> Result<String, CredentialError> {
-        self.user(name, json!({"pub": {}, "sub": {}}), now)
+        self.user(name, json!({"pub": {}, "sub": {}}), (now, None))
     }
 
-    fn user(&self, name: &str, permissions: Value, now: i64) -> Result<String, CredentialError> {
+    /// A user's credentials, issued at `now` and valid until `expires` (Unix seconds).
+    fn user(
+        &self,
+        name: &str,
+        permissions: Value,
+        (now, expires): (i64, Option<i64>),
+    ) -> Result<String, CredentialError> {
         let user = KeyPair::new_user();
         let mut nats = permissions;
         nats["subs"] = json!(-1);
@@ -93,7 +115,7 @@ impl Authority {
         nats["issuer_account"] = json!(self.account);
         nats["type"] = json!("user");
         nats["version"] = json!(2);
-        let jwt = sign(&self.signer, &user.public_key(), name, nats, now)?;
+        let jwt = sign(&self.signer, &user.public_key(), name, nats, (now, expires))?;
         let seed = user
             .seed()
             .map_err(|e| CredentialError::Key(e.to_string()))?;
@@ -133,14 +155,14 @@ pub fn bootstrap(now: i64) -> Result<Bootstrap, CredentialError> {
         &operator.public_key(),
         "neocloud",
         json!({"system_account": system.public_key(), "type": "operator", "version": 2}),
-        now,
+        (now, None),
     )?;
     let system_jwt = sign(
         &operator,
         &system.public_key(),
         "SYS",
         json!({"limits": unlimited, "type": "account", "version": 2}),
-        now,
+        (now, None),
     )?;
     let account_jwt = sign(
         &operator,
@@ -148,7 +170,7 @@ pub fn bootstrap(now: i64) -> Result<Bootstrap, CredentialError> {
         "NEOCLOUD",
         json!({"limits": with_jetstream, "signing_keys": [signing.public_key()],
             "default_permissions": {"pub": {}, "sub": {}}, "type": "account", "version": 2}),
-        now,
+        (now, None),
     )?;
     let server_config = format!(
         "# neocloud's NATS trust chain (neocloud admin nats-bootstrap). Add listen, jetstream\n\
@@ -169,18 +191,22 @@ pub fn bootstrap(now: i64) -> Result<Bootstrap, CredentialError> {
     })
 }
 
-/// A JWT of `subject` named `name` with the `nats` claims, issued at `now` by `issuer`:
-/// `jti`, the token's unique id, is the SHA-512/256 of the claims without it, in base32
-/// (nats-server checks the signature, not this hash).
+/// A JWT of `subject` named `name` with the `nats` claims, issued at `now` by `issuer`
+/// and valid until `expires` (Unix seconds; `None`: for ever): `jti`, the token's unique
+/// id, is the SHA-512/256 of the claims without it, in base32 (nats-server checks the
+/// signature, not this hash).
 fn sign(
     issuer: &KeyPair,
     subject: &str,
     name: &str,
     nats: Value,
-    now: i64,
+    (now, expires): (i64, Option<i64>),
 ) -> Result<String, CredentialError> {
     let mut claims = json!({"iat": now, "iss": issuer.public_key(), "name": name,
         "sub": subject, "nats": nats});
+    if let Some(expires) = expires {
+        claims["exp"] = json!(expires);
+    }
     claims["jti"] = json!(BASE32_NOPAD.encode(&Sha512_256::digest(claims.to_string())));
     let header = BASE64URL_NOPAD.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
     let body = BASE64URL_NOPAD.encode(claims.to_string().as_bytes());
@@ -214,7 +240,9 @@ mod tests {
     #[test]
     fn a_node_credential_is_signed_by_the_account_and_allows_its_subject_only() {
         let chain = bootstrap(1_700_000_000).unwrap();
-        let authority = Authority::new(&chain.account, &chain.account_signing_seed).unwrap();
+        let authority = Authority::new(&chain.account, &chain.account_signing_seed)
+            .unwrap()
+            .expiring_after(3600);
         let node = NodeId::new();
         let creds = authority
             .node_credentials(node, "eu-west", 1_700_000_000)
@@ -237,6 +265,8 @@ mod tests {
             claims["nats"]["sub"]["allow"],
             json!([format!("{}.>", usage_stream::inbox_prefix(node))])
         );
+        assert_eq!(claims["iat"], json!(1_700_000_000));
+        assert_eq!(claims["exp"], json!(1_700_003_600), "valid for an hour");
         assert!(authority.node_credentials(node, "eu.west", 0).is_err());
     }
 

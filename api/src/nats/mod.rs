@@ -52,10 +52,11 @@ pub async fn connect(settings: &NatsSettings, now: i64) -> anyhow::Result<async_
 /// The minting authority, when `nats.account` and `nats.account_signing_seed` are set.
 pub fn authority(settings: &NatsSettings) -> anyhow::Result<Option<Arc<Authority>>> {
     match (&settings.account, &settings.account_signing_seed) {
-        (Some(account), Some(seed)) => Ok(Some(Arc::new(Authority::new(
-            account,
-            seed.expose_secret(),
-        )?))),
+        (Some(account), Some(seed)) => {
+            let lifetime = i64::from(settings.credential_hours) * 3600;
+            let authority = Authority::new(account, seed.expose_secret())?;
+            Ok(Some(Arc::new(authority.expiring_after(lifetime))))
+        }
         (None, None) => Ok(None),
         _ => anyhow::bail!("nats.account and nats.account_signing_seed go together"),
     }
