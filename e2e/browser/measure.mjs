@@ -5,6 +5,10 @@
 // no long task (> 50 ms) since: the later of the two, from navigation start. Prints the
 // median and the worst of $RUNS (default 5) cold loads each (a new browser context with
 // an empty cache, signed in beforehand), and the JavaScript each page transferred.
+// Then, once, the fleet page with every node loaded ("Load more" until all are, at most
+// $MAX_PAGES presses, default 100): how many rows of the node table are in the DOM
+// against the nodes loaded, at the top, the middle and the bottom of the page (the table
+// is windowed above 200 rows: only the rows near the viewport are rendered).
 // Registering the nodes needs the demo's rate limit off:
 //
 //   NEOCLOUD_LIMITS__REQUESTS_PER_SECOND=0 neocloud demo --credentials-out creds.json &
@@ -17,6 +21,7 @@ const URL = process.env.NEOCLOUD_URL;
 const creds = JSON.parse(fs.readFileSync(process.env.NEOCLOUD_CREDENTIALS, 'utf8'));
 const NODES = Number(process.env.NODES ?? 1000);
 const RUNS = Number(process.env.RUNS ?? 5);
+const MAX_PAGES = Number(process.env.MAX_PAGES ?? 100);
 
 async function gql(query, variables = {}) {
   const response = await fetch(`${URL}/graphql`, {
@@ -80,6 +85,47 @@ async function load(key, path) {
   return result;
 }
 
+/** The console's fleet page with every node loaded: presses the node list's "Load more"
+ * until all are loaded (or MAX_PAGES presses), then counts the node table's rows in the
+ * DOM (spacer rows of a windowed table left out) at the top, the middle and the bottom of
+ * the page, with every <tr> and element of the document beside them. */
+async function fleetDomRows(key) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const signedIn = await context.request.post(`${URL}/v1/session`, { data: { apiKey: key } });
+  if (!signedIn.ok()) throw new Error(`sign-in: ${signedIn.status()}`);
+  const page = await context.newPage();
+  await page.goto(`${URL}/console`);
+  const table = page.getByRole('table', { name: 'Registered nodes' });
+  await table.locator('tbody tr').first().waitFor({ timeout: 30000 });
+  const section = page.getByRole('region', { name: 'Nodes', exact: true });
+  const more = section.getByRole('button', { name: 'Load more' });
+  const status = section.locator('.load-more [aria-live]');
+  const started = performance.now();
+  let presses = 0;
+  while (presses < MAX_PAGES && (await more.count())) {
+    const before = await status.innerText();
+    await more.click();
+    await page.waitForFunction(([el, text]) => el.textContent !== text, [await status.elementHandle(), before], { timeout: 30000 });
+    presses += 1;
+  }
+  const loadedMs = performance.now() - started;
+  const loaded = Number((await status.innerText()).match(/\d+/)?.[0] ?? NaN);
+  const count = () =>
+    table.evaluate((t) => ({
+      rows: t.querySelectorAll('tbody tr:not(.table-gap)').length,
+      documentRows: document.querySelectorAll('tr').length,
+      elements: document.getElementsByTagName('*').length,
+    }));
+  const at = {};
+  for (const [name, share] of [['top', 0], ['middle', 0.5], ['bottom', 1]]) {
+    await page.evaluate((s) => window.scrollTo(0, s * document.documentElement.scrollHeight), share);
+    await page.waitForTimeout(300);
+    at[name] = await count();
+  }
+  await context.close();
+  return { loaded, presses, loadedMs, at };
+}
+
 function summary(name, results) {
   const ms = results.map((r) => r.ms).sort((a, b) => a - b);
   const median = ms[Math.floor(ms.length / 2)];
@@ -118,4 +164,8 @@ for (const [name, key, path, query] of PAGES) {
   summary(name, page);
   summary(`${name}, its data from the API alone (baseline)`, api);
 }
+const dom = await fleetDomRows(creds.operator_key);
+console.log(`console fleet, every node loaded: ${dom.loaded} nodes after ${dom.presses} presses of "Load more" ` +
+  `(${dom.loadedMs.toFixed(0)} ms); node table rows in the DOM ` +
+  Object.entries(dom.at).map(([where, c]) => `${where} ${c.rows} (document: ${c.documentRows} <tr>, ${c.elements} elements)`).join(', '));
 await browser.close();

@@ -35,7 +35,7 @@ export function AuditLogPage() {
       {paged.loading && paged.items.length === 0 ? (
         <Loading label="Loading the audit log…" />
       ) : (
-        <DataTable caption="Audit entries" hideCaption columns={COLUMNS} rows={paged.items} rowKey={(e) => e.id} loading={paged.loading} empty="No entries match." />
+        <DataTable virtual caption="Audit entries" hideCaption columns={COLUMNS} rows={paged.items} rowKey={(e) => e.id} loading={paged.loading} empty="No entries match." />
       )}
       <LoadMore hasMore={paged.hasMore} loading={paged.loading} onLoadMore={paged.loadMore} count={paged.items.length} />
     </Page>

@@ -41,7 +41,7 @@ export function FleetPage() {
         {nodes.loading && nodes.items.length === 0 ? (
           <Loading label="Loading nodes…" />
         ) : (
-          <DataTable caption="Registered nodes" hideCaption columns={nodeColumns(changed)} rows={nodes.items} rowKey={(n) => n.id} loading={nodes.loading} empty="No nodes are registered." />
+          <DataTable virtual caption="Registered nodes" hideCaption columns={nodeColumns(changed)} rows={nodes.items} rowKey={(n) => n.id} loading={nodes.loading} empty="No nodes are registered." />
         )}
         <LoadMore hasMore={nodes.hasMore} loading={nodes.loading} onLoadMore={nodes.loadMore} count={nodes.items.length} />
       </Section>

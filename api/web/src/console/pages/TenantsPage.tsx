@@ -20,7 +20,7 @@ export function TenantsPage() {
       {paged.loading && paged.items.length === 0 ? (
         <Loading label="Loading tenants…" />
       ) : (
-        <DataTable caption="Tenants" hideCaption columns={columns(changed)} rows={paged.items} rowKey={(t) => t.id} loading={paged.loading} empty="No tenants yet." />
+        <DataTable virtual caption="Tenants" hideCaption columns={columns(changed)} rows={paged.items} rowKey={(t) => t.id} loading={paged.loading} empty="No tenants yet." />
       )}
       <LoadMore hasMore={paged.hasMore} loading={paged.loading} onLoadMore={paged.loadMore} count={paged.items.length} />
     </Page>

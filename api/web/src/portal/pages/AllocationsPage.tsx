@@ -41,7 +41,7 @@ export function AllocationsPage() {
       {paged.loading && paged.items.length === 0 ? (
         <Loading label="Loading allocations…" />
       ) : (
-        <DataTable caption="Allocations" hideCaption columns={columns(canChange(viewer), onReleased)} rows={paged.items} rowKey={(a) => a.id} loading={paged.loading} empty={status ? `No ${enumLabel(status).toLowerCase()} allocations.` : 'No allocations yet.'} />
+        <DataTable virtual caption="Allocations" hideCaption columns={columns(canChange(viewer), onReleased)} rows={paged.items} rowKey={(a) => a.id} loading={paged.loading} empty={status ? `No ${enumLabel(status).toLowerCase()} allocations.` : 'No allocations yet.'} />
       )}
       <LoadMore hasMore={paged.hasMore} loading={paged.loading} onLoadMore={paged.loadMore} count={paged.items.length} />
     </Page>
