@@ -9,6 +9,10 @@
 //! plain SELECT and nothing else — the floor any design that rates from stored minute
 //! buckets pays.
 //!
+//! Before closing, the portal's usage page (the month's totals, per day and per SKU) is
+//! read for the first `--usage-reads` tenants, one request at a time: with each row's
+//! cost, and — the baseline, in the same run — with quantities only.
+//!
 //! `cargo run --release -p neocloud-api --example bench_close -- --tenants 1000 --days 30 --workers 2`
 
 mod bench_support;
@@ -61,6 +65,35 @@ async fn sql(db: &DatabaseConnection, text: &str, values: Vec<sea_orm::Value>) {
     .unwrap_or_else(|e| panic!("{text}: {e}"));
 }
 
+/// The portal's usage page of each of `keys`' tenants, one request at a time, with
+/// quantities only and with each row's cost: the mean milliseconds a page takes.
+async fn usage_page_reads(
+    client: &reqwest::Client,
+    url: &str,
+    keys: &[String],
+    (from, to): (chrono::DateTime<Utc>, chrono::DateTime<Utc>),
+) {
+    const PAGE: &str = "query($f: DateTime!, $t: DateTime!) {
+        total: usage(from: $f, to: $t) { rows { allocatedSeconds activeSeconds COST } }
+        byDay: usage(from: $f, to: $t, groupBy: [DAY]) { rows { key allocatedSeconds activeSeconds COST } }
+        bySku: usage(from: $f, to: $t, groupBy: [SKU]) { rows { key allocatedSeconds activeSeconds COST } } }";
+    println!("| usage page ({} tenants) | ms per page |", keys.len());
+    println!("|---|---|");
+    for (name, cost) in [
+        ("baseline: quantities only", ""),
+        ("with each row's cost", "cost"),
+    ] {
+        let query = PAGE.replace("COST", cost);
+        let started = Instant::now();
+        for key in keys {
+            let r = gql(client, url, key, &query, json!({"f": from, "t": to})).await;
+            assert!(r["errors"].is_null(), "{r}");
+        }
+        let ms = started.elapsed().as_secs_f64() * 1000.0 / keys.len().max(1) as f64;
+        println!("| {name} | {ms:.1} |");
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let tenants = arg("--tenants", 1000);
@@ -89,6 +122,7 @@ async fn main() {
     )
     .await;
     let version = r["data"]["createPlanVersion"]["planVersion"]["id"].clone();
+    let mut keys = Vec::new();
     for i in 0..tenants {
         let r = gql(&client, &server.url, &op, "mutation($n: String!) { createTenant(input: {name: $n, currency: \"USD\"}) { tenant { id } apiKey } }", json!({"n": format!("tenant-{i:05}")})).await;
         let tenant = r["data"]["createTenant"]["tenant"]["id"].clone();
@@ -96,6 +130,7 @@ async fn main() {
             .as_str()
             .expect("key")
             .to_owned();
+        keys.push(key.clone());
         gql(&client, &server.url, &op, "mutation($t: ID!, $v: ID!) { assignPlan(tenantId: $t, planVersionId: $v) { effectiveFrom } }", json!({"t": tenant, "v": version})).await;
         let r: Value = gql(
             &client,
@@ -164,6 +199,9 @@ async fn main() {
         seeded.elapsed().as_secs_f64()
     );
 
+    let reads = arg("--usage-reads", 20).min(keys.len());
+    usage_page_reads(&client, &server.url, &keys[..reads], (start, now)).await;
+
     let read_db = db.clone();
     let floor = run_parallel(workers, ids.clone(), move |tenant| {
         let db = read_db.clone();
@@ -204,7 +242,7 @@ async fn main() {
     let numbers = db
         .query_one_raw(Statement::from_string(
             db.get_database_backend(),
-            "SELECT count(*) AS n, count(DISTINCT number) AS d, min(total) AS lo, max(total) AS hi FROM invoices WHERE status = 'open'",
+            "SELECT count(*) AS n, count(DISTINCT number) AS d, min(total)::text AS lo, max(total)::text AS hi FROM invoices WHERE status = 'open'",
         ))
         .await
         .expect("count")

@@ -13,6 +13,7 @@ use async_nats::HeaderMap;
 use chrono::{TimeDelta, Utc};
 use neocloud_agent::shipper::nats::{NatsShipper, credentials};
 use neocloud_agent::shipper::{Compression, ShipOutcome, Shipper};
+use neocloud_api::nats::credentials::{self as credentials_api, Bootstrap};
 use neocloud_schema::ids::NodeId;
 use neocloud_schema::ingest::Batch;
 use neocloud_schema::usage_stream;
@@ -221,21 +222,29 @@ async fn violation(events: &mut tokio::sync::mpsc::UnboundedReceiver<String>, wh
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_credential_reaches_its_own_subject_only() {
-    let chain = neocloud_api::nats::credentials::bootstrap(Utc::now().timestamp()).expect("chain");
-    let Some(nats) = NatsServer::start_with(Some(&chain.server_config)) else {
-        return;
-    };
+/// A new trust chain, a nats-server in operator mode trusting it, and a server minting
+/// its nodes' credentials valid for `hours`; `None` without nats-server.
+async fn minting(hours: u32) -> Option<(Bootstrap, NatsServer, TestApp)> {
+    let chain = credentials_api::bootstrap(Utc::now().timestamp()).expect("chain");
+    let nats = NatsServer::start_with(Some(&chain.server_config))?;
     let url = nats.url.clone();
     let (account, seed) = (chain.account.clone(), chain.account_signing_seed.clone());
     let app = TestApp::spawn_with(Backend::Sqlite, move |s| {
         s.nats.url = Some(url);
         s.nats.account = Some(account);
         s.nats.account_signing_seed = Some(seed.into());
+        s.nats.credential_hours = hours;
     })
     .await
     .expect("sqlite");
+    Some((chain, nats, app))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_credential_reaches_its_own_subject_only() {
+    let Some((_chain, nats, app)) = minting(24).await else {
+        return;
+    };
     let s = setup(&app).await;
     let other = other_node(&app, "hgx-1").await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -308,21 +317,10 @@ async fn renewal(app: &TestApp, token: &str) -> (u16, String) {
 /// its next attempt, and a rotated token renews nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
-    let now = Utc::now().timestamp();
-    let chain = neocloud_api::nats::credentials::bootstrap(now).expect("chain");
-    let Some(nats) = NatsServer::start_with(Some(&chain.server_config)) else {
+    let Some((chain, nats, app)) = minting(2).await else {
         return;
     };
-    let url = nats.url.clone();
-    let (account, seed) = (chain.account.clone(), chain.account_signing_seed.clone());
-    let app = TestApp::spawn_with(Backend::Sqlite, move |s| {
-        s.nats.url = Some(url);
-        s.nats.account = Some(account);
-        s.nats.account_signing_seed = Some(seed.into());
-        s.nats.credential_hours = 2;
-    })
-    .await
-    .expect("sqlite");
+    let now = Utc::now().timestamp();
     let s = setup(&app).await;
     let minted = s.nats_credentials.as_deref().expect("minted");
     let (issued, expires) = credentials::lifetime(minted).expect("it expires");
@@ -333,12 +331,9 @@ async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
     );
 
     // An expired credential of the node: nats-server refuses it.
-    let authority = neocloud_api::nats::credentials::Authority::new(
-        &chain.account,
-        &chain.account_signing_seed,
-    )
-    .expect("authority")
-    .expiring_after(1);
+    let authority = credentials_api::Authority::new(&chain.account, &chain.account_signing_seed)
+        .expect("authority")
+        .expiring_after(1);
     let expired = authority
         .node_credentials(node_of(&s), "eu-west", now - 60)
         .expect("minted");
