@@ -25,6 +25,7 @@ use neocloud_schema::entity::{
     Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_minute,
 };
 use neocloud_schema::ids::TenantId;
+use neocloud_schema::vocabulary::{AllocationClass, Metric};
 use rust_decimal::Decimal;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
@@ -32,7 +33,6 @@ use uuid::Uuid;
 use crate::health;
 use crate::ingest::fold::label_key;
 use crate::rating::unit_cost::UnitCosts;
-use neocloud_schema::vocabulary::{AllocationClass, Metric};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GroupBy {
