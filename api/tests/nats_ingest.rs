@@ -240,6 +240,28 @@ async fn minting(hours: u32) -> Option<(Bootstrap, NatsServer, TestApp)> {
     Some((chain, nats, app))
 }
 
+/// The setup node's agent shipping over NATS with `creds` in a file of its own (the
+/// connection goes on in the background): the file's directory, its path, the shipper.
+async fn agent_with(
+    nats: &NatsServer,
+    s: &Setup,
+    creds: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, NatsShipper) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("node.creds");
+    std::fs::write(&path, creds).expect("write");
+    let shipper = NatsShipper::connect(
+        &nats.url,
+        Some(&path),
+        "eu-west",
+        node_of(s),
+        Compression::Gzip,
+    )
+    .await
+    .expect("connect");
+    (dir, path, shipper)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_credential_reaches_its_own_subject_only() {
     let Some((_chain, nats, app)) = minting(24).await else {
@@ -247,23 +269,12 @@ async fn a_node_credential_reaches_its_own_subject_only() {
     };
     let s = setup(&app).await;
     let other = other_node(&app, "hgx-1").await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("node.creds");
-    std::fs::write(&path, s.nats_credentials.as_deref().expect("minted")).expect("write");
-
     // Without a credential, NATS refuses the connection.
     assert!(async_nats::connect(&nats.url).await.is_err());
 
     // The agent ships with it, and its batch counts.
-    let shipper = NatsShipper::connect(
-        &nats.url,
-        Some(&path),
-        "eu-west",
-        node_of(&s),
-        Compression::Gzip,
-    )
-    .await
-    .expect("connect");
+    let minted = s.nats_credentials.as_deref().expect("minted");
+    let (_dir, path, shipper) = agent_with(&nats, &s, minted).await;
     let boot = Uuid::new_v4();
     assert_eq!(
         ship(&shipper, &batch(&s, boot, 1, 0, 50.0)).await,
@@ -344,18 +355,7 @@ async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
     assert!(refused.is_err(), "an expired credential connects");
 
     // The agent connects with the expired file, and gets on once it is renewed.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("node.creds");
-    std::fs::write(&path, &expired).expect("write");
-    let shipper = NatsShipper::connect(
-        &nats.url,
-        Some(&path),
-        "eu-west",
-        node_of(&s),
-        Compression::Gzip,
-    )
-    .await
-    .expect("connecting goes on in the background");
+    let (_dir, path, shipper) = agent_with(&nats, &s, &expired).await;
     let (status, renewed) = renewal(&app, &s.token).await;
     assert_eq!(status, 200, "{renewed}");
     let (_, renewed_expiry) = credentials::lifetime(&renewed).expect("it expires");

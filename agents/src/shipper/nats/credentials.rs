@@ -78,6 +78,9 @@ pub fn replace(path: &Path, creds: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The least time between two renewals, whatever the credentials say.
+const RENEWAL_GAP: Duration = Duration::from_secs(60);
+
 /// Keeps the credentials file at `path` fresh until `stop`: renews it through `http`
 /// when half its life has passed, retrying with backoff while the server does not answer
 /// (a refused token is logged, and retried slowly: an operator may rotate it back).
@@ -105,7 +108,9 @@ pub async fn keep_fresh(http: HttpShipper, path: PathBuf, mut stop: watch::Recei
                 Ok(()) => {
                     backoff.reset();
                     tracing::info!(path = %path.display(), "Renewed the NATS credential.");
-                    continue;
+                    // A credential already past half its life by this host's clock (a
+                    // clock far ahead of the server's) would be renewed again at once.
+                    RENEWAL_GAP
                 }
                 Err(e) => {
                     tracing::error!(path = %path.display(), error = %e, "Could not write the renewed NATS credential.");
