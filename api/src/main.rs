@@ -133,8 +133,9 @@ enum AdminCommand {
         #[arg(long, default_value_t = 0)]
         after: i64,
     },
-    /// Make a new NATS trust chain (operator, system account, usage account with a signing
-    /// key): writes nats-server.conf, neocloud-nats.toml and operator.nk into --out.
+    /// Make a new NATS trust chain (operator, system account and usage account, each with a
+    /// signing key): writes nats-server.conf (its resolver keeps accounts in --out/jwt),
+    /// neocloud-nats.toml and operator.nk into --out.
     NatsBootstrap {
         /// A directory to write into (created; existing files are not overwritten).
         #[arg(long)]
@@ -378,11 +379,17 @@ async fn verify_audit(db: &sea_orm::DatabaseConnection, anchors: &[String]) -> a
 /// by the owner only.
 fn nats_bootstrap(out: &std::path::Path) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let chain = nats::credentials::bootstrap(chrono::Utc::now().timestamp())?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let resolver_dir = std::fs::canonicalize(out)?.join("jwt");
+    let chain = nats::credentials::bootstrap(chrono::Utc::now().timestamp(), &resolver_dir)?;
     let settings = format!(
-        "[nats]\nurl = \"nats://127.0.0.1:4222\"\naccount = \"{}\"\naccount_signing_seed = \"{}\"\n",
-        chain.account, chain.account_signing_seed
+        "[nats]\nurl = \"nats://127.0.0.1:4222\"\naccount = \"{}\"\naccount_signing_seed = \"{}\"\n\
+         operator_signing_seed = \"{}\"\nsystem_account = \"{}\"\nsystem_signing_seed = \"{}\"\n",
+        chain.account,
+        chain.account_signing_seed,
+        chain.operator_signing_seed,
+        chain.system_account,
+        chain.system_signing_seed
     );
     let operator = format!("{}\n", chain.operator_seed);
     for (name, text, mode) in [

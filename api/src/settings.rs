@@ -205,6 +205,20 @@ pub struct NatsSettings {
     /// revoked (rotated, retired) is off NATS within this time.
     #[serde(default = "default_credential_hours")]
     pub credential_hours: u32,
+    /// The seed of the operator's signing key (`SO…`,
+    /// `NEOCLOUD_NATS__OPERATOR_SIGNING_SEED`): with the system account's, neocloud
+    /// re-signs the usage account when a node's credential is revoked and hands it to
+    /// nats-server at once (a full resolver). Unset: a revoked credential runs out at its
+    /// expiry.
+    #[serde(default)]
+    pub operator_signing_seed: Option<SecretString>,
+    /// The system account's public key (`A…`, `NEOCLOUD_NATS__SYSTEM_ACCOUNT`).
+    #[serde(default)]
+    pub system_account: Option<String>,
+    /// The seed of one of the system account's signing keys (`SA…`,
+    /// `NEOCLOUD_NATS__SYSTEM_SIGNING_SEED`).
+    #[serde(default)]
+    pub system_signing_seed: Option<SecretString>,
 }
 
 fn default_stream_workers() -> usize {
@@ -224,6 +238,9 @@ impl Default for NatsSettings {
             account_signing_seed: None,
             workers: default_stream_workers(),
             credential_hours: default_credential_hours(),
+            operator_signing_seed: None,
+            system_account: None,
+            system_signing_seed: None,
         }
     }
 }
@@ -642,6 +659,12 @@ impl Settings {
         }
         if let Err(e) = crate::nats::authority(&self.nats) {
             return invalid("nats.account, nats.account_signing_seed", format!("{e:#}"));
+        }
+        if let Err(e) = crate::nats::issuer(&self.nats) {
+            return invalid(
+                "nats.operator_signing_seed, nats.system_account, nats.system_signing_seed",
+                format!("{e:#}"),
+            );
         }
         if !(1..=64).contains(&self.nats.workers) {
             return invalid("nats.workers", "1 to 64".into());

@@ -205,7 +205,7 @@ fn start_services(
             webhooks: &webhooks,
             clock: &clock,
         };
-        jobs.spawn(settings);
+        jobs.spawn(settings)?;
     }
     let ingest = neocloud_metering::ingest::writer::Writer::spawn(
         db.clone(),
@@ -306,7 +306,7 @@ struct Jobs<'a> {
 impl Jobs<'_> {
     /// Starts every background job (the `worker` and `all` roles). Each claims its work in
     /// the database, so any number of processes may run them (docs/operations.md).
-    fn spawn(&self, settings: &Settings) {
+    fn spawn(&self, settings: &Settings) -> anyhow::Result<()> {
         let db = self.db;
         spawn_preemption_worker(db.clone(), self.ordering.clone());
         if let Some(gateway) = self.gateway {
@@ -333,6 +333,7 @@ impl Jobs<'_> {
         spawn_event_pruning(db.clone(), self.clock.clone(), settings.events.retention());
         spawn_audit_sealer(db.clone());
         crate::fleet::reliability::spawn_refresh(db.clone(), self.clock.clone());
+        crate::nats::revocation::spawn(db.clone(), self.clock.clone(), &settings.nats)
     }
 }
 

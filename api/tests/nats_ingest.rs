@@ -222,22 +222,46 @@ async fn violation(events: &mut tokio::sync::mpsc::UnboundedReceiver<String>, wh
     }
 }
 
+/// A trust chain, the nats-server trusting it and the server minting its credentials.
+struct Minting {
+    chain: Bootstrap,
+    nats: NatsServer,
+    app: TestApp,
+    /// nats-server's account directory (its full resolver).
+    _accounts: tempfile::TempDir,
+}
+
 /// A new trust chain, a nats-server in operator mode trusting it, and a server minting
-/// its nodes' credentials valid for `hours`; `None` without nats-server.
-async fn minting(hours: u32) -> Option<(Bootstrap, NatsServer, TestApp)> {
-    let chain = credentials_api::bootstrap(Utc::now().timestamp()).expect("chain");
+/// its nodes' credentials valid for `hours` and handing revocations to nats-server;
+/// `None` without nats-server.
+async fn minting(hours: u32) -> Option<Minting> {
+    let accounts = tempfile::tempdir().expect("tempdir");
+    let chain = credentials_api::bootstrap(Utc::now().timestamp(), accounts.path()).expect("chain");
     let nats = NatsServer::start_with(Some(&chain.server_config))?;
     let url = nats.url.clone();
     let (account, seed) = (chain.account.clone(), chain.account_signing_seed.clone());
+    let operator_seed = chain.operator_signing_seed.clone();
+    let (system, system_seed) = (
+        chain.system_account.clone(),
+        chain.system_signing_seed.clone(),
+    );
     let app = TestApp::spawn_with(Backend::Sqlite, move |s| {
         s.nats.url = Some(url);
         s.nats.account = Some(account);
         s.nats.account_signing_seed = Some(seed.into());
         s.nats.credential_hours = hours;
+        s.nats.operator_signing_seed = Some(operator_seed.into());
+        s.nats.system_account = Some(system);
+        s.nats.system_signing_seed = Some(system_seed.into());
     })
     .await
     .expect("sqlite");
-    Some((chain, nats, app))
+    Some(Minting {
+        chain,
+        nats,
+        app,
+        _accounts: accounts,
+    })
 }
 
 /// The setup node's agent shipping over NATS with `creds` in a file of its own (the
@@ -264,7 +288,7 @@ async fn agent_with(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_credential_reaches_its_own_subject_only() {
-    let Some((_chain, nats, app)) = minting(24).await else {
+    let Some(Minting { nats, app, .. }) = minting(24).await else {
         return;
     };
     let s = setup(&app).await;
@@ -328,7 +352,10 @@ async fn renewal(app: &TestApp, token: &str) -> (u16, String) {
 /// its next attempt, and a rotated token renews nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
-    let Some((chain, nats, app)) = minting(2).await else {
+    let Some(Minting {
+        chain, nats, app, ..
+    }) = minting(2).await
+    else {
         return;
     };
     let now = Utc::now().timestamp();
@@ -347,7 +374,8 @@ async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
         .expiring_after(1);
     let expired = authority
         .node_credentials(node_of(&s), "eu-west", now - 60)
-        .expect("minted");
+        .expect("minted")
+        .creds;
     let refused = async_nats::ConnectOptions::with_credentials(&expired)
         .expect("creds")
         .connect(&nats.url)
@@ -382,4 +410,73 @@ async fn a_node_credential_expires_and_only_a_valid_agent_token_renews_it() {
         .to_owned();
     assert_eq!(renewal(&app, &s.token).await.0, 401);
     assert_eq!(renewal(&app, &rotated).await.0, 200);
+}
+
+/// Whether nats-server lets `creds` connect (within a few seconds).
+async fn connects(nats: &NatsServer, creds: &str) -> bool {
+    let options = async_nats::ConnectOptions::with_credentials(creds)
+        .expect("creds")
+        .connection_timeout(Duration::from_secs(3));
+    options.connect(&nats.url).await.is_ok()
+}
+
+/// Rotating a node's agent token cuts the node off NATS at once: nats-server closes the
+/// connections of the node's credentials and refuses them, renewals included, while the
+/// rotated token's credential and another node's work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_node_is_cut_off_nats_at_once() {
+    let Some(Minting { nats, app, .. }) = minting(24).await else {
+        return;
+    };
+    let s = setup(&app).await;
+    let first = s.nats_credentials.clone().expect("minted");
+    let (status, renewed) = renewal(&app, &s.token).await;
+    assert_eq!(status, 200, "{renewed}");
+    let r = app.register_node("hgx-1", "H100", 8, "").await;
+    let other = r["data"]["registerNode"]["natsCredentials"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let connected = async_nats::ConnectOptions::with_credentials(&first)
+        .expect("creds")
+        .connect(&nats.url)
+        .await
+        .expect("the node's credential connects");
+    assert!(connects(&nats, &renewed).await);
+
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($n: ID!) { rotateAgentToken(nodeId: $n) { natsCredentials } }",
+            json!({"n": s.node}),
+        )
+        .await;
+    let rotated = r["data"]["rotateAgentToken"]["natsCredentials"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+
+    // Within seconds, not at the credentials' expiry a day later.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while connects(&nats, &first).await {
+        assert!(
+            Instant::now() < deadline,
+            "the revoked credential still connects"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        !connects(&nats, &renewed).await,
+        "a renewal before the rotation is revoked too"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connected.connection_state() == async_nats::connection::State::Connected {
+        assert!(Instant::now() < deadline, "the open connection stays");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        connects(&nats, &rotated).await,
+        "the rotated token's credential"
+    );
+    assert!(connects(&nats, &other).await, "another node's credential");
 }

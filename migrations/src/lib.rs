@@ -79,6 +79,7 @@ mod m20261206_000044_second_factor;
 mod m20261207_000045_statement_credit_notes;
 mod m20261207_000046_node_retirement;
 mod m20261207_000047_one_open_period;
+mod m20261207_000048_nats_users;
 
 pub struct Migrator;
 
@@ -133,6 +134,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000045_statement_credit_notes::Migration),
             Box::new(m20261207_000046_node_retirement::Migration),
             Box::new(m20261207_000047_one_open_period::Migration),
+            Box::new(m20261207_000048_nats_users::Migration),
         ]
     }
 }

@@ -6,6 +6,7 @@
 
 pub(crate) mod agent_tokens;
 pub mod keys;
+pub mod nats_users;
 pub mod oidc;
 mod principal;
 pub mod sessions;
@@ -295,6 +296,10 @@ pub async fn revoke_key(
         return Ok(key);
     }
     let revoked = store::revoke(&txn, &key, Utc::now()).await?;
+    if let Some(node) = key.node_id {
+        // The node's NATS credentials came with its agent's token.
+        nats_users::revoke_node(&txn, node, Utc::now()).await?;
+    }
     audit::record(
         &txn,
         actor,
@@ -363,9 +368,9 @@ pub async fn rotate_agent_token(
     Ok(minted)
 }
 
-/// Revokes every live token of `node`'s agent inside the caller's transaction; returns
-/// what was revoked, for the audit entry. The caller forgets remembered tokens
-/// (`agent_tokens::forget_all`) once it commits.
+/// Revokes every live token of `node`'s agent, and its NATS credentials, inside the
+/// caller's transaction; returns what was revoked, for the audit entry. The caller
+/// forgets remembered tokens (`agent_tokens::forget_all`) once it commits.
 pub(crate) async fn revoke_agent_tokens<C: ConnectionTrait>(
     conn: &C,
     node: NodeId,
@@ -377,6 +382,7 @@ pub(crate) async fn revoke_agent_tokens<C: ConnectionTrait>(
             revoked.push(store::describe(&store::revoke(conn, &key, now).await?));
         }
     }
+    nats_users::revoke_node(conn, node, now).await?;
     Ok(revoked)
 }
 

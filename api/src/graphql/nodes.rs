@@ -388,7 +388,7 @@ impl NodeMutation {
         };
         let registered =
             fleet::register_node(super::db(ctx)?, super::principal(ctx)?, registration).await?;
-        payload(ctx, registered)
+        payload(ctx, registered).await
     }
 
     /// Gives the node's agent a new token and revokes every token it held before, at once
@@ -401,25 +401,26 @@ impl NodeMutation {
         let id = parse_id("nodeId", &node_id)?;
         let rotated =
             fleet::rotate_agent_token(super::db(ctx)?, super::principal(ctx)?, id).await?;
-        payload(ctx, rotated)
+        payload(ctx, rotated).await
     }
 }
 
 /// A registered (or rotated) node with its new secrets: the agent token and, where the
 /// server holds the NATS account's signing key, a NATS credential for the node alone.
-fn payload(ctx: &Context<'_>, registered: fleet::RegisteredNode) -> Result<RegisterNodePayload> {
+async fn payload(
+    ctx: &Context<'_>,
+    registered: fleet::RegisteredNode,
+) -> Result<RegisterNodePayload> {
     let authority = ctx
         .data::<Option<Arc<Authority>>>()
         .ok()
         .and_then(Option::as_ref);
-    let node = &registered.node;
     let nats_credentials = match authority {
-        Some(authority) => Some(
-            authority
-                .node_credentials(node.id, &node.region, super::now(ctx)?.timestamp())
-                // Regions are slugs, always one subject token.
-                .map_err(|e| ApiError::invariant(e.to_string()))?,
-        ),
+        Some(authority) => {
+            let now = super::now(ctx)?;
+            let db = super::db(ctx)?;
+            Some(crate::auth::nats_users::mint(db, authority, &registered.node, now).await?)
+        }
         None => None,
     };
     Ok(RegisterNodePayload {

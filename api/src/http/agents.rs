@@ -105,10 +105,8 @@ pub async fn nats_credentials(
     if node.state == NodeState::Retired {
         return Err(ApiError::forbidden("the node is retired").into());
     }
-    let creds = authority
-        .node_credentials(node.id, &node.region, state.clock.now().timestamp())
-        // Regions are slugs, always one subject token.
-        .map_err(|e| ApiError::invariant(e.to_string()))?;
+    let creds =
+        crate::auth::nats_users::mint(&state.db, authority, &node, state.clock.now()).await?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))

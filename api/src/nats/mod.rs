@@ -6,6 +6,7 @@
 
 pub mod consumer;
 pub mod credentials;
+pub mod revocation;
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use async_nats::ConnectOptions;
 use secrecy::ExposeSecret;
 
 use crate::settings::NatsSettings;
-use credentials::Authority;
+use credentials::{AccountIssuer, Authority};
 
 /// Connects as neocloud itself: with the configured credentials file, else a credential
 /// minted by the configured account signing key, else without credentials (a NATS that
@@ -60,4 +61,30 @@ pub fn authority(settings: &NatsSettings) -> anyhow::Result<Option<Arc<Authority
         (None, None) => Ok(None),
         _ => anyhow::bail!("nats.account and nats.account_signing_seed go together"),
     }
+}
+
+/// The account issuer, when `nats.operator_signing_seed`, `nats.system_account` and
+/// `nats.system_signing_seed` are set (with the minting authority).
+pub fn issuer(settings: &NatsSettings) -> anyhow::Result<Option<AccountIssuer>> {
+    let keys = (
+        &settings.operator_signing_seed,
+        &settings.system_account,
+        &settings.system_signing_seed,
+    );
+    let (Some(operator), Some(system), Some(system_seed)) = keys else {
+        anyhow::ensure!(
+            keys.0.is_none() && keys.1.is_none() && keys.2.is_none(),
+            "nats.operator_signing_seed, nats.system_account and nats.system_signing_seed go together"
+        );
+        return Ok(None);
+    };
+    let authority = authority(settings)?
+        .context("revoking needs nats.account and nats.account_signing_seed")?;
+    let issuer = AccountIssuer::new(
+        &authority,
+        operator.expose_secret(),
+        system,
+        system_seed.expose_secret(),
+    )?;
+    Ok(Some(issuer))
 }

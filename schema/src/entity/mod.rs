@@ -42,6 +42,7 @@ pub mod meter_group;
 pub mod meter_minute;
 pub mod meter_unique;
 pub mod model_offering;
+pub mod nats_user;
 pub mod node;
 pub mod node_coverage_hour;
 pub mod node_energy;
