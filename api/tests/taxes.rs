@@ -186,6 +186,12 @@ async fn golden_invoices_per_tax_case(backend: Backend) {
         .cloned()
         .unwrap_or_default();
     assert_eq!(credit["taxCategory"], Value::Null, "credits are not taxed");
+    // On the PDF the credit is no charge line (the table adds up to the subtotal): it
+    // comes off after tax, and the notes name it.
+    let text = pdf_text(&pdf_of(&app, &credited, &invoice).await);
+    let runs: Vec<&str> = text.lines().map(str::trim).collect();
+    assert_eq!(runs.iter().filter(|r| **r == "-1.00").count(), 1, "{text}");
+    assert!(text.contains("Credits applied after tax: "), "{text}");
 
     let invoice = close(&app, &reverse).await;
     assert_eq!(
@@ -530,6 +536,21 @@ async fn generated_invoices_agree_with_the_model(backend: Backend) {
     }
 }
 
+/// The PDF of `invoice`, as its tenant downloads it.
+async fn pdf_of(app: &TestApp, who: &Customer, invoice: &Value) -> Vec<u8> {
+    let id = invoice["id"].as_str().expect("id");
+    app.client
+        .get(format!("{}/v1/invoices/{id}/export?format=pdf", app.url))
+        .bearer_auth(&who.admin)
+        .send()
+        .await
+        .expect("pdf")
+        .bytes()
+        .await
+        .expect("body")
+        .to_vec()
+}
+
 /// The text of a PDF as its text runs, one per line, read here from the literal strings
 /// of its (uncompressed) content streams: escapes undone, octal bytes as Latin-1.
 fn pdf_text(pdf: &[u8]) -> String {
@@ -577,23 +598,8 @@ async fn the_pdf_carries_every_field_article_226_requires(backend: Backend) {
     let at = app.clock.now() - TimeDelta::minutes(10);
     egress(&app, &reverse, "e1", "100", at).await;
     egress(&app, &domestic, "e1", "15", at).await;
-    let pdf_of = |who: &Customer, id: String| {
-        let request = app
-            .client
-            .get(format!("{}/v1/invoices/{id}/export?format=pdf", app.url))
-            .bearer_auth(&who.admin);
-        async move {
-            request
-                .send()
-                .await
-                .expect("pdf")
-                .bytes()
-                .await
-                .expect("body")
-        }
-    };
     let first = close(&app, &reverse).await;
-    let text = pdf_text(&pdf_of(&reverse, first["id"].as_str().expect("id").to_owned()).await);
+    let text = pdf_text(&pdf_of(&app, &reverse, &first).await);
     let year = app.clock.now().format("%Y").to_string();
     let today = app.clock.now().format("%Y-%m-%d").to_string();
     let required = [
@@ -634,7 +640,7 @@ async fn the_pdf_carries_every_field_article_226_requires(backend: Backend) {
         );
     }
     let second = close(&app, &domestic).await;
-    let text = pdf_text(&pdf_of(&domestic, second["id"].as_str().expect("id").to_owned()).await);
+    let text = pdf_text(&pdf_of(&app, &domestic, &second).await);
     for shown in [
         "VAT DE 19% of 1.50",
         "\n0.29\n",

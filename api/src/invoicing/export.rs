@@ -6,6 +6,7 @@
 
 use neocloud_metering::parties::{Buyer, Parties, Seller};
 use neocloud_metering::rating::period::Line;
+use neocloud_schema::vocabulary::LineKind;
 use serde_json::json;
 
 use super::InvoiceView;
@@ -377,6 +378,18 @@ fn invoice_notes(view: &InvoiceView) -> Vec<String> {
     if !view.taxes.is_empty() {
         notes.push("Amounts are before tax; each rate's tax is its taxable amount × rate, rounded half away from zero.".to_owned());
     }
+    let credits: Vec<String> = view
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::Credit)
+        .map(|l| format!("{} ({})", l.description, l.amount))
+        .collect();
+    if !credits.is_empty() {
+        notes.push(format!(
+            "Credits applied after tax: {}.",
+            credits.join("; ")
+        ));
+    }
     if let Some(reason) = &invoice.void_reason {
         notes.insert(0, format!("Voided: {reason}"));
     }
@@ -437,9 +450,12 @@ fn pdf_document(view: &InvoiceView, operator: &str, tenant: &str) -> PdfInvoice 
         currency: invoice.currency.clone(),
         plan: invoice.plan.clone(),
         references: Vec::new(),
+        // Credits are paid with, not charged: they come off after tax ("Credits applied"),
+        // each named in the notes, so the table's lines add up to the subtotal.
         lines: view
             .lines
             .iter()
+            .filter(|l| l.kind != LineKind::Credit)
             .map(|l| PdfLine {
                 description: line_description(l, view.taxes.len() > 1),
                 quantity: l.quantity.round_dp(4).normalize().to_string(),
