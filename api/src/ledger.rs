@@ -5,8 +5,12 @@
 use chrono::{DateTime, Utc};
 use neocloud_metering::ledger::from_minor;
 use neocloud_metering::ledger::store::{self, Balance, Check};
+use std::collections::HashMap;
+
+use neocloud_schema::entity::{provider, tenant};
 use neocloud_schema::ids::TenantId;
-use sea_orm::DatabaseConnection;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use uuid::Uuid;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
@@ -25,6 +29,28 @@ pub async fn balances(
         (Some(_), _) => Some(actor.acting_tenant(tenant)?),
     };
     Ok(store::balances(db, owner.map(|t| t.0)).await?)
+}
+
+/// The names of the tenants and providers among `owners` (the owners of balances the
+/// caller may read), by id.
+pub async fn owner_names(
+    db: &DatabaseConnection,
+    owners: &[Uuid],
+) -> ApiResult<HashMap<Uuid, String>> {
+    let mut names = HashMap::new();
+    for chunk in owners.chunks(500) {
+        let tenants = tenant::Entity::find()
+            .filter(tenant::Column::Id.is_in(chunk.iter().copied()))
+            .all(db)
+            .await?;
+        names.extend(tenants.into_iter().map(|t| (t.id.into(), t.name)));
+        let providers = provider::Entity::find()
+            .filter(provider::Column::Id.is_in(chunk.iter().copied()))
+            .all(db)
+            .await?;
+        names.extend(providers.into_iter().map(|p| (p.id.into(), p.name)));
+    }
+    Ok(names)
 }
 
 /// `ledgerCheck` (operators): debits equal credits per currency and per transfer.

@@ -15,7 +15,8 @@ use support::{Backend, TestApp};
 const IN_FORCE: &str = "{ ingestHealth { pendingBatches
     agents { agentId bootId overlapSeconds }
     quarantined { batchId nodeId reason }
-    anomalies { batchId kind device detail } } }";
+    anomalies { batchId kind device detail }
+    hosts { nodeId hostname } } }";
 
 /// A node of `gpus` H100s with one allocation of `sku_input`'s SKU for a tenant.
 struct Node {
@@ -439,6 +440,12 @@ async fn an_unaggregatable_journal_row_is_quarantined_and_the_rest_goes_on(backe
         .collect();
     assert!(
         quarantined.contains(&unreadable.to_string().as_str()),
+        "{health}"
+    );
+    // The console names the node by its hostname, however large the fleet.
+    assert_eq!(
+        health["hosts"],
+        json!([{"nodeId": n.node_id, "hostname": "hgx-poison"}]),
         "{health}"
     );
     if backend == Backend::Postgres {

@@ -302,6 +302,25 @@ async fn balances(app: &TestApp, key: &str, tenant: Option<&str>) -> Balances {
         .collect()
 }
 
+/// Every account with an owner names it, as the tenant itself is named; the platform's
+/// accounts name nobody.
+async fn owners_are_named(app: &TestApp, who: &Customer) {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "query($t: ID!) { tenant(id: $t) { name } ledgerBalances { ownerId ownerName } }",
+            json!({"t": who.id}),
+        )
+        .await;
+    let name = &r["data"]["tenant"]["name"];
+    for b in r["data"]["ledgerBalances"].as_array().expect("balances") {
+        assert_eq!(b["ownerId"].is_null(), b["ownerName"].is_null(), "{b}");
+        if b["ownerId"] == json!(who.id) {
+            assert_eq!(&b["ownerName"], name, "{b}");
+        }
+    }
+}
+
 /// What the ledger must show, summed from the tenant's records and what the run made.
 async fn expected(run: &Run<'_>, who: usize, want: &mut Balances) {
     let app = run.app;
@@ -446,6 +465,7 @@ async fn the_ledger_agrees_with_invoices_payments_and_credits(backend: Backend) 
             own.keys().all(|(_, owner)| *owner == run.who[0].id),
             "{own:?}"
         );
+        owners_are_named(&app, &run.who[0]).await;
         let r = app
             .gql(
                 Some(&run.who[0].admin),

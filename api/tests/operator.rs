@@ -105,6 +105,37 @@ async fn tenants_page_forward_with_cursors(backend: Backend) {
         .await;
     assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
     assert_eq!(r["errors"][0]["extensions"]["field"], "first");
+
+    // Found by a part of the name, in any case; `%` and `_` are themselves, not patterns.
+    let search = "query($q: String) { tenants(first: 10, nameContains: $q) { nodes { name } } }";
+    for (q, expected) in [
+        ("ANT-3", vec!["tenant-3"]),
+        (
+            " tenant ",
+            vec!["tenant-0", "tenant-1", "tenant-2", "tenant-3", "tenant-4"],
+        ),
+        ("_", vec![]),
+        ("%", vec![]),
+    ] {
+        let r = app
+            .gql(Some(&app.operator_key), search, json!({"q": q}))
+            .await;
+        let found: Vec<&str> = r["data"]["tenants"]["nodes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|t| t["name"].as_str().expect("name"))
+            .collect();
+        assert_eq!(found, expected, "{q:?}");
+    }
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            search,
+            json!({"q": "x".repeat(101)}),
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["field"], "nameContains", "{r}");
 }
 
 async fn a_registered_node_is_listed_with_its_gpus_and_agent_token(backend: Backend) {

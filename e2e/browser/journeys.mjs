@@ -427,7 +427,7 @@ async function repairGpu(page) {
  * against the tenant's last finalized invoice (the tenant journey closed a period), then
  * created and read back. */
 async function newPlanVersion(page) {
-  const data = await gql(creds.operator_key, 'query($t: ID!) { upcomingInvoice(tenantId: $t) { plan } plans { name versions { version } } }', { t: tenant.id });
+  const data = await gql(creds.operator_key, 'query($t: ID!) { tenant(id: $t) { currency } upcomingInvoice(tenantId: $t) { plan } plans { name versions { version } } }', { t: tenant.id });
   const named = /^(\S+) v\d+/.exec(data.upcomingInvoice.plan)?.[1];
   const { name: plan, versions } = data.plans.find((p) => p.name === named) ?? data.plans[0];
   const created = `${plan} v${Math.max(...versions.map((v) => v.version)) + 1}`;
@@ -443,7 +443,10 @@ async function newPlanVersion(page) {
   await form.getByRole('button', { name: `Add tier to ${what}, after tier 1` }).click();
   await form.getByLabel(`Up to, tier 1 of ${what}`, { exact: true }).fill('100');
   await form.getByLabel(`Unit price (USD), tier 2 of ${what}`, { exact: true }).fill('1.79');
-  await form.getByLabel('Tenant', { exact: true }).selectOption(tenant.id);
+  // The tenant picker searches by name: type it, then choose the match.
+  await form.getByRole('combobox', { name: 'Tenant', exact: true }).fill(tenant.name);
+  await form.getByRole('option', { name: `${tenant.name} (${data.tenant.currency})`, exact: true }).click();
+  await form.getByText(`Chosen: ${tenant.name} (${data.tenant.currency}).`).waitFor();
   await form.getByRole('button', { name: 'Preview', exact: true }).click();
   const shown = form.locator('.preview').or(form.getByRole('alert'));
   await shown.first().waitFor();

@@ -356,6 +356,17 @@ pub async fn rotate_agent_token(
     })
 }
 
+/// The hostnames of `nodes` (for operators' reads that name nodes by id), by id.
+pub async fn hostnames(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    nodes: impl IntoIterator<Item = uuid::Uuid>,
+) -> ApiResult<std::collections::BTreeMap<uuid::Uuid, String>> {
+    actor.require_operator()?;
+    let ids: Vec<uuid::Uuid> = nodes.into_iter().collect();
+    Ok(store::hostnames(db, &ids).await?)
+}
+
 /// Which nodes `nodes` lists: those in the region, rack and NVLink domain given.
 #[derive(Debug, Clone, Default)]
 pub struct NodeFilter {

@@ -1,5 +1,7 @@
 //! SQL for nodes and GPUs (providers: `crate::providers::store`).
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
 use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
@@ -180,6 +182,22 @@ pub(crate) async fn set_state<C: ConnectionTrait>(
 }
 
 /// Every node in the fleet (retired ones left out).
+/// The hostnames of the nodes `ids`, by id.
+pub(crate) async fn hostnames<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[Uuid],
+) -> Result<BTreeMap<Uuid, String>, DbErr> {
+    let mut found = BTreeMap::new();
+    for chunk in ids.chunks(500) {
+        let rows = node::Entity::find()
+            .filter(node::Column::Id.is_in(chunk.iter().copied()))
+            .all(conn)
+            .await?;
+        found.extend(rows.into_iter().map(|n| (n.id.into(), n.hostname)));
+    }
+    Ok(found)
+}
+
 pub(crate) async fn all_nodes<C: ConnectionTrait>(conn: &C) -> Result<Vec<node::Model>, DbErr> {
     Nodes::find()
         .filter(node::Column::State.ne(NodeState::Retired))

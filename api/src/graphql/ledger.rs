@@ -1,9 +1,12 @@
 //! The money ledger: `ledgerBalances` (a tenant its own accounts, operators any) and
 //! `ledgerCheck` (operators). Money is a decimal string in the account's currency.
 
+use std::collections::{HashMap, HashSet};
+
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use neocloud_metering::ledger::store::Balance;
 use neocloud_metering::ledger::{AccountKind, from_minor};
+use uuid::Uuid;
 
 use super::scalars::{tenant_arg, to_id};
 use crate::ledger;
@@ -68,6 +71,8 @@ pub struct LedgerBalance {
     pub account: LedgerAccountKind,
     /// The tenant (or provider) that owns the account; null for the platform's own.
     pub owner_id: Option<ID>,
+    /// That tenant's (or provider's) name; null for the platform's own.
+    pub owner_name: Option<String>,
     pub currency: String,
     pub debits: String,
     pub credits: String,
@@ -76,12 +81,14 @@ pub struct LedgerBalance {
     pub balance: String,
 }
 
-impl From<Balance> for LedgerBalance {
-    fn from(b: Balance) -> Self {
+impl LedgerBalance {
+    fn new(b: Balance, names: &HashMap<Uuid, String>) -> Self {
         let money = |minor: i64| from_minor(minor, &b.currency).to_string();
+        let owner = (!b.account.owner.is_nil()).then_some(b.account.owner);
         LedgerBalance {
             account: b.account.kind.into(),
-            owner_id: (!b.account.owner.is_nil()).then(|| to_id(b.account.owner)),
+            owner_id: owner.map(to_id),
+            owner_name: owner.and_then(|o| names.get(&o).cloned()),
             debits: money(b.debits),
             credits: money(b.credits),
             balance: money(b.balance()),
@@ -123,7 +130,17 @@ impl LedgerQuery {
     ) -> Result<Vec<LedgerBalance>> {
         let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
         let found = ledger::balances(db, principal, tenant_arg(tenant_id)?).await?;
-        Ok(found.into_iter().map(LedgerBalance::from).collect())
+        let owners: Vec<Uuid> = found
+            .iter()
+            .map(|b| b.account.owner)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let names = ledger::owner_names(db, &owners).await?;
+        Ok(found
+            .into_iter()
+            .map(|b| LedgerBalance::new(b, &names))
+            .collect())
     }
 
     /// Checks the whole ledger (operator).

@@ -137,16 +137,21 @@ pub struct TenantQuery;
 
 #[Object]
 impl TenantQuery {
-    /// Every tenant, oldest first (operator).
+    /// Tenants, oldest first (operator); `nameContains` finds them by name.
     #[graphql(complexity = "first.unwrap_or(20).max(0) as usize * child_complexity")]
     async fn tenants(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        #[graphql(
+            desc = "Only tenants whose name contains this (any case; at most 100 characters)."
+        )]
+        name_contains: Option<String>,
     ) -> Result<Connection<String, Tenant>> {
         let page = Page::from_args(first, after.as_deref(), super::page_limit(ctx))?;
-        let result = tenancy::list_tenants(super::db(ctx)?, super::principal(ctx)?, page).await?;
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let result = tenancy::list_tenants(db, principal, page, name_contains.as_deref()).await?;
         Ok(connection(result, |t| t.id.into(), Tenant))
     }
 

@@ -3,6 +3,7 @@
 
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_graphql::dataloader::DataLoader;
@@ -13,6 +14,7 @@ use neocloud_metering::{ingest, usage};
 use super::loaders::{CostsOf, UsageCosts};
 use super::scalars::{tenant_arg, to_id};
 use sea_orm::TransactionTrait;
+use uuid::Uuid;
 
 use crate::audit;
 use crate::error::ApiError;
@@ -112,6 +114,30 @@ pub struct IngestAnomaly {
     pub recorded_at: DateTime<Utc>,
 }
 
+impl From<ingest::Quarantined> for QuarantinedBatch {
+    fn from(q: ingest::Quarantined) -> Self {
+        QuarantinedBatch {
+            batch_id: to_id(q.batch_id),
+            node_id: to_id(q.node_id),
+            reason: q.reason,
+            quarantined_at: q.quarantined_at,
+        }
+    }
+}
+
+impl From<ingest::IngestAnomaly> for IngestAnomaly {
+    fn from(a: ingest::IngestAnomaly) -> Self {
+        IngestAnomaly {
+            batch_id: to_id(a.batch_id),
+            node_id: to_id(a.node_id),
+            kind: a.kind,
+            device: a.device,
+            detail: a.detail,
+            recorded_at: a.recorded_at,
+        }
+    }
+}
+
 /// How many quarantined batches and anomalies `ingestHealth` lists, newest first.
 const INGEST_HEALTH_LIST: u64 = 100;
 
@@ -131,6 +157,24 @@ pub struct IngestHealth {
     /// The JetStream consumer ingest workers share; null without NATS (or while NATS does
     /// not answer).
     pub stream: Option<IngestStream>,
+    /// The hostname of every node the quarantined, anomaly and rejected lists name.
+    pub hosts: Vec<NodeHost>,
+}
+
+/// A node's hostname.
+#[derive(SimpleObject)]
+pub struct NodeHost {
+    pub node_id: ID,
+    pub hostname: String,
+}
+
+impl From<(Uuid, String)> for NodeHost {
+    fn from((id, hostname): (Uuid, String)) -> Self {
+        NodeHost {
+            node_id: to_id(id),
+            hostname,
+        }
+    }
 }
 
 #[derive(SimpleObject)]
@@ -310,30 +354,23 @@ impl UsageQuery {
             Some(js) => crate::nats::consumer::backlog(js).await,
             None => None,
         };
+        let named: HashSet<Uuid> = quarantined
+            .iter()
+            .map(|q| q.node_id)
+            .chain(anomalies.iter().map(|a| a.node_id))
+            .chain(rejected.iter().filter_map(|r| r.node_id))
+            .collect();
+        let hosts = crate::fleet::hostnames(db, super::principal(ctx)?, named).await?;
         Ok(IngestHealth {
+            hosts: hosts.into_iter().map(NodeHost::from).collect(),
             stream: stream.map(IngestStream::from),
             rejected: rejected.into_iter().map(RejectedMessage::from).collect(),
             pending_batches: i64::try_from(pending).unwrap_or(i64::MAX),
             quarantined: quarantined
                 .into_iter()
-                .map(|q| QuarantinedBatch {
-                    batch_id: to_id(q.batch_id),
-                    node_id: to_id(q.node_id),
-                    reason: q.reason,
-                    quarantined_at: q.quarantined_at,
-                })
+                .map(QuarantinedBatch::from)
                 .collect(),
-            anomalies: anomalies
-                .into_iter()
-                .map(|a| IngestAnomaly {
-                    batch_id: to_id(a.batch_id),
-                    node_id: to_id(a.node_id),
-                    kind: a.kind,
-                    device: a.device,
-                    detail: a.detail,
-                    recorded_at: a.recorded_at,
-                })
-                .collect(),
+            anomalies: anomalies.into_iter().map(IngestAnomaly::from).collect(),
             agents: streams
                 .into_iter()
                 .map(|s| AgentStream {

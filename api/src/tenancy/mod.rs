@@ -135,14 +135,26 @@ pub(crate) async fn create_in(
     Ok(CreatedTenant { tenant, admin_key })
 }
 
-/// `tenants` (operator): every tenant, oldest first.
+/// The longest `nameContains` a tenant search takes.
+const MAX_SEARCH_CHARS: usize = 100;
+
+/// `tenants` (operators): oldest first, those whose name contains `name_contains` (any
+/// case) when given.
 pub async fn list_tenants(
     db: &DatabaseConnection,
     actor: &Principal,
     page: Page,
+    name_contains: Option<&str>,
 ) -> ApiResult<PageOf<tenant::Model>> {
     actor.require_operator()?;
-    Ok(store::page(db, page).await?)
+    let search = name_contains.map(str::trim).filter(|s| !s.is_empty());
+    if search.is_some_and(|s| s.chars().count() > MAX_SEARCH_CHARS) {
+        return Err(ApiError::invalid(
+            "nameContains",
+            format!("at most {MAX_SEARCH_CHARS} characters"),
+        ));
+    }
+    Ok(store::page(db, page, search).await?)
 }
 
 /// `tenant(id)`: a tenant by id, for an operator or for the tenant's own users (another

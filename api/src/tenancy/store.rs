@@ -4,6 +4,7 @@ use chrono::Utc;
 use neocloud_schema::entity::tenant::{self, Entity as Tenants, TenantStatus};
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::money::Currency;
+use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
 };
@@ -66,11 +67,27 @@ pub(crate) async fn find_by_name<C: ConnectionTrait>(
         .await
 }
 
+/// A page of tenants, those whose name contains `name_contains` (any case) when given.
 pub(crate) async fn page<C: ConnectionTrait>(
     conn: &C,
     page: Page,
+    name_contains: Option<&str>,
 ) -> Result<PageOf<tenant::Model>, DbErr> {
-    page.fetch(conn, Tenants::find(), tenant::Column::Id).await
+    let mut query = Tenants::find();
+    if let Some(part) = name_contains {
+        let escaped: String = part
+            .to_lowercase()
+            .chars()
+            .flat_map(|c| match c {
+                '%' | '_' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        let name = Func::lower(Expr::col((tenant::Entity, tenant::Column::Name)));
+        query =
+            query.filter(Expr::expr(name).like(LikeExpr::new(format!("%{escaped}%")).escape('\\')));
+    }
+    page.fetch(conn, query, tenant::Column::Id).await
 }
 
 pub(crate) fn describe(tenant: &tenant::Model) -> Value {

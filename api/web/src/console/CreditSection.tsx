@@ -15,7 +15,7 @@ export function CreditSection({ tenantId, currency }: { tenantId: string; curren
     <Section title="Credits">
       <ErrorNotice error={error} onRetry={reload} />
       {!data && loading && <Loading label="Loading credits…" />}
-      {data && <DataTable caption="Credit grants" hideCaption columns={COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} loading={loading} empty="No credit granted." />}
+      {data && <DataTable virtual caption="Credit grants" hideCaption columns={COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} loading={loading} empty="No credit granted." />}
       <CreditForm tenantId={tenantId} currency={currency} onGranted={reload} />
     </Section>
   );

@@ -74,6 +74,7 @@ export function PayoutsSection({ provider, payouts, statementNumbers }: PayoutsS
       {!payouts.data && payouts.loading && <Loading label="Loading payouts…" />}
       {payouts.data && (
         <DataTable
+          virtual
           caption={`Payouts to ${provider.name}, newest first`}
           hideCaption
           columns={columns(provider.id, statementNumbers, onRecorded)}

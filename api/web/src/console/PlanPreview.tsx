@@ -34,7 +34,7 @@ export function PlanPreview({ preview: p, tenant }: { preview: Preview; tenant: 
         ]}
       />
       <h4 class="subhead">Proposed lines</h4>
-      <DataTable caption={`Lines of invoice ${invoice} under this version`} hideCaption columns={lineColumns(p.currency)} rows={p.lines.map((l, n) => ({ ...l, n }))} rowKey={(l) => String(l.n)} empty="No lines: the period had no usage." />
+      <DataTable virtual caption={`Lines of invoice ${invoice} under this version`} hideCaption columns={lineColumns(p.currency)} rows={p.lines.map((l, n) => ({ ...l, n }))} rowKey={(l) => String(l.n)} empty="No lines: the period had no usage." />
     </div>
   );
 }

@@ -2,15 +2,16 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from '../lib/api';
 import { compare } from '../lib/decimal';
 import { dateTime } from '../lib/format';
-import { useMutation, useQuery } from '../lib/hooks';
+import { useMutation } from '../lib/hooks';
 import { Button } from '../ui/Button';
 import { Field, unclaimed } from '../ui/Field';
 import { ErrorNotice, Notice } from '../ui/Notice';
 import { useFocusByName } from './focusByName';
-import { CreatePlanVersion, type PlansResult, PreviewPlanVersion, PreviewTenants } from './operations';
+import { CreatePlanVersion, type PlansResult, PreviewPlanVersion } from './operations';
 import { PlanPreview, type Preview } from './PlanPreview';
 import { type Draft, draftFrom, isPrice, latestVersion, NEW_PLAN, nextHourUtc, planName, rateProblems, sameShape, shownFields, toInput } from './planDraft';
 import { AddRate, RateRows } from './RateRows';
+import { type PickedTenant, TenantPicker, useTenantSearch } from './TenantPicker';
 
 type Plan = PlansResult['plans'][number];
 export type Sku = PlansResult['catalog']['skus'][number];
@@ -33,11 +34,12 @@ function start(plans: readonly Plan[], choice: string, effectiveFrom: string): D
 export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Plan[]; skus: readonly Sku[]; onCreated: () => void }) {
   const [draft, setDraft] = useState<Draft>(() => start(plans, plans[0]?.name ?? NEW_PLAN, nextHourUtc(new Date())));
   const [problems, setProblems] = useState<Problems>({});
-  const [tenantId, setTenantId] = useState('');
+  const [tenant, setTenant] = useState<PickedTenant | null>(null);
+  const tenantId = tenant?.id ?? '';
   const [active, setActive] = useState<'preview' | 'create' | null>(null);
   const [result, setResult] = useState<{ preview: Preview; tenant: string } | null>(null);
   const [done, setDone] = useState<string | null>(null);
-  const tenants = useQuery(PreviewTenants, {});
+  const tenants = useTenantSearch();
   const preview = useMutation(PreviewPlanVersion);
   const create = useMutation(CreatePlanVersion);
   const error = active === 'preview' ? preview.error : active === 'create' ? create.error : null;
@@ -48,7 +50,6 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
     if (Object.keys(problems).length > 0 || error?.code === 'INVALID_INPUT') form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
   }, [problems, error]);
   const skuName = (id: string) => skus.find((s) => s.id === id)?.name ?? id;
-  const tenantList = tenants.data?.tenants.nodes ?? [];
 
   /** Any change makes the last preview and answer stale. */
   const update = (change: (d: Draft) => Draft) => {
@@ -75,7 +76,7 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
     setProblems(found);
     if (Object.keys(found).length > 0) return;
     const r = await preview.run({ input: toInput(draft), tenantId });
-    if (r) setResult({ preview: r.previewPlanVersion, tenant: tenantList.find((t) => t.id === tenantId)?.name ?? tenantId });
+    if (r) setResult({ preview: r.previewPlanVersion, tenant: tenant?.name ?? tenantId });
   };
 
   const submit = async (e: Event) => {
@@ -179,16 +180,7 @@ export function PlanVersionForm({ plans, skus, onCreated }: { plans: readonly Pl
       <h3 class="subhead">Preview</h3>
       <p class="muted small">What a tenant's latest finalized invoice would have come to with this version in force over its whole period: the same usage, tax and credits. Nothing is stored.</p>
       <div class="inline-grid">
-        <Field label="Tenant" name="tenantId" error={error} message={message('tenantId')}>
-          {(p) => (
-            <select {...p} value={tenantId} onChange={(e) => (setTenantId(e.currentTarget.value), setResult(null))}>
-              <option value="">Choose a tenant…</option>
-              {tenantList.map((t) => (
-                <option key={t.id} value={t.id}>{`${t.name} (${t.currency})`}</option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <TenantPicker search={tenants} value={tenant} onChange={(t) => (setTenant(t), setResult(null))} error={error} message={message('tenantId')} />
         <div class="inline-grid-actions">
           <Button pending={preview.pending} disabled={create.pending} onClick={onPreview}>
             Preview

@@ -29,7 +29,7 @@ export function TenantInvoices({ tenantId }: { tenantId: string }) {
       {paged.loading && paged.items.length === 0 ? (
         <Loading label="Loading invoices…" />
       ) : (
-        <DataTable caption="Invoices of this tenant" hideCaption columns={columns(paged.reload)} rows={paged.items} rowKey={(i) => i.id} loading={paged.loading} empty="No invoices." />
+        <DataTable virtual caption="Invoices of this tenant" hideCaption columns={columns(paged.reload)} rows={paged.items} rowKey={(i) => i.id} loading={paged.loading} empty="No invoices." />
       )}
       <LoadMore hasMore={paged.hasMore} loading={paged.loading} onLoadMore={paged.loadMore} count={paged.items.length} />
     </Section>

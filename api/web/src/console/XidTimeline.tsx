@@ -76,7 +76,7 @@ export function XidTimeline({ history, days, now }: Props) {
       <details class="details">
         <summary>Show the events</summary>
         <h3 class="subhead">Events</h3>
-        <DataTable caption={`XID and ECC events of the last ${days} days, newest first`} hideCaption columns={EVENT_COLUMNS} rows={events} rowKey={(e) => `${e.gpu}-${e.at}-${e.kind}-${e.code}`} empty={`No XID or ECC event in the last ${days} days.`} />
+        <DataTable virtual caption={`XID and ECC events of the last ${days} days, newest first`} hideCaption columns={EVENT_COLUMNS} rows={events} rowKey={(e) => `${e.gpu}-${e.at}-${e.kind}-${e.code}`} empty={`No XID or ECC event in the last ${days} days.`} />
         <h3 class="subhead">Degraded and failed periods</h3>
         <DataTable caption="Degraded and failed periods, oldest first" hideCaption columns={SPAN_COLUMNS} rows={spans} rowKey={(s) => `${s.gpu}-${s.from}-${s.health}`} empty={`No GPU was degraded or failed in the last ${days} days.`} />
       </details>

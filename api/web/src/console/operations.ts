@@ -668,17 +668,15 @@ export type IngestHealthResult = {
       redelivered: number;
       waiting: number;
     } | null;
-  };
-  nodes: {
-    nodes: Array<{
-      id: string;
+    hosts: Array<{
+      nodeId: string;
       hostname: string;
     }>;
   };
 };
 export type IngestHealthVariables = Record<string, never>;
 export const IngestHealth: Doc<IngestHealthResult, IngestHealthVariables> = {
-  query: "query IngestHealth{ingestHealth{pendingBatches agents{agentId bootId lastSeq gaps lagSeconds lastReceivedAt overlapSeconds}quarantined{batchId nodeId reason quarantinedAt}anomalies{batchId nodeId kind device detail recordedAt}rejected{id transport subject messageId nodeId reason rejectedAt}stream{pending ackPending redelivered waiting}}nodes(first:100){nodes{id hostname}}}",
+  query: "query IngestHealth{ingestHealth{pendingBatches agents{agentId bootId lastSeq gaps lagSeconds lastReceivedAt overlapSeconds}quarantined{batchId nodeId reason quarantinedAt}anomalies{batchId nodeId kind device detail recordedAt}rejected{id transport subject messageId nodeId reason rejectedAt}stream{pending ackPending redelivered waiting}hosts{nodeId hostname}}}",
   name: "IngestHealth",
 };
 
@@ -740,6 +738,9 @@ export const Plans: Doc<PlansResult, PlansVariables> = {
 
 export type PreviewTenantsResult = {
   tenants: {
+    pageInfo: {
+      hasNextPage: boolean;
+    };
     nodes: Array<{
       id: string;
       name: string;
@@ -747,9 +748,12 @@ export type PreviewTenantsResult = {
     }>;
   };
 };
-export type PreviewTenantsVariables = Record<string, never>;
+export type PreviewTenantsVariables = {
+  nameContains?: string | null;
+  first?: number | null;
+};
 export const PreviewTenants: Doc<PreviewTenantsResult, PreviewTenantsVariables> = {
-  query: "query PreviewTenants{tenants(first:100){nodes{id name currency}}}",
+  query: "query PreviewTenants($nameContains:String$first:Int){tenants(first:$first nameContains:$nameContains){pageInfo{hasNextPage}nodes{id name currency}}}",
   name: "PreviewTenants",
 };
 
@@ -845,23 +849,16 @@ export type LedgerResult = {
   ledgerBalances: Array<{
     account: LedgerAccountKind;
     ownerId: string | null;
+    ownerName: string | null;
     currency: string;
     debits: string;
     credits: string;
     balance: string;
   }>;
-  tenants: {
-    edges: Array<{
-      node: {
-        id: string;
-        name: string;
-      };
-    }>;
-  };
 };
 export type LedgerVariables = Record<string, never>;
 export const Ledger: Doc<LedgerResult, LedgerVariables> = {
-  query: "query Ledger{ledgerCheck{balanced transfers entries unbalancedCurrencies{currency offBy}}ledgerBalances{account ownerId currency debits credits balance}tenants(first:100){edges{node{id name}}}}",
+  query: "query Ledger{ledgerCheck{balanced transfers entries unbalancedCurrencies{currency offBy}}ledgerBalances{account ownerId ownerName currency debits credits balance}}",
   name: "Ledger",
 };
 

@@ -41,7 +41,7 @@ export function Billing() {
         <>
           <PaymentAccount account={data.paymentAccount} />
           <h3 class="subhead">Credits</h3>
-          <DataTable caption="Credit grants" hideCaption columns={GRANT_COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} empty="No credit granted." />
+          <DataTable virtual caption="Credit grants" hideCaption columns={GRANT_COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} empty="No credit granted." />
           {isTenantAdmin(viewer) && <BuyCredit account={data.paymentAccount} topUps={data.topUps} currency={viewer.tenant?.currency ?? 'USD'} onStarted={started} />}
           <h3 class="subhead">Top-ups</h3>
           <DataTable caption="Prepaid top-ups, newest first" hideCaption columns={TOP_UP_COLUMNS} rows={data.topUps} rowKey={(t) => t.id} empty="No top-ups." />

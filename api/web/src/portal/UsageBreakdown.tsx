@@ -105,7 +105,7 @@ function Breakdown({ month, by, show }: { month: Month; by: Dimension; show: Sho
         <h3 class="subhead">Per day</h3>
         <DataTable caption={`${title}, in ${cost ? currency : 'hours'}`} hideCaption columns={dayColumns} rows={shown} rowKey={(r) => r.day} empty={cost ? 'No usage cost this month.' : 'No allocated hours this month.'} />
         <h3 class="subhead">{`The month per ${NOUN[by]}`}</h3>
-        <DataTable caption={`Usage per ${NOUN[by]}, ${monthName(month)}`} hideCaption columns={totalColumns} rows={q.data.groups.rows} rowKey={(r) => r.key} empty="No usage this month." />
+        <DataTable virtual caption={`Usage per ${NOUN[by]}, ${monthName(month)}`} hideCaption columns={totalColumns} rows={q.data.groups.rows} rowKey={(r) => r.key} empty="No usage this month." />
       </details>
     </>
   );

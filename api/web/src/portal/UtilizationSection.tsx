@@ -181,6 +181,7 @@ function Numbers({ slots, window, rangeName }: { slots: (Sample | null)[]; windo
       <summary>Show the numbers</summary>
       {open && (
         <DataTable
+          virtual
           caption={`Utilization per minute, last ${rangeName}, oldest first`}
           columns={columns}
           rows={stretches(slots, window)}
@@ -289,6 +290,7 @@ function GpuNumbers({ rows, window, rangeName }: { rows: GpuRow[]; window: Minut
       <summary>Show the numbers per GPU</summary>
       {open && (
         <DataTable
+          virtual
           caption={`SM activity per GPU per minute, last ${rangeName}, oldest first`}
           columns={columns}
           rows={stretches(perMinute, span)}

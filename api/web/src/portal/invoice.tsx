@@ -54,7 +54,9 @@ export function EInvoiceDownloads({ invoice }: { invoice: InvoiceDetail }) {
   );
 }
 
-const LINE_COLUMNS: Column<Line & { currency: string }>[] = [
+type LineRow = Line & { currency: string; n: number };
+
+const LINE_COLUMNS: Column<LineRow>[] = [
   { header: 'Description', cell: (l) => l.description },
   { header: 'Quantity', numeric: true, cell: (l) => `${l.quantity} ${l.unit}` },
   { header: 'Unit price', numeric: true, cell: (l) => money(l.unitPrice, l.currency) },
@@ -64,10 +66,10 @@ const LINE_COLUMNS: Column<Line & { currency: string }>[] = [
 
 /** The lines of an invoice and its totals. */
 export function InvoiceLines({ invoice }: { invoice: InvoiceDetail }) {
-  const rows = invoice.lines.map((l) => ({ ...l, currency: invoice.currency }));
+  const rows: LineRow[] = invoice.lines.map((l, n) => ({ ...l, currency: invoice.currency, n }));
   return (
     <>
-      <DataTable caption="Invoice lines" hideCaption columns={LINE_COLUMNS} rows={rows} rowKey={(l) => `${rows.indexOf(l)}`} empty="No charges yet in this period." />
+      <DataTable virtual caption="Invoice lines" hideCaption columns={LINE_COLUMNS} rows={rows} rowKey={(l) => String(l.n)} empty="No charges yet in this period." />
       <InvoiceTotals invoice={invoice} />
     </>
   );

@@ -19,7 +19,8 @@ const LAG_WARN_S = 300;
 /** Whether usage is arriving whole: every agent's lag and gaps, and what was set aside. */
 export function IngestPage() {
   const { data, error, loading, reload } = useQuery(IngestHealth, {}, { pollMs: 30_000 });
-  const hosts = new Map((data?.nodes.nodes ?? []).map((n) => [n.id, n.hostname]));
+  // The API names the host of every node these lists mention, however large the fleet.
+  const hosts = new Map((data?.ingestHealth.hosts ?? []).map((h) => [h.nodeId, h.hostname]));
   const host = (id: string | null) => (id ? (hosts.get(id) ?? id) : '—');
   return (
     <Page title="Ingest health" lead="Usage batches from the node agents: how far behind each stream is, what is missing, and what was set aside. Refreshes every 30 seconds.">
@@ -29,7 +30,7 @@ export function IngestPage() {
         <>
           <Overview health={data.ingestHealth} />
           <Section title="Agents">
-            <DataTable caption="Agent streams" hideCaption columns={AGENT_COLUMNS} rows={byWorst(data.ingestHealth.agents)} rowKey={(a) => `${a.agentId}-${a.bootId}`} empty="No agent has reported yet." />
+            <DataTable virtual caption="Agent streams" hideCaption columns={AGENT_COLUMNS} rows={byWorst(data.ingestHealth.agents)} rowKey={(a) => `${a.agentId}-${a.bootId}`} empty="No agent has reported yet." />
           </Section>
           <QuarantinedBatches batches={data.ingestHealth.quarantined} host={host} onRequeued={reload} />
           <Section title="Anomalies">

@@ -6,6 +6,7 @@ import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { Stat } from '../../ui/Stat';
+import { ownerPath } from '../ledgerOwner';
 import { Ledger, type LedgerResult } from '../operations';
 
 type Balance = LedgerResult['ledgerBalances'][number];
@@ -13,7 +14,6 @@ type Balance = LedgerResult['ledgerBalances'][number];
 /** The money ledger for finance: whether it balances, every account, the journal. */
 export function LedgerPage() {
   const { data, error, loading, reload } = useQuery(Ledger, {});
-  const names = new Map((data?.tenants.edges ?? []).map((e) => [e.node.id, e.node.name]));
   const check = data?.ledgerCheck;
   return (
     <Page
@@ -41,9 +41,10 @@ export function LedgerPage() {
       {data && (
         <Section title="Accounts">
           <DataTable
+            virtual
             caption="Ledger accounts with their totals"
             hideCaption
-            columns={columns(names)}
+            columns={COLUMNS}
             rows={data.ledgerBalances}
             rowKey={(b) => `${b.account}-${b.ownerId ?? ''}-${b.currency}`}
             empty="Nothing posted yet."
@@ -58,15 +59,18 @@ function unbalancedNote(off: { currency: string; offBy: string }[]): string {
   return off.map((o) => `${o.currency} off by ${o.offBy}`).join(', ') || 'A transfer does not balance.';
 }
 
-function columns(names: Map<string, string>): Column<Balance>[] {
-  return [
-    { header: 'Account', cell: (b) => enumLabel(b.account) },
-    {
-      header: 'Owner',
-      cell: (b) => (b.ownerId ? <Link to={`/tenants/${b.ownerId}`}>{names.get(b.ownerId) ?? b.ownerId}</Link> : 'Platform'),
-    },
-    { header: 'Debits', numeric: true, cell: (b) => money(b.debits, b.currency) },
-    { header: 'Credits', numeric: true, cell: (b) => money(b.credits, b.currency) },
-    { header: 'Balance', numeric: true, cell: (b) => money(b.balance, b.currency) },
-  ];
+/** An account's owner by the name the API gives, linked to its tenant or provider page. */
+function Owner({ balance: b }: { balance: Balance }) {
+  if (!b.ownerId) return <>Platform</>;
+  const name = b.ownerName ?? b.ownerId;
+  const to = ownerPath(b.account, b.ownerId);
+  return to ? <Link to={to}>{name}</Link> : <>{name}</>;
 }
+
+const COLUMNS: Column<Balance>[] = [
+  { header: 'Account', cell: (b) => enumLabel(b.account) },
+  { header: 'Owner', cell: (b) => <Owner balance={b} /> },
+  { header: 'Debits', numeric: true, cell: (b) => money(b.debits, b.currency) },
+  { header: 'Credits', numeric: true, cell: (b) => money(b.credits, b.currency) },
+  { header: 'Balance', numeric: true, cell: (b) => money(b.balance, b.currency) },
+];

@@ -88,6 +88,7 @@ function StatementsSection({ provider: p, statements, onClosed }: { provider: Pr
       {!statements.data && statements.loading && <Loading label="Loading statements…" />}
       {statements.data && (
         <DataTable
+          virtual
           caption={`Statements of ${p.name}, newest first`}
           hideCaption
           columns={statementColumns(p.id)}

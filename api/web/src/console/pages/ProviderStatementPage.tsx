@@ -61,7 +61,7 @@ function StatementBody({ statement: s }: { statement: Statement }) {
             <h3 class="subhead">Every line</h3>
           </>
         )}
-        <DataTable caption={`Lines of statement ${s.number}`} hideCaption columns={lineColumns(s.currency)} rows={lines} rowKey={(l) => String(l.position)} empty="No lines: nothing was earned this month." />
+        <DataTable virtual caption={`Lines of statement ${s.number}`} hideCaption columns={lineColumns(s.currency)} rows={lines} rowKey={(l) => String(l.position)} empty="No lines: nothing was earned this month." />
       </Section>
     </>
   );

@@ -40,7 +40,7 @@ function ProviderSection({ provider: p }: { provider: Provider }) {
       {data && (
         <>
           <DataTable caption={`Agreements of ${p.name}`} columns={AGREEMENT_COLUMNS} rows={[...data.providerAgreements].reverse()} rowKey={(a) => a.id} empty="No agreement yet." />
-          <DataTable caption={`Nodes of ${p.name}`} columns={NODE_COLUMNS} rows={data.providerNodes} rowKey={(n) => n.hostname} empty="No nodes." />
+          <DataTable virtual caption={`Nodes of ${p.name}`} columns={NODE_COLUMNS} rows={data.providerNodes} rowKey={(n) => n.hostname} empty="No nodes." />
         </>
       )}
     </Section>

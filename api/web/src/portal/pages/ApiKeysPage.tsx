@@ -26,7 +26,7 @@ export function ApiKeysPage() {
       {!data && loading && <Loading label="Loading keys…" />}
       {data && (
         <Section title="Keys">
-          <DataTable caption="API keys of your organisation" hideCaption columns={columns(viewer, reload)} rows={keys} rowKey={(k) => k.id} loading={loading} empty="No keys." />
+          <DataTable virtual caption="API keys of your organisation" hideCaption columns={columns(viewer, reload)} rows={keys} rowKey={(k) => k.id} loading={loading} empty="No keys." />
         </Section>
       )}
       {mayCreate && (

@@ -57,7 +57,7 @@ function InvoiceList() {
       {paged.loading && paged.items.length === 0 ? (
         <Loading label="Loading invoices…" />
       ) : (
-        <DataTable caption="Finalized invoices" hideCaption columns={INVOICE_COLUMNS} rows={finalized} rowKey={(i) => i.id} loading={paged.loading} empty="No invoices yet: the first one is issued when this billing period closes." />
+        <DataTable virtual caption="Finalized invoices" hideCaption columns={INVOICE_COLUMNS} rows={finalized} rowKey={(i) => i.id} loading={paged.loading} empty="No invoices yet: the first one is issued when this billing period closes." />
       )}
       <LoadMore hasMore={paged.hasMore} loading={paged.loading} onLoadMore={paged.loadMore} count={finalized.length} />
     </Section>
@@ -79,7 +79,7 @@ function CreditNoteList() {
   return (
     <Section title="Credit notes">
       <ErrorNotice error={error} onRetry={reload} />
-      {data && <DataTable caption="Credit notes with downloads" hideCaption columns={CREDIT_NOTE_COLUMNS} rows={data.creditNotes} rowKey={(c) => c.id} empty="No credit notes." />}
+      {data && <DataTable virtual caption="Credit notes with downloads" hideCaption columns={CREDIT_NOTE_COLUMNS} rows={data.creditNotes} rowKey={(c) => c.id} empty="No credit notes." />}
     </Section>
   );
 }

@@ -40,7 +40,7 @@ export function PeoplePage() {
       {!data && loading && <Loading label="Loading people…" />}
       {data && (
         <Section title="Portal users">
-          <DataTable caption="People invited to the portal" hideCaption columns={columns(viewer, reload, invited)} rows={data.portalUsers} rowKey={(u) => u.id} loading={loading} empty="Nobody has been invited yet." />
+          <DataTable virtual caption="People invited to the portal" hideCaption columns={columns(viewer, reload, invited)} rows={data.portalUsers} rowKey={(u) => u.id} loading={loading} empty="Nobody has been invited yet." />
         </Section>
       )}
       {mayInvite && !link && (
