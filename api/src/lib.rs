@@ -4,7 +4,8 @@
 //!
 //! Handlers are thin: `graphql/` and `http/` parse and map; the domain modules (`auth`,
 //! `tenancy`, `fleet`, `catalog`, `audit`) hold the rules and own their SQL in `store.rs`.
-
+// The merged GraphQL query and mutation types nest deeper than the default limit.
+#![recursion_limit = "256"]
 // No panics on values from outside, no `as` cast where a checked conversion exists, and
 // no function longer than `too-many-lines-threshold` (clippy.toml).
 #![warn(

@@ -82,10 +82,20 @@ impl Ran {
 type Figures = (Decimal, Decimal, Decimal, Decimal);
 
 /// The model: per provider, the figures of each allocation of the tenants `claimable`
-/// admits for it, by allocation id.
+/// admits for it, by allocation id (every provider paid in the invoices' currency).
 fn model(
     ran: &[Ran],
     claimable: impl Fn(usize, &str) -> bool,
+) -> BTreeMap<&'static str, BTreeMap<String, Figures>> {
+    model_converted(ran, claimable, Decimal::ONE)
+}
+
+/// `model`, with rhein-gpu paid in another currency at `rhein_rate` of it per unit of the
+/// invoices': its revenue share and chargebacks converted before they are rounded.
+fn model_converted(
+    ran: &[Ran],
+    claimable: impl Fn(usize, &str) -> bool,
+    rhein_rate: Decimal,
 ) -> BTreeMap<&'static str, BTreeMap<String, Figures>> {
     let hour = Decimal::from(3600);
     let mut out: BTreeMap<&'static str, BTreeMap<String, Figures>> = BTreeMap::new();
@@ -112,8 +122,13 @@ fn model(
             } else {
                 credit_line * Decimal::from(r.failed) / Decimal::from(failed)
             };
+            let rate = if provider == "rhein-gpu" {
+                rhein_rate
+            } else {
+                Decimal::ONE
+            };
             let (gross, fee_rate) = if provider == "rhein-gpu" {
-                (cents(revenue * d(SHARE)), d(RHEIN_FEE))
+                (cents(revenue * rate * d(SHARE)), d(RHEIN_FEE))
             } else {
                 (
                     cents(Decimal::from(r.working()) / hour * d(SEINE_RATE)),
@@ -121,7 +136,7 @@ fn model(
                 )
             };
             let fee = cents(gross * fee_rate);
-            let chargeback = cents(credit);
+            let chargeback = cents(credit * rate);
             out.entry(provider).or_default().insert(
                 r.id.clone(),
                 (gross, fee, chargeback, gross - fee - chargeback),
@@ -395,7 +410,7 @@ fn next_month(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 const STATEMENTS: &str = "query($p: ID) { providerStatements(providerId: $p) { id number month currency gross fees slaChargebacks net lineCount } }";
-const STATEMENT: &str = "query($id: ID!) { providerStatement(id: $id) { number net lines { kind allocationId revenue unitHours gross fee slaChargeback net revenueCurrency } } }";
+const STATEMENT: &str = "query($id: ID!) { providerStatement(id: $id) { number net lines { kind allocationId revenue unitHours gross fee slaChargeback net revenueCurrency exchangeRate } } }";
 
 /// The provider's statements, newest first, each with its lines.
 async fn statements_of(app: &TestApp, key: &str) -> Vec<Value> {
@@ -1434,7 +1449,104 @@ async fn a_payout_killed_mid_transfer_is_paid_once() {
     assert_eq!(in_transit(&app).await, Decimal::ZERO);
 }
 
+/// A provider paid in euros for usage invoiced in dollars: its statement is held, and says
+/// why, until the operator adds a USD→EUR rate; then it closes with every earning and
+/// chargeback converted at the rate in force at the invoices' period end (not a later
+/// one), the rate on each line, and the ledger balanced.
+async fn earnings_in_another_currency_are_converted(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let euros = json!({"currency": "EUR", "payoutMethod": "MANUAL"});
+    let (sku, (rhein_key, seine_key), tenants) = marketplace(&app, (euros, manual())).await;
+    let ran = month_of_use(&app, &sku, &tenants).await;
+    grant(&app, &tenants[0].0, "PROMOTIONAL", "1000.00").await;
+    let mut period_end = String::new();
+    for (tenant, _) in &tenants {
+        let inv = app.close_period(tenant, "periodEnd").await;
+        period_end = inv["periodEnd"].as_str().expect("end").to_owned();
+    }
+    app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
+    close_statements(&app).await;
+    assert!(statements_of(&app, &rhein_key).await.is_empty());
+    let held = "{ provider { statementHeld } }";
+    let r = app.gql(Some(&rhein_key), held, json!({})).await;
+    let reason = r["data"]["provider"]["statementHeld"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(reason.contains("no USD→EUR exchange rate"), "{reason}");
+
+    // A rate from just after the period end is not the one in force at it.
+    let add = "mutation($i: AddExchangeRateInput!) { addExchangeRate(input: $i) { rate } }";
+    let end: DateTime<Utc> = period_end.parse().expect("instant");
+    for (rate, from) in [
+        ("0.9215", end - TimeDelta::days(40)),
+        ("0.5", end + TimeDelta::seconds(1)),
+    ] {
+        let input = json!({"from": "usd", "to": "EUR", "rate": rate, "effectiveFrom": from, "source": "ECB"});
+        let r = app
+            .gql(Some(&app.operator_key), add, json!({"i": input}))
+            .await;
+        assert!(r["errors"].is_null(), "{r}");
+    }
+    for (input, field) in [
+        (
+            json!({"from": "USD", "to": "USD", "rate": "1", "effectiveFrom": end}),
+            "to",
+        ),
+        (
+            json!({"from": "USD", "to": "EUR", "rate": "0", "effectiveFrom": end}),
+            "rate",
+        ),
+        (
+            json!({"from": "USD", "to": "XXX", "rate": "1", "effectiveFrom": end}),
+            "to",
+        ),
+        (
+            json!({"from": "USD", "to": "EUR", "rate": "0.9", "effectiveFrom": end - TimeDelta::days(40)}),
+            "effectiveFrom",
+        ),
+    ] {
+        let r = app
+            .gql(Some(&app.operator_key), add, json!({"i": input}))
+            .await;
+        assert_eq!(r["errors"][0]["extensions"]["field"], field, "{r}");
+    }
+    let r = app
+        .gql(
+            Some(&rhein_key),
+            add,
+            json!({"i": {"from": "USD", "to": "EUR", "rate": "2", "effectiveFrom": end}}),
+        )
+        .await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    close_statements(&app).await;
+    let rhein = statements_of(&app, &rhein_key).await;
+    assert_eq!(rhein.len(), 1, "{rhein:?}");
+    assert_eq!(rhein[0]["currency"], "EUR");
+    let expected = model_converted(&ran, |_, p| p == "rhein-gpu", d("0.9215"));
+    assert_eq!(
+        figures(&rhein[0], "earning"),
+        expected["rhein-gpu"],
+        "{}",
+        rhein[0]
+    );
+    for line in rhein[0]["lines"].as_array().expect("lines") {
+        assert_eq!(
+            (&line["revenueCurrency"], &line["exchangeRate"]),
+            (&json!("USD"), &json!("0.9215"))
+        );
+    }
+    totals_add_up(&rhein[0]);
+    let r = app.gql(Some(&rhein_key), held, json!({})).await;
+    assert_eq!(r["data"]["provider"]["statementHeld"], Value::Null, "{r}");
+    // The ledger balances, and owes each provider what its statements netted.
+    owed_what_statements_netted(&app, [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)]).await;
+}
+
 on_both_databases!(
+    earnings_in_another_currency_are_converted,
     credit_notes_take_back_a_revenue_share,
     statements_follow_the_agreements,
     payouts_are_sent_once,

@@ -37,6 +37,7 @@ pub mod coverage;
 pub mod credit_notes;
 pub mod error;
 pub mod events;
+pub mod exchange;
 pub mod group_commit;
 pub mod health;
 pub mod ingest;

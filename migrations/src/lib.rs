@@ -80,6 +80,7 @@ mod m20261207_000045_statement_credit_notes;
 mod m20261207_000046_node_retirement;
 mod m20261207_000047_one_open_period;
 mod m20261207_000048_nats_users;
+mod m20261207_000049_exchange_rates;
 
 pub struct Migrator;
 
@@ -135,6 +136,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000046_node_retirement::Migration),
             Box::new(m20261207_000047_one_open_period::Migration),
             Box::new(m20261207_000048_nats_users::Migration),
+            Box::new(m20261207_000049_exchange_rates::Migration),
         ]
     }
 }

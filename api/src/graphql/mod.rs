@@ -10,6 +10,7 @@ mod catalog;
 mod console;
 pub mod cost;
 mod credit_notes;
+mod exchange_rates;
 mod invoices;
 mod ledger;
 pub mod loaders;
@@ -67,6 +68,7 @@ pub struct Query(
     volumes::VolumeQuery,
     models::ModelQuery,
     taxes::TaxQuery,
+    exchange_rates::ExchangeRateQuery,
     credit_notes::CreditNoteQuery,
     users::UserQuery,
     ledger::LedgerQuery,
@@ -94,6 +96,7 @@ pub struct Mutation(
     volumes::VolumeMutation,
     models::ModelMutation,
     taxes::TaxMutation,
+    exchange_rates::ExchangeRateMutation,
     credit_notes::CreditNoteMutation,
     users::UserMutation,
     providers::ProviderMutation,

@@ -93,6 +93,9 @@ pub struct ProviderStatementLine {
     pub sla_chargeback: String,
     pub net: String,
     pub note: Option<String>,
+    /// Units of the statement's currency per unit of `revenueCurrency` the revenue and
+    /// SLA credit were converted at; null when nothing was converted.
+    pub exchange_rate: Option<String>,
 }
 
 impl ProviderStatementLine {
@@ -115,6 +118,7 @@ impl ProviderStatementLine {
             sla_chargeback: money(l.sla_chargeback),
             net: money(l.net),
             note: l.note.clone(),
+            exchange_rate: l.exchange_rate.map(|r| r.get().normalize().to_string()),
         }
     }
 }

@@ -194,6 +194,11 @@ impl Provider {
     async fn payout_account(&self) -> Option<&str> {
         self.0.payout_account.as_deref()
     }
+    /// Why its next statement has not closed (an exchange rate missing: add it with
+    /// `addExchangeRate`); null when nothing holds it.
+    async fn statement_held(&self) -> Option<&str> {
+        self.0.statement_held.as_deref()
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }

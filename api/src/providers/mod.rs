@@ -4,6 +4,7 @@
 //! key reads its own provider and nodes — state, health, and who uses a GPU only as an
 //! allocation id — and nothing of any tenant or other provider.
 
+pub mod exchange_rates;
 pub mod payout;
 pub mod payouts;
 pub mod statements;

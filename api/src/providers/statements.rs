@@ -24,12 +24,14 @@ const MAX_MONTHS_PER_SWEEP: usize = 24;
 
 /// Closes every provider month that has ended and has no statement yet, oldest first:
 /// the months before a provider's last statement are never reopened. A provider whose
-/// close fails is logged and retried on the next sweep; the others go on. Returns the
-/// statements closed.
+/// close fails is logged and retried on the next sweep; one held for a missing exchange
+/// rate says why (`Provider.statementHeld`) until it closes; the others go on. Returns
+/// the statements closed.
 #[tracing::instrument(name = "statements.close_due", skip_all)]
 pub async fn close_due(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult<usize> {
     let mut closed = 0;
     let mut failed: HashSet<ProviderId> = HashSet::new();
+    let rates = neocloud_metering::exchange::store::table(db).await?;
     for _ in 0..MAX_MONTHS_PER_SWEEP {
         let due: Vec<_> = store::providers_with_terms(db)
             .await?
@@ -43,15 +45,23 @@ pub async fn close_due(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult
         for (provider, terms, _) in due.iter().filter(|(_, _, next)| *next == oldest) {
             let result = async {
                 let txn = crate::db::begin_write(db).await?;
-                let statement = store::close(&txn, provider, terms, &month, now).await?;
+                let closed = store::close(&txn, provider, (terms, &rates), &month, now).await?;
+                let held = closed.as_ref().err().map(|h| h.0.clone());
+                if provider.statement_held != held {
+                    super::store::set_statement_held(&txn, provider.id, held).await?;
+                }
                 txn.commit().await?;
-                Ok::<_, ApiError>(statement)
+                Ok::<_, ApiError>(closed)
             }
             .await;
             match result {
-                Ok(statement) => {
+                Ok(Ok(statement)) => {
                     closed += 1;
                     tracing::info!(number = %statement.number, net = %statement.net, "Provider statement closed.");
+                }
+                Ok(Err(held)) => {
+                    failed.insert(provider.id);
+                    tracing::warn!(provider = %provider.name, reason = %held.0, "A provider statement is held.");
                 }
                 Err(err) => {
                     failed.insert(provider.id);

@@ -12,7 +12,7 @@ use neocloud_schema::entity::{
 use neocloud_schema::ids::{AllocationId, NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set,
+    QuerySelect, Set, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -43,9 +43,24 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         currency: Set(new.currency),
         payout_method: Set(new.payout_method.to_owned()),
         payout_account: Set(new.payout_account),
+        statement_held: Set(None),
     }
     .insert(conn)
     .await
+}
+
+/// Records why the provider's next statement is held (`None`: nothing holds it).
+pub(crate) async fn set_statement_held<C: ConnectionTrait>(
+    conn: &C,
+    provider: ProviderId,
+    held: Option<String>,
+) -> Result<(), DbErr> {
+    provider::Entity::update_many()
+        .col_expr(provider::Column::StatementHeld, Expr::value(held))
+        .filter(provider::Column::Id.eq(provider))
+        .exec(conn)
+        .await
+        .map(drop)
 }
 
 /// Replaces the provider's legal and payout details (its name stays).

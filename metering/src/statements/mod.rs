@@ -15,6 +15,9 @@
 //!   region. Fee = fee % of the gross. Chargeback = the allocation's SLA credit when the
 //!   provider bears it. Net = gross − fee − chargeback. Each is rounded half-even to the
 //!   provider currency's minor unit; a statement's totals are sums of rounded lines.
+//! - Revenue and SLA credit in another currency than the provider's are converted at the
+//!   operator's exchange rate in force at the invoice's period end (`crate::exchange`);
+//!   without one, the provider's statement is held until the rate is added.
 
 pub mod credited;
 pub mod store;
@@ -160,6 +163,9 @@ pub struct Earned {
     pub net: Decimal,
     /// Why the gross is zero where it is not obvious (no fixed rate for the form).
     pub note: Option<String>,
+    /// Units of the provider's currency per unit of the invoice's that the revenue and
+    /// SLA credit were converted at; `None` when nothing was converted.
+    pub exchange_rate: Option<Decimal>,
 }
 
 /// Where an allocation ran and what it was, for pricing.
@@ -169,21 +175,27 @@ pub struct Place<'a> {
     pub region: &'a str,
     /// The currency of the invoice it was served on.
     pub invoice_currency: &'a str,
+    /// Units of the provider's currency per unit of the invoice's, where known.
+    pub exchange_rate: Option<Decimal>,
 }
 
-/// Prices `served` under `terms`. `None` when the revenue is in another currency than
-/// the provider's: it waits, unclaimed, until it can be converted.
+/// Prices `served` under `terms`, converting the revenue and SLA credit from the invoice's
+/// currency at the place's exchange rate. `None` when they must be converted and there is
+/// no rate.
 pub fn earn(terms: &EarningTerms, served: &Served, place: Place<'_>) -> Option<Earned> {
     let revenue_shared = matches!(terms.pricing, Pricing::RevenueShare(_));
     let charged_back = terms.provider_bears_sla && served.sla_credit > Decimal::ZERO;
-    if place.invoice_currency != terms.currency && (revenue_shared || charged_back) {
-        return None;
-    }
+    let converted = place.invoice_currency != terms.currency && (revenue_shared || charged_back);
+    let rate = if converted {
+        place.exchange_rate?
+    } else {
+        Decimal::ONE
+    };
     let digits = minor_unit_digits_of(&terms.currency);
     let unit_hours = seconds_to_hours(served.unit_seconds);
     let mut note = None;
     let gross = match &terms.pricing {
-        Pricing::RevenueShare(percent) => served.revenue * *percent / Decimal::ONE_HUNDRED,
+        Pricing::RevenueShare(percent) => served.revenue * rate * *percent / Decimal::ONE_HUNDRED,
         Pricing::FixedRate(rates) => {
             let rate = rates
                 .iter()
@@ -204,7 +216,7 @@ pub fn earn(terms: &EarningTerms, served: &Served, place: Place<'_>) -> Option<E
     let gross = round(gross, digits);
     let fee = round(gross * terms.fee_percent / Decimal::ONE_HUNDRED, digits);
     let sla_chargeback = if terms.provider_bears_sla {
-        round(served.sla_credit, digits)
+        round(served.sla_credit * rate, digits)
     } else {
         round(Decimal::ZERO, digits)
     };
@@ -215,6 +227,7 @@ pub fn earn(terms: &EarningTerms, served: &Served, place: Place<'_>) -> Option<E
         fee,
         sla_chargeback,
         note,
+        exchange_rate: converted.then_some(rate),
     })
 }
 

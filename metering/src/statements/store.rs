@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use super::credited::CreditedShare;
 use super::{Earned, EarningTerms, Place, Served, attribute, earn};
+use crate::exchange::Rates;
 use crate::invoicing::store::kept_rating;
 
 pub const EARNING: &str = "earning";
@@ -130,8 +131,9 @@ pub struct Month {
     pub earnings: HashMap<ProviderId, Vec<Candidate>>,
     pub voided: HashMap<ProviderId, Vec<line::Model>>,
     pub credited: HashMap<ProviderId, Vec<(CreditedShare, Candidate)>>,
-    /// (invoice, allocation) already earned, for the month's and the credited invoices.
-    claimed: HashSet<(InvoiceId, Uuid)>,
+    /// (invoice, allocation) already earned, for the month's and the credited invoices,
+    /// with the exchange rate the earning converted at.
+    claimed: HashMap<(InvoiceId, Uuid), Option<Decimal>>,
 }
 
 /// Reads what the month `[start, next_month(start))` brought: the invoices finalized in
@@ -205,15 +207,20 @@ fn served_on(inv: &invoice::Model) -> Vec<Served> {
 async fn claimed<C: ConnectionTrait>(
     conn: &C,
     invoices: &[InvoiceId],
-) -> Result<HashSet<(InvoiceId, Uuid)>, DbErr> {
-    let mut found = HashSet::new();
+) -> Result<HashMap<(InvoiceId, Uuid), Option<Decimal>>, DbErr> {
+    let mut found = HashMap::new();
     for chunk in invoices.chunks(500) {
         let rows = line::Entity::find()
             .filter(line::Column::InvoiceId.is_in(chunk.iter().copied()))
             .filter(line::Column::Kind.eq(EARNING))
             .all(conn)
             .await?;
-        found.extend(rows.into_iter().map(|l| (l.invoice_id, l.allocation_id)));
+        found.extend(rows.into_iter().map(|l| {
+            (
+                (l.invoice_id, l.allocation_id),
+                l.exchange_rate.map(|r| r.get()),
+            )
+        }));
     }
     Ok(found)
 }
@@ -329,45 +336,68 @@ struct NewLine {
     credit_note: Option<Uuid>,
 }
 
+/// Why a provider's statement cannot close yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held(pub String);
+
+/// Held for `c`'s rate (no tenant's invoice named: providers read it too).
+fn no_rate(c: &Candidate, to: &str) -> Held {
+    Held(format!(
+        "no {}→{to} exchange rate in force at {}, the end of an invoice's period",
+        c.invoice_currency,
+        c.invoice_period_end.to_rfc3339(),
+    ))
+}
+
 /// The earning lines of `provider`'s month: each candidate priced by the agreement in
-/// force at its invoice's period end, unless already on a statement, held until its
-/// invoice is paid, or waiting for a currency conversion.
-fn earning_lines(month: &Month, provider: ProviderId, terms: &Agreements) -> Vec<NewLine> {
+/// force at its invoice's period end (and converted at the exchange rate in force then),
+/// unless already on a statement or held until its invoice is paid. `Held` when a rate
+/// is missing.
+fn earning_lines(
+    month: &Month,
+    provider: ProviderId,
+    terms: &Agreements,
+    rates: &Rates,
+) -> Result<Vec<NewLine>, Held> {
     let Some(candidates) = month.earnings.get(&provider) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    candidates
-        .iter()
-        .filter(|c| !month.claimed.contains(&(c.invoice, c.served.allocation)))
-        .filter_map(|c| {
-            let terms = terms.at(c.invoice_period_end)?;
-            if terms.hold_until_paid && !c.paid {
-                return None;
-            }
-            let sku = c.sku.as_ref()?;
-            let place = Place {
-                form: sku.form,
-                region: &c.region,
-                invoice_currency: &c.invoice_currency,
-            };
-            let earned = earn(terms, &c.served, place)?;
-            Some(NewLine {
-                kind: EARNING,
-                candidate_invoice: c.invoice,
-                allocation: c.served.allocation,
-                node: c.node,
-                sku_name: sku.name.clone(),
-                form: sku.form.as_str().to_owned(),
-                region: c.region.clone(),
-                version: terms.version,
-                revenue: c.served.revenue,
-                revenue_currency: c.invoice_currency.clone(),
-                sla_credit: c.served.sla_credit,
-                earned,
-                credit_note: None,
-            })
-        })
-        .collect()
+    let mut lines = Vec::new();
+    for c in candidates.iter().filter(|c| {
+        !month
+            .claimed
+            .contains_key(&(c.invoice, c.served.allocation))
+    }) {
+        let Some(terms) = terms.at(c.invoice_period_end) else {
+            continue;
+        };
+        let Some(sku) = c.sku.as_ref().filter(|_| c.paid || !terms.hold_until_paid) else {
+            continue;
+        };
+        let place = Place {
+            form: sku.form,
+            region: &c.region,
+            invoice_currency: &c.invoice_currency,
+            exchange_rate: rates.at(&c.invoice_currency, &terms.currency, c.invoice_period_end),
+        };
+        let earned = earn(terms, &c.served, place).ok_or_else(|| no_rate(c, &terms.currency))?;
+        lines.push(NewLine {
+            kind: EARNING,
+            candidate_invoice: c.invoice,
+            allocation: c.served.allocation,
+            node: c.node,
+            sku_name: sku.name.clone(),
+            form: sku.form.as_str().to_owned(),
+            region: c.region.clone(),
+            version: terms.version,
+            revenue: c.served.revenue,
+            revenue_currency: c.invoice_currency.clone(),
+            sla_credit: c.served.sla_credit,
+            earned,
+            credit_note: None,
+        });
+    }
+    Ok(lines)
 }
 
 /// The reverse of an earning line.
@@ -379,6 +409,7 @@ fn reversal(l: &line::Model) -> NewLine {
         sla_chargeback: l.sla_chargeback.get(),
         net: l.net.get(),
         note: None,
+        exchange_rate: l.exchange_rate.map(|r| r.get()),
     };
     NewLine {
         kind: REVERSAL,
@@ -406,74 +437,93 @@ fn negated(earned: Earned, why: String) -> Earned {
         sla_chargeback: -earned.sla_chargeback,
         net: -earned.net,
         note: Some(why),
+        exchange_rate: earned.exchange_rate,
     }
 }
 
 /// What credit notes took back from `provider`'s earnings: a line per (note, allocation)
-/// whose invoice the allocation has earned on, before or on this statement (`earned_now`);
-/// a share not earned yet waits for the statement that earns it.
+/// whose invoice the allocation has earned on, before or on this statement (`earned_now`,
+/// with the rate each earning converted at); a share not earned yet waits for the
+/// statement that earns it. What is taken back is converted at the earning's rate.
 fn credit_note_lines(
     month: &Month,
     provider: ProviderId,
     terms: &Agreements,
-    earned_now: &HashSet<(InvoiceId, Uuid)>,
-) -> Vec<NewLine> {
+    earned_now: &HashMap<(InvoiceId, Uuid), Option<Decimal>>,
+) -> Result<Vec<NewLine>, Held> {
     let Some(credited) = month.credited.get(&provider) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    credited
+    let mut lines = Vec::new();
+    for (share, c) in credited {
+        let key = (c.invoice, c.served.allocation);
+        let Some(rate) = month.claimed.get(&key).or_else(|| earned_now.get(&key)) else {
+            continue;
+        };
+        let (Some(terms), Some(sku)) = (terms.at(c.invoice_period_end), c.sku.as_ref()) else {
+            continue;
+        };
+        let place = Place {
+            form: sku.form,
+            region: &c.region,
+            invoice_currency: &c.invoice_currency,
+            exchange_rate: *rate,
+        };
+        let earned = earn(terms, &c.served, place).ok_or_else(|| no_rate(c, &terms.currency))?;
+        lines.push(NewLine {
+            kind: CREDIT_NOTE,
+            candidate_invoice: c.invoice,
+            allocation: c.served.allocation,
+            node: c.node,
+            sku_name: sku.name.clone(),
+            form: sku.form.as_str().to_owned(),
+            region: c.region.clone(),
+            version: terms.version,
+            revenue: -c.served.revenue,
+            revenue_currency: c.invoice_currency.clone(),
+            sla_credit: -c.served.sla_credit,
+            earned: negated(earned, format!("credit note {}", share.number)),
+            credit_note: Some(share.note),
+        });
+    }
+    Ok(lines)
+}
+
+/// The lines of `provider`'s statement for `month`: earnings, reversals of voided
+/// invoices, then what credit notes took back.
+fn statement_lines(
+    month: &Month,
+    provider: ProviderId,
+    terms: &Agreements,
+    rates: &Rates,
+) -> Result<Vec<NewLine>, Held> {
+    let mut lines = earning_lines(month, provider, terms, rates)?;
+    let earned_now: HashMap<(InvoiceId, Uuid), Option<Decimal>> = lines
         .iter()
-        .filter(|(_, c)| {
-            let key = (c.invoice, c.served.allocation);
-            month.claimed.contains(&key) || earned_now.contains(&key)
-        })
-        .filter_map(|(share, c)| {
-            let terms = terms.at(c.invoice_period_end)?;
-            let sku = c.sku.as_ref()?;
-            let place = Place {
-                form: sku.form,
-                region: &c.region,
-                invoice_currency: &c.invoice_currency,
-            };
-            let earned = earn(terms, &c.served, place)?;
-            Some(NewLine {
-                kind: CREDIT_NOTE,
-                candidate_invoice: c.invoice,
-                allocation: c.served.allocation,
-                node: c.node,
-                sku_name: sku.name.clone(),
-                form: sku.form.as_str().to_owned(),
-                region: c.region.clone(),
-                version: terms.version,
-                revenue: -c.served.revenue,
-                revenue_currency: c.invoice_currency.clone(),
-                sla_credit: -c.served.sla_credit,
-                earned: negated(earned, format!("credit note {}", share.number)),
-                credit_note: Some(share.note),
-            })
-        })
-        .collect()
+        .map(|l| ((l.candidate_invoice, l.allocation), l.earned.exchange_rate))
+        .collect();
+    if let Some(voided) = month.voided.get(&provider) {
+        lines.extend(voided.iter().map(reversal));
+    }
+    lines.extend(credit_note_lines(month, provider, terms, &earned_now)?);
+    Ok(lines)
 }
 
 /// Closes `provider`'s statement for `month` in the caller's transaction: its lines, its
-/// totals, its ledger transfer, and the payout it makes due (`payouts::store::queue_for`). A second close of the same month fails on the unique
-/// index (nothing is written twice).
+/// totals, its ledger transfer, and the payout it makes due (`payouts::store::queue_for`).
+/// `Held`, writing nothing, while an exchange rate it needs is missing. A second close of
+/// the same month fails on the unique index (nothing is written twice).
 pub async fn close<C: ConnectionTrait>(
     conn: &C,
     provider: &provider::Model,
-    terms: &Agreements,
+    (terms, rates): (&Agreements, &Rates),
     month: &Month,
     now: DateTime<Utc>,
-) -> Result<provider_statement::Model, DbErr> {
-    let mut lines = earning_lines(month, provider.id, terms);
-    let earned_now: HashSet<(InvoiceId, Uuid)> = lines
-        .iter()
-        .map(|l| (l.candidate_invoice, l.allocation))
-        .collect();
-    if let Some(voided) = month.voided.get(&provider.id) {
-        lines.extend(voided.iter().map(reversal));
-    }
-    lines.extend(credit_note_lines(month, provider.id, terms, &earned_now));
+) -> Result<Result<provider_statement::Model, Held>, DbErr> {
+    let lines = match statement_lines(month, provider.id, terms, rates) {
+        Ok(lines) => lines,
+        Err(held) => return Ok(Err(held)),
+    };
     let sequence = provider_statement::Entity::find()
         .filter(provider_statement::Column::ProviderId.eq(provider.id))
         .count(conn)
@@ -507,7 +557,7 @@ pub async fn close<C: ConnectionTrait>(
         crate::payouts::store::queue_for(conn, provider, &statement, current.payout_minimum, now)
             .await?;
     }
-    Ok(statement)
+    Ok(Ok(statement))
 }
 
 async fn insert_lines<C: ConnectionTrait>(
@@ -541,6 +591,7 @@ async fn insert_lines<C: ConnectionTrait>(
             net: Set(Exact::from(l.earned.net)),
             note: Set(l.earned.note),
             credit_note_id: Set(l.credit_note),
+            exchange_rate: Set(l.earned.exchange_rate.map(Exact::from)),
         })
         .collect();
     for chunk in rows.chunks(200) {

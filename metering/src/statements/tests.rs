@@ -148,6 +148,7 @@ fn place(currency: &str) -> Place<'_> {
         form: SkuForm::WholeGpu,
         region: "eu-west",
         invoice_currency: currency,
+        exchange_rate: None,
     }
 }
 
@@ -194,7 +195,34 @@ fn earnings_follow_the_agreement() {
             &served,
             place("EUR")
         )
-        .is_none()
+        .is_none(),
+        "a revenue share in another currency needs a rate"
+    );
+    // An invoice in euros, a provider paid in dollars at 0.92 a euro: 70 % of 10.005 × 0.92
+    // = 6.44322 → 6.44; the chargeback
+    // 1.25 × 0.92 = 1.15; the fee 0.644 → 0.64.
+    let converted = earn(
+        &terms(Pricing::RevenueShare(d("70")), true),
+        &served,
+        Place {
+            exchange_rate: Some(d("0.92")),
+            ..place("EUR")
+        },
+    )
+    .expect("earned");
+    assert_eq!(
+        (
+            converted.gross,
+            converted.fee,
+            converted.sla_chargeback,
+            converted.net
+        ),
+        (d("6.44"), d("0.64"), d("1.15"), d("4.65"))
+    );
+    assert_eq!(converted.exchange_rate, Some(d("0.92")));
+    assert_eq!(
+        shared.exchange_rate, None,
+        "nothing converted in one currency"
     );
     let unpriced = Place {
         region: "us-east",

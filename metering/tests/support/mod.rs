@@ -24,6 +24,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         currency: Set("EUR".into()),
         payout_method: Set("manual".into()),
         payout_account: Set(None),
+        statement_held: Set(None),
     }
     .insert(&db)
     .await

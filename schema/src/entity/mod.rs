@@ -21,6 +21,7 @@ pub mod credit_note;
 pub mod credit_note_line;
 pub mod event;
 pub mod event_log_head;
+pub mod exchange_rate;
 pub mod fleet_epoch;
 pub mod gpu;
 pub mod gpu_event;

@@ -22,6 +22,9 @@ pub struct Model {
     pub payout_method: String,
     /// The Stripe connected account (`acct_…`), or `IBAN BIC` for SEPA.
     pub payout_account: Option<String>,
+    /// Why its next statement has not closed (an exchange rate missing); `None` when
+    /// nothing holds it.
+    pub statement_held: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -39,6 +39,9 @@ pub struct Model {
     pub note: Option<String>,
     /// The credit note of a `credit_note` line.
     pub credit_note_id: Option<Uuid>,
+    /// Units of the statement's currency per unit of `revenue_currency` its revenue and
+    /// SLA credit were converted at; `None` when they were not converted.
+    pub exchange_rate: Option<super::Exact>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

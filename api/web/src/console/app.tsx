@@ -15,6 +15,7 @@ import { TenantsPage } from './pages/TenantsPage';
 // Finance's pages load on first visit: the fleet page, the console's first, does not carry them.
 const ProviderPage = lazyPage(() => import('./pages/ProviderPage').then((m) => m.ProviderPage));
 const ProviderStatementPage = lazyPage(() => import('./pages/ProviderStatementPage').then((m) => m.ProviderStatementPage));
+const ExchangeRatesPage = lazyPage(() => import('./pages/ExchangeRatesPage').then((m) => m.ExchangeRatesPage));
 
 export const consoleApp: AppConfig = {
   name: 'Console',
@@ -35,6 +36,8 @@ export const consoleApp: AppConfig = {
     { pattern: '/ingest', page: IngestPage },
     { pattern: '/plans', page: PlansPage },
     { pattern: '/providers', page: ProvidersPage },
+    // Before /providers/:id, which would take it for a provider's id.
+    { pattern: '/providers/exchange-rates', page: ExchangeRatesPage },
     { pattern: '/providers/:id', page: ProviderPage },
     { pattern: '/providers/:id/statements/:statementId', page: ProviderStatementPage },
     { pattern: '/ledger', page: LedgerPage },

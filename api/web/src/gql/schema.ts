@@ -20,6 +20,30 @@ export interface AccessEndpointInput {
 export type AccessState = 'PENDING' | 'READY' | 'FAILED';
 export const AccessStateValues: readonly AccessState[] = ['PENDING', 'READY', 'FAILED'];
 
+export interface AddExchangeRateInput {
+  /**
+   * ISO 4217, e.g. `USD`.
+   */
+  from: string;
+  /**
+   * ISO 4217, e.g. `EUR`.
+   */
+  to: string;
+  /**
+   * Units of `to` per unit of `from`: above 0, at most 1,000,000 and 10 decimals.
+   */
+  rate: string;
+  /**
+   * Any instant, past included (a rate published after the day it is for); a pair
+   * has one rate per instant.
+   */
+  effectiveFrom: string;
+  /**
+   * Where it comes from, e.g. `ECB reference rate 2026-11-30` (at most 200 characters).
+   */
+  source?: string;
+}
+
 export interface AddTaxRateInput {
   /**
    * ISO 3166-1 alpha-2, e.g. `DE`.

@@ -10,6 +10,7 @@ import { Page, Section } from '../../ui/Page';
 import { CloseProviderStatements, ConsoleProvider, type ConsoleProviderResult, ProviderPayouts, ProviderStatements, type ProviderStatementRowFragment, type ProviderStatementsResult } from '../operations';
 import { closedNote, payoutMethodLabel, percent } from '../payouts';
 import { PayoutsSection } from '../PayoutsSection';
+import { StatementHeld } from '../StatementHeld';
 import { StatementDownloads, statementMonth, statementPath } from '../statements';
 
 type Provider = ConsoleProviderResult['provider'];
@@ -22,10 +23,12 @@ export function ProviderPage({ params }: { params: Record<string, string> }) {
   const payouts = useQuery(ProviderPayouts, { providerId: id });
   const p = provider.data?.provider;
   const numbers = new Map((statements.data?.providerStatements ?? []).map((s) => [s.id, s.number]));
-  // Closing a statement queues its payout: the payouts are read again too.
+  // Closing a statement queues its payout: the payouts are read again too, and the
+  // provider (a statement held for a rate says so, or no longer).
   const closed = () => {
     statements.reload();
     payouts.reload();
+    provider.reload();
   };
   return (
     <Page title={p ? `Provider ${p.name}` : 'Provider'} lead={<Link to="/providers">← Every provider</Link>}>
@@ -33,6 +36,7 @@ export function ProviderPage({ params }: { params: Record<string, string> }) {
       {!p && provider.loading && <Loading label="Loading the provider…" />}
       {p && (
         <>
+          <StatementHeld reason={p.statementHeld} />
           <Overview provider={p} />
           <StatementsSection provider={p} statements={statements} onClosed={closed} />
           <PayoutsSection provider={p} payouts={payouts} statementNumbers={numbers} />

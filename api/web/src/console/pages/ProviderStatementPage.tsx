@@ -36,6 +36,8 @@ export function ProviderStatementPage({ params }: { params: Record<string, strin
 function StatementBody({ statement: s }: { statement: Statement }) {
   const m = (amount: string) => money(amount, s.currency);
   const lines = s.lines ?? [];
+  // The rate column only when a line was converted (a provider paid in its tenants' currency has none).
+  const converted = lines.some((l) => l.exchangeRate);
   return (
     <>
       <Section title="Summary">
@@ -61,7 +63,12 @@ function StatementBody({ statement: s }: { statement: Statement }) {
             <h3 class="subhead">Every line</h3>
           </>
         )}
-        <DataTable virtual caption={`Lines of statement ${s.number}`} hideCaption columns={lineColumns(s.currency)} rows={lines} rowKey={(l) => String(l.position)} empty="No lines: nothing was earned this month." />
+        {converted && (
+          <p class="muted small">
+            Revenue invoiced in another currency was converted into {s.currency}, with its SLA credit, at the line's rate ({s.currency} per unit of the revenue's currency): the rate in force at the end of its invoice's period.
+          </p>
+        )}
+        <DataTable virtual caption={`Lines of statement ${s.number}`} hideCaption columns={lineColumns(s.currency, converted)} rows={lines} rowKey={(l) => String(l.position)} empty="No lines: nothing was earned this month." />
       </Section>
     </>
   );
@@ -75,8 +82,9 @@ function kindColumns(currency: string): Column<KindTotal>[] {
   ];
 }
 
-function lineColumns(currency: string): Column<Line>[] {
+function lineColumns(currency: string, converted: boolean): Column<Line>[] {
   const m = (amount: string) => money(amount, currency);
+  const rate: Column<Line>[] = converted ? [{ header: `Rate to ${currency}`, numeric: true, cell: (l) => (l.exchangeRate ? `× ${groupDigits(l.exchangeRate)}` : '—') }] : [];
   return [
     { header: '#', numeric: true, cell: (l) => l.position },
     { header: 'Kind', cell: (l) => <LineKindBadge kind={l.kind} /> },
@@ -95,6 +103,7 @@ function lineColumns(currency: string): Column<Line>[] {
     { header: 'Terms', cell: (l) => `v${l.agreementVersion}` },
     { header: 'Unit-hours', numeric: true, cell: (l) => groupDigits(l.unitHours) },
     { header: 'Revenue', numeric: true, cell: (l) => money(l.revenue, l.revenueCurrency) },
+    ...rate,
     { header: 'Gross', numeric: true, cell: (l) => m(l.gross) },
     { header: 'Fee', numeric: true, cell: (l) => m(l.fee) },
     { header: 'SLA chargeback', numeric: true, cell: (l) => m(l.slaChargeback) },

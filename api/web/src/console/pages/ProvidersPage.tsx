@@ -4,7 +4,9 @@ import { type Column, DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
+import { EXCHANGE_RATES_PATH } from '../exchangeRates';
 import { Providers, type ProvidersResult, ProviderTerms, type ProviderTermsResult } from '../operations';
+import { StatementHeld } from '../StatementHeld';
 
 type Provider = ProvidersResult['providers'][number];
 type Agreement = ProviderTermsResult['providerAgreements'][number];
@@ -14,7 +16,15 @@ type OwnNode = ProviderTermsResult['providerNodes'][number];
 export function ProvidersPage() {
   const { data, error, loading, reload } = useQuery(Providers, {});
   return (
-    <Page title="Providers" lead="Whose hardware the fleet is: each provider's payout details, terms by version, and nodes; its statements and payouts on its own page.">
+    <Page
+      title="Providers"
+      lead="Whose hardware the fleet is: each provider's payout details, terms by version, and nodes; its statements and payouts on its own page."
+      actions={
+        <Link class="btn btn-secondary" to={EXCHANGE_RATES_PATH}>
+          Exchange rates
+        </Link>
+      }
+    >
       <ErrorNotice error={error} onRetry={reload} />
       {!data && loading && <Loading label="Loading providers…" />}
       {data?.providers.length === 0 && <p class="empty">No providers yet: nodes registered without one belong to the operator.</p>}
@@ -33,6 +43,7 @@ function ProviderSection({ provider: p }: { provider: Provider }) {
       <p>
         <strong>{p.legalName}</strong> <span class="muted">{where}</span>
       </p>
+      <StatementHeld reason={p.statementHeld} title={`The next statement of ${p.name} is held`} />
       <p>
         <Link to={`/providers/${encodeURIComponent(p.id)}`}>Statements and payouts of {p.name} →</Link>
       </p>

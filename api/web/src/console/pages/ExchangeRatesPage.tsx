@@ -1,0 +1,104 @@
+import { useState } from 'preact/hooks';
+import { dateTime, groupDigits } from '../../lib/format';
+import { useQuery } from '../../lib/hooks';
+import { useLocation } from '../../lib/router';
+import { Badge, type Tone } from '../../ui/Badge';
+import { Button } from '../../ui/Button';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { Link } from '../../ui/Link';
+import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+import { ExchangeRateForm } from '../ExchangeRateForm';
+import { byPairNewestFirst, coveredBy, knownCodes, neededFrom, pairLabel, type RateNeeded, rateNeeded, type RateState, readableReason, rateStateLabel, rateStates } from '../exchangeRates';
+import { type ExchangeRateRowFragment, ExchangeRates, type ExchangeRatesResult } from '../operations';
+
+type Rate = ExchangeRateRowFragment;
+type HeldProvider = ExchangeRatesResult['providers'][number];
+
+const STATE_TONES: Record<RateState, Tone> = { in_force: 'good', upcoming: 'info', replaced: 'neutral' };
+
+/**
+ * The operator's exchange rates, each pair's newest first, and a new one. Linked from a
+ * held statement's notice with `?from=…&to=…&at=…`, the form starts from that pair; so
+ * does "Fill in" beside a held statement here.
+ */
+export function ExchangeRatesPage() {
+  const { query } = useLocation();
+  // `n` starts the form afresh (its key) each time a pair is filled in.
+  const [start, setStart] = useState<{ needed: RateNeeded | null; n: number }>(() => ({ needed: neededFrom(query), n: 0 }));
+  const { data, error, loading, reload } = useQuery(ExchangeRates, {});
+  const rates = byPairNewestFirst(data?.exchangeRates ?? []);
+  const states = rateStates(rates, new Date());
+  const held = (data?.providers ?? []).filter((p) => p.statementHeld);
+  const codes = knownCodes(rates, (data?.providers ?? []).map((p) => p.currency));
+  const fillIn = (needed: RateNeeded) => setStart((s) => ({ needed, n: s.n + 1 }));
+  return (
+    <Page title="Exchange rates" lead={<Link to="/providers">← Every provider</Link>}>
+      <p>A provider paid in another currency than a tenant's invoice earns from it at the rate in force at the end of the invoice's period.</p>
+      <ErrorNotice error={error} onRetry={reload} />
+      {held.length > 0 && <HeldStatements providers={held} rates={rates} onFillIn={fillIn} />}
+      <Section title="Rates">
+        {!data && loading && <Loading label="Loading exchange rates…" />}
+        {data && (
+          <DataTable
+            virtual
+            caption="Exchange rates, each pair's newest first"
+            hideCaption
+            columns={columns(states)}
+            rows={rates}
+            rowKey={(r) => r.id}
+            loading={loading}
+            empty="No rates yet: none is needed while every provider is paid in its tenants' invoice currency."
+          />
+        )}
+      </Section>
+      <Section title="Add a rate">
+        <p class="section-lead muted">Rates are only ever added: a pair's new rate takes over from its start, and statement lines keep the rate they were converted at.</p>
+        <ExchangeRateForm key={start.n} needed={start.needed} codes={codes} onAdded={reload} />
+      </Section>
+    </Page>
+  );
+}
+
+interface HeldStatementsProps {
+  providers: readonly HeldProvider[];
+  rates: readonly Rate[];
+  onFillIn: (needed: RateNeeded) => void;
+}
+
+/** The providers whose next statement waits for a rate: the reason, and the pair to fill in (or that it is in now). */
+function HeldStatements({ providers, rates, onFillIn }: HeldStatementsProps) {
+  return (
+    <Notice tone="warning" title={providers.length === 1 ? 'A statement waits for a rate' : `${providers.length} statements wait for a rate`}>
+      <ul class="plain-list">
+        {providers.map((p) => {
+          const needed = rateNeeded(p.statementHeld ?? '');
+          return (
+            <li key={p.id}>
+              <Link to={`/providers/${encodeURIComponent(p.id)}`}>{p.name}</Link>: {readableReason(p.statementHeld ?? '')}{' '}
+              {needed &&
+                (coveredBy(rates, needed) ? (
+                  <span>The rate is in: it closes on the next sweep.</span>
+                ) : (
+                  <Button small onClick={() => onFillIn(needed)}>
+                    Fill in {pairLabel(needed.from, needed.to)}
+                  </Button>
+                ))}
+            </li>
+          );
+        })}
+      </ul>
+    </Notice>
+  );
+}
+
+function columns(states: ReadonlyMap<Rate, RateState>): Column<Rate>[] {
+  const state = (r: Rate) => states.get(r) ?? 'replaced';
+  return [
+    { header: 'Pair', cell: (r) => <strong>{pairLabel(r.from, r.to)}</strong> },
+    { header: 'Rate', numeric: true, cell: (r) => `1 ${r.from} = ${groupDigits(r.rate)} ${r.to}` },
+    { header: 'In force from', cell: (r) => dateTime(r.effectiveFrom) },
+    { header: 'Status', cell: (r) => <Badge tone={STATE_TONES[state(r)]}>{rateStateLabel(state(r))}</Badge> },
+    { header: 'Source', cell: (r) => (r.source ? <span class="small">{r.source}</span> : '—') },
+  ];
+}
