@@ -371,7 +371,10 @@ fn earning_lines(
         let Some(terms) = terms.at(c.invoice_period_end) else {
             continue;
         };
-        let Some(sku) = c.sku.as_ref().filter(|_| c.paid || !terms.hold_until_paid) else {
+        if terms.hold_until_paid && !c.paid {
+            continue;
+        }
+        let Some(sku) = c.sku.as_ref() else {
             continue;
         };
         let place = Place {
