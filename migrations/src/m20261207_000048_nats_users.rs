@@ -54,6 +54,15 @@ impl MigrationTrait for Migration {
                 vec![NatsUsers::NodeId.into_iden()],
                 false,
             ))
+            .await?;
+        // The revocation list is read every second: the revoked users, not every user.
+        manager
+            .create_index(index(
+                "idx_nats_users_revoked",
+                NatsUsers::Table,
+                vec![NatsUsers::RevokedAt.into_iden()],
+                false,
+            ))
             .await
     }
 
