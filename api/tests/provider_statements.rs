@@ -1469,16 +1469,25 @@ async fn earnings_in_another_currency_are_converted(backend: Backend) {
     app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
     close_statements(&app).await;
     assert!(statements_of(&app, &rhein_key).await.is_empty());
-    let held = "{ provider { statementHeld } }";
+    let held = "{ provider { statementHeld { reason from to at } } }";
     let r = app.gql(Some(&rhein_key), held, json!({})).await;
-    let reason = r["data"]["provider"]["statementHeld"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{r}"));
+    let hold = &r["data"]["provider"]["statementHeld"];
+    assert_eq!(
+        (&hold["from"], &hold["to"]),
+        (&json!("USD"), &json!("EUR")),
+        "{r}"
+    );
+    let at: DateTime<Utc> = hold["at"].as_str().expect("at").parse().expect("instant");
+    let reason = hold["reason"].as_str().expect("reason");
     assert!(reason.contains("no USD→EUR exchange rate"), "{reason}");
 
     // A rate from just after the period end is not the one in force at it.
     let add = "mutation($i: AddExchangeRateInput!) { addExchangeRate(input: $i) { rate } }";
     let end: DateTime<Utc> = period_end.parse().expect("instant");
+    assert_eq!(
+        at, end,
+        "the rate must be in force at the invoice's period end"
+    );
     for (rate, from) in [
         ("0.9215", end - TimeDelta::days(40)),
         ("0.5", end + TimeDelta::seconds(1)),

@@ -196,8 +196,13 @@ impl Provider {
     }
     /// Why its next statement has not closed (an exchange rate missing: add it with
     /// `addExchangeRate`); null when nothing holds it.
-    async fn statement_held(&self) -> Option<&str> {
-        self.0.statement_held.as_deref()
+    async fn statement_held(&self) -> Option<StatementHold> {
+        crate::providers::statements::held_of(&self.0).map(|h| StatementHold {
+            reason: h.reason(),
+            from_currency: h.from,
+            to_currency: h.to,
+            at: h.at,
+        })
     }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
@@ -209,6 +214,20 @@ impl Provider {
         let bp = crate::fleet::reliability::of_provider(db, self.0.id, super::now(ctx)?).await?;
         Ok(bp.map(super::reliability::fraction))
     }
+}
+
+/// Why a provider's next statement is held: no exchange rate from `from` to `to` in force
+/// at `at`, the end of an invoice's period.
+#[derive(SimpleObject)]
+pub struct StatementHold {
+    pub reason: String,
+    /// ISO 4217: the invoice's currency.
+    #[graphql(name = "from")]
+    pub from_currency: String,
+    /// ISO 4217: the provider's currency.
+    #[graphql(name = "to")]
+    pub to_currency: String,
+    pub at: DateTime<Utc>,
 }
 
 /// A GPU of a provider's node.

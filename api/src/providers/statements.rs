@@ -46,7 +46,7 @@ pub async fn close_due(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult
             let result = async {
                 let txn = crate::db::begin_write(db).await?;
                 let closed = store::close(&txn, provider, (terms, &rates), &month, now).await?;
-                let held = closed.as_ref().err().map(|h| h.0.clone());
+                let held = closed.as_ref().err().map(held_text);
                 if provider.statement_held != held {
                     super::store::set_statement_held(&txn, provider.id, held).await?;
                 }
@@ -61,7 +61,7 @@ pub async fn close_due(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult
                 }
                 Ok(Err(held)) => {
                     failed.insert(provider.id);
-                    tracing::warn!(provider = %provider.name, reason = %held.0, "A provider statement is held.");
+                    tracing::warn!(provider = %provider.name, reason = %held.reason(), "A provider statement is held.");
                 }
                 Err(err) => {
                     failed.insert(provider.id);
@@ -71,6 +71,16 @@ pub async fn close_due(db: &DatabaseConnection, now: DateTime<Utc>) -> ApiResult
         }
     }
     Ok(closed)
+}
+
+/// A hold as `providers.statement_held` keeps it (JSON).
+fn held_text(held: &store::Held) -> String {
+    serde_json::to_string(held).unwrap_or_else(|_| held.reason())
+}
+
+/// The hold `providers.statement_held` keeps; `None` when nothing holds the statement.
+pub fn held_of(provider: &neocloud_schema::entity::provider::Model) -> Option<store::Held> {
+    serde_json::from_str(provider.statement_held.as_deref()?).ok()
 }
 
 /// `closeProviderStatements` (operator): closes what is due now.

@@ -25,15 +25,13 @@ test('instants as datetime-local values in UTC, rounded down to the minute', () 
   assert.equal(x.utcInstantOf(x.localUtc('2026-12-01T00:00:00Z')), '2026-12-01T00:00:00Z');
 });
 
-test("a held statement's reason names the pair and the instant", () => {
-  const reason = "no USD→EUR exchange rate in force at 2026-12-01T00:00:00+00:00, the end of an invoice's period";
-  assert.deepEqual(x.rateNeeded(reason), { from: 'USD', to: 'EUR', at: '2026-12-01T00:00:00+00:00' });
-  assert.deepEqual(x.rateNeeded('no GBP→CHF exchange rate in force'), { from: 'GBP', to: 'CHF', at: '' });
-  assert.equal(x.rateNeeded('held for another reason'), null);
+test("a held statement's hold gives the pair and the instant, and the link to the form carries them", () => {
+  const hold = { reason: "no USD→EUR exchange rate in force at 2026-12-01T00:00:00+00:00, the end of an invoice's period", from: 'USD', to: 'EUR', at: '2026-12-01T00:00:00+00:00' };
+  assert.deepEqual(x.rateNeeded(hold), { from: 'USD', to: 'EUR', at: '2026-12-01T00:00:00+00:00' });
   assert.equal(x.exchangeRatesPath(null), '/providers/exchange-rates');
-  assert.equal(x.exchangeRatesPath(x.rateNeeded(reason)), '/providers/exchange-rates?from=USD&to=EUR&at=2026-12-01T00%3A00%3A00%2B00%3A00');
+  assert.equal(x.exchangeRatesPath(x.rateNeeded(hold)), '/providers/exchange-rates?from=USD&to=EUR&at=2026-12-01T00%3A00%3A00%2B00%3A00');
   // The page reads back what the link carries.
-  const back = x.neededFrom(new URL(`http://x${x.exchangeRatesPath(x.rateNeeded(reason))}`).searchParams);
+  const back = x.neededFrom(new URL(`http://x${x.exchangeRatesPath(x.rateNeeded(hold))}`).searchParams);
   assert.deepEqual(back, { from: 'USD', to: 'EUR', at: '2026-12-01T00:00:00+00:00' });
   assert.deepEqual(x.neededFrom(new URLSearchParams('from=usd&to=EURO&at=later')), { from: 'USD', to: '', at: '' });
   assert.equal(x.neededFrom(new URLSearchParams('')), null);

@@ -336,17 +336,34 @@ struct NewLine {
     credit_note: Option<Uuid>,
 }
 
-/// Why a provider's statement cannot close yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held(pub String);
+/// Why a provider's statement cannot close yet: no exchange rate from `from` to `to` in
+/// force at `at` (the end of an invoice's period; no tenant's invoice is named, since
+/// providers read it too).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Held {
+    pub from: String,
+    pub to: String,
+    pub at: DateTime<Utc>,
+}
 
-/// Held for `c`'s rate (no tenant's invoice named: providers read it too).
+impl Held {
+    /// The reason, as a sentence.
+    pub fn reason(&self) -> String {
+        format!(
+            "no {}→{} exchange rate in force at {}, the end of an invoice's period",
+            self.from,
+            self.to,
+            self.at.to_rfc3339()
+        )
+    }
+}
+
 fn no_rate(c: &Candidate, to: &str) -> Held {
-    Held(format!(
-        "no {}→{to} exchange rate in force at {}, the end of an invoice's period",
-        c.invoice_currency,
-        c.invoice_period_end.to_rfc3339(),
-    ))
+    Held {
+        from: c.invoice_currency.clone(),
+        to: to.to_owned(),
+        at: c.invoice_period_end,
+    }
 }
 
 /// The earning lines of `provider`'s month: each candidate priced by the agreement in

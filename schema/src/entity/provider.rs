@@ -22,8 +22,8 @@ pub struct Model {
     pub payout_method: String,
     /// The Stripe connected account (`acct_…`), or `IBAN BIC` for SEPA.
     pub payout_account: Option<String>,
-    /// Why its next statement has not closed (an exchange rate missing); `None` when
-    /// nothing holds it.
+    /// Why its next statement has not closed, as JSON (`statements::store::Held`: the
+    /// exchange rate missing, its pair and instant); `None` when nothing holds it.
     pub statement_held: Option<String>,
 }
 

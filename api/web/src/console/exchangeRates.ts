@@ -17,17 +17,18 @@ export interface RateNeeded {
   at: string;
 }
 
-/**
- * The pair and instant of a held statement's reason, read from the API's wording ("no
- * USD→EUR exchange rate in force at 2026-12-01T00:00:00+00:00, the end of an invoice's
- * period"); null when it does not name them (the notice still shows the reason).
- */
-export function rateNeeded(reason: string): RateNeeded | null {
-  const pair = /\b([A-Z]{3})\s*→\s*([A-Z]{3})\b/.exec(reason);
-  if (!pair) return null;
-  const at = /\bat (\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2}))/.exec(reason);
-  const instant = at?.[1] ?? '';
-  return { from: pair[1] ?? '', to: pair[2] ?? '', at: Number.isNaN(Date.parse(instant)) ? '' : instant };
+/** Why a provider's next statement is held (`Provider.statementHeld`, a `StatementHold`). */
+export interface StatementHoldLike {
+  reason: string;
+  from: string;
+  to: string;
+  /** An RFC 3339 instant. */
+  at: string;
+}
+
+/** The rate a held statement waits for: its pair and the instant the rate must be in force at. */
+export function rateNeeded(hold: StatementHoldLike): RateNeeded {
+  return { from: hold.from, to: hold.to, at: hold.at };
 }
 
 const INSTANT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g;

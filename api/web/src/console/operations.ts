@@ -879,13 +879,18 @@ export type ProvidersResult = {
     country: string;
     currency: string;
     payoutMethod: GqlPayoutMethod;
-    statementHeld: string | null;
+    statementHeld: {
+      reason: string;
+      from: string;
+      to: string;
+      at: string;
+    } | null;
     createdAt: string;
   }>;
 };
 export type ProvidersVariables = Record<string, never>;
 export const Providers: Doc<ProvidersResult, ProvidersVariables> = {
-  query: "query Providers{providers{id name legalName country currency payoutMethod statementHeld createdAt}}",
+  query: "query Providers{providers{id name legalName country currency payoutMethod statementHeld{reason from to at}createdAt}}",
   name: "Providers",
 };
 
@@ -934,7 +939,12 @@ export type ConsoleProviderResult = {
     currency: string;
     payoutMethod: GqlPayoutMethod;
     payoutAccount: string | null;
-    statementHeld: string | null;
+    statementHeld: {
+      reason: string;
+      from: string;
+      to: string;
+      at: string;
+    } | null;
     createdAt: string;
     reliability: string | null;
   };
@@ -943,7 +953,7 @@ export type ConsoleProviderVariables = {
   id: string;
 };
 export const ConsoleProvider: Doc<ConsoleProviderResult, ConsoleProviderVariables> = {
-  query: "query ConsoleProvider($id:ID!){provider(id:$id){id name legalName country currency payoutMethod payoutAccount statementHeld createdAt reliability}}",
+  query: "query ConsoleProvider($id:ID!){provider(id:$id){id name legalName country currency payoutMethod payoutAccount statementHeld{reason from to at}createdAt reliability}}",
   name: "ConsoleProvider",
 };
 
@@ -1029,12 +1039,17 @@ export type ExchangeRatesResult = {
     id: string;
     name: string;
     currency: string;
-    statementHeld: string | null;
+    statementHeld: {
+      reason: string;
+      from: string;
+      to: string;
+      at: string;
+    } | null;
   }>;
 };
 export type ExchangeRatesVariables = Record<string, never>;
 export const ExchangeRates: Doc<ExchangeRatesResult, ExchangeRatesVariables> = {
-  query: "query ExchangeRates{exchangeRates{...ExchangeRateRow}providers{id name currency statementHeld}}fragment ExchangeRateRow on ExchangeRate{id from to rate effectiveFrom source}",
+  query: "query ExchangeRates{exchangeRates{...ExchangeRateRow}providers{id name currency statementHeld{reason from to at}}}fragment ExchangeRateRow on ExchangeRate{id from to rate effectiveFrom source}",
   name: "ExchangeRates",
 };
 

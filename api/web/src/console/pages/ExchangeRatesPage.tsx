@@ -13,7 +13,8 @@ import { byPairNewestFirst, coveredBy, knownCodes, neededFrom, pairLabel, type R
 import { type ExchangeRateRowFragment, ExchangeRates, type ExchangeRatesResult } from '../operations';
 
 type Rate = ExchangeRateRowFragment;
-type HeldProvider = ExchangeRatesResult['providers'][number];
+type Provider = ExchangeRatesResult['providers'][number];
+type HeldProvider = Provider & { statementHeld: NonNullable<Provider['statementHeld']> };
 
 const STATE_TONES: Record<RateState, Tone> = { in_force: 'good', upcoming: 'info', replaced: 'neutral' };
 
@@ -29,7 +30,7 @@ export function ExchangeRatesPage() {
   const { data, error, loading, reload } = useQuery(ExchangeRates, {});
   const rates = byPairNewestFirst(data?.exchangeRates ?? []);
   const states = rateStates(rates, new Date());
-  const held = (data?.providers ?? []).filter((p) => p.statementHeld);
+  const held = (data?.providers ?? []).filter((p): p is HeldProvider => p.statementHeld !== null);
   const codes = knownCodes(rates, (data?.providers ?? []).map((p) => p.currency));
   const fillIn = (needed: RateNeeded) => setStart((s) => ({ needed, n: s.n + 1 }));
   return (
@@ -72,18 +73,17 @@ function HeldStatements({ providers, rates, onFillIn }: HeldStatementsProps) {
     <Notice tone="warning" title={providers.length === 1 ? 'A statement waits for a rate' : `${providers.length} statements wait for a rate`}>
       <ul class="plain-list">
         {providers.map((p) => {
-          const needed = rateNeeded(p.statementHeld ?? '');
+          const needed = rateNeeded(p.statementHeld);
           return (
             <li key={p.id}>
-              <Link to={`/providers/${encodeURIComponent(p.id)}`}>{p.name}</Link>: {readableReason(p.statementHeld ?? '')}{' '}
-              {needed &&
-                (coveredBy(rates, needed) ? (
-                  <span>The rate is in: it closes on the next sweep.</span>
-                ) : (
-                  <Button small onClick={() => onFillIn(needed)}>
-                    Fill in {pairLabel(needed.from, needed.to)}
-                  </Button>
-                ))}
+              <Link to={`/providers/${encodeURIComponent(p.id)}`}>{p.name}</Link>: {readableReason(p.statementHeld.reason)}{' '}
+              {coveredBy(rates, needed) ? (
+                <span>The rate is in: it closes on the next sweep.</span>
+              ) : (
+                <Button small onClick={() => onFillIn(needed)}>
+                  Fill in {pairLabel(needed.from, needed.to)}
+                </Button>
+              )}
             </li>
           );
         })}

@@ -36,7 +36,7 @@ export function ProviderPage({ params }: { params: Record<string, string> }) {
       {!p && provider.loading && <Loading label="Loading the provider…" />}
       {p && (
         <>
-          <StatementHeld reason={p.statementHeld} />
+          <StatementHeld hold={p.statementHeld} />
           <Overview provider={p} />
           <StatementsSection provider={p} statements={statements} onClosed={closed} />
           <PayoutsSection provider={p} payouts={payouts} statementNumbers={numbers} />

@@ -43,7 +43,7 @@ function ProviderSection({ provider: p }: { provider: Provider }) {
       <p>
         <strong>{p.legalName}</strong> <span class="muted">{where}</span>
       </p>
-      <StatementHeld reason={p.statementHeld} title={`The next statement of ${p.name} is held`} />
+      <StatementHeld hold={p.statementHeld} title={`The next statement of ${p.name} is held`} />
       <p>
         <Link to={`/providers/${encodeURIComponent(p.id)}`}>Statements and payouts of {p.name} →</Link>
       </p>
