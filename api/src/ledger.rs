@@ -7,9 +7,8 @@ use neocloud_metering::ledger::from_minor;
 use neocloud_metering::ledger::store::{self, Balance, Check};
 use std::collections::HashMap;
 
-use neocloud_schema::entity::{provider, tenant};
 use neocloud_schema::ids::TenantId;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::DatabaseConnection;
 use uuid::Uuid;
 
 use crate::auth::Principal;
@@ -32,23 +31,21 @@ pub async fn balances(
 }
 
 /// The names of the tenants and providers among `owners` (the owners of balances the
-/// caller may read), by id.
+/// caller may read), by id: tenants read by id through their store, providers (a few)
+/// all at once.
 pub async fn owner_names(
     db: &DatabaseConnection,
     owners: &[Uuid],
 ) -> ApiResult<HashMap<Uuid, String>> {
-    let mut names = HashMap::new();
-    for chunk in owners.chunks(500) {
-        let tenants = tenant::Entity::find()
-            .filter(tenant::Column::Id.is_in(chunk.iter().copied()))
-            .all(db)
-            .await?;
-        names.extend(tenants.into_iter().map(|t| (t.id.into(), t.name)));
-        let providers = provider::Entity::find()
-            .filter(provider::Column::Id.is_in(chunk.iter().copied()))
-            .all(db)
-            .await?;
-        names.extend(providers.into_iter().map(|p| (p.id.into(), p.name)));
+    let mut names: HashMap<Uuid, String> = crate::providers::store::list(db)
+        .await?
+        .into_iter()
+        .map(|p| (p.id.into(), p.name))
+        .collect();
+    let tenants: Vec<TenantId> = owners.iter().map(|&o| TenantId::from(o)).collect();
+    for chunk in tenants.chunks(500) {
+        let found = crate::tenancy::store::find_many(db, chunk).await?;
+        names.extend(found.into_iter().map(|t| (t.id.into(), t.name)));
     }
     Ok(names)
 }
