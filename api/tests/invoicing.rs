@@ -1145,6 +1145,9 @@ async fn usage_costs_follow_the_plan_in_force_and_add_up_to_the_open_invoice(bac
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
+    // The allocation and its sampled seconds fall early in one minute, the plan switch
+    // at the start of the next: never both in the minute the switch takes effect from.
+    app.start_of_next_minute();
     let s = setup(&app).await;
     ingest(&app, &s, "00000000-0000-0000-0000-0000000000c1", 1, 0).await;
     // A plan takes effect from the start of the minute it is assigned in.
