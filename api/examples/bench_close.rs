@@ -94,6 +94,27 @@ async fn usage_page_reads(
     }
 }
 
+/// Baseline for the usage page: one `SELECT` of a tenant's month of minute buckets, what
+/// each of the page's `usage` fields read before hourly roll-ups (three or four a page).
+async fn minute_scan_baseline(
+    db: &sea_orm::DatabaseConnection,
+    tenants: &[Uuid],
+    (from, to): (chrono::DateTime<Utc>, chrono::DateTime<Utc>),
+) {
+    let started = Instant::now();
+    for tenant in tenants {
+        db.query_all_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "SELECT sku_id, allocation_id, minute_start, active_seconds, memory_gib_seconds, energy_kwh FROM usage_minutes WHERE tenant_id = $1 AND minute_start >= $2 AND minute_start < $3",
+            vec![(*tenant).into(), from.into(), to.into()],
+        ))
+        .await
+        .expect("select");
+    }
+    let ms = started.elapsed().as_secs_f64() * 1000.0 / tenants.len().max(1) as f64;
+    println!("| baseline: one SELECT of the month's minute buckets | {ms:.1} |");
+}
+
 #[tokio::main]
 async fn main() {
     let tenants = arg("--tenants", 1000);
@@ -190,8 +211,14 @@ async fn main() {
             "INSERT INTO invoices (id, tenant_id, status, number, currency, period_start, period_end, subtotal, credits, total, plan, created_at)
              SELECT gen_random_uuid(), id, 'draft', NULL, 'USD', $1, $2, '0', '0', '0', '', $1 FROM tenants WHERE id IN ({})",
             list.join(",")), vec![start.into(), (now + Duration::days(1)).into()]).await;
+        // The hourly roll-ups the aggregation pass keeps beside the minutes.
+        sql(&db, &format!(
+            "INSERT INTO usage_hours (allocation_id, hour_start, tenant_id, sku_id, active_seconds, memory_gib_seconds, energy_kwh, sampled_seconds)
+             SELECT allocation_id, date_trunc('hour', minute_start, 'UTC'), tenant_id, sku_id, sum(active_seconds), sum(memory_gib_seconds), sum(energy_kwh), sum(sampled_seconds)
+             FROM usage_minutes WHERE tenant_id IN ({}) GROUP BY 1, 2, 3, 4", list.join(",")), vec![]).await;
     }
     sql(&db, "VACUUM ANALYZE usage_minutes", vec![]).await;
+    sql(&db, "VACUUM ANALYZE usage_hours", vec![]).await;
     let buckets = ids.len() as i64 * minutes;
     println!(
         "seeded {} tenants × {minutes} minute buckets ({buckets} buckets) in {:.0} s; {workers} workers",
@@ -201,6 +228,7 @@ async fn main() {
 
     let reads = arg("--usage-reads", 20).min(keys.len());
     usage_page_reads(&client, &server.url, &keys[..reads], (start, now)).await;
+    minute_scan_baseline(&db, &ids[..reads], (start, now)).await;
 
     let read_db = db.clone();
     let floor = run_parallel(workers, ids.clone(), move |tenant| {

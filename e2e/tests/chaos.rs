@@ -898,6 +898,18 @@ async fn check_usage(db: &DatabaseConnection, agents: &[Agent], replay: &str) {
         strays, 0,
         "usage attributed to allocations that never existed ({replay})"
     );
+    // Every hourly roll-up is the sum of its minutes, whatever was killed mid-pass.
+    let rolled_up = "SELECT allocation_id, date_trunc('hour', minute_start, 'UTC') AS hour_start, \
+        sum(active_seconds) AS a, sum(memory_gib_seconds) AS m, sum(energy_kwh) AS e, sum(sampled_seconds) AS s \
+        FROM usage_minutes WHERE allocation_id <> '00000000-0000-0000-0000-000000000000' GROUP BY 1, 2";
+    let disagreeing = count(db, &format!("SELECT count(*) AS n FROM ({rolled_up}) m \
+        FULL JOIN usage_hours h ON h.allocation_id = m.allocation_id AND h.hour_start = m.hour_start \
+        WHERE h.active_seconds IS DISTINCT FROM m.a OR h.memory_gib_seconds IS DISTINCT FROM m.m \
+        OR h.energy_kwh IS DISTINCT FROM m.e OR h.sampled_seconds IS DISTINCT FROM m.s")).await;
+    assert_eq!(
+        disagreeing, 0,
+        "hourly roll-ups that are not the sum of their minutes ({replay})"
+    );
     let overlaps: Vec<String> = rows(db, "SELECT concat_ws(' ', x.gpu_id, a.id, a.class, a.status, a.started_at, a.preempt_at, a.ended_at, \
         '/', b.id, b.class, b.status, b.started_at, b.preempt_at, b.ended_at) AS pair \
         FROM allocation_gpus x JOIN allocations a ON a.id = x.allocation_id \

@@ -47,6 +47,7 @@ pub mod meters;
 pub mod parties;
 pub mod payments;
 pub mod payouts;
+mod pg;
 pub mod plans;
 pub mod rating;
 pub mod reliability;

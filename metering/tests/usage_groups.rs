@@ -2,7 +2,9 @@
 //! `groupBy` the rows add up to the ungrouped totals, quantity by quantity; and, per
 //! allocation (and per UTC hour of it), allocated plus SLA-credit seconds are its units
 //! times the seconds it held inside the range (and that hour) (a model written from docs/invoicing.md, "Units": a node is one unit,
-//! every GPU, MIG slice or fraction one each). The fleet's GPUs are shared by every case,
+//! every GPU, MIG slice or fraction one each), and its sampled quantities are those of
+//! its minute buckets whose minute starts inside the range, whether the read takes them
+//! from the minutes or from their hourly roll-ups. The fleet's GPUs are shared by every case,
 //! so failures of earlier cases overlap later ones: failed time must count once.
 
 mod support;
@@ -151,6 +153,9 @@ struct Expected {
     seconds: i64,
     /// Where: seconds after the case's base, `[from, to)`.
     held: (i64, i64),
+    /// Active seconds, memory GiB-seconds and energy of its minute buckets whose minute
+    /// starts inside the range.
+    sampled: [Decimal; 3],
 }
 
 /// Writes a case for a tenant of its own; returns the tenant and what each allocation
@@ -253,7 +258,7 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             .await
             .expect("failure");
         }
-        write_buckets(
+        let written = write_buckets(
             db,
             tenant,
             fleet.skus[h.form].into(),
@@ -262,6 +267,14 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             at(h.start),
         )
         .await;
+        let mut sampled = [Decimal::ZERO; 3];
+        for (minute, quantities) in written {
+            if (at(case.from)..at(case.to)).contains(&minute) {
+                for (sum, q) in sampled.iter_mut().zip(quantities) {
+                    *sum += q;
+                }
+            }
+        }
         let units = if whole_node { 1 } else { gpu_count as i64 };
         let held_from = h.start.max(case.from);
         let held_to = h.length.map_or(case.to, |l| (h.start + l).min(case.to));
@@ -272,11 +285,15 @@ async fn write(fleet: &Fleet, case: &Case, base: DateTime<Utc>) -> (TenantId, Ve
             units,
             seconds: (held_to - held_from).max(0),
             held: (held_from, held_to),
+            sampled,
         });
     }
     (tenant, expected)
 }
 
+/// Stores `h`'s minute buckets as the aggregation pass does: each minute, and its hour's
+/// roll-up through the metering crate. Returns each written minute's start and (active,
+/// memory, energy).
 async fn write_buckets(
     db: &DatabaseConnection,
     tenant: TenantId,
@@ -284,30 +301,50 @@ async fn write_buckets(
     allocation: Uuid,
     h: &Held,
     start: DateTime<Utc>,
-) {
+) -> Vec<(DateTime<Utc>, [Decimal; 3])> {
     let first_minute = start - Duration::seconds(start.timestamp() % 60);
     let mut seen = BTreeSet::new();
+    let mut hours = usage::hours::Hours::new();
+    let mut written = Vec::new();
     for (minute, label, active, memory, energy) in &h.buckets {
         if !seen.insert((*minute, *label)) {
             continue;
         }
+        let minute_start = first_minute + Duration::minutes(*minute);
+        let quantities = [
+            Decimal::new(i64::from(*active), 2),
+            Decimal::new(i64::from(*memory), 3),
+            Decimal::new(i64::from(*energy), 6),
+        ];
         usage_minute::ActiveModel {
             id: Set(Uuid::now_v7()),
-            minute_start: Set(first_minute + Duration::minutes(*minute)),
+            minute_start: Set(minute_start),
             device_uuid: Set(String::new()),
             allocation_id: Set(allocation.into()),
             tenant_id: Set(Some(tenant)),
             sku_id: Set(Some(sku.into())),
             label: Set(PROCESS_LABELS[*label].into()),
-            active_seconds: Set(Decimal::new(i64::from(*active), 2).into()),
-            memory_gib_seconds: Set(Decimal::new(i64::from(*memory), 3).into()),
-            energy_kwh: Set(Decimal::new(i64::from(*energy), 6).into()),
+            active_seconds: Set(quantities[0].into()),
+            memory_gib_seconds: Set(quantities[1].into()),
+            energy_kwh: Set(quantities[2].into()),
             sampled_seconds: Set(60),
         }
         .insert(db)
         .await
         .expect("bucket");
+        let sums = usage::hours::HourSums {
+            tenant: Some(tenant),
+            sku: Some(sku),
+            active_seconds: quantities[0],
+            memory_gib_seconds: quantities[1],
+            energy_kwh: quantities[2],
+            sampled_seconds: 60,
+        };
+        usage::hours::add_minute(&mut hours, allocation, minute_start, sums);
+        written.push((minute_start, quantities));
     }
+    usage::hours::add(db, &hours).await.expect("hours");
+    written
 }
 
 fn quantities(r: &UsageRow) -> [Decimal; 5] {
@@ -394,6 +431,10 @@ async fn check(fleet: &Fleet, case: &Case) -> Result<(), TestCaseError> {
             prop_assert_eq!(&row.key[1], &e.sku);
             prop_assert_eq!(row.key[2].as_str(), e.label);
         }
+        let sampled = rows.first().map_or([Decimal::ZERO; 3], |r| {
+            [r.active_seconds, r.memory_gib_seconds, r.energy_kwh]
+        });
+        prop_assert_eq!(sampled, e.sampled, "allocation {}'s samples", e.id);
         let held = rows.first().map_or(Decimal::ZERO, |r| {
             r.allocated_seconds + r.sla_credit_seconds
         });
@@ -474,5 +515,22 @@ fn a_bucket_that_does_not_hold_a_decimal_is_an_error_not_zero() {
         )
         .await;
         assert!(answer.is_err(), "a corrupt bucket must not read as zero");
+        // A whole hour is read from its roll-up alone: a corrupt one fails alike.
+        fleet
+            .db
+            .execute_unprepared("UPDATE usage_hours SET energy_kwh = 'lots'")
+            .await
+            .expect("corrupt");
+        let hour = base - Duration::minutes(17);
+        let answer = usage::usage(
+            &fleet.db,
+            tenant,
+            hour,
+            hour + Duration::hours(1),
+            &[],
+            base + Duration::days(1),
+        )
+        .await;
+        assert!(answer.is_err(), "a corrupt roll-up must not read as zero");
     });
 }

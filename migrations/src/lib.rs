@@ -81,6 +81,7 @@ mod m20261207_000046_node_retirement;
 mod m20261207_000047_one_open_period;
 mod m20261207_000048_nats_users;
 mod m20261207_000049_exchange_rates;
+mod m20261207_000050_usage_hours;
 
 pub struct Migrator;
 
@@ -137,6 +138,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000047_one_open_period::Migration),
             Box::new(m20261207_000048_nats_users::Migration),
             Box::new(m20261207_000049_exchange_rates::Migration),
+            Box::new(m20261207_000050_usage_hours::Migration),
         ]
     }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::health;
+use crate::usage::hours;
 
 use super::aggregate::Anomaly;
 use super::fold::{Candidate, Holding, Increment};
@@ -732,7 +733,25 @@ pub(super) async fn record_event<C: ConnectionTrait>(
     .map(|_| ())
 }
 
-/// Adds summed increments to their minute buckets; returns how many were touched. On
+/// What `buckets` add to their allocations' hourly roll-ups.
+fn hours_of(buckets: &Buckets) -> hours::Hours {
+    let mut out = hours::Hours::new();
+    for ((allocation, minute, _, _), inc) in buckets {
+        let sums = hours::HourSums {
+            tenant: inc.tenant,
+            sku: inc.sku,
+            active_seconds: inc.active_seconds,
+            memory_gib_seconds: inc.memory_gib_seconds,
+            energy_kwh: inc.energy_kwh,
+            sampled_seconds: inc.seconds,
+        };
+        hours::add_minute(&mut out, *allocation, *minute, sums);
+    }
+    out
+}
+
+/// Adds summed increments to their minute buckets and to those minutes' hourly roll-ups
+/// (in the caller's transaction); returns how many minute buckets were touched. On
 /// PostgreSQL one upsert adds them in the database (`NUMERIC`, exact); elsewhere one read
 /// of the touched buckets, then one upsert of their new totals (inside the aggregation
 /// pass, which runs alone: SQLite has no exact decimal arithmetic).
@@ -743,6 +762,7 @@ pub(super) async fn add_increments<C: ConnectionTrait>(
     if buckets.is_empty() {
         return Ok(0);
     }
+    hours::add(conn, &hours_of(buckets)).await?;
     if conn.get_database_backend() == DbBackend::Postgres {
         add_in_database(conn, buckets).await?;
         return Ok(buckets.len());
@@ -821,7 +841,7 @@ pub(super) async fn add_coverage<C: ConnectionTrait>(
 /// thousands of parameters costs far more to send and plan than to run.
 async fn add_in_database<C: ConnectionTrait>(conn: &C, buckets: &Buckets) -> Result<(), DbErr> {
     let column = |f: &dyn Fn(&BucketKey, &Increment) -> Option<String>| {
-        pg_array(buckets.iter().map(|(key, inc)| f(key, inc)))
+        crate::pg::text_array(buckets.iter().map(|(key, inc)| f(key, inc)))
     };
     let values = [
         column(&|_, _| Some(Uuid::now_v7().to_string())),
@@ -856,31 +876,6 @@ async fn add_in_database<C: ConnectionTrait>(conn: &C, buckets: &Buckets) -> Res
     ))
     .await
     .map(|_| ())
-}
-
-/// A PostgreSQL array literal of text elements (`NULL` for none), every element quoted.
-fn pg_array(items: impl Iterator<Item = Option<String>>) -> String {
-    let mut out = String::from("{");
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        match item {
-            None => out.push_str("NULL"),
-            Some(text) => {
-                out.push('"');
-                for c in text.chars() {
-                    if c == '"' || c == '\\' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push('"');
-            }
-        }
-    }
-    out.push('}');
-    out
 }
 
 type BucketKey = (Uuid, DateTime<Utc>, String, String);
@@ -1032,24 +1027,4 @@ pub(super) async fn streams<C: ConnectionTrait>(
         .collect();
     out.sort_by_key(|s| std::cmp::Reverse(s.last_received_at));
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pg_array;
-
-    #[test]
-    fn array_literals_quote_every_element_and_keep_nulls() {
-        let items = [
-            Some("team=a,b".to_owned()),
-            None,
-            Some(r#"say "hi" \ {x}"#.to_owned()),
-            Some(String::new()),
-        ];
-        assert_eq!(
-            pg_array(items.into_iter()),
-            r#"{"team=a,b",NULL,"say \"hi\" \\ {x}",""}"#
-        );
-        assert_eq!(pg_array(std::iter::empty()), "{}");
-    }
 }

@@ -72,6 +72,7 @@ pub mod tenant_plan;
 pub mod top_up;
 pub mod usage_event_batch;
 pub mod usage_event_key;
+pub mod usage_hour;
 pub mod usage_minute;
 pub mod volume;
 pub mod volume_size;

@@ -1,6 +1,7 @@
 //! Usage queries: what a tenant used between two instants, grouped by SKU, allocation,
 //! label and/or day. Sampled metrics (active seconds, memory, energy) come from the minute
-//! buckets (a bucket belongs to the range if its minute starts in it); allocated and
+//! buckets (a bucket belongs to the range if its minute starts in it), whole hours of them
+//! from their hourly roll-ups ([`hours`]); allocated and
 //! SLA-credit seconds come from allocation lifetimes in the database, per whole second,
 //! with the time a GPU spent failed moved from allocated to SLA credit.
 //!
@@ -18,16 +19,20 @@
 //! process stay in the buckets, not in this key) and the UTC day — so the rows of any
 //! `groupBy` add up to the ungrouped totals.
 
+pub mod hours;
+
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use neocloud_schema::entity::{
-    Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_minute,
+    Exact, allocation, allocation_gpu, gpu_health_interval, sku, usage_hour, usage_minute,
 };
 use neocloud_schema::ids::TenantId;
 use neocloud_schema::vocabulary::{AllocationClass, Metric};
 use rust_decimal::Decimal;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
 use uuid::Uuid;
 
 use crate::health;
@@ -79,8 +84,8 @@ pub struct UsageRow {
     pub cost: Decimal,
 }
 
-/// (SKU, allocation, minute, active seconds, memory GiB-seconds, energy kWh) of a minute
-/// bucket, as stored.
+/// (SKU, allocation, start, active seconds, memory GiB-seconds, energy kWh) of a minute
+/// bucket or an hour's roll-up, as stored.
 type BucketRow = (Option<Uuid>, Uuid, DateTime<Utc>, Exact, Exact, Exact);
 
 /// Most days one query may span (a year and a bit).
@@ -271,7 +276,7 @@ pub async fn usage_costed<C: ConnectionTrait>(
         .into_iter()
         .map(|s| (s.id.into(), s.name))
         .collect();
-    let buckets = minute_buckets(conn, tenant, from, to).await?;
+    let buckets = sampled(conn, tenant, (from, to), costs).await?;
     let held = holdings(conn, tenant, from, to).await?;
     let facts = allocation_facts(conn, &held.allocations, &buckets).await?;
     let step = step_of(group_by);
@@ -283,14 +288,14 @@ pub async fn usage_costed<C: ConnectionTrait>(
         costs,
         rows: BTreeMap::new(),
     };
-    for (sku_id, allocation_id, minute_start, active, memory, energy) in buckets {
+    for (sku_id, allocation_id, start, active, memory, energy) in buckets {
         let sampled = [
             (Metric::Active, active.get()),
             (Metric::Memory, memory.get()),
             (Metric::Energy, energy.get()),
         ];
-        let cost = rows.cost(sku_id, allocation_id, minute_start, &sampled);
-        let row = rows.row(sku_id, allocation_id, bucket_of(minute_start, step));
+        let cost = rows.cost(sku_id, allocation_id, start, &sampled);
+        let row = rows.row(sku_id, allocation_id, bucket_of(start, step));
         row.active_seconds += active.get();
         row.memory_gib_seconds += memory.get();
         row.energy_kwh += energy.get();
@@ -308,14 +313,60 @@ pub async fn usage_costed<C: ConnectionTrait>(
     Ok(rows.rows.into_values().collect())
 }
 
-/// The tenant's minute buckets in `[from, to)`: only the columns the sums need, as tuples
-/// (a month of a busy tenant is many rows).
+/// The tenant's sampled usage in `[from, to)`: whole hours from their roll-ups, the rest
+/// (the range's partial hours, and hours a rated segment of `costs` starts or ends
+/// inside) from the minute buckets; only the columns the sums need, as tuples.
+async fn sampled<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    costs: &UnitCosts,
+) -> Result<Vec<BucketRow>, DbErr> {
+    let cuts: Vec<DateTime<Utc>> = costs.cut(from, to).iter().skip(1).map(|p| p.0).collect();
+    let plan = hours::plan(from, to, &cuts);
+    let mut rows = minute_buckets(conn, tenant, &plan.minutes).await?;
+    if let Some((first, last)) = plan.hours {
+        let whole: Vec<BucketRow> = usage_hour::Entity::find()
+            .select_only()
+            .columns([
+                usage_hour::Column::SkuId,
+                usage_hour::Column::AllocationId,
+                usage_hour::Column::HourStart,
+                usage_hour::Column::ActiveSeconds,
+                usage_hour::Column::MemoryGibSeconds,
+                usage_hour::Column::EnergyKwh,
+            ])
+            .filter(usage_hour::Column::TenantId.eq(tenant))
+            .filter(usage_hour::Column::HourStart.gte(first))
+            .filter(usage_hour::Column::HourStart.lt(last))
+            .into_tuple()
+            .all(conn)
+            .await?;
+        rows.extend(
+            whole
+                .into_iter()
+                .filter(|row| !plan.split_hours.contains(&row.2)),
+        );
+    }
+    Ok(rows)
+}
+
+/// The tenant's minute buckets in `spans`.
 async fn minute_buckets<C: ConnectionTrait>(
     conn: &C,
     tenant: TenantId,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
+    spans: &[Span],
 ) -> Result<Vec<BucketRow>, DbErr> {
+    if spans.is_empty() {
+        return Ok(Vec::new());
+    }
+    let within = spans.iter().fold(Condition::any(), |any, &(a, b)| {
+        any.add(
+            Condition::all()
+                .add(usage_minute::Column::MinuteStart.gte(a))
+                .add(usage_minute::Column::MinuteStart.lt(b)),
+        )
+    });
     usage_minute::Entity::find()
         .select_only()
         .columns([
@@ -327,8 +378,7 @@ async fn minute_buckets<C: ConnectionTrait>(
             usage_minute::Column::EnergyKwh,
         ])
         .filter(usage_minute::Column::TenantId.eq(tenant))
-        .filter(usage_minute::Column::MinuteStart.gte(from))
-        .filter(usage_minute::Column::MinuteStart.lt(to))
+        .filter(within)
         .into_tuple()
         .all(conn)
         .await
