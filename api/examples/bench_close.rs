@@ -80,7 +80,7 @@ async fn usage_page_reads(
     println!("| usage page ({} tenants) | ms per page |", keys.len());
     println!("|---|---|");
     for (name, cost) in [
-        ("baseline: quantities only", ""),
+        ("quantities only", ""),
         ("with each row's cost", "cost"),
     ] {
         let query = PAGE.replace("COST", cost);
