@@ -79,10 +79,7 @@ async fn usage_page_reads(
         bySku: usage(from: $f, to: $t, groupBy: [SKU]) { rows { key allocatedSeconds activeSeconds COST } } }";
     println!("| usage page ({} tenants) | ms per page |", keys.len());
     println!("|---|---|");
-    for (name, cost) in [
-        ("quantities only", ""),
-        ("with each row's cost", "cost"),
-    ] {
+    for (name, cost) in [("quantities only", ""), ("with each row's cost", "cost")] {
         let query = PAGE.replace("COST", cost);
         let started = Instant::now();
         for key in keys {

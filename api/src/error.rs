@@ -38,6 +38,7 @@ macro_rules! error_codes {
 error_codes! {
     Unauthenticated => "UNAUTHENTICATED", UNAUTHORIZED;
     SecondFactorRequired => "SECOND_FACTOR_REQUIRED", UNAUTHORIZED;
+    SecondFactorSetupRequired => "SECOND_FACTOR_SETUP_REQUIRED", FORBIDDEN;
     Forbidden => "FORBIDDEN", FORBIDDEN;
     NotFound => "NOT_FOUND", NOT_FOUND;
     InvalidInput => "INVALID_INPUT", BAD_REQUEST;
@@ -68,6 +69,9 @@ pub enum ApiError {
     },
     /// The password was right; the user also needs a one-time or recovery code.
     SecondFactorRequired,
+    /// The user's tenant requires a second factor and the user has none yet: until it is
+    /// set up, the session may only set one up.
+    SecondFactorSetupRequired,
     Forbidden {
         message: String,
     },
@@ -165,6 +169,7 @@ impl ApiError {
         match self {
             ApiError::Unauthenticated { .. } => Code::Unauthenticated,
             ApiError::SecondFactorRequired => Code::SecondFactorRequired,
+            ApiError::SecondFactorSetupRequired => Code::SecondFactorSetupRequired,
             ApiError::Forbidden { .. } => Code::Forbidden,
             ApiError::NotFound { .. } => Code::NotFound,
             ApiError::InvalidInput { .. } => Code::InvalidInput,
@@ -197,6 +202,11 @@ impl ApiError {
             ApiError::RateLimited => "too many requests for this API key; slow down".into(),
             ApiError::SecondFactorRequired => {
                 "send `code` too: a one-time code from the authenticator app, or a recovery code"
+                    .into()
+            }
+            ApiError::SecondFactorSetupRequired => {
+                "your organisation requires a second factor: set one up (startSecondFactor, \
+                 then confirmSecondFactor) before anything else"
                     .into()
             }
             ApiError::Database { .. } | ApiError::Internal { .. } => "internal error".into(),

@@ -577,7 +577,150 @@ async fn an_admin_issues_a_password_reset_link(backend: Backend) {
     assert_eq!(status, StatusCode::UNAUTHORIZED, "a link works once");
 }
 
+/// An invited person signs in with the invitation: the session of its role.
+async fn accepted(app: &TestApp, admin: &str, email: &str, role: &str) -> (String, String) {
+    let r = invite(app, admin, email, role).await;
+    let token = r["data"]["inviteUser"]["invitationToken"].clone();
+    let (status, cookie, body) = post(
+        app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (
+        cookie.expect("cookie"),
+        body["csrfToken"].as_str().expect("csrf").to_owned(),
+    )
+}
+
+/// `GET /v1/session` and a REST download as the session's browser: (whether the session
+/// may only set up a second factor, the download's error code).
+async fn session_state(app: &TestApp, session: &(String, String)) -> (Value, Value) {
+    let get = |path: String| {
+        app.client
+            .get(format!("{}{path}", app.url))
+            .header("cookie", &session.0)
+            .send()
+    };
+    let described: Value = get("/v1/session".into())
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    let missing = uuid::Uuid::now_v7();
+    let download: Value = get(format!("/v1/invoices/{missing}/export?format=csv"))
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .unwrap_or(Value::Null);
+    (
+        described["secondFactorSetupRequired"].clone(),
+        download["error"]["code"].clone(),
+    )
+}
+
+/// A tenant requires a second factor of every user: a user without one (a session open
+/// before, or signing in after) may only set one up, in GraphQL and REST alike, and
+/// works once it is on; no one turns theirs off while it is required. Only an admin
+/// with its own second factor (or a key, or an operator) turns it on.
+async fn a_tenant_requires_a_second_factor_of_every_user(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let (acme, admin) = app.create_tenant("acme").await;
+    let (_, stranger) = app.create_tenant("globex").await;
+    let member = accepted(&app, &admin, "dev@acme.io", "TENANT_MEMBER").await;
+    let boss = accepted(&app, &admin, "boss@acme.io", "TENANT_ADMIN").await;
+    let require = |on: bool| {
+        format!("mutation {{ requireSecondFactor(required: {on}) {{ secondFactorRequired }} }}")
+    };
+    let r = as_session(&app, &member, &require(true)).await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "a member: {r}");
+    let r = as_session(&app, &boss, &require(true)).await;
+    assert_eq!(
+        error_code(&r),
+        Some("INVALID_STATE"),
+        "an admin without one: {r}"
+    );
+    let on = "mutation($t: ID) { requireSecondFactor(required: true, tenantId: $t) { secondFactorRequired } }";
+    let r = app.gql(Some(&stranger), on, json!({"t": acme})).await;
+    assert_eq!(
+        error_code(&r),
+        Some("NOT_FOUND"),
+        "another tenant's key: {r}"
+    );
+    assert_eq!(
+        session_state(&app, &member).await,
+        (json!(false), json!("NOT_FOUND"))
+    );
+
+    let r = app.gql(Some(&admin), on, json!({})).await;
+    assert_eq!(
+        r["data"]["requireSecondFactor"]["secondFactorRequired"], true,
+        "{r}"
+    );
+    let r = as_session(&app, &member, "{ allocations { nodes { id } } }").await;
+    assert_eq!(error_code(&r), Some("SECOND_FACTOR_SETUP_REQUIRED"), "{r}");
+    assert_eq!(
+        session_state(&app, &member).await,
+        (json!(true), json!("SECOND_FACTOR_SETUP_REQUIRED"))
+    );
+    let (status, _, body) = sign_in(&app, "dev@acme.io", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["secondFactorSetupRequired"], true, "{body}");
+
+    let r = as_session(&app, &member, "mutation { startSecondFactor { secret } }").await;
+    let secret = r["data"]["startSecondFactor"]["secret"]
+        .as_str()
+        .unwrap_or_else(|| panic!("setting one up is allowed: {r}"))
+        .to_owned();
+    let code = one_time_code(&secret, Utc::now());
+    let confirm = format!("mutation {{ confirmSecondFactor(code: \"{code}\") }}");
+    let r = as_session(&app, &member, &confirm).await;
+    assert!(r["data"]["confirmSecondFactor"].is_array(), "{r}");
+    let r = as_session(&app, &member, "{ allocations { nodes { id } } }").await;
+    assert!(r["errors"].is_null(), "set up, the session works: {r}");
+    assert_eq!(
+        session_state(&app, &member).await,
+        (json!(false), json!("NOT_FOUND"))
+    );
+    let off = format!(
+        "mutation {{ disableSecondFactor(code: \"{}\") }}",
+        one_time_code(&secret, Utc::now() + Duration::seconds(30))
+    );
+    let r = as_session(&app, &member, &off).await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "it stays on: {r}");
+
+    let r = app.gql(Some(&admin), &require(false), json!({})).await;
+    assert_eq!(
+        r["data"]["requireSecondFactor"]["secondFactorRequired"], false,
+        "{r}"
+    );
+    assert_eq!(
+        session_state(&app, &boss).await,
+        (json!(false), json!("NOT_FOUND"))
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {objectType: \"tenant\"}) { nodes { action after } } }",
+            json!({}),
+        )
+        .await;
+    let changes: Vec<&Value> = r["data"]["auditLog"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|e| e["action"] == "tenant.second_factor_required")
+        .collect();
+    assert_eq!(changes.len(), 2, "on, off: {r}");
+}
+
 on_both_databases!(
+    a_tenant_requires_a_second_factor_of_every_user,
     an_admin_issues_a_password_reset_link,
     a_second_factor_guards_the_password,
     invitations_become_password_sessions,

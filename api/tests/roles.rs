@@ -227,6 +227,11 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({"p": uuid::Uuid::new_v4().to_string()}),
             &[Operator],
         ),
+        (
+            "mutation { requireSecondFactor(required: false) { secondFactorRequired } }",
+            json!({}),
+            &[Operator, Admin],
+        ),
         // A person's own second factor: no key is a person.
         ("mutation { startSecondFactor { secret } }", json!({}), &[]),
         (

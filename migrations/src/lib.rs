@@ -82,6 +82,7 @@ mod m20261207_000047_one_open_period;
 mod m20261207_000048_nats_users;
 mod m20261207_000049_exchange_rates;
 mod m20261207_000050_usage_hours;
+mod m20261207_000051_second_factor_required;
 
 pub struct Migrator;
 
@@ -139,6 +140,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000048_nats_users::Migration),
             Box::new(m20261207_000049_exchange_rates::Migration),
             Box::new(m20261207_000050_usage_hours::Migration),
+            Box::new(m20261207_000051_second_factor_required::Migration),
         ]
     }
 }

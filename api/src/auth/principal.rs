@@ -16,6 +16,9 @@ pub struct Principal {
     pub node_id: Option<NodeId>,
     /// Set for provider keys.
     pub provider_id: Option<ProviderId>,
+    /// A portal user's session whose tenant requires a second factor the user has not
+    /// set up: it may only set one up (`SECOND_FACTOR_SETUP_REQUIRED` for anything else).
+    pub second_factor_setup_required: bool,
 }
 
 impl Principal {
@@ -26,6 +29,7 @@ impl Principal {
             tenant_id: row.tenant_id,
             node_id: row.node_id,
             provider_id: row.provider_id,
+            second_factor_setup_required: false,
         }
     }
 

@@ -178,8 +178,19 @@ pub(crate) fn now(ctx: &Context<'_>) -> ApiResult<DateTime<Utc>> {
         .map_err(|_| ApiError::invariant("schema built without a clock"))
 }
 
-/// The authenticated caller, or `UNAUTHENTICATED`.
+/// The authenticated caller, or `UNAUTHENTICATED`; `SECOND_FACTOR_SETUP_REQUIRED` for a
+/// session that may only set up its second factor.
 pub(crate) fn principal<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
+    let principal = setting_up_sign_in(ctx)?;
+    if principal.second_factor_setup_required {
+        return Err(ApiError::SecondFactorSetupRequired);
+    }
+    Ok(principal)
+}
+
+/// The authenticated caller, also a session that may only set up its second factor: for
+/// the mutations that do that.
+pub(crate) fn setting_up_sign_in<'a>(ctx: &Context<'a>) -> ApiResult<&'a Principal> {
     match ctx.data_opt::<Caller>() {
         Some(Caller(Some(principal))) => Ok(principal),
         _ => Err(ApiError::Unauthenticated {

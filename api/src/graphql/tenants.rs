@@ -61,6 +61,10 @@ impl Tenant {
     async fn erased_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         self.0.erased_at
     }
+    /// Whether every portal user must have a second factor (`requireSecondFactor`).
+    async fn second_factor_required(&self) -> bool {
+        self.0.second_factor_required
+    }
 }
 
 #[derive(InputObject)]

@@ -154,7 +154,8 @@ impl UserMutation {
     /// Starts setting up the caller's second factor (a portal user signed in with its
     /// password): a new authenticator secret, on once `confirmSecondFactor` gets a code.
     async fn start_second_factor(&self, ctx: &Context<'_>) -> Result<SecondFactorSetup> {
-        let setup = users::second_factor::start(super::db(ctx)?, super::principal(ctx)?).await?;
+        let actor = super::setting_up_sign_in(ctx)?;
+        let setup = users::second_factor::start(super::db(ctx)?, actor).await?;
         Ok(SecondFactorSetup {
             secret: setup.secret,
             uri: setup.uri,
@@ -167,7 +168,7 @@ impl UserMutation {
     async fn confirm_second_factor(&self, ctx: &Context<'_>, code: String) -> Result<Vec<String>> {
         let codes = users::second_factor::confirm(
             super::db(ctx)?,
-            super::principal(ctx)?,
+            super::setting_up_sign_in(ctx)?,
             &code,
             super::now(ctx)?,
         )
@@ -185,6 +186,27 @@ impl UserMutation {
         )
         .await?;
         Ok(true)
+    }
+
+    /// Whether every portal user of the tenant must have a second factor (tenant admin,
+    /// or operator naming the tenant). Once on, a user without one signs in to a session
+    /// that may only set one up (`SECOND_FACTOR_SETUP_REQUIRED` for anything else), and
+    /// no one turns theirs off. A portal user turns it on only with its own second factor
+    /// on. Audited.
+    async fn require_second_factor(
+        &self,
+        ctx: &Context<'_>,
+        required: bool,
+        tenant_id: Option<ID>,
+    ) -> Result<super::tenants::Tenant> {
+        let tenant = users::second_factor::require(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            tenant_arg(tenant_id)?,
+            required,
+        )
+        .await?;
+        Ok(super::tenants::Tenant(tenant))
     }
 
     /// Turns a user's second factor off (a lost phone): for an admin who may manage the

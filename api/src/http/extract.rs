@@ -69,11 +69,16 @@ fn key<'r>(req: &'r HttpRequest, what: &str) -> ApiResult<&'r str> {
 
 /// A key or a signed-in session (`session::caller`); `UNAUTHENTICATED` without either.
 async fn signed_in(state: &AppState, req: &HttpRequest) -> ApiResult<Principal> {
-    super::session::caller(state, req)
-        .await?
-        .ok_or_else(|| ApiError::Unauthenticated {
-            message: "send `Authorization: Bearer <API key>`, or sign in".to_owned(),
-        })
+    let principal =
+        super::session::caller(state, req)
+            .await?
+            .ok_or_else(|| ApiError::Unauthenticated {
+                message: "send `Authorization: Bearer <API key>`, or sign in".to_owned(),
+            })?;
+    if principal.second_factor_setup_required {
+        return Err(ApiError::SecondFactorSetupRequired);
+    }
+    Ok(principal)
 }
 
 fn admitted(state: &AppState, principal: Principal) -> ApiResult<Principal> {

@@ -106,6 +106,7 @@ fn described(session: &Session) -> serde_json::Value {
         "expiresAt": session.expires_at,
         "role": session.principal.role.as_str(),
         "tenantId": session.principal.tenant_id,
+        "secondFactorSetupRequired": session.principal.second_factor_setup_required,
     })
 }
 

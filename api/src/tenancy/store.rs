@@ -34,6 +34,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         erased_at: Set(None),
         home_region: Set(None),
         allowed_regions: Set(None),
+        second_factor_required: Set(false),
     }
     .insert(conn)
     .await
@@ -134,6 +135,17 @@ pub(crate) async fn set_residency<C: ConnectionTrait>(
     let mut active: tenant::ActiveModel = tenant.clone().into();
     active.home_region = Set(home);
     active.allowed_regions = Set(allowed.map(|a| serde_json::json!(a)));
+    active.update(conn).await
+}
+
+/// Sets whether every portal user of the tenant must have a second factor.
+pub(crate) async fn set_second_factor_required<C: ConnectionTrait>(
+    conn: &C,
+    tenant: &tenant::Model,
+    required: bool,
+) -> Result<tenant::Model, DbErr> {
+    let mut active: tenant::ActiveModel = tenant.clone().into();
+    active.second_factor_required = Set(required);
     active.update(conn).await
 }
 

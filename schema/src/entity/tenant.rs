@@ -25,6 +25,8 @@ pub struct Model {
     pub home_region: Option<String>,
     /// The regions it may order GPUs and volumes in (a JSON array); null: any.
     pub allowed_regions: Option<Json>,
+    /// Every portal user must have a second factor: one without it may only set it up.
+    pub second_factor_required: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

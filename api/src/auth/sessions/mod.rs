@@ -112,7 +112,9 @@ enum How {
 }
 
 /// Opens a session acting as `principal`. Audited as `session.sign_in`, with the method.
-async fn open(db: &DatabaseConnection, principal: Principal, how: How) -> ApiResult<Opened> {
+async fn open(db: &DatabaseConnection, mut principal: Principal, how: How) -> ApiResult<Opened> {
+    principal.second_factor_setup_required =
+        users::second_factor::setup_required(db, &principal).await?;
     let (method, user) = match how {
         How::ApiKey => ("api_key", None),
         How::Password(user) => ("password", Some(user)),
@@ -177,9 +179,12 @@ pub async fn resume(db: &DatabaseConnection, secret: &str) -> ApiResult<Session>
         store::touch(db, row.id, now).await?;
         last_seen = now;
     }
+    let mut principal = Principal::from_row(&key);
+    principal.second_factor_setup_required =
+        users::second_factor::setup_required(db, &principal).await?;
     Ok(Session {
         id: row.id,
-        principal: Principal::from_row(&key),
+        principal,
         csrf_token: row.csrf_token,
         expires_at: expiry(last_seen, row.expires_at),
     })

@@ -2,12 +2,14 @@
 //! confirms with a first code, plus ten single-use recovery codes shown once. Once on,
 //! signing in with the password also needs a current code (or a recovery code); a wrong
 //! one counts as a wrong password. The user turns it off with a code; a tenant admin who
-//! may manage the user's role resets it for a lost phone. Operators sign in through their
-//! identity provider, which brings its own.
+//! may manage the user's role resets it for a lost phone. A tenant may require one of
+//! every user: a user without one then signs in to a session that may only set one up.
+//! Operators sign in through their identity provider, which brings its own.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::portal_user;
+use neocloud_schema::entity::{portal_user, tenant};
 use neocloud_schema::ids::TenantId;
+use neocloud_schema::vocabulary::Role;
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection};
 use serde_json::json;
@@ -202,6 +204,11 @@ pub async fn disable(
     if user.totp_secret.is_none() {
         return Ok(());
     }
+    if required_by_tenant(db, user.tenant_id).await? {
+        return Err(ApiError::InvalidState {
+            message: "your organisation requires a second factor: it stays on".into(),
+        });
+    }
     if check(&user, Some(code), now).is_err() {
         return Err(ApiError::invalid(
             "code",
@@ -210,6 +217,71 @@ pub async fn disable(
     }
     turn_off(db, actor, user, "portal_user.second_factor_off").await?;
     Ok(())
+}
+
+/// Whether `tenant` requires a second factor of every portal user.
+async fn required_by_tenant(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<bool> {
+    Ok(crate::tenancy::store::find(db, tenant)
+        .await?
+        .is_some_and(|t| t.second_factor_required))
+}
+
+/// Whether `actor` is a portal user whose tenant requires a second factor it has not set
+/// up: its session may then only set one up.
+pub async fn setup_required(db: &DatabaseConnection, actor: &Principal) -> ApiResult<bool> {
+    if actor.tenant_id.is_none() {
+        return Ok(false);
+    }
+    match store::by_key(db, actor.key_id).await? {
+        Some(user) if user.totp_secret.is_none() => required_by_tenant(db, user.tenant_id).await,
+        _ => Ok(false),
+    }
+}
+
+/// `requireSecondFactor(required)`: whether every portal user of the tenant must have a
+/// second factor (a tenant admin for its own tenant, an operator for any). A portal user
+/// turning it on has one already, so as not to lock itself into setting one up. Audited.
+pub async fn require(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    tenant: Option<TenantId>,
+    required: bool,
+) -> ApiResult<tenant::Model> {
+    let tenant = actor.acting_tenant(tenant)?;
+    if !matches!(actor.role, Role::Operator | Role::TenantAdmin) {
+        return Err(ApiError::forbidden(
+            "what signing in requires is set by tenant admins and operators",
+        ));
+    }
+    if required
+        && store::by_key(db, actor.key_id)
+            .await?
+            .is_some_and(|u| u.totp_secret.is_none())
+    {
+        return Err(ApiError::InvalidState {
+            message: "turn on your own second factor first".into(),
+        });
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let found = crate::tenancy::store::find(&txn, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let updated = crate::tenancy::store::set_second_factor_required(&txn, &found, required).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "tenant.second_factor_required",
+            object_type: "tenant",
+            object_id: tenant.to_string(),
+            before: Some(json!({"required": found.second_factor_required})),
+            after: Some(json!({"required": required})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
 }
 
 /// `resetSecondFactor(userId)`: an admin (or operator) who may manage the user's role
