@@ -14,6 +14,8 @@
 // - member: an invited portal user sets a password, lands in the portal, sets up a second
 //   factor (an authenticator app: the journey computes the codes, RFC 6238), signs out and
 //   in again with a one-time code, an admin sees it and issues a password-reset link, and
+//   the admin requires a second factor of every member (the member's Security page then
+//   keeps it on, and someone newly invited gets only the setup screen) and lifts it again,
 //   the member turns the second factor off with a recovery code; the console shows it
 //   nothing.
 //
@@ -546,7 +548,7 @@ async function secondFactor(page) {
   await page.getByText(/^since /).waitFor();
   console.log('signed in again with email, password and a one-time code');
 
-  await adminSeesSecondFactor();
+  await adminSeesSecondFactor(page);
 
   await page.getByRole('button', { name: 'Turn off', exact: true }).click();
   await page.getByLabel('Code from the app or a recovery code').fill(recovery[0]);
@@ -557,8 +559,9 @@ async function secondFactor(page) {
 }
 
 /** The tenant's admin sees the member's "2FA" and issues a password-reset link (shown
- * once, valid 24 hours); the link is not used. */
-async function adminSeesSecondFactor() {
+ * once, valid 24 hours); the link is not used. Then it requires a second factor of
+ * every member, and lifts that again. */
+async function adminSeesSecondFactor(member) {
   const admin = await newPage();
   await signInWithKey(admin, 'portal', tenant.key);
   await heading(admin, 'Catalog');
@@ -573,7 +576,48 @@ async function adminSeesSecondFactor() {
   await admin.getByText('valid for 24 hours', { exact: false }).waitFor();
   await check(admin, 'portal-account-people-reset');
   await admin.getByRole('button', { name: 'I have copied it' }).click();
+  await requireSecondFactor(admin, member);
   await admin.context().close();
+}
+
+/** The admin turns "Require a second factor of every member" on: the member (who has
+ * one) may no longer turn it off, and someone invited now gets only the setup screen;
+ * then the admin turns it off again. */
+async function requireSecondFactor(admin, member) {
+  const required = admin.getByLabel('Require a second factor of every member');
+  if (await required.isChecked()) throw new Error('a second factor is required from the start');
+  await required.check();
+  await admin.getByText('A second factor is now required of every member.').waitFor();
+  if (!(await required.isChecked())) throw new Error('the switch does not show the requirement');
+  await check(admin, 'portal-account-people-second-factor-required');
+
+  await member.reload();
+  await heading(member, 'Security');
+  await member.getByText('so it stays on', { exact: false }).waitFor();
+  if (await member.getByRole('button', { name: 'Turn off', exact: true }).count()) throw new Error('"Turn off" offered while required');
+  await check(member, 'portal-account-security-required');
+
+  const invited = await gql(tenant.key, 'mutation { inviteUser(email: "noa@acme.example", role: TENANT_MEMBER) { invitationPath } }');
+  const noa = await newPage();
+  await noa.goto(`${URL}${invited.inviteUser.invitationPath}`);
+  await heading(noa, 'Choose your password');
+  await noa.getByLabel('Password', { exact: true }).fill('another long passphrase');
+  await noa.getByLabel('Password again').fill('another long passphrase');
+  await noa.getByRole('button', { name: 'Set password and sign in' }).click();
+  await heading(noa, 'Set up a second factor');
+  await noa.getByText('Your organisation requires a second factor for every member.', { exact: false }).waitFor();
+  if (await noa.getByRole('navigation', { name: 'Main' }).count()) throw new Error('the setup screen offers the navigation');
+  await check(noa, 'portal-second-factor-required');
+  await noa.getByRole('button', { name: 'Sign out', exact: true }).click();
+  await heading(noa, 'Sign in');
+  await noa.context().close();
+  console.log('second factor required: the switch shows it, the member keeps it, a newcomer only sets one up');
+
+  await required.uncheck();
+  await admin.getByText('A second factor is no longer required.').waitFor();
+  await member.reload();
+  await heading(member, 'Security');
+  await member.getByRole('button', { name: 'Turn off', exact: true }).waitFor();
 }
 
 try {

@@ -86,3 +86,48 @@ test('a one-time code is sent without the spaces typed into it', () => {
   assert.equal(session.oneTimeCode(' 123 456 '), '123456');
   assert.equal(session.oneTimeCode('1a2b-3c4d 5e6f-7a8b\n'), '1a2b-3c4d5e6f-7a8b');
 });
+
+test('SECOND_FACTOR_SETUP_REQUIRED (also as a REST refusal) calls the setup handler, not the sign-in one', async () => {
+  let setup = 0;
+  let signedOut = 0;
+  api.onSecondFactorSetupRequired(() => setup++);
+  api.onUnauthenticated(() => signedOut++);
+  answer(200, { data: null, errors: [{ message: 'set one up first', extensions: { code: 'SECOND_FACTOR_SETUP_REQUIRED' } }] });
+  const err = await api.request(doc, {}).catch((e) => e);
+  assert.equal(err.code, 'SECOND_FACTOR_SETUP_REQUIRED');
+  assert.equal(err.message, 'set one up first');
+  answer(403, { error: { code: 'SECOND_FACTOR_SETUP_REQUIRED', message: 'your organisation requires a second factor' } });
+  const rest = await api.request(doc, {}).catch((e) => e);
+  assert.equal(rest.code, 'SECOND_FACTOR_SETUP_REQUIRED');
+  assert.equal(rest.message, 'your organisation requires a second factor');
+  assert.equal(setup, 2);
+  assert.equal(signedOut, 0);
+  // Other errors leave it alone.
+  answer(200, { data: null, errors: [{ message: 'no', extensions: { code: 'FORBIDDEN' } }] });
+  assert.equal((await api.request(doc, {}).catch((e) => e)).code, 'FORBIDDEN');
+  assert.equal(setup, 2);
+  api.onSecondFactorSetupRequired(() => {});
+});
+
+test('a session says whether it may only set up a second factor', async () => {
+  answer(200, { csrfToken: 'tok', expiresAt: '2026-05-03T14:05:00Z', role: 'TENANT_MEMBER', secondFactorSetupRequired: true });
+  const restricted = await session.signInWithPassword('ada@example.com', 'a long passphrase');
+  assert.equal(restricted.secondFactorSetupRequired, true);
+  assert.equal(session.gateOfSession(restricted), 'second-factor-setup');
+  answer(200, { csrfToken: 'tok', expiresAt: '2026-05-03T14:05:00Z', secondFactorSetupRequired: false });
+  const open = await session.restoreSession();
+  assert.equal(open.secondFactorSetupRequired, false);
+  assert.equal(session.gateOfSession(open), 'app');
+  // An older server says nothing: the app, as before.
+  answer(200, { csrfToken: 'tok', expiresAt: '2026-05-03T14:05:00Z' });
+  const older = await session.restoreSession();
+  assert.equal(older.secondFactorSetupRequired, false);
+  assert.equal(session.gateOfSession(older), 'app');
+});
+
+test('a failed request leaves the app on the setup screen, signed out, or failed', () => {
+  assert.equal(session.gateOfError('SECOND_FACTOR_SETUP_REQUIRED'), 'second-factor-setup');
+  assert.equal(session.gateOfError('UNAUTHENTICATED'), 'signed-out');
+  assert.equal(session.gateOfError('FORBIDDEN'), 'failed');
+  assert.equal(session.gateOfError('NETWORK'), 'failed');
+});

@@ -36,6 +36,33 @@ test('second factor: recovery codes as a text file', () => {
   assert.ok(!sf.isAppCode('12345'));
 });
 
+test('second factor: the account an otpauth URI names (the setup screen has no other email)', () => {
+  const uri = 'otpauth://totp/neocloud%3Aada%40example.com?secret=JBSWY3DPEHPK3PXP&issuer=neocloud&algorithm=SHA1&digits=6&period=30';
+  assert.equal(sf.accountOfOtpauth(uri), 'ada@example.com');
+  assert.equal(sf.accountOfOtpauth('otpauth://totp/ada%2Bops%40example.com?secret=X'), 'ada+ops@example.com');
+  assert.equal(sf.accountOfOtpauth('otpauth://totp/neocloud:bob@example.com'), 'bob@example.com');
+  assert.equal(sf.accountOfOtpauth('otpauth://totp/%E0%A4%A?secret=X'), '');
+  assert.equal(sf.accountOfOtpauth('https://example.com/'), '');
+  assert.equal(sf.accountOfOtpauth(''), '');
+});
+
+test('second factor: recovery codes without a known email', () => {
+  const text = sf.recoveryCodesText('', ['1a2b-3c4d-5e6f-7a8b'], new Date('2026-05-03T14:05:09Z'));
+  assert.match(text, /^neocloud recovery codes\n/);
+  assert.equal(sf.recoveryCodesFileName(''), 'neocloud-recovery-codes.txt');
+});
+
+test('second factor: who still must set one up (invited or active, without one)', () => {
+  const users = [
+    { id: '1', state: 'ACTIVE', secondFactorSince: '2026-05-03T14:05:09Z' },
+    { id: '2', state: 'ACTIVE', secondFactorSince: null },
+    { id: '3', state: 'INVITED', secondFactorSince: null },
+    { id: '4', state: 'REMOVED', secondFactorSince: null },
+  ];
+  assert.deepEqual(sf.withoutSecondFactor(users).map((u) => u.id), ['2', '3']);
+  assert.deepEqual(sf.withoutSecondFactor([]), []);
+});
+
 test('alternatives: read from the error, malformed ones left out', () => {
   const parsed = alt.parseAlternatives([
     { sku: 's1', skuName: 'h100-eu-west', region: 'eu-west', gpuModel: 'H100', count: 4, reason: 'fewer units' },

@@ -1,7 +1,8 @@
 /**
  * The GraphQL client: one POST per operation to /graphql, with the session cookie and
  * its CSRF token. A GraphQL error becomes a thrown ApiError; UNAUTHENTICATED also
- * tells the app to show the sign-in screen again.
+ * tells the app to show the sign-in screen again, and SECOND_FACTOR_SETUP_REQUIRED
+ * (the tenant requires a second factor the user has not set up) its setup screen.
  */
 
 import type { Doc } from './doc';
@@ -12,6 +13,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'INVALID_STATE'
   | 'UNAUTHENTICATED'
+  | 'SECOND_FACTOR_SETUP_REQUIRED'
   | 'RATE_LIMITED'
   | 'INVALID_QUERY'
   | 'NETWORK'
@@ -45,6 +47,7 @@ interface GraphQLResponse<R> {
 
 let csrfToken = '';
 let unauthenticated: () => void = () => {};
+let setupRequired: () => void = () => {};
 
 /** The CSRF token of the current session (empty when signed out). */
 export function setCsrfToken(token: string): void {
@@ -58,6 +61,14 @@ export function csrfHeader(): Record<string, string> {
 /** What to do when the server says the session is gone. */
 export function onUnauthenticated(handler: () => void): void {
   unauthenticated = handler;
+}
+
+/**
+ * What to do when the server says the session may only set up a second factor (the
+ * tenant requires one, and this user has none yet).
+ */
+export function onSecondFactorSetupRequired(handler: () => void): void {
+  setupRequired = handler;
 }
 
 export async function request<R, V>(doc: Doc<R, V>, variables: V): Promise<R> {
@@ -80,17 +91,27 @@ async function post<R, V>(doc: Doc<R, V>, variables: V): Promise<GraphQLResponse
   } catch {
     throw new ApiError('NETWORK', 'The server could not be reached. Check your connection and try again.');
   }
+  let body: GraphQLResponse<R> & RestError;
   try {
-    return (await res.json()) as GraphQLResponse<R>;
+    body = (await res.json()) as GraphQLResponse<R> & RestError;
   } catch {
     if (res.status === 401) throw fail({ message: 'Your session has ended.', extensions: { code: 'UNAUTHENTICATED' } });
     throw new ApiError('NETWORK', `The server answered ${res.status} ${res.statusText}.`);
   }
+  // Refused before GraphQL ran (the REST error shape: `{"error": {"code", "message"}}`).
+  const refused = body?.error;
+  if (!res.ok && refused?.code && !body.errors) throw fail({ message: refused.message ?? `The server answered ${res.status}.`, extensions: { code: refused.code } });
+  return body;
+}
+
+interface RestError {
+  error?: { code?: string; message?: string };
 }
 
 function fail(error: GraphQLError): ApiError {
   const code = error.extensions?.code ?? 'INVALID_QUERY';
   if (code === 'UNAUTHENTICATED') unauthenticated();
+  if (code === 'SECOND_FACTOR_SETUP_REQUIRED') setupRequired();
   const { code: _, field, ...rest } = error.extensions ?? {};
   return new ApiError(code, error.message, field, rest);
 }

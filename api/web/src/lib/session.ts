@@ -8,6 +8,26 @@ import { ApiError, csrfHeader, setCsrfToken } from './api';
 export interface Session {
   csrfToken: string;
   expiresAt: string;
+  /**
+   * The user's tenant requires a second factor and the user has none yet: the session
+   * may only set one up (`startSecondFactor`, `confirmSecondFactor`) until it is on.
+   */
+  secondFactorSetupRequired: boolean;
+}
+
+/** What the app shows after a session starts, or after a request failed with `code`. */
+export type Gate = 'app' | 'second-factor-setup' | 'signed-out' | 'failed';
+
+/** A session that may only set up a second factor gets that screen; any other, the app. */
+export function gateOfSession(session: Pick<Session, 'secondFactorSetupRequired'>): Gate {
+  return session.secondFactorSetupRequired ? 'second-factor-setup' : 'app';
+}
+
+/** Where a failed request leaves the app: the setup screen, signed out, or a failure. */
+export function gateOfError(code: string): Gate {
+  if (code === 'SECOND_FACTOR_SETUP_REQUIRED') return 'second-factor-setup';
+  if (code === 'UNAUTHENTICATED') return 'signed-out';
+  return 'failed';
 }
 
 interface RestError {
@@ -95,5 +115,5 @@ async function accept(res: Response): Promise<Session> {
     throw new ApiError(code, err?.message ?? `The server answered ${res.status} to /v1/session.`, err?.field);
   }
   setCsrfToken(body.csrfToken);
-  return { csrfToken: body.csrfToken, expiresAt: body.expiresAt ?? '' };
+  return { csrfToken: body.csrfToken, expiresAt: body.expiresAt ?? '', secondFactorSetupRequired: body.secondFactorSetupRequired === true };
 }

@@ -11,21 +11,25 @@ import { groupInFours, isAppCode, recoveryCodesFileName, recoveryCodesText } fro
 /**
  * Setting up: the QR code of the new secret (drawn by the server) to scan with an
  * authenticator app, the secret to type instead, its otpauth:// link for a phone, and a
- * code to confirm.
+ * code to confirm. Its steps are <h3> under a section's <h2>, or `headingLevel` 2 on a
+ * screen whose <h1> is the setup itself.
  */
 export function SetUpSecondFactor({
   secret,
   uri,
   qrCodeSvg,
+  headingLevel = 3,
   onConfirmed,
   onCancel,
 }: {
   secret: string;
   uri: string;
   qrCodeSvg: string;
+  headingLevel?: 2 | 3;
   onConfirmed: (codes: string[]) => void;
   onCancel: () => void;
 }) {
+  const Heading = headingLevel === 2 ? 'h2' : 'h3';
   const [code, setCode] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const confirm = useMutation(ConfirmSecondFactor);
@@ -42,9 +46,9 @@ export function SetUpSecondFactor({
   };
   return (
     <div class="setup">
-      <h3 class="subhead" tabIndex={-1} ref={heading}>
+      <Heading class="subhead" tabIndex={-1} ref={heading}>
         1. Add neocloud to your authenticator app
-      </h3>
+      </Heading>
       <p>Scan this code with your authenticator app:</p>
       <img class="setup-qr" src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(qrCodeSvg)}`} width={200} height={200} alt="QR code of your neocloud setup key" />
       <p>Or enter this key (the app's "enter a setup key" choice, time-based):</p>
@@ -55,7 +59,7 @@ export function SetUpSecondFactor({
       <p class="muted small">
         On the phone with the app? <a href={uri}>Open this key in your authenticator app</a>.
       </p>
-      <h3 class="subhead">2. Enter the code it shows</h3>
+      <Heading class="subhead">2. Enter the code it shows</Heading>
       <form onSubmit={submit} noValidate aria-label="Confirm the second factor">
         <Field label="Code from the app" name="code" error={confirm.error} message={problem} hint="Six digits; it changes every 30 seconds.">
           {(p) => <input {...p} type="text" inputMode="numeric" autocomplete="one-time-code" spellcheck={false} maxLength={12} value={code} onInput={(e) => setCode(e.currentTarget.value)} />}

@@ -13,6 +13,7 @@ import { BudgetPage } from './pages/BudgetPage';
 import { PeoplePage } from './pages/PeoplePage';
 import { SuspensionBanner } from './SuspensionBanner';
 import { Invitation } from './Invitation';
+import { SecondFactorRequired } from './SecondFactorRequired';
 
 const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
 
@@ -55,6 +56,7 @@ export const portal: AppConfig = {
     links: [],
   }),
   signedOutPages: { '/invitation': InvitationFromLink },
+  secondFactorSetup: SecondFactorRequired,
 };
 
 /** The invitation token travels in the fragment (`#<token>`), never to a server log. */

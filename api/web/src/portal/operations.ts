@@ -716,10 +716,16 @@ export type PortalUsersResult = {
     lockedUntil: string | null;
     secondFactorSince: string | null;
   }>;
+  viewer: {
+    tenant: {
+      id: string;
+      secondFactorRequired: boolean;
+    } | null;
+  };
 };
 export type PortalUsersVariables = Record<string, never>;
 export const PortalUsers: Doc<PortalUsersResult, PortalUsersVariables> = {
-  query: "query PortalUsers{portalUsers{...PortalUserRow}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
+  query: "query PortalUsers{portalUsers{...PortalUserRow}viewer{tenant{id secondFactorRequired}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "PortalUsers",
 };
 
@@ -800,10 +806,16 @@ export type MySecondFactorResult = {
     state: PortalUserState;
     secondFactorSince: string | null;
   }>;
+  viewer: {
+    tenant: {
+      id: string;
+      secondFactorRequired: boolean;
+    } | null;
+  };
 };
 export type MySecondFactorVariables = Record<string, never>;
 export const MySecondFactor: Doc<MySecondFactorResult, MySecondFactorVariables> = {
-  query: "query MySecondFactor{portalUsers{id email state secondFactorSince}}",
+  query: "query MySecondFactor{portalUsers{id email state secondFactorSince}viewer{tenant{id secondFactorRequired}}}",
   name: "MySecondFactor",
 };
 
@@ -840,6 +852,20 @@ export type DisableSecondFactorVariables = {
 export const DisableSecondFactor: Doc<DisableSecondFactorResult, DisableSecondFactorVariables> = {
   query: "mutation DisableSecondFactor($code:String!){disableSecondFactor(code:$code)}",
   name: "DisableSecondFactor",
+};
+
+export type RequireSecondFactorResult = {
+  requireSecondFactor: {
+    id: string;
+    secondFactorRequired: boolean;
+  };
+};
+export type RequireSecondFactorVariables = {
+  required: boolean;
+};
+export const RequireSecondFactor: Doc<RequireSecondFactorResult, RequireSecondFactorVariables> = {
+  query: "mutation RequireSecondFactor($required:Boolean!){requireSecondFactor(required:$required){id secondFactorRequired}}",
+  name: "RequireSecondFactor",
 };
 
 export type RemoveUserResult = {

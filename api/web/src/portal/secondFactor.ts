@@ -16,7 +16,7 @@ export function findSelf<U extends { email: string; state: string }>(users: read
 /** The recovery codes as a text file to keep (what "Download" saves). */
 export function recoveryCodesText(email: string, codes: readonly string[], at: Date): string {
   return [
-    `neocloud recovery codes for ${email}`,
+    email ? `neocloud recovery codes for ${email}` : 'neocloud recovery codes',
     `Created ${at.toISOString().slice(0, 16).replace('T', ' ')} UTC. Each code works once, in place of a code from your authenticator app.`,
     '',
     ...codes,
@@ -33,4 +33,29 @@ export function recoveryCodesFileName(email: string): string {
 /** Whether `code` looks like a current authenticator code (six digits, spaces aside). */
 export function isAppCode(code: string): boolean {
   return /^\d{6}$/.test(code.replace(/\s+/g, ''));
+}
+
+/**
+ * The account an `otpauth://totp/<issuer>:<account>?…` URI names (the setup screen's
+ * person, whose email nothing else there tells): "" when it names none.
+ */
+export function accountOfOtpauth(uri: string): string {
+  const m = /^otpauth:\/\/totp\/([^?#]*)/i.exec(uri);
+  if (!m) return '';
+  let label: string;
+  try {
+    label = decodeURIComponent(m[1] ?? '');
+  } catch {
+    return '';
+  }
+  const colon = label.indexOf(':');
+  return (colon >= 0 ? label.slice(colon + 1) : label).trim();
+}
+
+/**
+ * The people who still must set up a second factor once the tenant requires one:
+ * those invited or active without one (removed ones never sign in again).
+ */
+export function withoutSecondFactor<U extends { state: string; secondFactorSince: string | null }>(users: readonly U[]): U[] {
+  return users.filter((u) => u.state !== 'REMOVED' && !u.secondFactorSince);
 }

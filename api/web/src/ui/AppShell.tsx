@@ -1,13 +1,14 @@
 import type { ComponentChildren, ComponentType } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { type ApiError, asApiError, onUnauthenticated, request } from '../lib/api';
+import { type ApiError, asApiError, onSecondFactorSetupRequired, onUnauthenticated, request } from '../lib/api';
 import { currentQuery, match, navigate, type Route, useLocation } from '../lib/router';
-import { restoreSession, type Session, type SignInMethods, signInMethods, signOut } from '../lib/session';
+import { gateOfError, gateOfSession, restoreSession, type Session, type SignInMethods, signInMethods, signOut } from '../lib/session';
 import { Viewer as ViewerQuery } from '../shared/operations';
+import { Button } from './Button';
 import { Layout, type NavItem } from './Layout';
 import { ErrorNotice, Loading } from './Notice';
 import { Page } from './Page';
-import { defaultSignIn, SignIn, type SignInOptions } from './SignIn';
+import { defaultSignIn, SignIn, SignInCard, type SignInOptions } from './SignIn';
 import { type Viewer, ViewerContext } from './viewer';
 
 export type PageComponent = ComponentType<{ params: Record<string, string> }>;
@@ -23,6 +24,19 @@ export interface AppConfig {
   signIn?: (available: SignInMethods) => SignInOptions;
   /** A screen shown at `path` while signed out (the portal's invitation). */
   signedOutPages?: Record<string, ComponentType<{ onSignedIn: (session: Session) => void }>>;
+  /**
+   * The one screen of a session that may only set up a second factor (its tenant
+   * requires one): shown instead of the app, without its navigation.
+   */
+  secondFactorSetup?: ComponentType<SecondFactorSetupProps>;
+}
+
+export interface SecondFactorSetupProps {
+  appName: string;
+  /** The second factor is on (its recovery codes acknowledged): on into the app. */
+  onDone: () => void;
+  signingOut: boolean;
+  onSignOut: () => void;
 }
 
 const ENDED = 'Your session has ended. Please sign in again.';
@@ -32,7 +46,10 @@ type State =
   | { kind: 'signed-out'; notice: string | null }
   | { kind: 'loading-viewer' }
   | { kind: 'failed'; error: ApiError }
+  | { kind: 'second-factor-setup' }
   | { kind: 'ready'; viewer: Viewer };
+
+const SETUP: State = { kind: 'second-factor-setup' };
 
 /** Session lifecycle: restore or sign in, learn who the viewer is, then show the app. */
 export function AppShell({ config }: { config: AppConfig }) {
@@ -48,7 +65,8 @@ export function AppShell({ config }: { config: AppConfig }) {
       setState({ kind: 'ready', viewer });
     } catch (e) {
       const error = asApiError(e);
-      if (error.code !== 'UNAUTHENTICATED') setState({ kind: 'failed', error });
+      // Signed out or the setup screen: the client's handlers have switched already.
+      if (gateOfError(error.code) === 'failed') setState({ kind: 'failed', error });
     }
   }, []);
 
@@ -57,13 +75,24 @@ export function AppShell({ config }: { config: AppConfig }) {
   const started = useCallback(
     (session: Session) => {
       watchExpiry(session, () => signedOut(ENDED));
-      void loadViewer();
+      if (gateOfSession(session) === 'second-factor-setup') setState(SETUP);
+      else void loadViewer();
     },
     [loadViewer, signedOut],
   );
 
+  // After the setup: the session, read again, now opens the app.
+  const setUp = useCallback(() => {
+    setState({ kind: 'checking' });
+    restoreSession()
+      .then((session) => (session ? started(session) : signedOut(ENDED)))
+      .catch((e: unknown) => setState({ kind: 'failed', error: asApiError(e) }));
+  }, [started, signedOut]);
+
   useEffect(() => {
     onUnauthenticated(() => signedOut(ENDED));
+    // Every page at once may hear it (a requirement turned on during the session): one switch.
+    onSecondFactorSetupRequired(() => setState((s) => (s.kind === 'second-factor-setup' || s.kind === 'signed-out' ? s : SETUP)));
     void signInMethods().then((available) => setOptions((config.signIn ?? defaultSignIn)(available)));
     restoreSession()
       .then((session) => (session ? started(session) : signedOut(null)))
@@ -103,6 +132,10 @@ export function AppShell({ config }: { config: AppConfig }) {
       );
     case 'failed':
       return <Failure error={state.error} onRetry={() => window.location.reload()} />;
+    case 'second-factor-setup': {
+      const Setup = config.secondFactorSetup ?? SetupElsewhere;
+      return <Setup appName={config.name} onDone={setUp} signingOut={signingOut} onSignOut={doSignOut} />;
+    }
     case 'ready':
       return <SignedIn config={config} viewer={state.viewer} signingOut={signingOut} onSignOut={doSignOut} />;
   }
@@ -171,6 +204,23 @@ function Failure({ error, onRetry }: { error: ApiError; onRetry: () => void }) {
         <ErrorNotice error={error} onRetry={onRetry} />
       </div>
     </main>
+  );
+}
+
+/** An app without its own setup screen (the console) sends the person to the portal. */
+function SetupElsewhere({ appName, signingOut, onSignOut }: SecondFactorSetupProps) {
+  return (
+    <SignInCard appName={appName} title="Set up a second factor">
+      <p>Your organisation requires a second factor for every member. Set one up in the portal to continue.</p>
+      <div class="form-actions-inline">
+        <a class="btn btn-primary" href="/portal">
+          Go to the portal
+        </a>
+        <Button variant="ghost" pending={signingOut} onClick={onSignOut}>
+          Sign out
+        </Button>
+      </div>
+    </SignInCard>
   );
 }
 

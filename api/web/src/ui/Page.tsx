@@ -8,6 +8,11 @@ export function setAppTitle(title: string): void {
   appTitle = title;
 }
 
+/** The document title of a screen: "<title> · <app>". */
+export function pageTitle(title: string): string {
+  return `${title} · ${appTitle}`;
+}
+
 interface PageProps {
   title: string;
   /** A line under the heading. */
@@ -24,7 +29,7 @@ interface PageProps {
 export function Page({ title, lead, actions, children }: PageProps) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    document.title = `${title} · ${appTitle}`;
+    document.title = pageTitle(title);
     if (firstPage) firstPage = false;
     else heading.current?.focus();
   }, [title]);

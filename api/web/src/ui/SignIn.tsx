@@ -58,11 +58,11 @@ export function SignIn({ appName, methods, links = [], notice, error, onSignedIn
   );
 }
 
-/** The centred card of the signed-out screens. */
-export function SignInCard({ appName, title, children }: { appName: string; title: string; children: ComponentChildren }) {
+/** The centred card of the signed-out screens; `wide` for one with a QR code and a list. */
+export function SignInCard({ appName, title, wide = false, children }: { appName: string; title: string; wide?: boolean; children: ComponentChildren }) {
   return (
     <main id="main" class="signin">
-      <div class="signin-card">
+      <div class={wide ? 'signin-card signin-card-wide' : 'signin-card'}>
         <p class="brand brand-large">
           <span class="brand-mark" aria-hidden="true" />
           neocloud <span class="brand-app">{appName}</span>

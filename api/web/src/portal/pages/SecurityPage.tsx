@@ -32,7 +32,7 @@ export function SecurityPage() {
       <ErrorNotice error={error} onRetry={reload} />
       {viewer.email && !data && loading && <Loading label="Loading your account…" />}
       {data && !me && <KeyOnly />}
-      {me && <SecondFactorSection me={me} reload={reload} />}
+      {me && <SecondFactorSection me={me} required={data?.viewer.tenant?.secondFactorRequired ?? false} reload={reload} />}
       {me && (
         <Section title="Password">
           <p class="muted">Forgotten it? An admin of your organisation can give you a link to set a new one (People → Reset password).</p>
@@ -53,7 +53,7 @@ function KeyOnly() {
   );
 }
 
-function SecondFactorSection({ me, reload }: { me: Me; reload: () => void }) {
+function SecondFactorSection({ me, required, reload }: { me: Me; required: boolean; reload: () => void }) {
   const [step, setStep] = useState<Step>({ kind: 'idle' });
   const [note, setNote] = useState<string | null>(null);
   const start = useMutation(StartSecondFactor);
@@ -89,7 +89,15 @@ function SecondFactorSection({ me, reload }: { me: Me; reload: () => void }) {
               Set up
             </Button>
           )}
-          {step.kind === 'idle' && on && <Button onClick={() => (setNote(null), setStep({ kind: 'disable' }))}>Turn off</Button>}
+          {step.kind === 'idle' && on && !required && <Button onClick={() => (setNote(null), setStep({ kind: 'disable' }))}>Turn off</Button>}
+          {on && required && (
+            <Notice tone="info">
+              <p>
+                Your organisation requires a second factor of every member, so it stays on. Lost your phone? Sign in with a recovery code, or ask an admin to reset it (People → Reset second
+                factor).
+              </p>
+            </Notice>
+          )}
           <ErrorNotice error={start.error} />
           {step.kind === 'setup' && (
             <SetUpSecondFactor secret={step.secret} uri={step.uri} qrCodeSvg={step.qrCodeSvg} onConfirmed={(codes) => setStep({ kind: 'codes', codes })} onCancel={() => setStep({ kind: 'idle' })} />
