@@ -176,3 +176,56 @@ async fn minutes_are_rolled_up_on_postgres() {
     minutes_are_rolled_up(&pg.db).await;
     pg.drop().await;
 }
+
+/// More minutes than one page of the SQLite fill: every page is summed, none twice.
+#[tokio::test]
+async fn minutes_beyond_one_page_are_all_rolled_up_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = support::sqlite(&dir).await;
+    Migrator::up(&db, Some(49)).await.expect("up to 049");
+    let allocation = Uuid::now_v7();
+    let start = t("2026-11-30T00:00:00Z");
+    let minutes: i64 = 25_030;
+    for first in (0..minutes).step_by(500) {
+        let mut insert = Query::insert();
+        insert.into_table(Alias::new("usage_minutes")).columns(
+            [
+                "id",
+                "minute_start",
+                "device_uuid",
+                "allocation_id",
+                "tenant_id",
+                "sku_id",
+                "label",
+                "active_seconds",
+                "memory_gib_seconds",
+                "energy_kwh",
+                "sampled_seconds",
+            ]
+            .map(Alias::new),
+        );
+        for i in first..(first + 500).min(minutes) {
+            insert.values_panic([
+                Uuid::now_v7().into(),
+                (start + chrono::Duration::minutes(i)).into(),
+                "GPU-1".into(),
+                allocation.into(),
+                Uuid::nil().into(),
+                Uuid::nil().into(),
+                "".into(),
+                "0.5".into(),
+                "1".into(),
+                "0".into(),
+                60i64.into(),
+            ]);
+        }
+        db.execute(&insert).await.expect("minutes");
+    }
+    Migrator::up(&db, None).await.expect("up 050");
+    let hours = hours(&db).await;
+    assert_eq!(hours.len() as i64, (minutes + 59) / 60);
+    let active: Decimal = hours.iter().map(|h| h.2[0]).sum();
+    assert_eq!(active, Decimal::from(minutes) / Decimal::TWO);
+    let sampled: i64 = hours.iter().map(|h| h.3).sum();
+    assert_eq!(sampled, minutes * 60);
+}

@@ -99,9 +99,10 @@ pub async fn add<C: ConnectionTrait>(conn: &C, hours: &Hours) -> Result<(), DbEr
         usage_hour::Column::SampledSeconds,
     ])
     .to_owned();
-    let rows: Vec<_> = rows.collect();
-    for chunk in rows.chunks(500) {
-        usage_hour::Entity::insert_many(chunk.to_vec())
+    let mut rows = rows.collect::<Vec<_>>().into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(500).collect();
+        usage_hour::Entity::insert_many(chunk)
             .on_conflict(conflict.clone())
             .exec_without_returning(conn)
             .await?;

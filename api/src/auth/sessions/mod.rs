@@ -113,13 +113,13 @@ enum How {
 
 /// Opens a session acting as `principal`. Audited as `session.sign_in`, with the method.
 async fn open(db: &DatabaseConnection, mut principal: Principal, how: How) -> ApiResult<Opened> {
-    principal.second_factor_setup_required =
-        users::second_factor::setup_required(db, &principal).await?;
     let (method, user) = match how {
         How::ApiKey => ("api_key", None),
         How::Password(user) => ("password", Some(user)),
         How::Oidc => ("oidc", None),
     };
+    principal.second_factor_setup_required =
+        users::second_factor::setup_required(db, &principal, user).await?;
     let secret = random_token();
     let csrf_token = random_token();
     let now = Utc::now();
@@ -181,7 +181,7 @@ pub async fn resume(db: &DatabaseConnection, secret: &str) -> ApiResult<Session>
     }
     let mut principal = Principal::from_row(&key);
     principal.second_factor_setup_required =
-        users::second_factor::setup_required(db, &principal).await?;
+        users::second_factor::setup_required(db, &principal, row.user_id).await?;
     Ok(Session {
         id: row.id,
         principal,

@@ -226,14 +226,20 @@ async fn required_by_tenant(db: &DatabaseConnection, tenant: TenantId) -> ApiRes
         .is_some_and(|t| t.second_factor_required))
 }
 
-/// Whether `actor` is a portal user whose tenant requires a second factor it has not set
-/// up: its session may then only set one up.
-pub async fn setup_required(db: &DatabaseConnection, actor: &Principal) -> ApiResult<bool> {
-    if actor.tenant_id.is_none() {
+/// Whether a session of `actor`, signed in as portal user `user` (none: with a key or
+/// through the identity provider), may only set up a second factor: the user has none
+/// and its tenant requires one. Asked on every request of a session, so it reads the
+/// user by its id and the tenant only when the user has none.
+pub async fn setup_required(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    user: Option<Uuid>,
+) -> ApiResult<bool> {
+    let (Some(user), Some(tenant)) = (user, actor.tenant_id) else {
         return Ok(false);
-    }
-    match store::by_key(db, actor.key_id).await? {
-        Some(user) if user.totp_secret.is_none() => required_by_tenant(db, user.tenant_id).await,
+    };
+    match store::find_in_tenant(db, user, tenant).await? {
+        Some(user) if user.totp_secret.is_none() => required_by_tenant(db, tenant).await,
         _ => Ok(false),
     }
 }
