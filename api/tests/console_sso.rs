@@ -2,8 +2,9 @@
 //! `oidc-provider` package, `e2e/browser/oidc-provider.mjs`), on both databases, followed
 //! redirect by redirect as a browser would: an operator by email and one by group sign in
 //! and act as operators; someone else is sent back with the reason and no session; a
-//! replayed or foreign callback is refused; revoking the identity's key ends its session
-//! and its next sign-in. Without an issuer, single sign-on is not offered.
+//! replayed or foreign callback is refused; signing out signs out at the provider too
+//! (RP-Initiated Logout); revoking the identity's key ends its session and its next
+//! sign-in. Without an issuer, single sign-on is not offered.
 //!
 //! Needs node and `e2e/browser/node_modules` (`scripts/test-deps.sh`); missing, the test is
 //! skipped, unless `NEOCLOUD_REQUIRE_BROWSER=1` (CI).
@@ -43,6 +44,7 @@ fn provider(app_url: &str) -> Option<(Killed, String)> {
             "OIDC_REDIRECT_URI",
             format!("{app_url}/v1/session/oidc/callback"),
         )
+        .env("OIDC_POST_LOGOUT_URI", format!("{app_url}/console"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -92,6 +94,8 @@ struct Browser {
     app: Jar,
     idp: Jar,
     app_url: String,
+    /// How many times the provider asked who is signing in.
+    logins: usize,
 }
 
 impl Browser {
@@ -104,6 +108,7 @@ impl Browser {
             app: Jar::default(),
             idp: Jar::default(),
             app_url: app_url.to_owned(),
+            logins: 0,
         }
     }
 
@@ -157,6 +162,7 @@ impl Browser {
                 .await
                 .expect("POST login");
             self.idp.take(&posted);
+            self.logins += 1;
             assert!(
                 posted.status().is_redirection(),
                 "login: {}",
@@ -196,6 +202,107 @@ impl Browser {
             .await
             .expect("JSON")
     }
+}
+
+/// The issuer the app was configured with, as `GET /v1/session/oidc` reveals it.
+async fn issuer_of(app: &TestApp) -> String {
+    let response = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client")
+        .get(format!("{}/v1/session/oidc", app.url))
+        .send()
+        .await
+        .expect("GET");
+    let location = response.headers()["location"].to_str().expect("location");
+    let url = reqwest::Url::parse(location).expect("URL");
+    url.origin().ascii_serialization()
+}
+
+/// Signing out of an SSO session answers the provider's sign-out; the browser signs out
+/// there and comes back to the console, and the next sign-in asks for the user again
+/// (before it, the provider's session signed the browser in without asking).
+async fn signing_out_signs_out_at_the_provider(browser: &mut Browser, issuer: &str) {
+    let logins = browser.logins;
+    assert_eq!(browser.sign_in("grp").await.0, "/console");
+    assert_eq!(
+        browser.logins, logins,
+        "the provider's session still signs in"
+    );
+    let csrf: Value = browser
+        .get(&format!("{}/v1/session", browser.app_url))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let out = browser
+        .client
+        .delete(format!("{}/v1/session", browser.app_url))
+        .header("cookie", browser.app.header())
+        .header("x-csrf-token", csrf["csrfToken"].as_str().expect("csrf"))
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(out.status(), StatusCode::OK);
+    let body: Value = out.json().await.expect("JSON");
+    let logout = body["logoutUrl"].as_str().expect("logoutUrl").to_owned();
+    let url = reqwest::Url::parse(&logout).expect("URL");
+    assert_eq!(url.origin().ascii_serialization(), issuer, "{logout}");
+    let query: HashMap<_, _> = url.query_pairs().into_owned().collect();
+    assert_eq!(
+        query.get("client_id").map(String::as_str),
+        Some("neocloud-console")
+    );
+    assert_eq!(
+        query.get("post_logout_redirect_uri"),
+        Some(&format!("{}/console", browser.app_url))
+    );
+    assert_eq!(error_code(&browser.viewer().await), Some("UNAUTHENTICATED"));
+
+    // At the provider: its page asks, the browser confirms, and is sent back.
+    let page = browser.get(&logout).await.text().await.expect("page");
+    let action = page
+        .split("action=\"")
+        .nth(1)
+        .and_then(|a| a.split('"').next())
+        .expect("form action");
+    let xsrf = page
+        .split("name=\"xsrf\" value=\"")
+        .nth(1)
+        .and_then(|a| a.split('"').next())
+        .expect("xsrf");
+    let confirmed = browser
+        .client
+        .post(absolute(&logout, action))
+        .header("cookie", browser.idp.header())
+        .form(&[("xsrf", xsrf), ("logout", "yes")])
+        .send()
+        .await
+        .expect("POST logout");
+    browser.idp.take(&confirmed);
+    let mut location = confirmed.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    for _ in 0..5 {
+        if location.starts_with(&browser.app_url) {
+            break;
+        }
+        let next = browser.get(&absolute(&logout, &location)).await;
+        location = next
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+    }
+    assert_eq!(location, format!("{}/console", browser.app_url));
+    assert_eq!(browser.sign_in("grp").await.0, "/console");
+    assert_eq!(
+        browser.logins,
+        logins + 1,
+        "signed out at the provider: asked again"
+    );
 }
 
 fn absolute(base: &str, location: &str) -> String {
@@ -264,6 +371,7 @@ async fn operators_sign_in_through_the_identity_provider(backend: Backend) {
     let mut grp = Browser::new(&app_url);
     assert_eq!(grp.sign_in("grp").await.0, "/console");
     assert_eq!(grp.viewer().await["data"]["viewer"]["role"], "OPERATOR");
+    signing_out_signs_out_at_the_provider(&mut grp, &issuer_of(&app).await).await;
     let mut eve = Browser::new(&app_url);
     let (landed, callback) = eve.sign_in("eve").await;
     assert!(landed.starts_with("/console/signin?error="), "{landed}");

@@ -408,6 +408,7 @@ async fn setup(backend: Backend) -> Option<(TestApp, Vec<Customer>)> {
             tenant,
             "cus_test",
             "pm_card_visa",
+            None,
             chrono::Utc::now(),
         )
         .await

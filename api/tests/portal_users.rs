@@ -575,6 +575,284 @@ async fn an_admin_issues_a_password_reset_link(backend: Backend) {
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "a link works once");
+    // Without a mail server nobody can ask for a link themselves.
+    let (status, _, body) = post(
+        &app,
+        "/v1/session/password-reset",
+        json!({"email": "dev@acme.io"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::SERVICE_UNAVAILABLE, &json!("UNAVAILABLE")),
+        "{body}"
+    );
+}
+
+/// A real SMTP server (`aiosmtpd`, installed by `scripts/test-deps.sh`) on `port`,
+/// keeping what it receives in a maildir; killed when dropped. Missing, the mail tests are
+/// skipped, unless `NEOCLOUD_REQUIRE_LOCALSTRIPE=1` (CI: the same script installs both).
+struct SmtpServer {
+    child: std::process::Child,
+    maildir: std::path::PathBuf,
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn smtp_server(port: u16, dir: &std::path::Path) -> Option<SmtpServer> {
+    use std::process::{Command, Stdio};
+    let present = Command::new("python3")
+        .args(["-c", "import aiosmtpd"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        assert!(
+            std::env::var("NEOCLOUD_REQUIRE_LOCALSTRIPE").as_deref() != Ok("1"),
+            "aiosmtpd is required: run scripts/test-deps.sh"
+        );
+        eprintln!("aiosmtpd not installed: skipping");
+        return None;
+    }
+    let maildir = dir.join("maildir");
+    let child = Command::new("python3")
+        .args(["-m", "aiosmtpd", "-n", "-l"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["-c", "aiosmtpd.handlers.Mailbox"])
+        .arg(&maildir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("aiosmtpd");
+    let server = SmtpServer { child, maildir };
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Some(server);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("aiosmtpd did not start");
+}
+
+impl SmtpServer {
+    /// The mails received for `to`, as their raw text, soft line breaks of
+    /// quoted-printable undone.
+    fn mails_to(&self, to: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.maildir.join("new")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+            .filter(|m| {
+                m.lines()
+                    .any(|l| l.eq_ignore_ascii_case(&format!("to: {to}")))
+            })
+            .map(|m| {
+                m.replace("=\r\n", "")
+                    .replace("=\n", "")
+                    .replace("=3D", "=")
+            })
+            .collect()
+    }
+
+    /// Waits for the `n`-th mail to `to`.
+    async fn wait_for(&self, to: &str, n: usize) -> Vec<String> {
+        for _ in 0..150 {
+            let mails = self.mails_to(to);
+            if mails.len() >= n {
+                return mails;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("no mail #{n} to {to}: {:?}", self.mails_to(to));
+    }
+}
+
+/// The token of the portal link in a mail (`…/portal/invitation#<token>`).
+fn link_token(mail: &str) -> String {
+    let at = mail
+        .find("https://cloud.example/portal/invitation#")
+        .unwrap_or_else(|| panic!("no link: {mail}"));
+    mail[at..]
+        .split('#')
+        .nth(1)
+        .map(|t| t.chars().take_while(char::is_ascii_hexdigit).collect())
+        .expect("token")
+}
+
+async fn with_mail(backend: Backend, smtp_port: u16) -> Option<TestApp> {
+    TestApp::spawn_with(backend, move |s| {
+        s.mail.smtp_url = Some(format!("smtp://127.0.0.1:{smtp_port}").into());
+        s.mail.from = "Acme Cloud <no-reply@cloud.example>".into();
+        s.mail.public_url = "https://cloud.example/".into();
+    })
+    .await
+}
+
+async fn outbox(app: &TestApp, to: &str) -> Vec<neocloud_schema::entity::mail::Model> {
+    use neocloud_schema::entity::mail;
+    mail::Entity::find()
+        .filter(mail::Column::Recipient.eq(to))
+        .all(&app.db)
+        .await
+        .expect("outbox")
+}
+
+/// With a mail server, an invitation and a password-reset link reach the person by
+/// mail: the link in the mail is the one issued, it works once, and the mail keeps no
+/// link once sent. Anyone may ask for a reset link; the answer is the same whether the
+/// address has an account, and one address gets at most one such mail per 5 minutes.
+async fn links_reach_people_by_mail(backend: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = support::free_port();
+    let Some(smtp) = smtp_server(port, dir.path()).await else {
+        return;
+    };
+    let Some(app) = with_mail(backend, port).await else {
+        return;
+    };
+    let methods: Value = app
+        .client
+        .get(format!("{}/v1/session/methods", app.url))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(methods["passwordReset"], true, "{methods}");
+    let (_, admin) = app.create_tenant("acme").await;
+    let r = app
+        .gql(Some(&admin), "mutation { inviteUser(email: \"Mia@Acme.example\", role: TENANT_MEMBER) { invitationToken emailed } }", json!({}))
+        .await;
+    assert_eq!(r["data"]["inviteUser"]["emailed"], true, "{r}");
+    let mail = smtp.wait_for("mia@acme.example", 1).await.remove(0);
+    assert!(mail.contains("Subject: You are invited to acme"), "{mail}");
+    assert!(
+        mail.contains("From: \"Acme Cloud\" <no-reply@cloud.example>"),
+        "{mail}"
+    );
+    assert_eq!(
+        json!(link_token(&mail)),
+        r["data"]["inviteUser"]["invitationToken"]
+    );
+    let (status, _, body) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": link_token(&mail), "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let sent = outbox(&app, "mia@acme.example").await;
+    assert!(
+        sent.iter().all(|m| m.sent_at.is_some() && m.body.is_none()),
+        "{sent:?}"
+    );
+
+    for email in [
+        "nobody@acme.example",
+        " MIA@acme.example ",
+        "mia@acme.example",
+    ] {
+        let (status, _, body) =
+            post(&app, "/v1/session/password-reset", json!({"email": email})).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{email}: {body}");
+    }
+    let (status, _, body) = post(
+        &app,
+        "/v1/session/password-reset",
+        json!({"email": "not an address"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (StatusCode::BAD_REQUEST, &json!("email")),
+        "{body}"
+    );
+    let mail = smtp
+        .wait_for("mia@acme.example", 2)
+        .await
+        .into_iter()
+        .find(|m| m.contains("Subject: Set a new password"))
+        .expect("reset mail");
+    assert!(
+        outbox(&app, "nobody@acme.example").await.is_empty(),
+        "a mail to an address without an account"
+    );
+    let resets = outbox(&app, "mia@acme.example")
+        .await
+        .into_iter()
+        .filter(|m| m.kind == "password_reset")
+        .count();
+    assert_eq!(resets, 1, "one reset mail per 5 minutes");
+    let new_password = "another long passphrase";
+    let (status, _, body) = post(
+        &app,
+        "/v1/session/invitation",
+        json!({"token": link_token(&mail), "password": new_password}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        sign_in(&app, "mia@acme.example", PASSWORD).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        sign_in(&app, "mia@acme.example", new_password).await.0,
+        StatusCode::OK
+    );
+    let audit = app
+        .gql(Some(&app.operator_key), "{ auditLog(filter: {action: \"portal_user.password_reset_requested\"}) { edges { node { action } } } }", json!({}))
+        .await;
+    assert_eq!(
+        audit["data"]["auditLog"]["edges"].as_array().map(Vec::len),
+        Some(1),
+        "{audit}"
+    );
+}
+
+/// A mail server that is down loses nothing: the mail waits, is tried again with backoff,
+/// and goes out once the server is up.
+async fn a_mail_waits_for_the_mail_server(backend: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = support::free_port();
+    let Some(app) = with_mail(backend, port).await else {
+        return;
+    };
+    let (_, admin) = app.create_tenant("acme").await;
+    let r = invite(&app, &admin, "noa@acme.example", "TENANT_MEMBER").await;
+    assert!(r["errors"].is_null(), "{r}");
+    let mut tried = Vec::new();
+    for _ in 0..100 {
+        tried = outbox(&app, "noa@acme.example").await;
+        if tried.first().is_some_and(|m| m.attempts > 0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let waiting = tried.first().expect("queued");
+    assert!(
+        waiting.attempts >= 1 && waiting.sent_at.is_none() && waiting.failed_at.is_none(),
+        "{waiting:?}"
+    );
+    assert!(
+        waiting.last_error.is_some() && waiting.body.is_some(),
+        "{waiting:?}"
+    );
+    let Some(smtp) = smtp_server(port, dir.path()).await else {
+        return;
+    };
+    app.advance(chrono::TimeDelta::minutes(2));
+    let mail = smtp.wait_for("noa@acme.example", 1).await.remove(0);
+    assert!(mail.contains("Subject: You are invited to acme"), "{mail}");
 }
 
 /// An invited person signs in with the invitation: the session of its role.
@@ -720,6 +998,8 @@ async fn a_tenant_requires_a_second_factor_of_every_user(backend: Backend) {
 }
 
 on_both_databases!(
+    links_reach_people_by_mail,
+    a_mail_waits_for_the_mail_server,
     a_tenant_requires_a_second_factor_of_every_user,
     an_admin_issues_a_password_reset_link,
     a_second_factor_guards_the_password,

@@ -1554,7 +1554,140 @@ async fn earnings_in_another_currency_are_converted(backend: Backend) {
     owed_what_statements_netted(&app, [("rhein-gpu", &rhein_key), ("seine-gpu", &seine_key)]).await;
 }
 
+/// A day of reference rates in the ECB's format (single quotes, as the ECB writes them).
+fn ecb_day(date: &str, usd: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gesmes:Envelope xmlns:gesmes=\"http://www.gesmes.org/xml/2002-08-01\" xmlns=\"http://www.ecb.int/vocabulary/2002-08-01/eurofxref\">\n\t<gesmes:subject>Reference rates</gesmes:subject>\n\t<Cube>\n\t\t<Cube time='{date}'>\n\t\t\t<Cube currency='USD' rate='{usd}'/>\n\t\t\t<Cube currency='JPY' rate='162.35'/>\n\t\t\t<Cube currency='HUF' rate='402.10'/>\n\t\t\t<Cube currency='GBP' rate='0.8421'/>\n\t\t</Cube>\n\t</Cube>\n</gesmes:Envelope>\n"
+    )
+}
+
+/// A local server answering every request with what `feed` holds.
+fn feed_server(feed: Arc<Mutex<String>>) -> String {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    let data = web::Data::new(feed);
+    let server = HttpServer::new(move || {
+        App::new().app_data(data.clone()).default_service(web::to(
+            |feed: web::Data<Arc<Mutex<String>>>| async move {
+                let body = feed.lock().expect("feed").clone();
+                HttpResponse::Ok().content_type("text/xml").body(body)
+            },
+        ))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("bind");
+    let url = format!(
+        "http://{}/stats/eurofxref/eurofxref-daily.xml",
+        server.addrs()[0]
+    );
+    tokio::spawn(server.run());
+    url
+}
+
+async fn rates(app: &TestApp) -> Vec<Value> {
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ exchangeRates { from to rate effectiveFrom source } }",
+            json!({}),
+        )
+        .await;
+    r["data"]["exchangeRates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| panic!("{r}"))
+}
+
+const FETCH: &str = "mutation { fetchReferenceRates { day added } }";
+
+/// Reference rates read from a feed in the ECB's format, at start and on demand: every
+/// pair of the day's supported currencies with the euro (the published rate, its inverse,
+/// the cross rates), each from the day's start; a day read again adds nothing, a
+/// malformed feed nothing at all, a new day its own rates.
+async fn reference_rates_come_from_the_feed(backend: Backend) {
+    let feed = Arc::new(Mutex::new(ecb_day("2026-12-04", "1.0845")));
+    let url = feed_server(feed.clone());
+    let Some(app) =
+        TestApp::spawn_with(backend, move |s| s.exchange_rates.feed_url = Some(url)).await
+    else {
+        return;
+    };
+    // The server reads the feed as it starts.
+    let mut read = Vec::new();
+    for _ in 0..100 {
+        read = rates(&app).await;
+        if read.len() == 12 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(read.len(), 12, "EUR, USD, JPY and GBP pairwise: {read:?}");
+    let rate = |all: &[Value], from: &str, to: &str| {
+        all.iter()
+            .filter(|r| r["from"] == from && r["to"] == to)
+            .map(|r| {
+                (
+                    r["rate"].as_str().unwrap_or_default().to_owned(),
+                    r["effectiveFrom"].clone(),
+                    r["source"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rate(&read, "USD", "EUR"),
+        vec![(
+            "0.9220839096".to_owned(),
+            json!("2026-12-04T00:00:00+00:00"),
+            json!("Reference rate 2026-12-04")
+        )]
+    );
+    assert_eq!(rate(&read, "EUR", "USD")[0].0, "1.0845");
+    assert_eq!(rate(&read, "USD", "GBP")[0].0, "0.7764868603");
+    let r = app.gql(Some(&app.operator_key), FETCH, json!({})).await;
+    assert_eq!(
+        r["data"]["fetchReferenceRates"],
+        json!({"day": "2026-12-04", "added": 0}),
+        "{r}"
+    );
+
+    for bad in [
+        "<html>down for maintenance</html>".to_owned(),
+        ecb_day("2026-12-07", "-1"),
+    ] {
+        *feed.lock().expect("feed") = bad;
+        let r = app.gql(Some(&app.operator_key), FETCH, json!({})).await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+        assert_eq!(r["errors"][0]["extensions"]["field"], "feed", "{r}");
+    }
+    assert_eq!(
+        rates(&app).await.len(),
+        12,
+        "a malformed feed added something"
+    );
+
+    *feed.lock().expect("feed") = ecb_day("2026-12-07", "1.0900");
+    let r = app.gql(Some(&app.operator_key), FETCH, json!({})).await;
+    assert_eq!(
+        r["data"]["fetchReferenceRates"],
+        json!({"day": "2026-12-07", "added": 12}),
+        "{r}"
+    );
+    let usd_eur = rate(&rates(&app).await, "USD", "EUR");
+    assert_eq!(usd_eur.len(), 2);
+    assert_eq!(usd_eur[1].0, "0.9174311927", "1 / 1.09");
+    let audit = app
+        .gql(Some(&app.operator_key), "{ auditLog(filter: {action: \"exchange_rate.reference\"}) { edges { node { after } } } }", json!({}))
+        .await;
+    assert_eq!(
+        audit["data"]["auditLog"]["edges"].as_array().map(Vec::len),
+        Some(2),
+        "{audit}"
+    );
+}
+
 on_both_databases!(
+    reference_rates_come_from_the_feed,
     earnings_in_another_currency_are_converted,
     credit_notes_take_back_a_revenue_share,
     statements_follow_the_agreements,

@@ -177,6 +177,21 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             &[Admin],
         ),
         (
+            "mutation { fetchReferenceRates { day added } }",
+            json!({}),
+            &[Operator],
+        ),
+        (
+            "mutation { startCardSetup { setupIntentId } }",
+            json!({}),
+            &[Admin],
+        ),
+        (
+            "mutation { finishCardSetup(setupIntentId: \"seti_1\") { tenantId } }",
+            json!({}),
+            &[Admin],
+        ),
+        (
             "mutation { startTopUp(amount: \"100\") { id } }",
             json!({}),
             &[Admin],

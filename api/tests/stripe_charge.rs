@@ -386,6 +386,13 @@ async fn a_top_up_is_paid_once_and_grants_its_credit_once(backend: Backend) {
         return;
     };
     let (_, key) = app.create_tenant("acme").await;
+    // Without a publishable key the portal adds no cards.
+    let r = app
+        .gql(Some(&key), "{ cardSetupAvailable }", json!({}))
+        .await;
+    assert_eq!(r["data"]["cardSetupAvailable"], false, "{r}");
+    let r = app.gql(Some(&key), START_CARD, json!({})).await;
+    assert_eq!(support::error_code(&r), Some("UNAVAILABLE"), "{r}");
     // No payment method yet: refused, nothing recorded.
     let r = app.gql(Some(&key), TOP_UP, json!({"a": "250"})).await;
     assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
@@ -635,8 +642,222 @@ async fn a_credit_note_refunds_a_charged_invoice_once(backend: Backend) {
     assert_eq!(ours[0]["amount"], 100);
 }
 
+const START_CARD: &str =
+    "mutation { startCardSetup { setupIntentId clientSecret publishableKey stripeJsUrl } }";
+const FINISH_CARD: &str = "mutation($s: String!) { finishCardSetup(setupIntentId: $s) { defaultPaymentMethod defaultPaymentMethodLabel } }";
+
+/// Confirms a SetupIntent as Stripe.js does in the browser: with the publishable key and
+/// the client secret, never the secret key. The emulator's answer.
+async fn confirm_in_browser(
+    app: &TestApp,
+    stripe: &LocalStripe,
+    setup: &Value,
+    number: &str,
+) -> Value {
+    let id = setup["setupIntentId"].as_str().expect("setup intent");
+    app.client
+        .post(format!("{}/v1/setup_intents/{id}/confirm", stripe.url))
+        .json(&json!({
+            "key": setup["publishableKey"],
+            "client_secret": setup["clientSecret"],
+            "payment_method_data": {
+                "type": "card",
+                "card": {"number": number, "exp_month": "12", "exp_year": "2030", "cvc": "123"},
+            },
+        }))
+        .send()
+        .await
+        .expect("localstripe")
+        .json()
+        .await
+        .unwrap_or(Value::Null)
+}
+
+async fn start_card(app: &TestApp, key: &str) -> Value {
+    let r = app.gql(Some(key), START_CARD, json!({})).await;
+    assert!(r["errors"].is_null(), "{r}");
+    r["data"]["startCardSetup"].clone()
+}
+
+/// A tenant admin adds a card as the portal does (a SetupIntent confirmed in the browser
+/// with Stripe.js): only its own confirmed SetupIntent becomes the default, shown by what
+/// the customer recognises, and a top-up is then charged to it.
+async fn a_card_added_in_the_portal_becomes_the_default_and_pays(backend: Backend) {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let js = format!("{}/js.stripe.com/v3/", stripe.url);
+    let js_url = js.clone();
+    let Some(app) = with_localstripe(backend, &stripe, move |s| {
+        s.stripe_publishable_key = Some("pk_test_localstripe".into());
+        s.stripe_js_url = Some(js_url);
+    })
+    .await
+    else {
+        return;
+    };
+    let (_, key) = app.create_tenant("acme").await;
+    let (_, other) = app.create_tenant("globex").await;
+    let member = app
+        .gql(
+            Some(&key),
+            "mutation { createApiKey(role: TENANT_MEMBER) { apiKey } }",
+            json!({}),
+        )
+        .await["data"]["createApiKey"]["apiKey"]
+        .as_str()
+        .expect("member key")
+        .to_owned();
+    let r = app.gql(Some(&member), START_CARD, json!({})).await;
+    assert_eq!(support::error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app
+        .gql(Some(&member), "{ cardSetupAvailable }", json!({}))
+        .await;
+    assert_eq!(r["data"]["cardSetupAvailable"], true, "{r}");
+
+    let setup = start_card(&app, &key).await;
+    let id = setup["setupIntentId"].as_str().expect("id").to_owned();
+    assert!(id.starts_with("seti_"), "{setup}");
+    assert!(
+        setup["clientSecret"]
+            .as_str()
+            .is_some_and(|c| c.starts_with(&format!("{id}_secret_"))),
+        "{setup}"
+    );
+    assert_eq!(
+        (&setup["publishableKey"], &setup["stripeJsUrl"]),
+        (&json!("pk_test_localstripe"), &json!(js))
+    );
+    // The portal page may load Stripe.js from there and nowhere else.
+    let page = app
+        .client
+        .get(format!("{}/portal", app.url))
+        .send()
+        .await
+        .expect("GET");
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        csp.contains(&format!("script-src 'self' {}", stripe.url)),
+        "{csp}"
+    );
+    let page = app
+        .client
+        .get(format!("{}/console", app.url))
+        .send()
+        .await
+        .expect("GET");
+    assert!(
+        !page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap_or_default()
+            .contains(&stripe.url)
+    );
+
+    // Not confirmed yet: refused, nothing set.
+    let r = app.gql(Some(&key), FINISH_CARD, json!({"s": id})).await;
+    assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
+    for bad in ["pm_123", "seti_../x", ""] {
+        let r = app.gql(Some(&key), FINISH_CARD, json!({"s": bad})).await;
+        assert_eq!(support::error_code(&r), Some("INVALID_INPUT"), "{bad}: {r}");
+    }
+    let confirmed = confirm_in_browser(&app, &stripe, &setup, "4242424242424242").await;
+    assert_eq!(confirmed["status"], "succeeded", "{confirmed}");
+    // Another tenant cannot take it, whether or not it has a customer of its own.
+    let r = app.gql(Some(&other), FINISH_CARD, json!({"s": id})).await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    start_card(&app, &other).await;
+    let r = app.gql(Some(&other), FINISH_CARD, json!({"s": id})).await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(
+            Some(&other),
+            "{ paymentAccount { defaultPaymentMethod } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["paymentAccount"]["defaultPaymentMethod"],
+        Value::Null,
+        "{r}"
+    );
+
+    let r = app.gql(Some(&key), FINISH_CARD, json!({"s": id})).await;
+    let account = &r["data"]["finishCardSetup"];
+    assert_eq!(
+        account["defaultPaymentMethod"], confirmed["payment_method"],
+        "{r}"
+    );
+    assert_eq!(
+        account["defaultPaymentMethodLabel"], "Visa •••• 4242, expires 12/2030",
+        "{r}"
+    );
+    let method = confirmed["payment_method"].as_str().expect("pm");
+    let attached = stripe_get(&app, &stripe, &format!("/v1/payment_methods/{method}")).await;
+    let customer = stripe_get(
+        &app,
+        &stripe,
+        &format!(
+            "/v1/customers/{}",
+            attached["customer"].as_str().expect("attached")
+        ),
+    )
+    .await;
+    assert_eq!(
+        customer["invoice_settings"]["default_payment_method"], method,
+        "{customer}"
+    );
+
+    // A declined card leaves the default as it was.
+    let declined_setup = start_card(&app, &key).await;
+    let declined = confirm_in_browser(&app, &stripe, &declined_setup, "4000000000000002").await;
+    assert!(declined["error"].is_object(), "{declined}");
+    let r = app
+        .gql(
+            Some(&key),
+            FINISH_CARD,
+            json!({"s": declined_setup["setupIntentId"]}),
+        )
+        .await;
+    assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
+    let r = app
+        .gql(
+            Some(&key),
+            "{ paymentAccount { defaultPaymentMethod } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["paymentAccount"]["defaultPaymentMethod"], method,
+        "{r}"
+    );
+
+    // The card pays.
+    let r = app
+        .gql(Some(&key), TOP_UP, json!({"a": "50", "k": "card-top-up"}))
+        .await;
+    let top_up = r["data"]["startTopUp"]["id"].clone();
+    assert!(top_up.is_string(), "{r}");
+    wait_for_top_up(&app, &key, &top_up, "PAID").await;
+}
+
+async fn stripe_get(app: &TestApp, stripe: &LocalStripe, path: &str) -> Value {
+    app.client
+        .get(format!("{}{path}", stripe.url))
+        .bearer_auth("sk_test_localstripe")
+        .send()
+        .await
+        .expect("localstripe")
+        .json()
+        .await
+        .expect("json")
+}
+
 on_both_databases!(
     a_credit_note_refunds_a_charged_invoice_once,
+    a_card_added_in_the_portal_becomes_the_default_and_pays,
     two_payment_workers_charge_a_due_invoice_once,
     an_invoice_is_charged_once_and_paid_by_the_signed_webhook,
     refused_charges_are_retried_on_schedule_until_dunning_then_paid,

@@ -5,12 +5,13 @@
 // - tenant: signs in with its key, orders 8 H100 in one NVLink domain, sees the
 //   allocation where it runs, its GPUs' health and their utilization chart, watches its
 //   usage grow, switches the usage chart to labels and allocations, downloads the PDF of
-//   an invoice, visits its account pages;
+//   an invoice, adds a card through Stripe.js (localstripe's), visits its account pages;
 // - operator: signs in through single sign-on, drains the node a probe order landed on,
 //   and the same order placed again avoids it; opens the fleet's tree down to that node's
 //   NVLink domain and the node's page, takes a GPU out of service and marks it repaired;
 //   fills a new version of the demo plan, previews it against the tenant's last invoice
-//   and creates it; visits tenants, a tenant, ingest health and the audit log;
+//   and creates it; visits tenants, a tenant, ingest health and the audit log; signs out,
+//   which signs out at the identity provider too;
 // - member: an invited portal user sets a password, lands in the portal, sets up a second
 //   factor (an authenticator app: the journey computes the codes, RFC 6238), signs out and
 //   in again with a one-time code, an admin sees it and issues a password-reset link, and
@@ -252,6 +253,7 @@ async function tenantJourney() {
   await download.saveAs(file);
   if (fs.readFileSync(file).subarray(0, 5).toString() !== '%PDF-') throw new Error('the download is not a PDF');
   await check(page, 'portal-invoices');
+  await addCard(page);
   for (const [route, title] of [['keys', 'API keys'], ['people', 'People'], ['budget', 'Budget'], ['webhooks', 'Webhooks']]) {
     await page.goto(`${URL}/portal/account/${route}`);
     await heading(page, title);
@@ -265,6 +267,26 @@ async function tenantJourney() {
   await webhookDeliveries(page);
   await page.context().close();
   return placed.host;
+}
+
+/** The admin adds a card on the billing section: Stripe's card form (localstripe's
+ * Stripe.js here, loaded from the URL the demo was given) opens in the page, the card is
+ * confirmed with Stripe from the browser, and the default payment method shows it. */
+async function addCard(page) {
+  const form = page.getByRole('form', { name: 'Add a card' });
+  await form.getByRole('button', { name: 'Add a card' }).click();
+  const fields = form.getByRole('group', { name: 'Card details' });
+  await fields.getByPlaceholder('number').fill('4242424242424242');
+  await fields.getByPlaceholder('exp_month').fill('12');
+  await fields.getByPlaceholder('exp_year').fill('30');
+  await fields.getByPlaceholder('cvc').fill('123');
+  await fields.getByPlaceholder('postal_code').fill('10115');
+  await form.getByRole('button', { name: 'Save card' }).click();
+  await form.getByText('Visa •••• 4242, expires 12/2030 is now the default payment method.').waitFor();
+  await page.getByText('Visa •••• 4242, expires 12/2030', { exact: true }).first().waitFor();
+  await form.getByRole('button', { name: 'Replace the card' }).waitFor();
+  await check(page, 'portal-billing-card-added');
+  console.log('card added through Stripe.js and shown as the default payment method');
 }
 
 /** 9 H100 held to one node (a node has 8) cannot be placed: the form lists what would be
@@ -383,8 +405,16 @@ async function operatorJourney() {
   await page.getByRole('link', { name: 'Audit log' }).click();
   await heading(page, 'Audit log');
   await check(page, 'console-audit-log');
+  // Signing out signs out at the identity provider too, which sends the browser back;
+  // the next single sign-on asks for the user again.
   await page.getByRole('button', { name: 'Sign out' }).click();
+  await heading(page, 'Sign out of the identity provider?');
+  await page.getByRole('button', { name: 'Yes, sign me out' }).click();
   await heading(page, 'Sign in');
+  if (!page.url().startsWith(`${URL}/console`)) throw new Error(`signed out to ${page.url()}`);
+  await page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
+  await page.getByLabel('User name', { exact: true }).waitFor();
+  console.log('signing out of the console signed out at the identity provider');
   await tenantPage.context().close();
   await page.context().close();
 }

@@ -1,6 +1,7 @@
 // A real OpenID Connect provider (the `oidc-provider` package) for the tests of the
 // console's single sign-on, on 127.0.0.1:$OIDC_PORT, with one confidential client
-// (neocloud-console / $OIDC_CLIENT_SECRET) redirecting to $OIDC_REDIRECT_URI.
+// (neocloud-console / $OIDC_CLIENT_SECRET) redirecting to $OIDC_REDIRECT_URI, and back to
+// $OIDC_POST_LOGOUT_URI after signing out there (RP-Initiated Logout).
 // Its sign-in page asks for a user name from ACCOUNTS (no password: the accounts are
 // test fixtures) and grants what the client asked for. Prints "oidc-provider ready"
 // once it listens.
@@ -20,6 +21,7 @@ const provider = new Provider(issuer, {
     client_id: 'neocloud-console',
     client_secret: process.env.OIDC_CLIENT_SECRET,
     redirect_uris: [process.env.OIDC_REDIRECT_URI],
+    post_logout_redirect_uris: [process.env.OIDC_POST_LOGOUT_URI],
     grant_types: ['authorization_code'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',
@@ -30,7 +32,19 @@ const provider = new Provider(issuer, {
   },
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
   conformIdTokenClaims: false,
-  features: { devInteractions: { enabled: false } },
+  features: {
+    devInteractions: { enabled: false },
+    rpInitiatedLogout: {
+      enabled: true,
+      // The package's own page loads a web font from the internet; this one loads nothing.
+      async logoutSource(ctx, form) {
+        ctx.body = `<!doctype html><html lang="en"><head><title>Identity provider sign-out</title></head>
+<body><main><h1>Sign out of the identity provider?</h1>${form}
+<button type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button type="submit" form="op.logoutForm">No, stay signed in</button></main></body></html>`;
+      },
+    },
+  },
   cookies: { keys: ['neocloud-test-cookies'] },
 });
 provider.on('server_error', (_ctx, err) => console.error('oidc-provider error', err));

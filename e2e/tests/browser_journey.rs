@@ -3,7 +3,8 @@
 //! axe-core on every page and keeps a screenshot of each). The tenant journey, the
 //! operator journey (signing in through a real OpenID Connect provider,
 //! `e2e/browser/oidc-provider.mjs`) and the member kept out of the console are the script's; this test
-//! starts the demo, hands the script the demo's URL and keys, and fails with its output.
+//! starts the demo (taking payments through `localstripe`, whose Stripe.js the portal
+//! loads to add a card), hands the script the demo's URL and keys, and fails with its output.
 //!
 //! Needs `chromium` and `e2e/browser/node_modules` (`scripts/test-deps.sh` installs both);
 //! missing, the test is skipped, unless `NEOCLOUD_REQUIRE_BROWSER=1` (CI), which fails it.
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use neocloud_e2e::Demo;
+use neocloud_e2e::localstripe::{self, LocalStripe};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const OIDC_SECRET: &str = "console-client-secret";
@@ -29,6 +31,7 @@ fn identity_provider(app_url: &str, log: &Path) -> (Child, String) {
             "OIDC_REDIRECT_URI",
             format!("{app_url}/v1/session/oidc/callback"),
         )
+        .env("OIDC_POST_LOGOUT_URI", format!("{app_url}/console"))
         .stdout(out.try_clone().expect("log"))
         .stderr(out)
         .spawn()
@@ -95,7 +98,17 @@ async fn portal_and_console_in_chromium() {
     let (idp, issuer) = identity_provider(&url, &dir.path().join("oidc-provider.log"));
     let _idp = Reaped(idp);
     let database = format!("sqlite://{}?mode=rwc", dir.path().join("demo.db").display());
+    // Cards are added through Stripe.js, here the emulator's, served by the emulator.
+    let Some(stripe) = LocalStripe::start().await else {
+        return;
+    };
+    let stripe_api = format!("http://{}", stripe.addr);
+    let stripe_js = format!("{stripe_api}/js.stripe.com/v3/");
     let env = [
+        ("NEOCLOUD_STRIPE_SECRET_KEY", localstripe::KEY),
+        ("NEOCLOUD_STRIPE_API_BASE", stripe_api.as_str()),
+        ("NEOCLOUD_STRIPE_PUBLISHABLE_KEY", "pk_test_e2e"),
+        ("NEOCLOUD_STRIPE_JS_URL", stripe_js.as_str()),
         ("NEOCLOUD_OIDC__ISSUER", issuer.as_str()),
         ("NEOCLOUD_OIDC__CLIENT_ID", "neocloud-console"),
         ("NEOCLOUD_OIDC__CLIENT_SECRET", OIDC_SECRET),

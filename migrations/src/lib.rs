@@ -83,6 +83,8 @@ mod m20261207_000048_nats_users;
 mod m20261207_000049_exchange_rates;
 mod m20261207_000050_usage_hours;
 mod m20261207_000051_second_factor_required;
+mod m20261207_000052_payment_method_label;
+mod m20261207_000053_mail_outbox;
 
 pub struct Migrator;
 
@@ -141,6 +143,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000049_exchange_rates::Migration),
             Box::new(m20261207_000050_usage_hours::Migration),
             Box::new(m20261207_000051_second_factor_required::Migration),
+            Box::new(m20261207_000052_payment_method_label::Migration),
+            Box::new(m20261207_000053_mail_outbox::Migration),
         ]
     }
 }

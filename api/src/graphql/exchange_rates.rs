@@ -1,5 +1,5 @@
-//! The operator's exchange rates: `exchangeRates` and `addExchangeRate`. Rates are
-//! decimal strings: units of `to` per unit of `from`.
+//! The operator's exchange rates: `exchangeRates`, `addExchangeRate` and
+//! `fetchReferenceRates`. Rates are decimal strings: units of `to` per unit of `from`.
 
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -56,6 +56,15 @@ pub struct AddExchangeRateInput {
     pub source: String,
 }
 
+/// What one reading of the reference-rate feed added.
+#[derive(SimpleObject)]
+pub struct ReferenceRatesFetched {
+    /// The day the feed's rates are for, `YYYY-MM-DD` (in force from its start, UTC).
+    pub day: String,
+    /// Pairs added; 0 when the day was read before.
+    pub added: i32,
+}
+
 #[derive(Default)]
 pub struct ExchangeRateQuery;
 
@@ -100,5 +109,21 @@ impl ExchangeRateMutation {
         let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
         let added = exchange_rates::add(db, principal, new, super::now(ctx)?).await?;
         Ok(added.into())
+    }
+
+    /// Reads the reference-rate feed now (operator; it is also read every 6 hours):
+    /// every pair of the day's supported currencies not added before, audited.
+    /// `UNAVAILABLE` without a feed, or when it does not answer; `INVALID_INPUT` on
+    /// `feed` when what it answers is not a day of rates.
+    async fn fetch_reference_rates(&self, ctx: &Context<'_>) -> Result<ReferenceRatesFetched> {
+        let feed = ctx
+            .data_opt::<Option<std::sync::Arc<exchange_rates::ReferenceFeed>>>()
+            .and_then(|f| f.as_deref());
+        let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
+        let fetched = exchange_rates::fetch_now(db, principal, feed, super::now(ctx)?).await?;
+        Ok(ReferenceRatesFetched {
+            day: fetched.date.to_string(),
+            added: i32::try_from(fetched.added).unwrap_or(i32::MAX),
+        })
     }
 }

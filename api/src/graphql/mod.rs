@@ -126,6 +126,10 @@ pub struct Outside {
     pub webhooks: Arc<WebhookClient>,
     /// NATS JetStream, when configured (the ingest stream's backlog).
     pub jetstream: Option<async_nats::jetstream::Context>,
+    /// The mail server, when configured (invitations, password-reset links).
+    pub mailer: Option<Arc<crate::mail::Mailer>>,
+    /// The reference-rate feed, when configured.
+    pub reference_rates: Option<Arc<crate::providers::exchange_rates::ReferenceFeed>>,
 }
 
 pub fn build_schema(
@@ -148,6 +152,9 @@ pub fn build_schema(
         .data(outside.webhooks)
         .data(authority)
         .data(outside.jetstream)
+        .data(settings.card_form())
+        .data(outside.mailer)
+        .data(outside.reference_rates)
         .data(PageLimit(limits.page_size_max))
         .data(Retention(settings.events.retention()))
         .extension(cost::CostLimits {

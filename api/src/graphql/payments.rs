@@ -1,5 +1,6 @@
-//! Payments: `paymentAccount`, `topUps`; `setDefaultPaymentMethod` and `startTopUp`
-//! (tenant admin); `setCollectionMode` (operator).
+//! Payments: `paymentAccount`, `topUps`; `startCardSetup`, `finishCardSetup`,
+//! `setDefaultPaymentMethod` and `startTopUp` (tenant admin); `setCollectionMode`
+//! (operator).
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use neocloud_schema::entity::{payment_account, top_up};
 
 use super::scalars::{parse_id, tenant_arg, to_id};
 use crate::payments;
+use crate::payments::cards::CardForm;
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(
@@ -40,6 +42,8 @@ pub struct PaymentAccount {
     pub tenant_id: ID,
     pub stripe_customer_id: Option<String>,
     pub default_payment_method: Option<String>,
+    /// What the default payment method is recognised by: `Visa •••• 4242, expires 12/2030`.
+    pub default_payment_method_label: Option<String>,
     pub collection_mode: GqlCollectionMode,
     /// Payment terms of hosted invoices (`SEND_INVOICE`).
     pub days_until_due: i32,
@@ -52,9 +56,32 @@ impl From<payment_account::Model> for PaymentAccount {
             tenant_id: to_id(a.tenant_id),
             stripe_customer_id: a.stripe_customer_id,
             default_payment_method: a.default_payment_method,
+            default_payment_method_label: a.default_payment_method_label,
             collection_mode: a.collection_mode.into(),
             days_until_due: a.days_until_due,
             updated_at: a.updated_at,
+        }
+    }
+}
+
+/// A card being added: the portal loads Stripe.js from `stripeJsUrl` with
+/// `publishableKey` and confirms the SetupIntent with `clientSecret` (handed to this
+/// browser only, never stored), then calls `finishCardSetup(setupIntentId)`.
+#[derive(SimpleObject)]
+pub struct CardSetup {
+    pub setup_intent_id: String,
+    pub client_secret: String,
+    pub publishable_key: String,
+    pub stripe_js_url: String,
+}
+
+impl From<payments::cards::Started> for CardSetup {
+    fn from(s: payments::cards::Started) -> Self {
+        CardSetup {
+            setup_intent_id: s.setup_intent_id,
+            client_secret: s.client_secret,
+            publishable_key: s.publishable_key,
+            stripe_js_url: s.js_url,
         }
     }
 }
@@ -115,6 +142,13 @@ impl PaymentQuery {
         Ok(found.map(Into::into))
     }
 
+    /// Whether cards can be added in the portal here (`startCardSetup`): Stripe is
+    /// configured with a publishable key.
+    async fn card_setup_available(&self, ctx: &Context<'_>) -> bool {
+        ctx.data_opt::<Option<CardForm>>()
+            .is_some_and(Option::is_some)
+    }
+
     /// The tenant's top-ups, newest first (the latest 100).
     async fn top_ups(&self, ctx: &Context<'_>, tenant_id: Option<ID>) -> Result<Vec<TopUp>> {
         let found = payments::top_ups::list(
@@ -132,6 +166,41 @@ pub struct PaymentMutation;
 
 #[Object]
 impl PaymentMutation {
+    /// Starts adding a card (tenant admin): a Stripe SetupIntent for the tenant's
+    /// customer, to confirm in the browser with Stripe.js. `UNAVAILABLE` where the
+    /// operator has not configured a publishable key.
+    async fn start_card_setup(&self, ctx: &Context<'_>) -> Result<CardSetup> {
+        let form = ctx.data_opt::<Option<CardForm>>().and_then(Option::as_ref);
+        let started = payments::cards::start(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            gateway(ctx),
+            form,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(started.into())
+    }
+
+    /// Makes the card of a SetupIntent confirmed in the browser the default payment
+    /// method (tenant admin). Another tenant's SetupIntent → `NOT_FOUND`; one not
+    /// confirmed yet → `INVALID_STATE`.
+    async fn finish_card_setup(
+        &self,
+        ctx: &Context<'_>,
+        setup_intent_id: String,
+    ) -> Result<PaymentAccount> {
+        let saved = payments::cards::finish(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            gateway(ctx),
+            &setup_intent_id,
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(saved.into())
+    }
+
     /// Attaches a payment method collected by the portal (Stripe.js / SetupIntent) to the
     /// tenant's Stripe customer and makes it the default for charging invoices.
     async fn set_default_payment_method(

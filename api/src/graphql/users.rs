@@ -73,6 +73,8 @@ pub struct InviteUserPayload {
     pub invitation_token: String,
     /// The portal path that accepts it (append it to the deployment's address).
     pub invitation_path: String,
+    /// Whether the link was also mailed to the person (a mail server is configured).
+    pub emailed: bool,
 }
 
 impl From<users::Invited> for InviteUserPayload {
@@ -80,9 +82,15 @@ impl From<users::Invited> for InviteUserPayload {
         InviteUserPayload {
             invitation_path: format!("/portal/invitation#{}", invited.token),
             invitation_token: invited.token,
+            emailed: invited.emailed,
             user: invited.user.into(),
         }
     }
+}
+
+fn mailer<'a>(ctx: &'a Context<'_>) -> Option<&'a crate::mail::Mailer> {
+    ctx.data_opt::<Option<std::sync::Arc<crate::mail::Mailer>>>()
+        .and_then(|m| m.as_deref())
 }
 
 #[derive(Default)]
@@ -113,6 +121,7 @@ pub struct UserMutation;
 impl UserMutation {
     /// Invites a person to the portal with a tenant role the caller may grant. The token
     /// is valid for 7 days and shown once; inviting a pending email again replaces it.
+    /// Where a mail server is configured the link is also mailed to the person.
     async fn invite_user(
         &self,
         ctx: &Context<'_>,
@@ -123,6 +132,7 @@ impl UserMutation {
         let invited = users::invite(
             super::db(ctx)?,
             super::principal(ctx)?,
+            mailer(ctx),
             &email,
             role.into(),
             tenant_arg(tenant_id)?,
@@ -133,7 +143,8 @@ impl UserMutation {
 
     /// A one-time link (valid 24 hours, shown once) with which an active user of a role
     /// the caller may grant sets a new password; the old one works until then, and the
-    /// user's sessions end when it is used.
+    /// user's sessions end when it is used. Mailed to the user where a mail server is
+    /// configured.
     async fn reset_password(
         &self,
         ctx: &Context<'_>,
@@ -144,6 +155,7 @@ impl UserMutation {
         let issued = users::issue_password_reset(
             super::db(ctx)?,
             super::principal(ctx)?,
+            mailer(ctx),
             id,
             tenant_arg(tenant_id)?,
         )

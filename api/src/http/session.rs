@@ -37,6 +37,13 @@ pub struct Acceptance {
     password: String,
 }
 
+/// `{"email": …}`: someone who forgot its password asks for a link.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    email: String,
+}
+
 /// Small JSON bodies; a malformed one is `INVALID_INPUT` like any other bad input.
 pub fn json_body() -> web::JsonConfig {
     web::JsonConfig::default()
@@ -173,10 +180,14 @@ pub async fn current(
 }
 
 /// `DELETE /v1/session` (with the CSRF token): ends the session and clears the cookie.
+/// An operator who signed in through single sign-on gets `200 {"logoutUrl": …}`: the
+/// identity provider's sign-out, which sends the browser back to the console; anyone
+/// else `204`.
 pub async fn sign_out(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, RestError> {
+    let mut logout = None;
     if let Some(session) = cookie_session(&state, &req).await? {
         if !session.csrf_matches(csrf_header(&req)) {
             return Err(
@@ -184,15 +195,54 @@ pub async fn sign_out(
             );
         }
         sessions::sign_out(&state.db, &session).await?;
+        logout = provider_logout(&state, &session).await;
     }
-    Ok(HttpResponse::NoContent()
-        .cookie(http_only(
-            &req,
-            SESSION,
-            String::new(),
-            chrono::Duration::zero(),
-        ))
-        .finish())
+    let cleared = http_only(&req, SESSION, String::new(), chrono::Duration::zero());
+    Ok(match logout {
+        Some(url) => HttpResponse::Ok()
+            .cookie(cleared)
+            .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+            .json(json!({"logoutUrl": url})),
+        None => HttpResponse::NoContent().cookie(cleared).finish(),
+    })
+}
+
+/// The identity provider's sign-out for a session opened through single sign-on. The
+/// session has ended here whatever this answers: a provider that cannot be reached
+/// only loses its own sign-out (logged).
+async fn provider_logout(state: &AppState, session: &Session) -> Option<String> {
+    let provider = state.oidc.as_ref()?;
+    let identity = auth::oidc::store::identity_by_key(&state.db, session.principal.key_id)
+        .await
+        .ok()??;
+    match provider.logout_url().await {
+        Ok(url) => url,
+        Err(err) => {
+            tracing::warn!(identity = %identity.id, message = %err.message(), "The identity provider's sign-out is unavailable.");
+            None
+        }
+    }
+}
+
+/// `POST /v1/session/password-reset`: mails a password-reset link to the address, if it
+/// has an active user (`202` either way, so the answer tells no one who has an account);
+/// `503` without a mail server.
+pub async fn request_password_reset(
+    state: web::Data<AppState>,
+    body: web::Json<ResetRequest>,
+) -> Result<HttpResponse, RestError> {
+    let mailer = state
+        .mailer
+        .as_deref()
+        .ok_or_else(|| ApiError::Unavailable {
+            message:
+                "this deployment sends no mail: ask an admin of your organisation for a reset link"
+                    .into(),
+        })?;
+    auth::users::request_password_reset(&state.db, mailer, &body.email).await?;
+    Ok(HttpResponse::Accepted().json(json!({
+        "status": "if the address has an account, a link to set a new password is on its way",
+    })))
 }
 
 /// `GET /v1/session/methods`: which ways of signing in this deployment offers.
@@ -200,6 +250,7 @@ pub async fn methods(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(json!({
         "apiKey": true,
         "password": true,
+        "passwordReset": state.mailer.is_some(),
         "oidc": state.oidc.is_some(),
     }))
 }

@@ -30,6 +30,10 @@ pub struct AppState {
     pub exposure: crate::settings::ExposureSettings,
     /// The operators' identity provider, when single sign-on is configured.
     pub oidc: Option<Arc<crate::auth::oidc::Provider>>,
+    /// Sends invitations and password-reset links, when a mail server is configured.
+    pub mailer: Option<Arc<crate::mail::Mailer>>,
+    /// The portal page's Content-Security-Policy (`web::portal_policy`).
+    pub portal_policy: String,
     /// Mints nodes' NATS credentials, when the server holds the account's signing key.
     pub nats_authority: Option<Arc<crate::nats::credentials::Authority>>,
 }

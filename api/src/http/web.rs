@@ -8,12 +8,39 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use include_dir::{Dir, include_dir};
 
+use super::state::AppState;
+
 static BUNDLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web/dist");
 
 /// Scripts, styles and data only from this origin; never framed.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
      object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Where Stripe.js frames its 3-D Secure challenges.
+const STRIPE_HOOKS: &str = "https://hooks.stripe.com";
+/// The API Stripe.js calls unless another base is configured.
+const STRIPE_API: &str = "https://api.stripe.com";
+
+/// The portal's policy: the console's, and where cards are collected also Stripe.js — the
+/// script, its frames and the API it calls (`stripe_js` and `stripe_api` are URLs).
+pub fn portal_policy(stripe_js: Option<&str>, stripe_api: Option<&str>) -> String {
+    let origin = |url: &str| {
+        reqwest::Url::parse(url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    };
+    let Some(js) = stripe_js.map(origin).filter(|o| o.starts_with("http")) else {
+        return CONTENT_SECURITY_POLICY.to_owned();
+    };
+    let api = origin(stripe_api.unwrap_or(STRIPE_API));
+    CONTENT_SECURITY_POLICY
+        .replace("script-src 'self'", &format!("script-src 'self' {js}"))
+        .replace(
+            "connect-src 'self'",
+            &format!("connect-src 'self' {js} {api}; frame-src {js} {STRIPE_HOOKS}"),
+        )
+}
 
 fn content_type(name: &str) -> &'static str {
     match name.rsplit_once('.').map(|(_, ext)| ext) {
@@ -29,12 +56,12 @@ fn content_type(name: &str) -> &'static str {
     }
 }
 
-fn serve(path: &str, cache: &str) -> HttpResponse {
+fn serve(path: &str, cache: &str, policy: &str) -> HttpResponse {
     match BUNDLE.get_file(path) {
         Some(file) => HttpResponse::Ok()
             .content_type(content_type(path))
             .insert_header((header::CACHE_CONTROL, cache))
-            .insert_header((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY))
+            .insert_header((header::CONTENT_SECURITY_POLICY, policy))
             .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
             .insert_header((header::X_FRAME_OPTIONS, "DENY"))
             .insert_header((header::REFERRER_POLICY, "no-referrer"))
@@ -44,13 +71,13 @@ fn serve(path: &str, cache: &str) -> HttpResponse {
 }
 
 /// `GET /portal[/…]`.
-pub async fn portal() -> HttpResponse {
-    serve("portal.html", "no-cache")
+pub async fn portal(state: web::Data<AppState>) -> HttpResponse {
+    serve("portal.html", "no-cache", &state.portal_policy)
 }
 
 /// `GET /console[/…]`.
 pub async fn console() -> HttpResponse {
-    serve("console.html", "no-cache")
+    serve("console.html", "no-cache", CONTENT_SECURITY_POLICY)
 }
 
 /// `GET /`: the portal.
@@ -68,6 +95,7 @@ pub async fn asset(file: web::Path<String>) -> HttpResponse {
     serve(
         &format!("assets/{file}"),
         "public, max-age=31536000, immutable",
+        CONTENT_SECURITY_POLICY,
     )
 }
 

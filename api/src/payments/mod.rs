@@ -4,6 +4,7 @@
 //! webhook missed. The Stripe calls, the outbox and event handling live in
 //! `neocloud_metering::payments`.
 
+pub mod cards;
 pub mod top_ups;
 
 use std::sync::Arc;
@@ -53,40 +54,76 @@ pub async fn set_default_payment_method(
     payment_method: &str,
     now: DateTime<Utc>,
 ) -> ApiResult<payment_account::Model> {
-    let tenant = actor.tenant()?;
-    if actor.role != Role::TenantAdmin {
-        return Err(ApiError::forbidden(
-            "payment methods are set by tenant admins",
-        ));
-    }
+    let tenant = admin_tenant(actor)?;
     let method = payment_method.trim();
-    if !method.starts_with("pm_")
-        || method.len() > 255
-        || !method
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
+    if !method.starts_with("pm_") || !stripe_id(method) {
         return Err(ApiError::invalid(
             "paymentMethodId",
             "a Stripe payment method id (pm_…)",
         ));
     }
     let gateway = gateway.ok_or_else(unavailable)?;
+    let customer = customer_of(db, gateway, tenant, now).await?;
+    make_default(db, actor, gateway, tenant, &customer, method, now).await
+}
+
+/// The tenant that a tenant admin pays for; anyone else is refused.
+fn admin_tenant(actor: &Principal) -> ApiResult<TenantId> {
+    let tenant = actor.tenant()?;
+    if actor.role != Role::TenantAdmin {
+        return Err(ApiError::forbidden(
+            "payment methods are set by tenant admins",
+        ));
+    }
+    Ok(tenant)
+}
+
+/// Whether `id` looks like a Stripe object id (letters, digits and `_`, at most 255).
+fn stripe_id(id: &str) -> bool {
+    id.len() <= 255 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The tenant's Stripe customer, created (and recorded) on first use.
+async fn customer_of(
+    db: &DatabaseConnection,
+    gateway: &Gateway,
+    tenant: TenantId,
+    now: DateTime<Utc>,
+) -> ApiResult<String> {
     let owner = tenancy::store::find(db, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let existing = accounts::find(db, owner.id).await?;
-    // Stripe is called outside any transaction; its idempotency keys make a repeat safe.
-    let customer = match existing.as_ref().and_then(|a| a.stripe_customer_id.clone()) {
-        Some(customer) => customer,
-        None => gateway.create_customer(owner.id, &owner.name).await?,
-    };
-    gateway
-        .set_default_payment_method(&customer, method)
-        .await?;
+    if let Some(customer) = accounts::find(db, owner.id)
+        .await?
+        .and_then(|a| a.stripe_customer_id)
+    {
+        return Ok(customer);
+    }
+    // Stripe is called outside any transaction; the idempotency key (the tenant's id)
+    // makes a repeat return the same customer.
+    let customer = gateway.create_customer(owner.id, &owner.name).await?;
     let txn = crate::db::begin_write(db).await?;
-    let saved = accounts::set_payment_method(&txn, owner.id, &customer, method, now).await?;
-    outbox::wake(&txn, owner.id, now).await?;
+    accounts::set_customer(&txn, owner.id, &customer, now).await?;
+    txn.commit().await?;
+    Ok(customer)
+}
+
+/// Makes `method` the default of the tenant's `customer` at Stripe and here, wakes the
+/// invoices waiting for a payment method, audit-logged.
+async fn make_default(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    gateway: &Gateway,
+    tenant: TenantId,
+    customer: &str,
+    method: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<payment_account::Model> {
+    let label = gateway.set_default_payment_method(customer, method).await?;
+    let txn = crate::db::begin_write(db).await?;
+    let saved =
+        accounts::set_payment_method(&txn, tenant, customer, method, label.clone(), now).await?;
+    outbox::wake(&txn, tenant, now).await?;
     audit::record(
         &txn,
         actor,
@@ -94,9 +131,9 @@ pub async fn set_default_payment_method(
             tenant_id: Some(tenant),
             action: "payment_method.set_default",
             object_type: "payment_account",
-            object_id: owner.id.to_string(),
+            object_id: tenant.to_string(),
             before: None,
-            after: Some(json!({"customer": customer, "payment_method": method})),
+            after: Some(json!({"customer": customer, "payment_method": method, "label": label})),
         },
     )
     .await?;

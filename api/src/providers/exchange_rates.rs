@@ -1,7 +1,10 @@
 //! The operator's exchange rates: `exchangeRates` and `addExchangeRate`, each addition
-//! audited. How statements use them is `neocloud_metering::exchange`.
+//! audited, and reference rates read from a feed (`exchange_rates.feed_url`, the ECB's
+//! daily format: every few hours and by `fetchReferenceRates`). How statements use them is
+//! `neocloud_metering::exchange`.
 
 use chrono::{DateTime, Utc};
+use neocloud_metering::exchange::reference;
 use neocloud_metering::exchange::store::{self, NewRate, RateError};
 use neocloud_schema::entity::exchange_rate;
 use sea_orm::DatabaseConnection;
@@ -60,4 +63,135 @@ pub async fn add(
     .await?;
     txn.commit().await?;
     Ok(added)
+}
+
+/// Where the operator's reference rates come from (`exchange_rates.feed_url`): a feed in
+/// the European Central Bank's daily format, read every [`FEED_EVERY`] and on demand.
+pub struct ReferenceFeed {
+    url: String,
+    http: reqwest::Client,
+}
+
+/// How often the feed is read (the ECB publishes once a working day).
+pub const FEED_EVERY: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
+/// What a reading names as its source, with the day.
+const FEED_SOURCE: &str = "Reference rate";
+
+/// What one reading of the feed added.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub date: chrono::NaiveDate,
+    pub added: usize,
+}
+
+impl ReferenceFeed {
+    pub fn new(url: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .timeout(std::time::Duration::from_secs(20))
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .unwrap_or_default();
+        ReferenceFeed {
+            url: url.to_owned(),
+            http,
+        }
+    }
+
+    /// The feed's text, at most [`reference::MAX_FEED_BYTES`].
+    async fn read(&self) -> ApiResult<String> {
+        let unavailable = |e: reqwest::Error| ApiError::Unavailable {
+            message: format!("the reference-rate feed did not answer: {e}"),
+        };
+        let mut response = self
+            .http
+            .get(&self.url)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(unavailable)?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unavailable)? {
+            body.extend_from_slice(&chunk);
+            if body.len() > reference::MAX_FEED_BYTES {
+                return Err(ApiError::invalid("feed", "larger than 1 MiB"));
+            }
+        }
+        String::from_utf8(body).map_err(|_| ApiError::invalid("feed", "not UTF-8 text"))
+    }
+}
+
+/// Reads the feed and adds its day's pairs that no rate of the same pair and start
+/// exists for (in one transaction, audited as `exchange_rate.reference` with the day and
+/// how many, under `actor` or none for the periodic reading). A feed that is unreachable
+/// or malformed adds nothing.
+pub async fn add_reference(
+    db: &DatabaseConnection,
+    feed: &ReferenceFeed,
+    actor: Option<&Principal>,
+    now: DateTime<Utc>,
+) -> ApiResult<Fetched> {
+    let day = reference::parse(&feed.read().await?)
+        .map_err(|e| ApiError::invalid("feed", e.to_string()))?;
+    let txn = crate::db::begin_write(db).await?;
+    let added = store::add_new(&txn, day.pairs(FEED_SOURCE), now).await?;
+    if !added.is_empty() {
+        audit::record_as(
+            &txn,
+            actor,
+            audit::Entry {
+                tenant_id: None,
+                action: "exchange_rate.reference",
+                object_type: "exchange_rate",
+                object_id: day.date.to_string(),
+                before: None,
+                after: Some(
+                    serde_json::json!({"day": day.date, "added": added.len(), "feed": feed.url}),
+                ),
+            },
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    Ok(Fetched {
+        date: day.date,
+        added: added.len(),
+    })
+}
+
+/// `fetchReferenceRates` (operator): reads the feed now.
+pub async fn fetch_now(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    feed: Option<&ReferenceFeed>,
+    now: DateTime<Utc>,
+) -> ApiResult<Fetched> {
+    actor.require_operator()?;
+    let feed = feed.ok_or_else(|| ApiError::Unavailable {
+        message: "no reference-rate feed is configured (exchange_rates.feed_url)".into(),
+    })?;
+    add_reference(db, feed, Some(actor), now).await
+}
+
+/// Reads the feed every [`FEED_EVERY`], the first time at once.
+pub fn spawn_feed(
+    db: DatabaseConnection,
+    feed: std::sync::Arc<ReferenceFeed>,
+    clock: neocloud_schema::clock::SharedClock,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(FEED_EVERY);
+        loop {
+            tick.tick().await;
+            match add_reference(&db, &feed, None, clock.now()).await {
+                Ok(f) if f.added > 0 => {
+                    tracing::info!(day = %f.date, added = f.added, "Added reference exchange rates.")
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(code = err.code().as_str(), message = %err.message(), "Reading the reference-rate feed failed.")
+                }
+            }
+        }
+    });
 }

@@ -3,6 +3,7 @@
 //! than an invoice's earns from it at the rate in force at the invoice's period end.
 //! Rates are only ever added; a statement line keeps the rate it used.
 
+pub mod reference;
 pub mod store;
 
 use chrono::{DateTime, Utc};

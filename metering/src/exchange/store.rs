@@ -91,6 +91,38 @@ fn currency(field: &'static str, code: &str) -> Result<String, RateError> {
         .map_err(|_| invalid(field, "a supported ISO 4217 code, e.g. EUR"))
 }
 
+/// Whether the pair has a rate starting at `at`.
+async fn starts_at<C: ConnectionTrait>(
+    conn: &C,
+    from: &str,
+    to: &str,
+    at: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let found = exchange_rate::Entity::find()
+        .filter(exchange_rate::Column::FromCurrency.eq(from))
+        .filter(exchange_rate::Column::ToCurrency.eq(to))
+        .filter(exchange_rate::Column::EffectiveFrom.eq(at))
+        .one(conn)
+        .await?;
+    Ok(found.is_some())
+}
+
+/// Adds each of `rates` whose pair has no rate starting at the same instant (a feed read
+/// again adds nothing); the ones added. Run in a write transaction.
+pub async fn add_new<C: ConnectionTrait>(
+    conn: &C,
+    rates: Vec<NewRate>,
+    now: DateTime<Utc>,
+) -> Result<Vec<exchange_rate::Model>, RateError> {
+    let mut added = Vec::new();
+    for rate in rates {
+        if !starts_at(conn, &rate.from, &rate.to, rate.effective_from).await? {
+            added.push(add(conn, rate, now).await?);
+        }
+    }
+    Ok(added)
+}
+
 /// Adds a rate: two different supported currencies, 0 < rate ≤ 1,000,000 with at most 10
 /// decimals, a source of at most 200 characters, and no other rate of the pair starting
 /// at the same instant. Run in a write transaction.
@@ -117,13 +149,7 @@ pub async fn add<C: ConnectionTrait>(
             "at most 200 characters, no control characters",
         ));
     }
-    let same_start = exchange_rate::Entity::find()
-        .filter(exchange_rate::Column::FromCurrency.eq(&from))
-        .filter(exchange_rate::Column::ToCurrency.eq(&to))
-        .filter(exchange_rate::Column::EffectiveFrom.eq(rate.effective_from))
-        .one(conn)
-        .await?;
-    if same_start.is_some() {
+    if starts_at(conn, &from, &to, rate.effective_from).await? {
         return Err(invalid(
             "effectiveFrom",
             format!("{from}→{to} already has a rate from this instant; add one from another"),

@@ -46,6 +46,7 @@ async fn upsert<C: ConnectionTrait>(
             tenant_id: Set(tenant),
             stripe_customer_id: Set(None),
             default_payment_method: Set(None),
+            default_payment_method_label: Set(None),
             collection_mode: Set(CollectionMode::ChargeAutomatically),
             updated_at: Set(now),
             dunning_suspended_at: Set(None),
@@ -67,11 +68,13 @@ pub async fn set_payment_method<C: ConnectionTrait>(
     tenant: TenantId,
     customer: &str,
     method: &str,
+    label: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<payment_account::Model, DbErr> {
     upsert(conn, tenant, now, |a| {
         a.stripe_customer_id = Set(Some(customer.to_owned()));
         a.default_payment_method = Set(Some(method.to_owned()));
+        a.default_payment_method_label = Set(label);
     })
     .await
 }

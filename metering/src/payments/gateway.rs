@@ -107,26 +107,42 @@ impl Gateway {
         Ok(customer.id.to_string())
     }
 
-    /// Attaches a payment method to the customer and makes it the default.
+    /// Attaches a payment method to the customer (unless a SetupIntent already did) and
+    /// makes it the default; answers what the customer recognises it by (`Visa •••• 4242,
+    /// expires 12/2030`). A method attached to another customer is refused.
     pub async fn set_default_payment_method(
         &self,
         customer: &str,
         payment_method: &str,
-    ) -> Result<(), GatewayError> {
+    ) -> Result<Option<String>, GatewayError> {
         let customer_id: CustomerId = customer
             .parse()
             .map_err(|_| GatewayError::Refused("not a customer id".into()))?;
         let method: PaymentMethodId = payment_method
             .parse()
             .map_err(|_| GatewayError::Refused("not a payment method id".into()))?;
-        PaymentMethod::attach(
-            &self.idempotent(format!("neocloud-attach-{customer}-{payment_method}")),
-            &method,
-            AttachPaymentMethod {
-                customer: customer_id.clone(),
-            },
-        )
-        .await?;
+        let found: Value = self
+            .client
+            .get(&format!("/payment_methods/{payment_method}"))
+            .await?;
+        match found["customer"].as_str() {
+            Some(owner) if owner == customer => {}
+            Some(_) => {
+                return Err(GatewayError::Refused(
+                    "the payment method belongs to another customer".into(),
+                ));
+            }
+            None => {
+                PaymentMethod::attach(
+                    &self.idempotent(format!("neocloud-attach-{customer}-{payment_method}")),
+                    &method,
+                    AttachPaymentMethod {
+                        customer: customer_id.clone(),
+                    },
+                )
+                .await?;
+            }
+        }
         Customer::update(
             &self.client,
             &customer_id,
@@ -139,7 +155,51 @@ impl Gateway {
             },
         )
         .await?;
-        Ok(())
+        Ok(method_label(&found))
+    }
+
+    /// Starts collecting a card for the customer: a SetupIntent for off-session charges,
+    /// which the portal confirms in the browser with Stripe.js.
+    pub async fn start_card_setup(
+        &self,
+        customer: &str,
+        tenant: TenantId,
+    ) -> Result<CardSetup, GatewayError> {
+        let intent: Value = self
+            .client
+            .post_form(
+                "/setup_intents",
+                NewSetupIntent {
+                    customer,
+                    usage: "off_session",
+                    metadata: HashMap::from([("tenant_id", tenant.to_string())]),
+                },
+            )
+            .await?;
+        let client_secret = intent["client_secret"]
+            .as_str()
+            .ok_or_else(|| {
+                GatewayError::Transient("Stripe answered without a client secret".into())
+            })?
+            .to_owned();
+        Ok(CardSetup {
+            id: object_id(&intent, "seti_")?,
+            client_secret,
+        })
+    }
+
+    /// What a SetupIntent (`seti_…`) came to.
+    pub async fn card_setup(&self, id: &str) -> Result<SetupOutcome, GatewayError> {
+        if !id.starts_with("seti_") || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(GatewayError::Refused("not a SetupIntent id".into()));
+        }
+        let intent: Value = self.client.get(&format!("/setup_intents/{id}")).await?;
+        let text = |field: &str| intent[field].as_str().map(str::to_owned);
+        Ok(SetupOutcome {
+            customer: text("customer"),
+            succeeded: intent["status"].as_str() == Some("succeeded"),
+            payment_method: text("payment_method"),
+        })
     }
 
     /// Charges the customer's default payment method: one off-session, confirmed
@@ -395,6 +455,41 @@ fn object_id(object: &Value, prefix: &str) -> Result<String, GatewayError> {
         .ok_or_else(|| GatewayError::Transient(format!("Stripe answered without a {prefix}… id")))
 }
 
+/// A SetupIntent waiting for the browser: `client_secret` lets Stripe.js confirm it and is
+/// never stored.
+#[derive(Debug, Clone)]
+pub struct CardSetup {
+    pub id: String,
+    pub client_secret: String,
+}
+
+/// What a SetupIntent came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupOutcome {
+    pub customer: Option<String>,
+    pub succeeded: bool,
+    pub payment_method: Option<String>,
+}
+
+/// How a customer recognises a payment method, from Stripe's object.
+fn method_label(method: &Value) -> Option<String> {
+    let kind = method["type"].as_str().unwrap_or_default();
+    let details = &method[kind];
+    let last4 = details["last4"].as_str()?;
+    let brand = details["brand"].as_str().unwrap_or(kind).replace('_', " ");
+    // Stripe names brands in lower case (`visa`, `amex`): as printed on the card.
+    let mut letters = brand.chars();
+    let name: String = letters
+        .next()
+        .map(|first| first.to_uppercase().chain(letters).collect())
+        .unwrap_or_default();
+    let label = match (details["exp_month"].as_u64(), details["exp_year"].as_u64()) {
+        (Some(month), Some(year)) => format!("{name} •••• {last4}, expires {month:02}/{year}"),
+        _ => format!("{name} •••• {last4}"),
+    };
+    Some(label.chars().take(100).collect())
+}
+
 /// A Stripe-hosted invoice to send.
 #[derive(Debug)]
 pub struct HostedInvoice<'a> {
@@ -421,6 +516,13 @@ pub struct Hosted {
     pub id: String,
     /// Where the customer pays it.
     pub url: Option<String>,
+}
+
+#[derive(Serialize)]
+struct NewSetupIntent<'a> {
+    customer: &'a str,
+    usage: &'a str,
+    metadata: HashMap<&'a str, String>,
 }
 
 #[derive(Serialize)]

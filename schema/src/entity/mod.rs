@@ -38,6 +38,7 @@ pub mod invoice_sequence;
 pub mod ledger_account;
 pub mod ledger_entry;
 pub mod ledger_transfer;
+pub mod mail;
 pub mod meter;
 pub mod meter_group;
 pub mod meter_minute;

@@ -12,6 +12,8 @@ pub struct Model {
     pub tenant_id: TenantId,
     pub stripe_customer_id: Option<String>,
     pub default_payment_method: Option<String>,
+    /// What the customer recognises the default method by: `Visa •••• 4242, expires 12/2030`.
+    pub default_payment_method_label: Option<String>,
     pub collection_mode: CollectionMode,
     pub updated_at: DateTimeUtc,
     /// Set while the tenant is suspended because its payments kept failing.

@@ -27,6 +27,9 @@ struct Metadata {
     authorization_endpoint: String,
     token_endpoint: String,
     jwks_uri: String,
+    /// Where the provider signs a person out (OpenID Connect RP-Initiated Logout 1.0).
+    #[serde(default)]
+    end_session_endpoint: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -146,6 +149,25 @@ impl Provider {
             .append_pair("code_challenge", challenge)
             .append_pair("code_challenge_method", "S256");
         Ok(url.into())
+    }
+
+    /// Where to send the browser so that the provider signs the person out too, then
+    /// back to the console (`client_id` names us; the console's address must be one of
+    /// the client's post-logout redirect URIs); none when the provider offers no logout.
+    pub async fn logout_url(&self) -> ApiResult<Option<String>> {
+        let metadata = self.metadata().await?;
+        let Some(endpoint) = metadata.end_session_endpoint else {
+            return Ok(None);
+        };
+        let mut url = reqwest::Url::parse(&endpoint)
+            .map_err(|err| unavailable("end session endpoint", err))?;
+        url.query_pairs_mut()
+            .append_pair("client_id", &self.settings.client_id)
+            .append_pair(
+                "post_logout_redirect_uri",
+                &self.settings.post_logout_redirect_uri(),
+            );
+        Ok(Some(url.into()))
     }
 
     /// Trades the authorization code for the ID token (still unchecked).

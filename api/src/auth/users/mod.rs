@@ -27,6 +27,7 @@ use super::keys::hash_secret;
 use super::{Principal, mint};
 use crate::audit;
 use crate::error::{ApiError, ApiResult};
+use crate::mail::{self, Mailer};
 
 pub const INVITATION_LIFETIME: Duration = Duration::days(7);
 /// How long a password reset link stays valid.
@@ -35,12 +36,17 @@ pub const LOCK_AFTER: i32 = 5;
 pub const LOCK_DURATION: Duration = Duration::minutes(15);
 const MAX_EMAIL_LENGTH: usize = 254;
 
-/// A user just invited, with the token to hand over (shown once).
+/// A user just invited, with the token to hand over (shown once); `emailed` when a mail
+/// with the link was queued too.
 #[derive(Debug)]
 pub struct Invited {
     pub user: portal_user::Model,
     pub token: String,
+    pub emailed: bool,
 }
+
+/// How often a password-reset mail goes to one address at most.
+pub const RESET_MAIL_INTERVAL: Duration = Duration::minutes(5);
 
 /// Lower-cased, trimmed, and shaped like an address (`local@domain.tld`, no spaces).
 pub fn normalise_email(email: &str) -> ApiResult<String> {
@@ -77,6 +83,7 @@ fn describe(user: &portal_user::Model) -> serde_json::Value {
 pub async fn invite(
     db: &DatabaseConnection,
     actor: &Principal,
+    mailer: Option<&Mailer>,
     email: &str,
     role: Role,
     tenant: Option<TenantId>,
@@ -122,6 +129,7 @@ pub async fn invite(
             .await?
         }
     };
+    let emailed = mail_invitation(&txn, mailer, &user, &token, now).await?;
     audit::record(
         &txn,
         actor,
@@ -131,12 +139,46 @@ pub async fn invite(
             object_type: "portal_user",
             object_id: user.id.to_string(),
             before: None,
-            after: Some(describe(&user)),
+            after: Some(
+                json!({"email": user.email, "role": user.role.as_str(), "emailed": emailed}),
+            ),
         },
     )
     .await?;
     txn.commit().await?;
-    Ok(Invited { user, token })
+    Ok(Invited {
+        user,
+        token,
+        emailed,
+    })
+}
+
+/// Queues the invitation's mail to `user` when a mail server is configured; whether it did.
+async fn mail_invitation<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    mailer: Option<&Mailer>,
+    user: &portal_user::Model,
+    token: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<bool> {
+    let Some(mailer) = mailer else {
+        return Ok(false);
+    };
+    let tenant = crate::tenancy::store::find(conn, user.tenant_id)
+        .await?
+        .map_or_else(String::new, |t| t.name);
+    let letter = mailer.invitation(&tenant, role_words(user.role), token);
+    mail::store::queue(conn, Some(user.tenant_id), &user.email, letter, now).await?;
+    Ok(true)
+}
+
+/// How an invitation names a role.
+fn role_words(role: Role) -> &'static str {
+    match role {
+        Role::TenantAdmin => "an admin",
+        Role::TenantBilling => "a billing reader",
+        _ => "a member",
+    }
 }
 
 fn invalid_invitation() -> ApiError {
@@ -310,10 +352,11 @@ pub(super) async fn managed_user<C: sea_orm::ConnectionTrait>(
 
 /// `resetPassword`: a one-time link (valid [`RESET_LIFETIME`]) with which an active user
 /// of a role the caller may grant sets a new password; the old one works until then.
-/// neocloud sends no mail: the admin hands the link over, as with invitations.
+/// Mailed to the user where a mail server is configured; the admin may hand it over too.
 pub async fn issue_password_reset(
     db: &DatabaseConnection,
     actor: &Principal,
+    mailer: Option<&Mailer>,
     id: Uuid,
     tenant: Option<TenantId>,
 ) -> ApiResult<Invited> {
@@ -326,13 +369,15 @@ pub async fn issue_password_reset(
                 .into(),
         });
     }
-    let token = invitation_token();
-    let expires = Utc::now() + RESET_LIFETIME;
-    let user = store::save(&txn, user, |u| {
-        u.invitation_hash = Set(Some(hash_secret(&token)));
-        u.invitation_expires_at = Set(Some(expires));
-    })
-    .await?;
+    let (user, token) = new_reset_link(&txn, user).await?;
+    let emailed = match mailer {
+        Some(mailer) => {
+            let letter = mailer.password_reset(&token);
+            mail::store::queue(&txn, Some(tenant), &user.email, letter, Utc::now()).await?;
+            true
+        }
+        None => false,
+    };
     audit::record(
         &txn,
         actor,
@@ -342,12 +387,78 @@ pub async fn issue_password_reset(
             object_type: "portal_user",
             object_id: user.id.to_string(),
             before: None,
-            after: Some(json!({"expires_at": expires})),
+            after: Some(json!({"expires_at": user.invitation_expires_at, "emailed": emailed})),
         },
     )
     .await?;
     txn.commit().await?;
-    Ok(Invited { user, token })
+    Ok(Invited {
+        user,
+        token,
+        emailed,
+    })
+}
+
+/// A new reset link for `user` (valid [`RESET_LIFETIME`]), replacing any earlier one.
+async fn new_reset_link<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    user: portal_user::Model,
+) -> ApiResult<(portal_user::Model, String)> {
+    let token = invitation_token();
+    let expires = Utc::now() + RESET_LIFETIME;
+    let user = store::save(conn, user, |u| {
+        u.invitation_hash = Set(Some(hash_secret(&token)));
+        u.invitation_expires_at = Set(Some(expires));
+    })
+    .await?;
+    Ok((user, token))
+}
+
+/// `POST /v1/session/password-reset`: a person who forgot its password asks for a link by
+/// mail. Whether or not the address has an active user, the answer is the same; a user
+/// gets at most one such mail per [`RESET_MAIL_INTERVAL`]. Audited without an actor.
+pub async fn request_password_reset(
+    db: &DatabaseConnection,
+    mailer: &Mailer,
+    email: &str,
+) -> ApiResult<()> {
+    let email = normalise_email(email)?;
+    let now = Utc::now();
+    let txn = crate::db::begin_write(db).await?;
+    let Some(user) = store::active_by_email(&txn, &email)
+        .await?
+        .filter(|u| u.password_hash.is_some())
+    else {
+        return Ok(());
+    };
+    let recent = mail::store::count_since(
+        &txn,
+        &email,
+        mail::Kind::PasswordReset,
+        now - RESET_MAIL_INTERVAL,
+    )
+    .await?;
+    if recent > 0 {
+        return Ok(());
+    }
+    let (user, token) = new_reset_link(&txn, user).await?;
+    let letter = mailer.password_reset(&token);
+    mail::store::queue(&txn, Some(user.tenant_id), &email, letter, now).await?;
+    audit::record_as(
+        &txn,
+        None,
+        audit::Entry {
+            tenant_id: Some(user.tenant_id),
+            action: "portal_user.password_reset_requested",
+            object_type: "portal_user",
+            object_id: user.id.to_string(),
+            before: None,
+            after: Some(json!({"expires_at": user.invitation_expires_at})),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(())
 }
 
 /// `portalUsers`: the users of the caller's tenant (an operator names it).

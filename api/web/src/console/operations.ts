@@ -1053,6 +1053,18 @@ export const ExchangeRates: Doc<ExchangeRatesResult, ExchangeRatesVariables> = {
   name: "ExchangeRates",
 };
 
+export type FetchReferenceRatesResult = {
+  fetchReferenceRates: {
+    day: string;
+    added: number;
+  };
+};
+export type FetchReferenceRatesVariables = Record<string, never>;
+export const FetchReferenceRates: Doc<FetchReferenceRatesResult, FetchReferenceRatesVariables> = {
+  query: "mutation FetchReferenceRates{fetchReferenceRates{day added}}",
+  name: "FetchReferenceRates",
+};
+
 export type AddExchangeRateResult = {
   addExchangeRate: {
     id: string;

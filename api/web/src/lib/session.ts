@@ -65,16 +65,30 @@ export async function acceptInvitation(token: string, password: string): Promise
   return accept(await call('POST', { token, password }, '/v1/session/invitation'));
 }
 
+/**
+ * Asks for a password-reset link by mail. The server answers the same whether or not the
+ * address has an account; it refuses a malformed address, and UNAVAILABLE where it
+ * sends no mail.
+ */
+export async function requestPasswordReset(email: string): Promise<void> {
+  const res = await call('POST', { email }, '/v1/session/password-reset');
+  if (res.ok) return;
+  const err = ((await res.json().catch(() => ({}))) as RestError).error;
+  throw new ApiError(err?.code ?? `HTTP_${res.status}`, err?.message ?? `The server answered ${res.status}.`, err?.field);
+}
+
 /** The ways of signing in this deployment offers. */
 export interface SignInMethods {
   apiKey: boolean;
   password: boolean;
+  /** Whether people can ask for a password-reset link by mail. */
+  passwordReset: boolean;
   oidc: boolean;
 }
 
 /** `GET /v1/session/methods`; an API key only when the server does not say. */
 export async function signInMethods(): Promise<SignInMethods> {
-  const fallback = { apiKey: true, password: false, oidc: false };
+  const fallback = { apiKey: true, password: false, passwordReset: false, oidc: false };
   try {
     const res = await fetch('/v1/session/methods', { credentials: 'same-origin', headers: { Accept: 'application/json' } });
     if (!res.ok) return fallback;
@@ -84,9 +98,16 @@ export async function signInMethods(): Promise<SignInMethods> {
   }
 }
 
-export async function signOut(): Promise<void> {
+/**
+ * Signs out; for an operator who came through single sign-on, the identity provider's
+ * sign-out address to continue to (it sends the browser back to the console).
+ */
+export async function signOut(): Promise<string | null> {
   try {
-    await call('DELETE');
+    const res = await call('DELETE');
+    if (res.status !== 200) return null;
+    const body = (await res.json().catch(() => ({}))) as { logoutUrl?: unknown };
+    return typeof body.logoutUrl === 'string' && /^https?:\/\//.test(body.logoutUrl) ? body.logoutUrl : null;
   } finally {
     setCsrfToken('');
   }

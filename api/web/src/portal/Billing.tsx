@@ -8,6 +8,7 @@ import { ErrorNotice } from '../ui/Notice';
 import { Section } from '../ui/Page';
 import { isTenantAdmin, useViewer } from '../ui/viewer';
 import { Billing as BillingQuery, type BillingResult } from './operations';
+import { AddCard } from './AddCard';
 import { BuyCredit } from './BuyCredit';
 
 type TopUp = BillingResult['topUps'][number];
@@ -19,7 +20,7 @@ const POLL_MS = 5_000;
 
 /**
  * How invoices are paid: the payment account, prepaid top-ups and credit grants; admins
- * buy credit with the default payment method.
+ * add a card and buy credit with the default payment method.
  */
 export function Billing() {
   const viewer = useViewer();
@@ -40,9 +41,10 @@ export function Billing() {
       {data && (
         <>
           <PaymentAccount account={data.paymentAccount} />
+          {isTenantAdmin(viewer) && data.cardSetupAvailable && <AddCard hasMethod={Boolean(data.paymentAccount?.defaultPaymentMethod)} onAdded={reload} />}
           <h3 class="subhead">Credits</h3>
           <DataTable virtual caption="Credit grants" hideCaption columns={GRANT_COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} empty="No credit granted." />
-          {isTenantAdmin(viewer) && <BuyCredit account={data.paymentAccount} topUps={data.topUps} currency={viewer.tenant?.currency ?? 'USD'} onStarted={started} />}
+          {isTenantAdmin(viewer) && <BuyCredit account={data.paymentAccount} cardSetupAvailable={data.cardSetupAvailable} topUps={data.topUps} currency={viewer.tenant?.currency ?? 'USD'} onStarted={started} />}
           <h3 class="subhead">Top-ups</h3>
           <DataTable caption="Prepaid top-ups, newest first" hideCaption columns={TOP_UP_COLUMNS} rows={data.topUps} rowKey={(t) => t.id} empty="No top-ups." />
         </>
@@ -63,11 +65,16 @@ function PaymentAccount({ account }: { account: Account | null }) {
       items={[
         ['Collection', MODES[account.collectionMode]],
         ['Payment terms', account.collectionMode === 'SEND_INVOICE' ? `${account.daysUntilDue} days` : '—'],
-        ['Default payment method', account.defaultPaymentMethod ? <code>{account.defaultPaymentMethod}</code> : 'None'],
+        ['Default payment method', methodLabel(account)],
         ['Updated', dateTime(account.updatedAt)],
       ]}
     />
   );
+}
+
+function methodLabel(account: Account) {
+  if (!account.defaultPaymentMethod) return 'None';
+  return account.defaultPaymentMethodLabel ?? <code>{account.defaultPaymentMethod}</code>;
 }
 
 const GRANT_COLUMNS: Column<Grant>[] = [

@@ -13,6 +13,8 @@ type TopUp = StartTopUpResult['startTopUp'];
 
 interface BuyCreditProps {
   account: Account;
+  /** Whether the page offers adding a card (the operator configured Stripe.js). */
+  cardSetupAvailable: boolean;
   /** The tenant's top-ups as last read (the one bought here shows its latest status). */
   topUps: readonly BillingResult['topUps'][number][];
   currency: string;
@@ -24,13 +26,13 @@ interface BuyCreditProps {
  * exact decimal string; the idempotency key is this form's own, so a retried click never
  * buys twice, and a new one is made once a top-up has started.
  */
-export function BuyCredit({ account, topUps, currency, onStarted }: BuyCreditProps) {
+export function BuyCredit({ account, cardSetupAvailable, topUps, currency, onStarted }: BuyCreditProps) {
   const [amount, setAmount] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
   const [bought, setBought] = useState<TopUp | null>(null);
   const start = useMutation(StartTopUp);
-  const method = account?.defaultPaymentMethod ?? null;
+  const method = account?.defaultPaymentMethod ? (account.defaultPaymentMethodLabel ?? account.defaultPaymentMethod) : null;
   const submit = async (e: Event) => {
     e.preventDefault();
     const checked = checkTopUpAmount(amount, currency);
@@ -52,8 +54,8 @@ export function BuyCredit({ account, topUps, currency, onStarted }: BuyCreditPro
         {!method && (
           <Notice tone="warning" title="No default payment method">
             <p>
-              Credit is charged to your organisation's default payment method, and none is set. Adding a card needs Stripe's card form, which this portal does not load: ask your operator, or set
-              one through the API (<code>setDefaultPaymentMethod</code>).
+              Credit is charged to your organisation's default payment method, and none is set:{' '}
+              {cardSetupAvailable ? 'add a card above first.' : 'ask your operator, or set one through the API (setDefaultPaymentMethod).'}
             </p>
           </Notice>
         )}

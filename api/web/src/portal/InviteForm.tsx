@@ -12,8 +12,8 @@ export function invitationUrl(path: string): string {
   return `${window.location.origin}${path}`;
 }
 
-/** Invites a person by email with a role; the parent shows the link once. */
-export function InviteForm({ roles, onInvited }: { roles: readonly Role[]; onInvited: (email: string, url: string) => void }) {
+/** Invites a person by email with a role; the parent shows the link once (and whether it was mailed). */
+export function InviteForm({ roles, onInvited }: { roles: readonly Role[]; onInvited: (email: string, url: string, emailed: boolean) => void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>(roles.includes('TENANT_MEMBER') ? 'TENANT_MEMBER' : (roles[0] ?? 'TENANT_MEMBER'));
   const [problem, setProblem] = useState<string | null>(null);
@@ -26,11 +26,11 @@ export function InviteForm({ roles, onInvited }: { roles: readonly Role[]; onInv
     const r = await invite.run({ email: address, role });
     if (!r) return;
     setEmail('');
-    onInvited(address, invitationUrl(r.inviteUser.invitationPath));
+    onInvited(address, invitationUrl(r.inviteUser.invitationPath), r.inviteUser.emailed);
   };
   return (
     <form class="card form-card" onSubmit={submit} noValidate aria-label="Invite someone">
-      <Field label="Email" name="email" error={invite.error} message={problem} hint="They get no email from us: you send them the link shown next.">
+      <Field label="Email" name="email" error={invite.error} message={problem} hint="Next you see their link, and whether it was mailed to them.">
         {(p) => <input {...p} type="email" autocomplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
       </Field>
       <RoleChoice legend="Role" roles={roles} value={role} onChange={setRole} error={invite.error} />

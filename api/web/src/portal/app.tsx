@@ -1,7 +1,7 @@
 import type { Session } from '../lib/session';
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
-import { API_KEY_METHOD, PASSWORD_METHOD, type SignInMethod } from '../ui/SignIn';
+import { API_KEY_METHOD, PASSWORD_METHOD, PASSWORD_WITH_RESET_METHOD, type SignInMethod } from '../ui/SignIn';
 import { lazyPage } from '../ui/lazy';
 import type { Viewer } from '../ui/viewer';
 import { AllocationsPage } from './pages/AllocationsPage';
@@ -52,7 +52,7 @@ export const portal: AppConfig = {
   refuse: (viewer) => (TENANT_ROLES.includes(viewer.role) ? null : <NotForThisKey viewer={viewer} />),
   banner: (viewer) => <SuspensionBanner viewer={viewer} />,
   signIn: (available) => ({
-    methods: [available.apiKey && API_KEY_METHOD, available.password && PASSWORD_METHOD].filter((m): m is SignInMethod => !!m),
+    methods: [available.apiKey && API_KEY_METHOD, available.password && (available.passwordReset ? PASSWORD_WITH_RESET_METHOD : PASSWORD_METHOD)].filter((m): m is SignInMethod => !!m),
     links: [],
   }),
   signedOutPages: { '/invitation': InvitationFromLink },

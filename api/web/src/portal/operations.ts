@@ -732,6 +732,7 @@ export const PortalUsers: Doc<PortalUsersResult, PortalUsersVariables> = {
 export type InviteUserResult = {
   inviteUser: {
     invitationPath: string;
+    emailed: boolean;
     user: {
       id: string;
       email: string;
@@ -750,13 +751,14 @@ export type InviteUserVariables = {
   role: Role;
 };
 export const InviteUser: Doc<InviteUserResult, InviteUserVariables> = {
-  query: "mutation InviteUser($email:String!$role:Role!){inviteUser(email:$email role:$role){invitationPath user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
+  query: "mutation InviteUser($email:String!$role:Role!){inviteUser(email:$email role:$role){invitationPath emailed user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "InviteUser",
 };
 
 export type ResetPasswordResult = {
   resetPassword: {
     invitationPath: string;
+    emailed: boolean;
     user: {
       id: string;
       email: string;
@@ -774,7 +776,7 @@ export type ResetPasswordVariables = {
   id: string;
 };
 export const ResetPassword: Doc<ResetPasswordResult, ResetPasswordVariables> = {
-  query: "mutation ResetPassword($id:ID!){resetPassword(id:$id){invitationPath user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
+  query: "mutation ResetPassword($id:ID!){resetPassword(id:$id){invitationPath emailed user{...PortalUserRow}}}fragment PortalUserRow on PortalUser{id email role state invitationExpiresAt createdAt lastSignInAt lockedUntil secondFactorSince}",
   name: "ResetPassword",
 };
 
@@ -1151,9 +1153,39 @@ export const StartTopUp: Doc<StartTopUpResult, StartTopUpVariables> = {
   name: "StartTopUp",
 };
 
+export type StartCardSetupResult = {
+  startCardSetup: {
+    setupIntentId: string;
+    clientSecret: string;
+    publishableKey: string;
+    stripeJsUrl: string;
+  };
+};
+export type StartCardSetupVariables = Record<string, never>;
+export const StartCardSetup: Doc<StartCardSetupResult, StartCardSetupVariables> = {
+  query: "mutation StartCardSetup{startCardSetup{setupIntentId clientSecret publishableKey stripeJsUrl}}",
+  name: "StartCardSetup",
+};
+
+export type FinishCardSetupResult = {
+  finishCardSetup: {
+    defaultPaymentMethod: string | null;
+    defaultPaymentMethodLabel: string | null;
+  };
+};
+export type FinishCardSetupVariables = {
+  setupIntentId: string;
+};
+export const FinishCardSetup: Doc<FinishCardSetupResult, FinishCardSetupVariables> = {
+  query: "mutation FinishCardSetup($setupIntentId:String!){finishCardSetup(setupIntentId:$setupIntentId){defaultPaymentMethod defaultPaymentMethodLabel}}",
+  name: "FinishCardSetup",
+};
+
 export type BillingResult = {
+  cardSetupAvailable: boolean;
   paymentAccount: {
     defaultPaymentMethod: string | null;
+    defaultPaymentMethodLabel: string | null;
     collectionMode: CollectionMode;
     daysUntilDue: number;
     updatedAt: string;
@@ -1179,6 +1211,6 @@ export type BillingResult = {
 };
 export type BillingVariables = Record<string, never>;
 export const Billing: Doc<BillingResult, BillingVariables> = {
-  query: "query Billing{paymentAccount{defaultPaymentMethod collectionMode daysUntilDue updatedAt}topUps{id amount currency status failure createdAt}creditGrants{id kind currency amount remaining effectiveAt expiresAt reason}}",
+  query: "query Billing{cardSetupAvailable paymentAccount{defaultPaymentMethod defaultPaymentMethodLabel collectionMode daysUntilDue updatedAt}topUps{id amount currency status failure createdAt}creditGrants{id kind currency amount remaining effectiveAt expiresAt reason}}",
   name: "Billing",
 };

@@ -105,7 +105,10 @@ export function AppShell({ config }: { config: AppConfig }) {
 
   const doSignOut = async () => {
     setSigningOut(true);
-    await signOut().catch(() => undefined);
+    const provider = await signOut().catch(() => null);
+    // Signed out here; single sign-on also signs out at the identity provider, which
+    // sends the browser back.
+    if (provider) return window.location.assign(provider);
     setSigningOut(false);
     signedOut('You have signed out.');
   };

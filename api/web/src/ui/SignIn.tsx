@@ -1,7 +1,7 @@
 import type { ComponentChildren, ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, asApiError } from '../lib/api';
-import { oneTimeCode, type Session, type SignInMethods, signInWithApiKey, signInWithPassword } from '../lib/session';
+import { oneTimeCode, requestPasswordReset, type Session, type SignInMethods, signInWithApiKey, signInWithPassword } from '../lib/session';
 import { Button } from './Button';
 import { Field } from './Field';
 import { ErrorNotice, Notice } from './Notice';
@@ -125,7 +125,8 @@ export function ApiKeyForm({ onSignedIn }: { onSignedIn: (session: Session) => v
  * factor the server asks for a one-time code (SECOND_FACTOR_REQUIRED), and the form
  * keeps both and asks for it.
  */
-export function PasswordForm({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+export function PasswordForm({ onSignedIn, resetByMail = false }: { onSignedIn: (session: Session) => void; resetByMail?: boolean }) {
+  const [forgot, setForgot] = useState(false);
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [needsCode, setNeedsCode] = useState(false);
@@ -163,6 +164,7 @@ export function PasswordForm({ onSignedIn }: { onSignedIn: (session: Session) =>
     };
     void s.run(() => signInWithPassword(email.trim(), password, needsCode ? oneTimeCode(code) : undefined), handle);
   };
+  if (forgot) return <ForgotPassword email={email} onBack={() => setForgot(false)} />;
   return (
     <form onSubmit={submit} noValidate>
       <Field label="Email" name="email">
@@ -176,6 +178,63 @@ export function PasswordForm({ onSignedIn }: { onSignedIn: (session: Session) =>
       <Button type="submit" variant="primary" pending={s.pending} class="btn-block">
         {needsCode ? 'Verify and sign in' : 'Sign in'}
       </Button>
+      {resetByMail && !needsCode && (
+        <button type="button" class="link-button" onClick={() => setForgot(true)}>
+          Forgot your password?
+        </button>
+      )}
+    </form>
+  );
+}
+
+/**
+ * Asks for a link to set a new password, sent by mail. The answer is the same whether or
+ * not the address has an account, and so is what this form says.
+ */
+function ForgotPassword({ email: typed, onBack }: { email: string; onBack: () => void }) {
+  const [email, setEmail] = useState(typed);
+  const [message, setMessage] = useState<string | null>(null);
+  const [sentTo, setSentTo] = useState<string | null>(null);
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    if (!email.trim()) return setMessage('Enter the email you sign in with.');
+    setMessage(null);
+    setPending(true);
+    try {
+      await requestPasswordReset(email.trim());
+      setSentTo(email.trim());
+    } catch (err) {
+      const failure = asApiError(err);
+      if (failure.code === 'INVALID_INPUT') setMessage('That is not an email address.');
+      else setError(failure);
+    } finally {
+      setPending(false);
+    }
+  };
+  return (
+    <form onSubmit={submit} noValidate aria-label="Forgot your password">
+      {sentTo ? (
+        <Notice tone="success" title="Check your mail">
+          <p>If {sentTo} belongs to an account, a link to set a new password is on its way. It works once, for 24 hours.</p>
+        </Notice>
+      ) : (
+        <>
+          <p class="muted">We send a link to set a new password to the email you sign in with.</p>
+          <Field label="Email" name="reset-email" message={message}>
+            {(p) => <input {...p} type="email" autocomplete="username" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
+          </Field>
+          <ErrorNotice error={error} />
+          <Button type="submit" variant="primary" pending={pending} class="btn-block">
+            Send me a link
+          </Button>
+        </>
+      )}
+      <button type="button" class="link-button" onClick={onBack}>
+        Back to sign in
+      </button>
     </form>
   );
 }
@@ -228,6 +287,8 @@ function CodeField({ value, message, onInput, onStartOver }: { value: string; me
 
 export const API_KEY_METHOD: SignInMethod = { id: 'api-key', label: 'API key', Form: ApiKeyForm };
 export const PASSWORD_METHOD: SignInMethod = { id: 'password', label: 'Email', Form: PasswordForm };
+/** Email and password, with "Forgot your password?" (the deployment sends mail). */
+export const PASSWORD_WITH_RESET_METHOD: SignInMethod = { id: 'password', label: 'Email', Form: (p) => <PasswordForm {...p} resetByMail /> };
 
 /** The forms and links an app offers, from what the deployment supports. */
 export interface SignInOptions {

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { dateTime, groupDigits } from '../../lib/format';
-import { useQuery } from '../../lib/hooks';
+import { useMutation, useQuery } from '../../lib/hooks';
 import { useLocation } from '../../lib/router';
 import { Badge, type Tone } from '../../ui/Badge';
 import { Button } from '../../ui/Button';
@@ -10,7 +10,7 @@ import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { ExchangeRateForm } from '../ExchangeRateForm';
 import { byPairNewestFirst, coveredBy, knownCodes, neededFrom, pairLabel, type RateNeeded, rateNeeded, type RateState, readableReason, rateStateLabel, rateStates } from '../exchangeRates';
-import { type ExchangeRateRowFragment, ExchangeRates, type ExchangeRatesResult } from '../operations';
+import { type ExchangeRateRowFragment, ExchangeRates, type ExchangeRatesResult, FetchReferenceRates } from '../operations';
 
 type Rate = ExchangeRateRowFragment;
 type Provider = ExchangeRatesResult['providers'][number];
@@ -53,11 +53,43 @@ export function ExchangeRatesPage() {
           />
         )}
       </Section>
+      <Section title="Reference rates">
+        <ReferenceRates onRead={reload} />
+      </Section>
       <Section title="Add a rate">
         <p class="section-lead muted">Rates are only ever added: a pair's new rate takes over from its start, and statement lines keep the rate they were converted at.</p>
         <ExchangeRateForm key={start.n} needed={start.needed} codes={codes} onAdded={reload} />
       </Section>
     </Page>
+  );
+}
+
+/**
+ * Reads the reference-rate feed now (it is also read every 6 hours where one is
+ * configured): the day it held and how many pairs it added.
+ */
+function ReferenceRates({ onRead }: { onRead: () => void }) {
+  const fetch = useMutation(FetchReferenceRates);
+  const [read, setRead] = useState<{ day: string; added: number } | null>(null);
+  const run = async () => {
+    const r = await fetch.run({});
+    if (!r) return;
+    setRead(r.fetchReferenceRates);
+    onRead();
+  };
+  return (
+    <div class="card form-card">
+      <p class="section-lead muted">Where a feed of reference rates is configured (the ECB's daily rates, or a mirror), every pair of its day is added from the day's start; rates entered here for the same instant win.</p>
+      {read && (
+        <Notice tone="success" title={`Rates of ${read.day}`}>
+          {read.added === 0 ? 'Every pair of that day was in already.' : `${read.added} pairs added.`}
+        </Notice>
+      )}
+      <ErrorNotice error={fetch.error} />
+      <Button pending={fetch.pending} onClick={run}>
+        Read reference rates now
+      </Button>
+    </div>
   );
 }
 

@@ -29,12 +29,12 @@ type LinkKind = 'invitation' | 'reset';
 export function PeoplePage() {
   const viewer = useViewer();
   const { data, error, loading, reload } = useQuery(PortalUsers, {});
-  const [link, setLink] = useState<{ email: string; url: string; kind: LinkKind } | null>(null);
+  const [link, setLink] = useState<IssuedLink | null>(null);
   // What requireSecondFactor last answered (the query's answer until then).
   const [required, setRequired] = useState<boolean | null>(null);
   const secondFactorRequired = required ?? data?.viewer.tenant?.secondFactorRequired ?? false;
-  const invited: Invited = (email, url, kind = 'invitation') => {
-    setLink({ email, url, kind });
+  const invited: Invited = (issued) => {
+    setLink(issued);
     reload();
   };
   const mayInvite = canChange(viewer) && userRoles(viewer.role).length > 0;
@@ -65,18 +65,19 @@ export function PeoplePage() {
       )}
       {mayInvite && !link && (
         <Section title="Invite someone">
-          <InviteForm roles={userRoles(viewer.role)} onInvited={(email, url) => invited(email, url)} />
+          <InviteForm roles={userRoles(viewer.role)} onInvited={(email, url, emailed) => invited({ email, url, kind: 'invitation', emailed })} />
         </Section>
       )}
     </Page>
   );
 }
 
-function InvitationLink({ email, url, kind, onDone }: { email: string; url: string; kind: LinkKind; onDone: () => void }) {
+function InvitationLink({ email, url, kind, emailed, onDone }: IssuedLink & { onDone: () => void }) {
+  const send = emailed ? `We mailed this link to ${email}; you may also send it yourself` : `Send this link to ${email}`;
   const [label, note] =
     kind === 'reset'
-      ? [`Password reset link for ${email}`, `Send this link to ${email}: it lets them set a new password and is valid for 24 hours. Their old password works until they use it.`]
-      : [`Invitation link for ${email}`, `Send this link to ${email}: it lets them choose a password and is valid for 7 days.`];
+      ? [`Password reset link for ${email}`, `${send}: it lets them set a new password and is valid for 24 hours. Their old password works until they use it.`]
+      : [`Invitation link for ${email}`, `${send}: it lets them choose a password and is valid for 7 days.`];
   return (
     <div class="card form-card">
       <SecretOnce label={label} value={url} note={note} onDone={onDone} />
@@ -84,7 +85,15 @@ function InvitationLink({ email, url, kind, onDone }: { email: string; url: stri
   );
 }
 
-type Invited = (email: string, url: string, kind?: LinkKind) => void;
+/** A one-time link just issued, shown once; `emailed` when the person was mailed it too. */
+interface IssuedLink {
+  email: string;
+  url: string;
+  kind: LinkKind;
+  emailed: boolean;
+}
+
+type Invited = (issued: IssuedLink) => void;
 
 function columns(viewer: Viewer, secondFactorRequired: boolean, reload: () => void, invited: Invited): Column<User>[] {
   const cols: Column<User>[] = [
@@ -225,7 +234,7 @@ function NewPassword({ user, onInvited }: { user: User; onInvited: Invited }) {
   const reset = useMutation(ResetPassword);
   const run = async () => {
     const r = await reset.run({ id: user.id });
-    if (r) onInvited(user.email, invitationUrl(r.resetPassword.invitationPath), 'reset');
+    if (r) onInvited({ email: user.email, url: invitationUrl(r.resetPassword.invitationPath), kind: 'reset', emailed: r.resetPassword.emailed });
   };
   return (
     <>
@@ -253,7 +262,7 @@ function Reinvite({ user, onInvited }: { user: User; onInvited: Invited }) {
   const invite = useMutation(InviteUser);
   const run = async () => {
     const r = await invite.run({ email: user.email, role: user.role });
-    if (r) onInvited(user.email, invitationUrl(r.inviteUser.invitationPath));
+    if (r) onInvited({ email: user.email, url: invitationUrl(r.inviteUser.invitationPath), kind: 'invitation', emailed: r.inviteUser.emailed });
   };
   return (
     <>
