@@ -12,7 +12,8 @@
 //   fills a new version of the demo plan, previews it against the tenant's last invoice
 //   and creates it; visits tenants, a tenant, ingest health and the audit log; signs out,
 //   which signs out at the identity provider too;
-// - member: an invited portal user sets a password, lands in the portal, sets up a second
+// - member: an invited portal user sets a password, lands in the portal, forgets it and
+//   sets a new one with a link from the mail (a real SMTP server), sets up a second
 //   factor (an authenticator app: the journey computes the codes, RFC 6238), signs out and
 //   in again with a one-time code, an admin sees it and issues a password-reset link, and
 //   the admin requires a second factor of every member (the member's Security page then
@@ -506,6 +507,45 @@ async function newPlanVersion(page) {
   console.log(`created ${created}, h100-eu-west graduated: ${tiers}`);
 }
 
+/** The mails in the maildir addressed to `to`, raw, quoted-printable soft breaks undone. */
+function mailsTo(to) {
+  const dir = path.join(process.env.NEOCLOUD_MAILDIR, 'new');
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir)
+    .map((name) => fs.readFileSync(path.join(dir, name), 'utf8'))
+    .filter((mail) => mail.split(/\r?\n/).some((line) => line.toLowerCase() === `to: ${to}`))
+    .map((mail) => mail.replace(/=\r?\n/g, '').replace(/=3D/g, '='));
+}
+
+/** Mia forgets her password: she asks for a link on the sign-in page, finds it in her
+ * mail, and chooses a new password with it. */
+async function forgotPassword(page) {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await heading(page, 'Sign in');
+  await page.getByRole('button', { name: 'Email', exact: true }).click();
+  await page.getByRole('button', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('Email', { exact: true }).fill(MIA.email);
+  const before = mailsTo(MIA.email).filter((m) => m.includes('Subject: Set a new password')).length;
+  await page.getByRole('button', { name: 'Send me a link' }).click();
+  await page.getByText(`If ${MIA.email} belongs to an account`, { exact: false }).waitFor();
+  await check(page, 'portal-forgot-password');
+  let resets = [];
+  for (let i = 0; i < 100 && resets.length <= before; i += 1) {
+    await page.waitForTimeout(200);
+    resets = mailsTo(MIA.email).filter((m) => m.includes('Subject: Set a new password'));
+  }
+  const link = resets.at(-1)?.match(/https?:\/\/\S+\/portal\/invitation#[0-9a-f]{64}/)?.[0];
+  if (!link) throw new Error(`no password-reset mail to ${MIA.email}`);
+  await page.goto(link);
+  await heading(page, 'Choose your password');
+  MIA.password = 'a new and even longer passphrase';
+  await page.getByLabel('Password', { exact: true }).fill(MIA.password);
+  await page.getByLabel('Password again').fill(MIA.password);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await heading(page, 'Catalog');
+  console.log('forgot the password: a link by mail, a new password');
+}
+
 async function memberJourney() {
   const invited = await gql(tenant.key,
     'mutation { inviteUser(email: "mia@acme.example", role: TENANT_MEMBER) { invitationPath } }');
@@ -513,10 +553,11 @@ async function memberJourney() {
   await page.goto(`${URL}${invited.inviteUser.invitationPath}`);
   await heading(page, 'Choose your password');
   await check(page, 'portal-invitation');
-  await page.getByLabel('Password', { exact: true }).fill('a long passphrase, really');
-  await page.getByLabel('Password again').fill('a long passphrase, really');
+  await page.getByLabel('Password', { exact: true }).fill(MIA.password);
+  await page.getByLabel('Password again').fill(MIA.password);
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
   await heading(page, 'Catalog');
+  await forgotPassword(page);
   await secondFactor(page);
 
   await page.goto(`${URL}/console`);

@@ -50,7 +50,21 @@ fn identity_provider(app_url: &str, log: &Path) -> (Child, String) {
     (child, format!("http://127.0.0.1:{port}"))
 }
 
-/// Kills the provider when the test ends, however it ends.
+/// `aiosmtpd` (`scripts/test-deps.sh` installs it) on a free port, keeping mail in
+/// `dir/maildir`; its `smtp://` URL.
+fn mail_server(dir: &Path) -> (Child, String) {
+    let port = neocloud_e2e::free_port();
+    let child = Command::new("python3")
+        .args(["-m", "aiosmtpd", "-n", "-l"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["-c", "aiosmtpd.handlers.Mailbox"])
+        .arg(dir.join("maildir"))
+        .spawn()
+        .expect("aiosmtpd: run scripts/test-deps.sh");
+    (child, format!("smtp://127.0.0.1:{port}"))
+}
+
+/// Kills a helper process when the test ends, however it ends.
 struct Reaped(Child);
 
 impl Drop for Reaped {
@@ -102,6 +116,9 @@ async fn portal_and_console_in_chromium() {
     let Some(stripe) = LocalStripe::start().await else {
         return;
     };
+    // Mail goes to a real SMTP server, which keeps it in a maildir the script reads.
+    let (smtp, smtp_url) = mail_server(dir.path());
+    let _smtp = Reaped(smtp);
     let stripe_api = format!("http://{}", stripe.addr);
     let stripe_js = format!("{stripe_api}/js.stripe.com/v3/");
     let env = [
@@ -109,6 +126,9 @@ async fn portal_and_console_in_chromium() {
         ("NEOCLOUD_STRIPE_API_BASE", stripe_api.as_str()),
         ("NEOCLOUD_STRIPE_PUBLISHABLE_KEY", "pk_test_e2e"),
         ("NEOCLOUD_STRIPE_JS_URL", stripe_js.as_str()),
+        ("NEOCLOUD_MAIL__SMTP_URL", smtp_url.as_str()),
+        ("NEOCLOUD_MAIL__FROM", "Acme Cloud <no-reply@cloud.example>"),
+        ("NEOCLOUD_MAIL__PUBLIC_URL", url.as_str()),
         ("NEOCLOUD_OIDC__ISSUER", issuer.as_str()),
         ("NEOCLOUD_OIDC__CLIENT_ID", "neocloud-console"),
         ("NEOCLOUD_OIDC__CLIENT_SECRET", OIDC_SECRET),
@@ -129,6 +149,7 @@ async fn portal_and_console_in_chromium() {
         .env("NEOCLOUD_URL", &demo.url)
         .env("NEOCLOUD_CREDENTIALS", &credentials)
         .env("NEOCLOUD_SCREENSHOTS", screenshot_dir(dir.path()))
+        .env("NEOCLOUD_MAILDIR", dir.path().join("maildir"))
         .env("CHROMIUM", CHROMIUM)
         .output()
         .expect("run node");
