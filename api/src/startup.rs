@@ -438,6 +438,10 @@ fn spawn_event_pruning(db: DatabaseConnection, clock: SharedClock, retention: ch
             if let Err(err) = neocloud_metering::ingest::rejections::prune(&db, before).await {
                 tracing::warn!(error = %err, "Deleting expired rejected messages failed.");
             }
+            // A mail's record names a person: kept as long as events, no longer.
+            if let Err(err) = crate::mail::store::prune(&db, before).await {
+                tracing::warn!(error = %err, "Deleting old mail records failed.");
+            }
         }
     });
 }

@@ -729,7 +729,7 @@ async fn links_reach_people_by_mail(backend: Backend) {
         .await
         .expect("JSON");
     assert_eq!(methods["passwordReset"], true, "{methods}");
-    let (_, admin) = app.create_tenant("acme").await;
+    let (tenant, admin) = app.create_tenant("acme").await;
     let r = app
         .gql(Some(&admin), "mutation { inviteUser(email: \"Mia@Acme.example\", role: TENANT_MEMBER) { invitationToken emailed } }", json!({}))
         .await;
@@ -817,6 +817,16 @@ async fn links_reach_people_by_mail(backend: Backend) {
         Some(1),
         "{audit}"
     );
+    // Erasing the tenant's data deletes its mails.
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation($t: ID!) { eraseTenantData(tenantId: $t, confirmName: \"acme\") { erasedAt } }",
+            json!({"t": tenant}),
+        )
+        .await;
+    assert!(r["errors"].is_null(), "{r}");
+    assert!(outbox(&app, "mia@acme.example").await.is_empty());
 }
 
 /// A mail server that is down loses nothing: the mail waits, is tried again with backoff,
@@ -853,6 +863,18 @@ async fn a_mail_waits_for_the_mail_server(backend: Backend) {
     app.advance(chrono::TimeDelta::minutes(2));
     let mail = smtp.wait_for("noa@acme.example", 1).await.remove(0);
     assert!(mail.contains("Subject: You are invited to acme"), "{mail}");
+    // Its record is kept as long as events, then deleted; a mail not sent yet never is.
+    let prune = |before| neocloud_api::mail::store::prune(&app.db, before);
+    let now = Utc::now();
+    assert_eq!(prune(now - Duration::days(1)).await.expect("prune"), 0);
+    for _ in 0..50 {
+        if outbox(&app, "noa@acme.example").await[0].sent_at.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(prune(now + Duration::days(1)).await.expect("prune"), 1);
+    assert!(outbox(&app, "noa@acme.example").await.is_empty());
 }
 
 /// An invited person signs in with the invitation: the session of its role.

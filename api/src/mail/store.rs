@@ -5,7 +5,7 @@ use neocloud_schema::entity::mail;
 use neocloud_schema::ids::TenantId;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
     QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
@@ -130,4 +130,27 @@ pub async fn settle<C: ConnectionTrait>(
 
 fn clip(error: &str) -> String {
     error.chars().take(500).collect()
+}
+
+/// Deletes the mails sent or given up before `before` (their record is kept as long as
+/// events are); how many.
+pub async fn prune<C: ConnectionTrait>(conn: &C, before: DateTime<Utc>) -> Result<u64, DbErr> {
+    let sent = mail::Entity::delete_many()
+        .filter(
+            Condition::any()
+                .add(mail::Column::SentAt.lt(before))
+                .add(mail::Column::FailedAt.lt(before)),
+        )
+        .exec(conn)
+        .await?;
+    Ok(sent.rows_affected)
+}
+
+/// Deletes every mail of `tenant` (erasure), sent or not; how many.
+pub(crate) async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64, DbErr> {
+    let erased = mail::Entity::delete_many()
+        .filter(mail::Column::TenantId.eq(tenant))
+        .exec(conn)
+        .await?;
+    Ok(erased.rows_affected)
 }

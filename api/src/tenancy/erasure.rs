@@ -94,6 +94,7 @@ async fn erase_rows<C: ConnectionTrait>(
             "portal_users",
             crate::auth::users::store::erase(conn, id, now).await?,
         ),
+        ("mail_outbox", crate::mail::store::erase(conn, id).await?),
         (
             "webhook_endpoints",
             events::webhooks::erase(conn, id).await?,

@@ -125,6 +125,10 @@ pub async fn erase<C: ConnectionTrait>(conn: &C, tenant: TenantId) -> Result<u64
             payment_account::Column::DefaultPaymentMethod,
             Expr::value(Option::<String>::None),
         )
+        .col_expr(
+            payment_account::Column::DefaultPaymentMethodLabel,
+            Expr::value(Option::<String>::None),
+        )
         .filter(payment_account::Column::TenantId.eq(tenant))
         .exec(conn)
         .await?;
