@@ -199,7 +199,7 @@ fn outside_systems(
         webhooks: Arc::new(WebhookClient::new(settings.webhook_allow_list()?)),
         jetstream,
         mailer: mailer.map(Arc::new),
-        reference_rates: feed.map(|url| Arc::new(ReferenceFeed::new(url))),
+        reference_rates: feed.map(ReferenceFeed::new).transpose()?.map(Arc::new),
     })
 }
 

@@ -1662,6 +1662,7 @@ async fn reference_rates_come_from_the_feed(backend: Backend) {
     for bad in [
         "<html>down for maintenance</html>".to_owned(),
         ecb_day("2026-12-07", "-1"),
+        ecb_day("2999-01-01", "1.0900"),
     ] {
         *feed.lock().expect("feed") = bad;
         let r = app.gql(Some(&app.operator_key), FETCH, json!({})).await;

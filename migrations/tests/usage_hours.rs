@@ -14,6 +14,21 @@ use sea_orm::sea_query::{Alias, Expr, Query};
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use uuid::Uuid;
 
+/// The columns a test writes of `usage_minutes` (as migration 049 left it).
+const MINUTE_COLUMNS: [&str; 11] = [
+    "id",
+    "minute_start",
+    "device_uuid",
+    "allocation_id",
+    "tenant_id",
+    "sku_id",
+    "label",
+    "active_seconds",
+    "memory_gib_seconds",
+    "energy_kwh",
+    "sampled_seconds",
+];
+
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().expect("time")
 }
@@ -28,22 +43,7 @@ async fn minute(
 ) {
     let row = Query::insert()
         .into_table(Alias::new("usage_minutes"))
-        .columns(
-            [
-                "id",
-                "minute_start",
-                "device_uuid",
-                "allocation_id",
-                "tenant_id",
-                "sku_id",
-                "label",
-                "active_seconds",
-                "memory_gib_seconds",
-                "energy_kwh",
-                "sampled_seconds",
-            ]
-            .map(Alias::new),
-        )
+        .columns(MINUTE_COLUMNS.map(Alias::new))
         .values_panic([
             Uuid::now_v7().into(),
             t(at).into(),
@@ -188,22 +188,9 @@ async fn minutes_beyond_one_page_are_all_rolled_up_on_sqlite() {
     let minutes: i64 = 25_030;
     for first in (0..minutes).step_by(500) {
         let mut insert = Query::insert();
-        insert.into_table(Alias::new("usage_minutes")).columns(
-            [
-                "id",
-                "minute_start",
-                "device_uuid",
-                "allocation_id",
-                "tenant_id",
-                "sku_id",
-                "label",
-                "active_seconds",
-                "memory_gib_seconds",
-                "energy_kwh",
-                "sampled_seconds",
-            ]
-            .map(Alias::new),
-        );
+        insert
+            .into_table(Alias::new("usage_minutes"))
+            .columns(MINUTE_COLUMNS.map(Alias::new));
         for i in first..(first + 500).min(minutes) {
             insert.values_panic([
                 Uuid::now_v7().into(),

@@ -85,17 +85,16 @@ pub struct Fetched {
 }
 
 impl ReferenceFeed {
-    pub fn new(url: &str) -> Self {
+    pub fn new(url: &str) -> reqwest::Result<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(5))
             .timeout(std::time::Duration::from_secs(20))
             .redirect(reqwest::redirect::Policy::limited(3))
-            .build()
-            .unwrap_or_default();
-        ReferenceFeed {
+            .build()?;
+        Ok(ReferenceFeed {
             url: url.to_owned(),
             http,
-        }
+        })
     }
 
     /// The feed's text, at most [`reference::MAX_FEED_BYTES`].
@@ -133,6 +132,13 @@ pub async fn add_reference(
 ) -> ApiResult<Fetched> {
     let day = reference::parse(&feed.read().await?)
         .map_err(|e| ApiError::invalid("feed", e.to_string()))?;
+    // A reference rate is published for a day that has begun somewhere on earth.
+    if day.date > (now + chrono::TimeDelta::days(1)).date_naive() {
+        return Err(ApiError::invalid(
+            "feed",
+            format!("rates for {}, a day that has not come yet", day.date),
+        ));
+    }
     let txn = crate::db::begin_write(db).await?;
     let added = store::add_new(&txn, day.pairs(FEED_SOURCE), now).await?;
     if !added.is_empty() {

@@ -130,6 +130,8 @@ pub async fn invite(
         }
     };
     let emailed = mail_invitation(&txn, mailer, &user, &token, now).await?;
+    let mut after = describe(&user);
+    after["emailed"] = emailed.into();
     audit::record(
         &txn,
         actor,
@@ -139,9 +141,7 @@ pub async fn invite(
             object_type: "portal_user",
             object_id: user.id.to_string(),
             before: None,
-            after: Some(
-                json!({"email": user.email, "role": user.role.as_str(), "emailed": emailed}),
-            ),
+            after: Some(after),
         },
     )
     .await?;
@@ -369,15 +369,8 @@ pub async fn issue_password_reset(
                 .into(),
         });
     }
-    let (user, token) = new_reset_link(&txn, user).await?;
-    let emailed = match mailer {
-        Some(mailer) => {
-            let letter = mailer.password_reset(&token);
-            mail::store::queue(&txn, Some(tenant), &user.email, letter, Utc::now()).await?;
-            true
-        }
-        None => false,
-    };
+    let (user, token) = new_reset_link(&txn, user, mailer).await?;
+    let emailed = mailer.is_some();
     audit::record(
         &txn,
         actor,
@@ -399,18 +392,24 @@ pub async fn issue_password_reset(
     })
 }
 
-/// A new reset link for `user` (valid [`RESET_LIFETIME`]), replacing any earlier one.
+/// A new reset link for `user` (valid [`RESET_LIFETIME`]), replacing any earlier one,
+/// queued as a mail to the user when a mail server is configured.
 async fn new_reset_link<C: sea_orm::ConnectionTrait>(
     conn: &C,
     user: portal_user::Model,
+    mailer: Option<&Mailer>,
 ) -> ApiResult<(portal_user::Model, String)> {
     let token = invitation_token();
-    let expires = Utc::now() + RESET_LIFETIME;
+    let now = Utc::now();
     let user = store::save(conn, user, |u| {
         u.invitation_hash = Set(Some(hash_secret(&token)));
-        u.invitation_expires_at = Set(Some(expires));
+        u.invitation_expires_at = Set(Some(now + RESET_LIFETIME));
     })
     .await?;
+    if let Some(mailer) = mailer {
+        let letter = mailer.password_reset(&token);
+        mail::store::queue(conn, Some(user.tenant_id), &user.email, letter, now).await?;
+    }
     Ok((user, token))
 }
 
@@ -441,9 +440,7 @@ pub async fn request_password_reset(
     if recent > 0 {
         return Ok(());
     }
-    let (user, token) = new_reset_link(&txn, user).await?;
-    let letter = mailer.password_reset(&token);
-    mail::store::queue(&txn, Some(user.tenant_id), &email, letter, now).await?;
+    let (user, _) = new_reset_link(&txn, user, Some(mailer)).await?;
     audit::record_as(
         &txn,
         None,

@@ -25,6 +25,7 @@ export function AddCard({ hasMethod, onAdded }: { hasMethod: boolean; onAdded: (
   const [saving, setSaving] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const [added, setAdded] = useState<string | null>(null);
+  // The card form is destroyed once, when it is replaced or closed, or the page left.
   useEffect(() => () => form?.card.destroy(), [form]);
 
   const open = async () => {
@@ -45,10 +46,7 @@ export function AddCard({ hasMethod, onAdded }: { hasMethod: boolean; onAdded: (
       setOpening(false);
     }
   };
-  const close = () => {
-    form?.card.destroy();
-    setForm(null);
-  };
+  const close = () => setForm(null);
   const save = async (e: Event) => {
     e.preventDefault();
     if (!form) return;
