@@ -38,6 +38,9 @@ if [ "$status" -ne 0 ]; then
 fi
 cat /tmp/nvml-probe.json
 
+echo "== hardware report (real NVML: NVLink links and fabric, as onboarding checks them)"
+"$CARGO_TARGET_DIR/release/neocloud-agent" probe --hardware || echo "hardware probe failed with status $?"
+
 echo "== summary"
 python3 - <<'PY' || true
 import json

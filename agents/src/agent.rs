@@ -760,6 +760,7 @@ mod tests {
             memory_mib: 81_559,
             mig_mode: false,
             nvlinks_active: Some(18),
+            fabric: None,
         };
         let mut seen = HardwareReport { gpus: vec![gpu] };
         publish_hardware(&tx, &seen);

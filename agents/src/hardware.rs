@@ -1,6 +1,7 @@
 //! What this host's GPUs are, as the server checks them against the node's registration
 //! (`POST /v1/agents/hardware`, docs/providers.md, "Onboarding"): each physical GPU's
-//! UUID, index, name, memory, MIG mode and active NVLink links, from one snapshot of the source.
+//! UUID, index, name, memory, MIG mode, active NVLink links and NVLink fabric, from one
+//! snapshot of the source.
 
 use neocloud_schema::agent_api::{HardwareReport, ReportedGpu};
 
@@ -22,6 +23,7 @@ pub fn report(snapshot: &Snapshot) -> HardwareReport {
             memory_mib: d.memory_total_bytes.unwrap_or(0) / MIB,
             mig_mode: d.mig_mode.unwrap_or(false),
             nvlinks_active: d.nvlinks_active,
+            fabric: d.fabric.clone(),
         })
         .collect();
     HardwareReport { gpus }

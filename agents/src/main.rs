@@ -2,8 +2,9 @@
 //!
 //! - `neocloud-agent run --server URL --token TOKEN [--simulate [--seed N] [--sim-profile
 //!   FILE]] [--spool DIR] [--interval S]`: sample, spool and ship until SIGINT/SIGTERM.
-//! - `neocloud-agent probe [--simulate]`: one sample (two cycles a second apart) printed
-//!   as the ingest batch it would ship, no server needed.
+//! - `neocloud-agent probe [--simulate] [--hardware]`: one sample (two cycles a second
+//!   apart) printed as the ingest batch it would ship, or as the hardware report it would
+//!   send, no server needed.
 
 // No panics on values from outside, no `as` cast where a checked conversion exists, and
 // no function longer than `too-many-lines-threshold` (clippy.toml).
@@ -62,7 +63,17 @@ enum Command {
     /// Sample, spool and ship until stopped.
     Run(Box<RunArgs>),
     /// Print one sample as an ingest batch (JSON) and exit.
-    Probe(SourceArgs),
+    Probe(ProbeArgs),
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Print the hardware report instead (what `POST /v1/agents/hardware` would send:
+    /// each GPU's name, memory, MIG mode, NVLink links and NVLink fabric).
+    #[arg(long)]
+    hardware: bool,
 }
 
 #[derive(Args, Clone)]
@@ -471,9 +482,9 @@ async fn stop_on_signal(tx: tokio::sync::watch::Sender<bool>) {
     let _ = tx.send(true);
 }
 
-fn probe(args: SourceArgs) -> anyhow::Result<()> {
-    let agent_id = args.agent_id.clone().unwrap_or_else(hostname);
-    let source = plan(&args, &agent_id, None)?.build()?;
+fn probe(args: ProbeArgs) -> anyhow::Result<()> {
+    let agent_id = args.source.agent_id.clone().unwrap_or_else(hostname);
+    let source = plan(&args.source, &agent_id, None)?.build()?;
     let mut sampler = Sampler::new(
         source,
         AttributionConfig::default(),
@@ -486,6 +497,10 @@ fn probe(args: SourceArgs) -> anyhow::Result<()> {
     let wait = (next - chrono::Utc::now()).to_std().unwrap_or_default();
     std::thread::sleep(wait);
     sampler.cycle(next)?;
+    if args.hardware {
+        println!("{}", serde_json::to_string_pretty(sampler.hardware())?);
+        return Ok(());
+    }
     let window = sampler.flush().context("the probe covered no time")?;
     let batch = Batch {
         version: WIRE_VERSION,

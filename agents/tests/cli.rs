@@ -52,6 +52,36 @@ fn probe_prints_one_valid_batch_from_the_simulator() {
 }
 
 #[test]
+fn probe_prints_the_hardware_report_with_links_and_fabric() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = dir.path().join("host.json");
+    let fabric = serde_json::json!({"cluster_uuid": "6f1c2b8e-4d0a-4c55-9a3e-0b7d2f9e8a11",
+        "clique_id": 3, "state": "completed"});
+    let host = serde_json::json!({"hostname": "tray-1", "gpus": [
+        {"model": "GB200", "fabric": fabric}, {"model": "L40S"}]});
+    std::fs::write(&profile, host.to_string()).expect("profile");
+    let out = agent()
+        .args(["probe", "--hardware", "--simulate", "--sim-profile"])
+        .arg(&profile)
+        .output()
+        .expect("run probe");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let gpus = report["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 2, "{report}");
+    assert_eq!(
+        (&gpus[0]["nvlinks_active"], &gpus[0]["fabric"]),
+        (&serde_json::json!(18), &fabric)
+    );
+    assert_eq!(gpus[1]["nvlinks_active"], 0, "{report}");
+    assert!(gpus[1].get("fabric").is_none(), "{report}");
+}
+
+#[test]
 fn probe_without_a_driver_says_nvml_is_missing() {
     let out = agent().arg("probe").output().expect("run probe");
     if out.status.success() {

@@ -4,7 +4,8 @@
 //! hardware is a mismatch with the reason shown to the provider — at onboarding, or later
 //! on a verified node, which then stops taking allocations while what runs there stays.
 //! An NVLink domain of two or more GPUs is checked by its links: every GPU of a model
-//! with NVLink has all of them up. Reports are bounded; an operator's node is trusted as
+//! with NVLink has all of them up; one of two or more nodes by its fabric, the same for
+//! every tray. Reports are bounded; an operator's node is trusted as
 //! registered.
 
 mod support;
@@ -288,7 +289,113 @@ async fn an_nvlink_domain_is_verified_by_its_links(backend: Backend) {
     assert_eq!(verdict, json!({"verification": "verified"}));
 }
 
+/// A GB200 tray of NVLink domain `nvl72-a`, as registered and as its agent sees it in
+/// the fabric `cluster`/`clique` (none: the agent cannot tell).
+fn tray(hostname: &str) -> Value {
+    let mut input = node_input(hostname, None);
+    input["gpuModel"] = json!("GB200");
+    input["nvlinkDomain"] = json!("nvl72-a");
+    input
+}
+
+fn tray_seen(hostname: &str, fabric: Option<(&str, u32, &str)>) -> Value {
+    seen(hostname, |_, g| {
+        g["name"] = json!("NVIDIA GB200");
+        g["memory_mib"] = json!(189_471);
+        if let Some((cluster, clique, state)) = fabric {
+            g["fabric"] = json!({"cluster_uuid": cluster, "clique_id": clique, "state": state});
+        }
+    })
+}
+
+const CLUSTER: &str = "6f1c2b8e-4d0a-4c55-9a3e-0b7d2f9e8a11";
+const OTHER_CLUSTER: &str = "0d3e5a7c-1b2f-4e6a-8c9d-2f4b6a8c0e13";
+
+/// The trays of a multi-node NVLink domain are one NVLink fabric: each GPU registered with
+/// it, in the same cluster and clique as the domain's other trays. A tray cabled into
+/// another fabric, or whose agent cannot say, takes no work, with the reason.
+async fn a_multi_node_nvlink_domain_is_verified_by_its_fabric(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let key = app.create_rhein_provider().await;
+    let mut tokens = Vec::new();
+    for host in ["tray-1", "tray-2"] {
+        let r = app
+            .gql(Some(&key), REGISTER, json!({"i": tray(host)}))
+            .await;
+        let token = r["data"]["registerNode"]["agentToken"].as_str();
+        tokens.push(token.expect("token").to_owned());
+    }
+    let in_cluster = Some((CLUSTER, 1, "completed"));
+    let (_, verdict) = report(&app, &tokens[0], &tray_seen("tray-1", in_cluster)).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+
+    // Another cluster, or the same cluster's other clique: not this domain.
+    for (cluster, clique, named) in [(OTHER_CLUSTER, 1, OTHER_CLUSTER), (CLUSTER, 2, CLUSTER)] {
+        let body = tray_seen("tray-2", Some((cluster, clique, "completed")));
+        let (_, verdict) = report(&app, &tokens[1], &body).await;
+        assert_eq!(
+            verdict["reason"],
+            json!(format!(
+                "its GPUs are in clique {clique} of NVLink fabric {named}, node `tray-1` of NVLink domain `nvl72-a` in clique 1 of NVLink fabric {CLUSTER}"
+            )),
+            "{verdict}"
+        );
+    }
+    // Still registering with the fabric manager, or silent: no proof of the fabric.
+    let body = tray_seen("tray-2", Some((CLUSTER, 1, "in_progress")));
+    let (_, verdict) = report(&app, &tokens[1], &body).await;
+    assert_eq!(
+        verdict["reason"],
+        json!(
+            "GPU-tray-2-0 is not registered with its NVLink fabric: in progress (multi-node NVLink domain `nvl72-a`)"
+        )
+    );
+    let (_, verdict) = report(&app, &tokens[1], &tray_seen("tray-2", None)).await;
+    assert_eq!(
+        verdict["reason"],
+        json!("GPU-tray-2-0 did not report its NVLink fabric (multi-node NVLink domain `nvl72-a`)")
+    );
+    // A cluster that is no UUID, or a state NVML has not: refused, nothing changes.
+    for bad in [
+        tray_seen("tray-2", Some(("not-a-uuid", 1, "completed"))),
+        tray_seen("tray-2", Some((CLUSTER, 1, "fine"))),
+    ] {
+        let (status, _) = report(&app, &tokens[1], &bad).await;
+        assert_eq!(status, 400, "{bad}");
+    }
+
+    let (_, verdict) = report(&app, &tokens[1], &tray_seen("tray-2", in_cluster)).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+    let r = app.gql(Some(&key), MINE, json!({})).await;
+    let states: Vec<&Value> = r["data"]["providerNodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| &n["verification"])
+        .collect();
+    assert_eq!(states, [&json!("VERIFIED"), &json!("VERIFIED")], "{r}");
+
+    // A retired tray is no longer part of the domain: the other stands alone.
+    let r = app
+        .gql(Some(&key), "{ providerNodes { id hostname } }", json!({}))
+        .await;
+    let first = r["data"]["providerNodes"][0]["id"].clone();
+    for mutation in [
+        "mutation($id: ID!) { drainNode(id: $id) { state } }",
+        "mutation($id: ID!) { retireNode(id: $id) { state } }",
+    ] {
+        let r = app.gql(Some(&key), mutation, json!({"id": first})).await;
+        assert!(r["errors"].is_null(), "{r}");
+    }
+    let moved = tray_seen("tray-2", Some((OTHER_CLUSTER, 1, "completed")));
+    let (_, verdict) = report(&app, &tokens[1], &moved).await;
+    assert_eq!(verdict, json!({"verification": "verified"}));
+}
+
 on_both_databases!(
+    a_multi_node_nvlink_domain_is_verified_by_its_fabric,
     a_providers_node_takes_work_only_once_its_hardware_is_verified,
     an_operators_node_is_trusted_until_its_hardware_differs,
     an_nvlink_domain_is_verified_by_its_links,

@@ -85,6 +85,7 @@ mod m20261207_000050_usage_hours;
 mod m20261207_000051_second_factor_required;
 mod m20261207_000052_payment_method_label;
 mod m20261207_000053_mail_outbox;
+mod m20261207_000054_node_fabric;
 
 pub struct Migrator;
 
@@ -145,6 +146,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000051_second_factor_required::Migration),
             Box::new(m20261207_000052_payment_method_label::Migration),
             Box::new(m20261207_000053_mail_outbox::Migration),
+            Box::new(m20261207_000054_node_fabric::Migration),
         ]
     }
 }

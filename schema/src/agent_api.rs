@@ -85,6 +85,47 @@ pub struct ReportedGpu {
     /// when the driver could not tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvlinks_active: Option<u32>,
+    /// The NVLink fabric the GPU is registered with (NVML's GPU fabric info): what makes
+    /// the trays of a multi-node NVLink domain (an NVL72) one domain. Absent where the
+    /// driver cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<ReportedFabric>,
+}
+
+/// A GPU's place in an NVLink fabric, as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedFabric {
+    /// The fabric's cluster UUID (hyphenated): the same for every GPU it connects.
+    pub cluster_uuid: String,
+    /// The clique within the cluster: GPUs talk over NVLink only within one.
+    pub clique_id: u32,
+    pub state: FabricState,
+}
+
+/// How far the GPU's registration with the fabric manager got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FabricState {
+    /// Registered: the cluster and clique are the GPU's.
+    Completed,
+    /// Registration finished with an error.
+    Failed,
+    InProgress,
+    NotStarted,
+    /// The GPU is not on an NVLink fabric (a single HGX board, a PCIe card).
+    NotSupported,
+}
+
+impl FabricState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FabricState::Completed => "completed",
+            FabricState::Failed => "failed",
+            FabricState::InProgress => "in progress",
+            FabricState::NotStarted => "not started",
+            FabricState::NotSupported => "not supported",
+        }
+    }
 }
 
 /// What the server concluded from a hardware report.

@@ -43,6 +43,8 @@ pub struct DeviceReading {
     pub mig_mode: Option<bool>,
     /// Active NVLink links of a whole GPU (0 for a PCIe-only GPU).
     pub nvlinks_active: Option<u32>,
+    /// The NVLink fabric a whole GPU is registered with, where the driver tells.
+    pub fabric: Option<neocloud_schema::agent_api::ReportedFabric>,
     /// Whether per-process SM utilization is reported for this device at all.
     pub process_util_supported: bool,
     /// Health as the source knows it (the sim's state; NVML has no such reading).
@@ -74,6 +76,7 @@ impl DeviceReading {
             throttle_reasons: None,
             mig_mode: None,
             nvlinks_active: None,
+            fabric: None,
             process_util_supported: false,
             health: None,
             processes: Vec::new(),

@@ -3,8 +3,9 @@
 //! NVML is missing.
 //!
 //! Per GPU: uuid, name, memory, utilization, framebuffer, power, temperature, the total
-//! energy counter, ECC totals, throttle reasons, MIG mode. Per MIG instance (MIG device
-//! handles): uuid, parent, profile name, framebuffer, and SM utilization from GPM
+//! energy counter, ECC totals, throttle reasons, MIG mode, active NVLink links and the
+//! NVLink fabric. Per MIG instance (MIG device handles): uuid, parent, profile name,
+//! framebuffer, and SM utilization from GPM
 //! (`gpm_mig_sample`) where the GPU supports it (Hopper+), else `null`. Per process:
 //! `running_compute_processes` and `process_utilization_stats` with a last-seen cursor
 //! per device (`NotFound` means "no new samples"). `NotSupported` on any field reads as
@@ -13,8 +14,10 @@
 //! XID and ECC events come from an `EventSet` on a dedicated blocking thread; XIDs that
 //! the event API does not deliver (79, 119, 120) come from the kernel log where readable.
 //!
-//! GPU-instance ids of a MIG handle have no safe wrapper; this module uses no `unsafe`
-//! and derives them instead: from the UUID where it has the pre-R470 form
+//! Two readings have no safe wrapper. The NVLink fabric (cluster UUID, clique, state):
+//! one function, [`fabric`], calls NVML's `nvmlDeviceGetGpuFabricInfo` through the
+//! wrapper's loaded library, the module's only `unsafe`. GPU-instance ids of a MIG
+//! handle are derived instead: from the UUID where it has the pre-R470 form
 //! `MIG-GPU-<uuid>/<gi>/<ci>`, otherwise from the `gpu_instance_id` NVML reports for the
 //! instance's processes. An instance whose id is not known yet has no GPM reading.
 //!
@@ -25,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::mpsc;
 
 use chrono::{DateTime, Utc};
+use neocloud_schema::agent_api::{FabricState, ReportedFabric};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ingest::{HealthEvent, HealthEventKind};
 use nvml_wrapper::bitmasks::event::EventTypes;
@@ -188,6 +192,7 @@ impl NvmlSource {
         let mig_on = opt(device.mig_mode()).is_some_and(|m| m.current == 1);
         r.mig_mode = Some(mig_on);
         r.nvlinks_active = nvlinks_active(&device);
+        r.fabric = fabric(self.nvml, &device);
         if mig_on {
             // Utilization and per-process utilization are NotSupported in MIG mode.
             r.sm_util_pct = None;
@@ -328,6 +333,48 @@ fn nvlinks_active(device: &Device<'static>) -> Option<u32> {
         }
     }
     Some(active)
+}
+
+/// The GPU's NVLink fabric: its cluster, clique and registration state
+/// (`nvmlDeviceGetGpuFabricInfo`, R525 and later). `None` where the driver lacks the call
+/// or fails it (a GPU on no fabric answers `NotSupported`, or succeeds with that state).
+#[allow(unsafe_code)]
+fn fabric(nvml: &Nvml, device: &Device<'static>) -> Option<ReportedFabric> {
+    use nvml_wrapper_sys::bindings::{
+        NVML_GPU_FABRIC_STATE_COMPLETED, NVML_GPU_FABRIC_STATE_IN_PROGRESS,
+        NVML_GPU_FABRIC_STATE_NOT_STARTED, nvmlGpuFabricInfo_t, nvmlReturn_enum_NVML_SUCCESS,
+    };
+    // The wrapper loads each symbol on its own; a missing one is an `Err`, never called.
+    let call = nvml.lib().nvmlDeviceGetGpuFabricInfo.as_ref().ok()?;
+    let mut info = nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: nvmlReturn_enum_NVML_SUCCESS,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: `call` is NVML's own `nvmlDeviceGetGpuFabricInfo`, resolved from the library
+    // that `nvml` keeps loaded for the life of the process (the instance is leaked, never
+    // shut down). `device.handle()` is a handle NVML gave this instance. `info` is an
+    // initialised `nvmlGpuFabricInfo_t` of the layout the call writes (bindgen's, from
+    // nvml.h), valid and exclusively borrowed for the call; NVML keeps no pointer to it.
+    let result = unsafe { call(device.handle(), &raw mut info) };
+    if result != nvmlReturn_enum_NVML_SUCCESS {
+        return None;
+    }
+    let state = match u32::from(info.state) {
+        NVML_GPU_FABRIC_STATE_COMPLETED if info.status == nvmlReturn_enum_NVML_SUCCESS => {
+            FabricState::Completed
+        }
+        NVML_GPU_FABRIC_STATE_COMPLETED => FabricState::Failed,
+        NVML_GPU_FABRIC_STATE_IN_PROGRESS => FabricState::InProgress,
+        NVML_GPU_FABRIC_STATE_NOT_STARTED => FabricState::NotStarted,
+        _ => FabricState::NotSupported,
+    };
+    Some(ReportedFabric {
+        cluster_uuid: uuid::Uuid::from_bytes(info.clusterUuid).to_string(),
+        clique_id: info.cliqueId,
+        state,
+    })
 }
 
 fn processes(device: &Device<'static>) -> Vec<ProcessReading> {

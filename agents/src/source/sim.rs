@@ -16,7 +16,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::agent_api::{Assignment, Assignments, Inventory};
+use neocloud_schema::agent_api::{Assignment, Assignments, FabricState, Inventory, ReportedFabric};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::AllocationId;
 use neocloud_schema::ingest::{DeviceHealth, HealthEvent, HealthEventKind};
@@ -81,6 +81,9 @@ pub struct SimGpuSpec {
     /// Active NVLink links to report; all of the model's when absent (fewer: a link down).
     #[serde(default)]
     pub nvlinks_active: Option<u32>,
+    /// The NVLink fabric to report; none when absent (the driver cannot tell).
+    #[serde(default)]
+    pub fabric: Option<ReportedFabric>,
 }
 
 /// Something that happens at a given second after the simulation starts.
@@ -117,6 +120,7 @@ impl SimProfile {
             shared,
             health: None,
             nvlinks_active: None,
+            fabric: None,
         };
         let ev = |after_seconds, gpu_index, what| SimEvent {
             after_seconds,
@@ -164,6 +168,7 @@ impl SimProfile {
                     shared: false,
                     health: None,
                     nvlinks_active: None,
+                    fabric: None,
                 })
                 .collect(),
             processes_per_gpu,
@@ -197,6 +202,8 @@ impl SimProfile {
                         _ => None,
                     },
                     nvlinks_active: None,
+                    fabric: (model.spec().nvlinks > 0 && !g.mig_enabled)
+                        .then(|| inventory_fabric(&inventory.region, &inventory.nvlink_domain)),
                 })
             })
             .collect::<Result<Vec<_>, SourceError>>()?;
@@ -359,6 +366,7 @@ struct SimDevice {
     mig_mode: bool,
     /// Whole GPUs only.
     nvlinks_active: Option<u32>,
+    fabric: Option<ReportedFabric>,
     allocations: Vec<AllocationId>,
     gpu_instance_id: Option<u32>,
     compute_instance_id: Option<u32>,
@@ -439,6 +447,23 @@ pub struct SimSource {
     pub truth: GroundTruth,
 }
 
+/// The fabric a registered node's GPUs report in the simulator: one cluster per region and
+/// NVLink domain (the same for every tray of a multi-node domain), registered, clique 1.
+fn inventory_fabric(region: &str, domain: &str) -> ReportedFabric {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut h = std::hash::DefaultHasher::new();
+        (salt, region, domain).hash(&mut h);
+        h.finish()
+    };
+    let bits = (u128::from(half(1)) << 64) | u128::from(half(2));
+    ReportedFabric {
+        cluster_uuid: Uuid::from_u128(bits).to_string(),
+        clique_id: 1,
+        state: FabricState::Completed,
+    }
+}
+
 fn random_uuid(rng: &mut ChaCha8Rng) -> Uuid {
     uuid::Builder::from_random_bytes(rng.random()).into_uuid()
 }
@@ -470,6 +495,7 @@ fn physical_gpu(rng: &mut ChaCha8Rng, i: usize, g: &SimGpuSpec) -> SimDevice {
         pci_bus_id: format!("0000:{:02x}:00", 0x18 + i * 0x10),
         mig_mode: g.mig.is_some(),
         nvlinks_active: Some(g.nvlinks_active.unwrap_or(g.model.spec().nvlinks)),
+        fabric: g.fabric.clone(),
         allocations: if g.mig.is_some() {
             Vec::new()
         } else {
@@ -512,6 +538,7 @@ fn mig_instance(
         pci_bus_id: String::new(),
         mig_mode: false,
         nvlinks_active: None,
+        fabric: None,
         allocations: vec![AllocationId(random_uuid(rng))],
         gpu_instance_id: instance,
         compute_instance_id: Some(0),
@@ -1001,6 +1028,7 @@ impl SimSource {
             pci_bus_id: String::new(),
             mig_mode: false,
             nvlinks_active: None,
+            fabric: None,
             allocations: Vec::new(),
             gpu_instance_id: Some(gi),
             compute_instance_id: Some(0),
@@ -1041,6 +1069,7 @@ impl SimSource {
         r.fb_used_bytes = Some(dev.fb_used);
         r.health = Some(dev.health);
         r.nvlinks_active = dev.nvlinks_active;
+        r.fabric.clone_from(&dev.fabric);
         r.events = std::mem::take(&mut dev.events);
         let is_mig = dev.parent.is_some();
         if dev.mig_mode || is_mig {

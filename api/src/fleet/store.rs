@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::gpu::{self, Entity as Gpus, GpuHealth};
-use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState};
+use neocloud_schema::entity::node::{self, Entity as Nodes, NodeState, NodeVerification};
 use neocloud_schema::ids::{GpuId, NodeId, ProviderId};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
@@ -57,19 +57,33 @@ pub(crate) async fn find_in_nvlink_domain<C: ConnectionTrait>(
         .await
 }
 
-/// The GPUs of every node registered in the NVLink domain.
-pub(crate) async fn gpus_in_nvlink_domain<C: ConnectionTrait>(
+/// The NVLink domain of `node` as its hardware report is judged against it: the GPUs and
+/// nodes registered in it (retired ones left out), and the fabric the first other node
+/// (by hostname) not in mismatch reported.
+pub(crate) async fn nvlink_domain<C: ConnectionTrait>(
     conn: &C,
-    domain: &str,
-) -> Result<usize, DbErr> {
-    let nodes = Nodes::find()
-        .filter(node::Column::NvlinkDomain.eq(domain))
+    node: &node::Model,
+) -> Result<super::verify::Domain, DbErr> {
+    let nodes: Vec<node::Model> = Nodes::find()
+        .filter(node::Column::NvlinkDomain.eq(node.nvlink_domain.as_str()))
+        .order_by_asc(node::Column::Hostname)
         .all(conn)
-        .await?;
-    Ok(nodes
+        .await?
+        .into_iter()
+        .filter(|n| n.state != NodeState::Retired || n.id == node.id)
+        .collect();
+    let fabric = nodes
         .iter()
-        .map(|n| usize::try_from(n.gpu_count).unwrap_or(0))
-        .sum())
+        .filter(|n| n.id != node.id && n.verification != NodeVerification::Mismatch)
+        .find_map(|n| Some((n.nvlink_fabric.clone()?, n.hostname.clone())));
+    Ok(super::verify::Domain {
+        gpus: nodes
+            .iter()
+            .map(|n| usize::try_from(n.gpu_count).unwrap_or(0))
+            .sum(),
+        nodes: nodes.len(),
+        fabric,
+    })
 }
 
 pub(crate) async fn insert_node<C: ConnectionTrait>(
@@ -100,6 +114,7 @@ pub(crate) async fn insert_node<C: ConnectionTrait>(
         verification_reason: Set(None),
         verified_at: Set(None),
         retired_at: Set(None),
+        nvlink_fabric: Set(None),
     }
     .insert(conn)
     .await?;

@@ -156,6 +156,7 @@ mod tests {
             verification_reason: None,
             verified_at: None,
             retired_at: None,
+            nvlink_fabric: None,
         }
     }
 

@@ -1,12 +1,13 @@
 //! Verifying a node's hardware (docs/providers.md, "Onboarding"): the GPUs its agent
 //! reports (`POST /v1/agents/hardware`) against the registration — the same GPUs by
 //! UUID, each of the registered model and memory, in MIG mode exactly when the node was
-//! registered for MIG. A provider's node takes allocations only once verified; any node
+//! registered for MIG, with its NVLink links up and, in a multi-node NVLink domain, in
+//! the domain's one NVLink fabric. A provider's node takes allocations only once verified; any node
 //! whose agent reports other hardware later stops taking them, with the reason shown.
 
 use chrono::{DateTime, Utc};
 use neocloud_metering::events::{self, NewEvent};
-use neocloud_schema::agent_api::{HardwareReport, HardwareVerdict};
+use neocloud_schema::agent_api::{FabricState, HardwareReport, HardwareVerdict};
 use neocloud_schema::entity::{gpu, node};
 use neocloud_schema::gpu::GpuModel;
 use neocloud_schema::ids::NodeId;
@@ -50,6 +51,15 @@ fn check(report: &HardwareReport) -> ApiResult<()> {
                 message: format!("at most {MAX_NVLINKS} NVLink links"),
             });
         }
+        if g.fabric
+            .as_ref()
+            .is_some_and(|f| uuid::Uuid::parse_str(&f.cluster_uuid).is_err())
+        {
+            return Err(ApiError::InvalidInput {
+                field: format!("gpus[{i}].fabric.clusterUuid"),
+                message: "a UUID".into(),
+            });
+        }
         if g.memory_mib > 4 * 1024 * 1024 {
             return Err(ApiError::InvalidInput {
                 field: format!("gpus[{i}].memoryMib"),
@@ -60,13 +70,24 @@ fn check(report: &HardwareReport) -> ApiResult<()> {
     Ok(())
 }
 
+/// The node's NVLink domain as a report is judged against it.
+#[derive(Debug, Clone, Default)]
+pub struct Domain {
+    /// GPUs of every node registered in it, the node's own included.
+    pub gpus: usize,
+    /// Nodes registered in it, the node included: two or more make it multi-node.
+    pub nodes: usize,
+    /// The fabric (`<cluster>/<clique>`) another of its nodes, not in mismatch, reported,
+    /// with that node's hostname.
+    pub fabric: Option<(String, String)>,
+}
+
 /// What differs between the registration and the report; empty when nothing does.
-/// `domain_gpus` counts the GPUs of every node registered in the node's NVLink domain.
 pub fn differences(
     node: &node::Model,
     gpus: &[gpu::Model],
     report: &HardwareReport,
-    domain_gpus: usize,
+    domain: &Domain,
 ) -> Vec<String> {
     let mut found = Vec::new();
     if report.gpus.len() != gpus.len() {
@@ -82,13 +103,14 @@ pub fn differences(
             continue;
         };
         found.extend(gpu_differences(node, registered, seen));
-        found.extend(nvlink_difference(node, registered, seen, domain_gpus));
+        found.extend(nvlink_difference(node, registered, seen, domain.gpus));
     }
     for seen in &report.gpus {
         if !gpus.iter().any(|g| g.uuid == seen.uuid) {
             found.push(format!("{} is seen but not registered", seen.uuid));
         }
     }
+    found.extend(fabric_difference(node, report, domain));
     found
 }
 
@@ -158,6 +180,75 @@ fn nvlink_difference(
     }
 }
 
+/// The fabric every GPU of the report is registered with, `<cluster>/<clique>`; none
+/// unless all of them report the same one, completed.
+pub fn fabric_of(report: &HardwareReport) -> Option<String> {
+    let mut keys = report.gpus.iter().map(|g| {
+        g.fabric
+            .as_ref()
+            .filter(|f| f.state == FabricState::Completed)
+            .map(|f| format!("{}/{}", f.cluster_uuid, f.clique_id))
+    });
+    let first = keys.next()??;
+    keys.all(|k| k.as_deref() == Some(first.as_str()))
+        .then_some(first)
+}
+
+/// `<cluster>/<clique>` as a reason names it.
+fn fabric_name(key: &str) -> String {
+    match key.rsplit_once('/') {
+        Some((cluster, clique)) => format!("clique {clique} of NVLink fabric {cluster}"),
+        None => key.to_owned(),
+    }
+}
+
+/// A multi-node NVLink domain (two or more nodes registered in it, like the trays of an
+/// NVL72) is one NVLink fabric: each GPU must be registered with it, all in one clique,
+/// the same as the domain's other nodes. MIG nodes and models without NVLink are not
+/// checked, as for the links.
+fn fabric_difference(
+    node: &node::Model,
+    report: &HardwareReport,
+    domain: &Domain,
+) -> Option<String> {
+    let links = node.gpu_model.parse::<GpuModel>().ok()?.spec().nvlinks;
+    if node.mig_enabled || domain.nodes < 2 || links == 0 || report.gpus.is_empty() {
+        return None;
+    }
+    let name = &node.nvlink_domain;
+    for g in &report.gpus {
+        match &g.fabric {
+            None => {
+                return Some(format!(
+                    "{} did not report its NVLink fabric (multi-node NVLink domain `{name}`)",
+                    g.uuid
+                ));
+            }
+            Some(f) if f.state != FabricState::Completed => {
+                return Some(format!(
+                    "{} is not registered with its NVLink fabric: {} (multi-node NVLink domain `{name}`)",
+                    g.uuid,
+                    f.state.as_str()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(ours) = fabric_of(report) else {
+        return Some(format!(
+            "its GPUs are in more than one NVLink fabric (multi-node NVLink domain `{name}`)"
+        ));
+    };
+    match &domain.fabric {
+        Some((theirs, host)) if *theirs != ours => Some(format!(
+            "its GPUs are in {}, node `{host}` of NVLink domain `{name}` in {}",
+            fabric_name(&ours),
+            fabric_name(theirs)
+        )),
+        _ => None,
+    }
+}
+
 /// Records what the agent of `node_id` reports: a pending or mismatched node that now
 /// matches is verified; a node that no longer matches stops taking allocations. A change
 /// reloads the scheduler's fleet and records an operator event.
@@ -173,8 +264,8 @@ pub async fn report(
         .await?
         .ok_or_else(|| ApiError::not_found("node"))?;
     let gpus = store::gpus_of(&txn, &[node_id.into()]).await?;
-    let domain_gpus = store::gpus_in_nvlink_domain(&txn, &node.nvlink_domain).await?;
-    let found = differences(&node, &gpus, report, domain_gpus);
+    let domain = store::nvlink_domain(&txn, &node).await?;
+    let found = differences(&node, &gpus, report, &domain);
     let reason = (!found.is_empty()).then(|| {
         let shown: Vec<&str> = found
             .iter()
@@ -198,6 +289,7 @@ pub async fn report(
     let mut active: node::ActiveModel = node.clone().into();
     active.verification = Set(verification);
     active.verification_reason = Set(reason.clone());
+    active.nvlink_fabric = Set(fabric_of(report));
     if reason.is_none() {
         active.verified_at = Set(Some(now));
     }
@@ -226,12 +318,10 @@ pub async fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use neocloud_schema::agent_api::ReportedGpu;
+    use neocloud_schema::agent_api::{ReportedFabric, ReportedGpu};
 
-    #[test]
-    fn any_name_an_agent_sends_is_judged_never_a_panic() {
-        let at = Utc::now();
-        let node = node::Model {
+    fn registered_node() -> node::Model {
+        node::Model {
             id: NodeId::new(),
             provider_id: neocloud_schema::ids::ProviderId(uuid::Uuid::nil()),
             hostname: "n".into(),
@@ -246,12 +336,19 @@ mod tests {
             cpu_milli: 1000,
             memory_mib: 1024,
             state: neocloud_schema::vocabulary::NodeState::Active,
-            created_at: at,
+            created_at: Utc::now(),
             verification: NodeVerification::Pending,
             verification_reason: None,
             verified_at: None,
             retired_at: None,
-        };
+            nvlink_fabric: None,
+        }
+    }
+
+    #[test]
+    fn any_name_an_agent_sends_is_judged_never_a_panic() {
+        let at = Utc::now();
+        let node = registered_node();
         let gpu = gpu::Model {
             id: neocloud_schema::ids::GpuId::new(),
             node_id: node.id,
@@ -277,6 +374,7 @@ mod tests {
                 memory_mib: 81_559,
                 mig_mode: false,
                 nvlinks_active: Some(18),
+                fabric: None,
             };
             let found = gpu_differences(&node, &gpu, &seen);
             assert_eq!(
@@ -285,5 +383,94 @@ mod tests {
                 "{name}: {found:?}"
             );
         }
+    }
+
+    fn fabric(cluster: u128, clique: u32, state: FabricState) -> Option<ReportedFabric> {
+        Some(ReportedFabric {
+            cluster_uuid: uuid::Uuid::from_u128(cluster).to_string(),
+            clique_id: clique,
+            state,
+        })
+    }
+
+    /// Two GPUs, each in the fabric given.
+    fn reporting(fabrics: [Option<ReportedFabric>; 2]) -> HardwareReport {
+        let gpus = fabrics
+            .into_iter()
+            .zip(0u32..)
+            .map(|(fabric, index)| ReportedGpu {
+                uuid: format!("GPU-{index}"),
+                index,
+                name: "NVIDIA GB200".into(),
+                memory_mib: 189_471,
+                mig_mode: false,
+                nvlinks_active: Some(18),
+                fabric,
+            })
+            .collect();
+        HardwareReport { gpus }
+    }
+
+    #[test]
+    fn a_multi_node_domain_is_one_nvlink_fabric() {
+        let mut node = registered_node();
+        node.gpu_model = "GB200".into();
+        node.nvlink_domain = "nvl72-a".into();
+        let done = FabricState::Completed;
+        let ok = reporting([fabric(7, 1, done), fabric(7, 1, done)]);
+        let key = fabric_of(&ok).expect("one fabric");
+        assert_eq!(key, format!("{}/1", uuid::Uuid::from_u128(7)));
+        let alone = Domain {
+            gpus: 2,
+            nodes: 1,
+            fabric: None,
+        };
+        let first = Domain {
+            gpus: 8,
+            nodes: 2,
+            fabric: None,
+        };
+        let same = Domain {
+            fabric: Some((key.clone(), "tray-1".into())),
+            ..first.clone()
+        };
+        let other_clique = Domain {
+            fabric: Some((format!("{}/2", uuid::Uuid::from_u128(7)), "tray-1".into())),
+            ..first.clone()
+        };
+        let judge =
+            |report: &HardwareReport, domain: &Domain| fabric_difference(&node, report, domain);
+
+        assert_eq!(judge(&ok, &first), None, "the first tray sets the fabric");
+        assert_eq!(judge(&ok, &same), None);
+        let moved = judge(&ok, &other_clique).expect("another clique");
+        assert!(
+            moved.contains("clique 1 of")
+                && moved.contains("node `tray-1`")
+                && moved.contains("clique 2 of"),
+            "{moved}"
+        );
+
+        let silent = reporting([fabric(7, 1, done), None]);
+        assert_eq!(
+            judge(&silent, &alone),
+            None,
+            "a single node's domain needs no fabric"
+        );
+        assert!(judge(&silent, &first).is_some_and(|r| r.starts_with("GPU-1 did not report")));
+        assert_eq!(fabric_of(&silent), None);
+        let pending = reporting([fabric(7, 1, FabricState::InProgress), fabric(7, 1, done)]);
+        assert!(judge(&pending, &same).is_some_and(|r| {
+            r.contains("GPU-0 is not registered with its NVLink fabric: in progress")
+        }));
+        let split = reporting([fabric(7, 1, done), fabric(8, 1, done)]);
+        assert!(judge(&split, &first).is_some_and(|r| r.contains("more than one NVLink fabric")));
+
+        // A MIG node or a PCIe-only model has no fabric to be in.
+        let mut l40s = node.clone();
+        l40s.gpu_model = "L40S".into();
+        assert_eq!(fabric_difference(&l40s, &silent, &first), None);
+        node.mig_enabled = true;
+        assert_eq!(fabric_difference(&node, &silent, &first), None);
     }
 }

@@ -49,6 +49,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         verification_reason: Set(None),
         verified_at: Set(None),
         retired_at: Set(None),
+        nvlink_fabric: Set(None),
     }
     .insert(&db)
     .await

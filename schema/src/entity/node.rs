@@ -33,6 +33,9 @@ pub struct Model {
     pub verified_at: Option<DateTimeUtc>,
     /// When it was retired (`retired`).
     pub retired_at: Option<DateTimeUtc>,
+    /// The NVLink fabric its agent last reported for all of its GPUs,
+    /// `<cluster uuid>/<clique>`.
+    pub nvlink_fabric: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
