@@ -1564,8 +1564,22 @@ async fn earnings_in_another_currency_are_converted(backend: Backend) {
 
 /// A day of reference rates in the ECB's format (single quotes, as the ECB writes them).
 fn ecb_day(date: &str, usd: &str) -> String {
+    ecb_history(&[(date, usd)])
+}
+
+/// A feed in the ECB's format with a day per `(date, USD per euro)`, in the order given
+/// (the ECB's history lists the newest first).
+fn ecb_history(days: &[(&str, &str)]) -> String {
+    let cubes: String = days
+        .iter()
+        .map(|(date, usd)| {
+            format!(
+                "\t\t<Cube time='{date}'>\n\t\t\t<Cube currency='USD' rate='{usd}'/>\n\t\t\t<Cube currency='JPY' rate='162.35'/>\n\t\t\t<Cube currency='HUF' rate='402.10'/>\n\t\t\t<Cube currency='GBP' rate='0.8421'/>\n\t\t</Cube>\n"
+            )
+        })
+        .collect();
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gesmes:Envelope xmlns:gesmes=\"http://www.gesmes.org/xml/2002-08-01\" xmlns=\"http://www.ecb.int/vocabulary/2002-08-01/eurofxref\">\n\t<gesmes:subject>Reference rates</gesmes:subject>\n\t<Cube>\n\t\t<Cube time='{date}'>\n\t\t\t<Cube currency='USD' rate='{usd}'/>\n\t\t\t<Cube currency='JPY' rate='162.35'/>\n\t\t\t<Cube currency='HUF' rate='402.10'/>\n\t\t\t<Cube currency='GBP' rate='0.8421'/>\n\t\t</Cube>\n\t</Cube>\n</gesmes:Envelope>\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gesmes:Envelope xmlns:gesmes=\"http://www.gesmes.org/xml/2002-08-01\" xmlns=\"http://www.ecb.int/vocabulary/2002-08-01/eurofxref\">\n\t<gesmes:subject>Reference rates</gesmes:subject>\n\t<Cube>\n{cubes}\t</Cube>\n</gesmes:Envelope>\n"
     )
 }
 
@@ -1611,7 +1625,7 @@ const FETCH: &str = "mutation { fetchReferenceRates { day added } }";
 /// Reference rates read from a feed in the ECB's format, at start and on demand: every
 /// pair of the day's supported currencies with the euro (the published rate, its inverse,
 /// the cross rates), each from the day's start; a day read again adds nothing, a
-/// malformed feed nothing at all, a new day its own rates.
+/// malformed feed nothing at all, a new day its own rates, a history the days missed.
 async fn reference_rates_come_from_the_feed(backend: Backend) {
     let feed = Arc::new(Mutex::new(ecb_day("2026-12-04", "1.0845")));
     let url = feed_server(feed.clone());
@@ -1693,6 +1707,56 @@ async fn reference_rates_come_from_the_feed(backend: Backend) {
         Some(2),
         "{audit}"
     );
+
+    // The 90-day history back-fills the day missed; the days read before keep their rates.
+    *feed.lock().expect("feed") = ecb_history(&[
+        ("2026-12-07", "1.0950"),
+        ("2026-12-05", "1.087"),
+        ("2026-12-04", "1.0845"),
+    ]);
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "mutation { fetchReferenceRates { day days added } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["data"]["fetchReferenceRates"],
+        json!({"day": "2026-12-07", "days": 3, "added": 12}),
+        "{r}"
+    );
+    let usd_eur: Vec<(String, Value)> = rate(&rates(&app).await, "USD", "EUR")
+        .into_iter()
+        .map(|(rate, from, _)| (rate, from))
+        .collect();
+    assert_eq!(
+        usd_eur,
+        vec![
+            (
+                "0.9220839096".to_owned(),
+                json!("2026-12-04T00:00:00+00:00")
+            ),
+            (
+                "0.9199632015".to_owned(),
+                json!("2026-12-05T00:00:00+00:00")
+            ),
+            (
+                "0.9174311927".to_owned(),
+                json!("2026-12-07T00:00:00+00:00")
+            ),
+        ],
+        "1 / 1.087 from the 5th; the 7th keeps 1 / 1.09"
+    );
+    for bad in [
+        ecb_history(&[("2026-12-05", "1.087"), ("2026-12-05", "1.088")]),
+        ecb_history(&[("2026-12-06", "1.087"), ("2999-01-01", "1.088")]),
+    ] {
+        *feed.lock().expect("feed") = bad;
+        let r = app.gql(Some(&app.operator_key), FETCH, json!({})).await;
+        assert_eq!(error_code(&r), Some("INVALID_INPUT"), "{r}");
+    }
+    assert_eq!(rates(&app).await.len(), 36, "three days of 12 pairs");
 }
 
 on_both_databases!(

@@ -841,7 +841,62 @@ async fn a_card_added_in_the_portal_becomes_the_default_and_pays(backend: Backen
     let top_up = r["data"]["startTopUp"]["id"].clone();
     assert!(top_up.is_string(), "{r}");
     wait_for_top_up(&app, &key, &top_up, "PAID").await;
+
+    // Removed: detached at Stripe, no longer anyone's default, nothing charged to it.
+    let r = app.gql(Some(&member), REMOVE_CARD, json!({})).await;
+    assert_eq!(support::error_code(&r), Some("FORBIDDEN"), "{r}");
+    let r = app.gql(Some(&other), REMOVE_CARD, json!({})).await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app.gql(Some(&key), REMOVE_CARD, json!({})).await;
+    assert_eq!(
+        r["data"]["removePaymentMethod"],
+        json!({"defaultPaymentMethod": null, "defaultPaymentMethodLabel": null}),
+        "{r}"
+    );
+    let detached = stripe_get(&app, &stripe, &format!("/v1/payment_methods/{method}")).await;
+    assert_eq!(detached["customer"], Value::Null, "{detached}");
+    let customer = stripe_get(
+        &app,
+        &stripe,
+        &format!(
+            "/v1/customers/{}",
+            attached["customer"].as_str().unwrap_or_default()
+        ),
+    )
+    .await;
+    assert_eq!(
+        customer["invoice_settings"]["default_payment_method"],
+        Value::Null,
+        "{customer}"
+    );
+    let r = app.gql(Some(&key), REMOVE_CARD, json!({})).await;
+    assert_eq!(support::error_code(&r), Some("NOT_FOUND"), "{r}");
+    let r = app
+        .gql(Some(&key), TOP_UP, json!({"a": "5", "k": "after-removal"}))
+        .await;
+    assert_eq!(support::error_code(&r), Some("INVALID_STATE"), "{r}");
+    let audit = app
+        .gql(
+            Some(&key),
+            "{ auditLog(filter: {action: \"payment_method.remove\"}) { edges { node { before } } } }",
+            json!({}),
+        )
+        .await;
+    let before: Value = serde_json::from_str(
+        audit["data"]["auditLog"]["edges"][0]["node"]["before"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+    .expect("the audit entry's before, as JSON");
+    assert_eq!(
+        (&before["label"], &before["payment_method"]),
+        (&json!("Visa •••• 4242, expires 12/2030"), &json!(method)),
+        "{audit}"
+    );
 }
+
+const REMOVE_CARD: &str =
+    "mutation { removePaymentMethod { defaultPaymentMethod defaultPaymentMethodLabel } }";
 
 async fn stripe_get(app: &TestApp, stripe: &LocalStripe, path: &str) -> Value {
     app.client

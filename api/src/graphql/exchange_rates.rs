@@ -59,9 +59,12 @@ pub struct AddExchangeRateInput {
 /// What one reading of the reference-rate feed added.
 #[derive(SimpleObject)]
 pub struct ReferenceRatesFetched {
-    /// The day the feed's rates are for, `YYYY-MM-DD` (in force from its start, UTC).
+    /// The newest day the feed holds rates for, `YYYY-MM-DD` (each day's in force from
+    /// its start, UTC).
     pub day: String,
-    /// Pairs added; 0 when the day was read before.
+    /// How many days the feed holds (1 for a daily feed; a history back-fills).
+    pub days: i32,
+    /// Pairs added over all its days; 0 when every day was read before.
     pub added: i32,
 }
 
@@ -112,9 +115,9 @@ impl ExchangeRateMutation {
     }
 
     /// Reads the reference-rate feed now (operator; it is also read every 6 hours):
-    /// every pair of the day's supported currencies not added before, audited.
+    /// every pair of each day's supported currencies not added before, audited.
     /// `UNAVAILABLE` without a feed, or when it does not answer; `INVALID_INPUT` on
-    /// `feed` when what it answers is not a day of rates.
+    /// `feed` when what it answers is not days of rates, or holds a day to come.
     async fn fetch_reference_rates(&self, ctx: &Context<'_>) -> Result<ReferenceRatesFetched> {
         let feed = ctx
             .data_opt::<Option<std::sync::Arc<exchange_rates::ReferenceFeed>>>()
@@ -123,6 +126,7 @@ impl ExchangeRateMutation {
         let fetched = exchange_rates::fetch_now(db, principal, feed, super::now(ctx)?).await?;
         Ok(ReferenceRatesFetched {
             day: fetched.date.to_string(),
+            days: i32::try_from(fetched.days).unwrap_or(i32::MAX),
             added: i32::try_from(fetched.added).unwrap_or(i32::MAX),
         })
     }

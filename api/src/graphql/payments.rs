@@ -219,6 +219,20 @@ impl PaymentMutation {
         Ok(saved.into())
     }
 
+    /// Removes the default payment method (tenant admin): detached from the tenant's
+    /// Stripe customer and no longer charged; invoices and top-ups due wait for a new
+    /// one. `NOT_FOUND` when there is none.
+    async fn remove_payment_method(&self, ctx: &Context<'_>) -> Result<PaymentAccount> {
+        let saved = payments::remove_payment_method(
+            super::db(ctx)?,
+            super::principal(ctx)?,
+            gateway(ctx),
+            super::now(ctx)?,
+        )
+        .await?;
+        Ok(saved.into())
+    }
+
     /// Buys prepaid credit (tenant admin): the default payment method is charged `amount`
     /// (a decimal string in the tenant's currency, 1 to 1,000,000) and the credit is
     /// granted once the payment succeeds. The same `idempotencyKey` returns the same

@@ -1,5 +1,5 @@
 //! Payments as the API serves them: a tenant's payment account (`paymentAccount`,
-//! `setDefaultPaymentMethod`, `setCollectionMode`), prepaid top-ups (`top_ups`), dunning,
+//! `setDefaultPaymentMethod`, `removePaymentMethod`, `setCollectionMode`), prepaid top-ups (`top_ups`), dunning,
 //! and the worker that delivers the payment outbox and catches up on Stripe events a
 //! webhook missed. The Stripe calls, the outbox and event handling live in
 //! `neocloud_metering::payments`.
@@ -65,6 +65,51 @@ pub async fn set_default_payment_method(
     let gateway = gateway.ok_or_else(unavailable)?;
     let customer = customer_of(db, gateway, tenant, now).await?;
     make_default(db, actor, gateway, tenant, &customer, method, now).await
+}
+
+/// `removePaymentMethod` (tenant admin): the default card is detached from the tenant's
+/// Stripe customer and no longer charged; invoices and top-ups due wait for a new one.
+/// `NOT_FOUND` when there is none. Audit-logged with what it was.
+#[tracing::instrument(name = "payments.remove_payment_method", skip_all)]
+pub async fn remove_payment_method(
+    db: &DatabaseConnection,
+    actor: &Principal,
+    gateway: Option<&Gateway>,
+    now: DateTime<Utc>,
+) -> ApiResult<payment_account::Model> {
+    let tenant = admin_tenant(actor)?;
+    let gateway = gateway.ok_or_else(unavailable)?;
+    let account = accounts::find(db, tenant).await?;
+    let (Some(customer), Some(method)) = account.as_ref().map_or((None, None), |a| {
+        (
+            a.stripe_customer_id.as_deref(),
+            a.default_payment_method.as_deref(),
+        )
+    }) else {
+        return Err(ApiError::not_found("payment method"));
+    };
+    gateway.remove_payment_method(customer, method).await?;
+    let txn = crate::db::begin_write(db).await?;
+    let saved = accounts::clear_payment_method(&txn, tenant, now).await?;
+    audit::record(
+        &txn,
+        actor,
+        audit::Entry {
+            tenant_id: Some(tenant),
+            action: "payment_method.remove",
+            object_type: "payment_account",
+            object_id: tenant.to_string(),
+            before: Some(json!({
+                "customer": customer,
+                "payment_method": method,
+                "label": account.as_ref().and_then(|a| a.default_payment_method_label.clone()),
+            })),
+            after: None,
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(saved)
 }
 
 /// The tenant that a tenant admin pays for; anyone else is refused.

@@ -1,6 +1,6 @@
 //! The operator's exchange rates: `exchangeRates` and `addExchangeRate`, each addition
 //! audited, and reference rates read from a feed (`exchange_rates.feed_url`, the ECB's
-//! daily format: every few hours and by `fetchReferenceRates`). How statements use them is
+//! daily feed or its 90-day history: every few hours and by `fetchReferenceRates`). How statements use them is
 //! `neocloud_metering::exchange`.
 
 use chrono::{DateTime, Utc};
@@ -66,7 +66,7 @@ pub async fn add(
 }
 
 /// Where the operator's reference rates come from (`exchange_rates.feed_url`): a feed in
-/// the European Central Bank's daily format, read every [`FEED_EVERY`] and on demand.
+/// the European Central Bank's format (daily, or the 90-day history), read every [`FEED_EVERY`] and on demand.
 pub struct ReferenceFeed {
     url: String,
     http: reqwest::Client,
@@ -80,7 +80,11 @@ const FEED_SOURCE: &str = "Reference rate";
 /// What one reading of the feed added.
 #[derive(Debug, Clone)]
 pub struct Fetched {
+    /// The newest day the feed holds.
     pub date: chrono::NaiveDate,
+    /// How many days it holds.
+    pub days: usize,
+    /// The rates added, over all its days.
     pub added: usize,
 }
 
@@ -120,27 +124,32 @@ impl ReferenceFeed {
     }
 }
 
-/// Reads the feed and adds its day's pairs that no rate of the same pair and start
-/// exists for (in one transaction, audited as `exchange_rate.reference` with the day and
-/// how many, under `actor` or none for the periodic reading). A feed that is unreachable
-/// or malformed adds nothing.
+/// Reads the feed and adds each pair of each of its days that no rate of the same pair
+/// and start exists for: a daily feed adds the day, a history back-fills the days missed.
+/// In one transaction, audited as `exchange_rate.reference` with the days and how many
+/// rates, under `actor` or none for the periodic reading. A feed that is unreachable or
+/// malformed, or holds a day that has not begun, adds nothing.
 pub async fn add_reference(
     db: &DatabaseConnection,
     feed: &ReferenceFeed,
     actor: Option<&Principal>,
     now: DateTime<Utc>,
 ) -> ApiResult<Fetched> {
-    let day = reference::parse(&feed.read().await?)
+    let days = reference::parse(&feed.read().await?)
         .map_err(|e| ApiError::invalid("feed", e.to_string()))?;
+    let (Some(oldest), Some(newest)) = (days.first(), days.last()) else {
+        return Err(ApiError::invalid("feed", "no day"));
+    };
     // A reference rate is published for a day that has begun somewhere on earth.
-    if day.date > (now + chrono::TimeDelta::days(1)).date_naive() {
+    if newest.date > (now + chrono::TimeDelta::days(1)).date_naive() {
         return Err(ApiError::invalid(
             "feed",
-            format!("rates for {}, a day that has not come yet", day.date),
+            format!("rates for {}, a day that has not come yet", newest.date),
         ));
     }
+    let pairs = days.iter().flat_map(|d| d.pairs(FEED_SOURCE)).collect();
     let txn = crate::db::begin_write(db).await?;
-    let added = store::add_new(&txn, day.pairs(FEED_SOURCE), now).await?;
+    let added = store::add_new(&txn, pairs, now).await?;
     if !added.is_empty() {
         audit::record_as(
             &txn,
@@ -149,18 +158,23 @@ pub async fn add_reference(
                 tenant_id: None,
                 action: "exchange_rate.reference",
                 object_type: "exchange_rate",
-                object_id: day.date.to_string(),
+                object_id: newest.date.to_string(),
                 before: None,
-                after: Some(
-                    serde_json::json!({"day": day.date, "added": added.len(), "feed": feed.url}),
-                ),
+                after: Some(serde_json::json!({
+                    "day": newest.date,
+                    "from_day": oldest.date,
+                    "days": days.len(),
+                    "added": added.len(),
+                    "feed": feed.url,
+                })),
             },
         )
         .await?;
     }
     txn.commit().await?;
     Ok(Fetched {
-        date: day.date,
+        date: newest.date,
+        days: days.len(),
         added: added.len(),
     })
 }

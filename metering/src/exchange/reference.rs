@@ -1,9 +1,11 @@
-//! Reference rates from a feed in the European Central Bank's format
-//! (`eurofxref-daily.xml`: one `<Cube time='YYYY-MM-DD'>` holding
-//! `<Cube currency='USD' rate='1.0845'/>` per currency, units per euro). From one day's
-//! rates come every pair between the supported currencies it names and the euro: the
-//! published rates, their inverses and the cross rates through the euro, rounded half-even
-//! to the 10 decimals a stored rate may have, each in force from the day's start (UTC).
+//! Reference rates from a feed in the European Central Bank's format: a
+//! `<Cube time='YYYY-MM-DD'>` per day holding `<Cube currency='USD' rate='1.0845'/>` per
+//! currency, units per euro. The daily feed (`eurofxref-daily.xml`) holds one day, the
+//! 90-day history (`eurofxref-hist-90d.xml`) one per working day, which back-fills the days
+//! a server was not reading. From each day's rates come every pair between the supported
+//! currencies it names and the euro: the published rates, their inverses and the cross
+//! rates through the euro, rounded half-even to the 10 decimals a stored rate may have,
+//! each in force from the day's start (UTC).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use neocloud_schema::money::Currency;
@@ -15,6 +17,8 @@ use super::store::NewRate;
 pub const MAX_FEED_BYTES: usize = 1 << 20;
 /// Digits a derived rate keeps.
 const DIGITS: u32 = 10;
+/// Most days one feed may hold (a year of working days, with room).
+pub const MAX_DAYS: usize = 400;
 
 /// One day's reference rates: units of each currency per euro.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +37,8 @@ fn refused(message: impl Into<String>) -> FeedError {
     FeedError(message.into())
 }
 
-/// The values of attribute `name` in document order (single or double quotes).
-fn attributes<'a>(xml: &'a str, name: &str) -> Vec<&'a str> {
+/// The values of attribute `name` with where they stand (single or double quotes).
+fn attributes<'a>(xml: &'a str, name: &str) -> Vec<(usize, &'a str)> {
     let mut found = Vec::new();
     for quote in ['\'', '"'] {
         let marker = format!(" {name}={quote}");
@@ -47,28 +51,57 @@ fn attributes<'a>(xml: &'a str, name: &str) -> Vec<&'a str> {
         }
     }
     found.sort_by_key(|(at, _)| *at);
-    found.into_iter().map(|(_, value)| value).collect()
+    found
 }
 
-/// Reads a day of rates. Refused: not exactly one day, a date that is not one, a
-/// currency or rate that is malformed, a rate not above 0 or above 1,000,000, or no
-/// supported currency at all. Currencies neocloud does not bill in are skipped.
-pub fn parse(xml: &str) -> Result<Day, FeedError> {
+/// Reads every day of a feed, oldest first. Refused whole: no day or more than
+/// [`MAX_DAYS`], a day twice, a date that is not one, a rate outside a day, a currency
+/// or rate that is malformed, a rate not above 0 or above 1,000,000, or a day without a
+/// supported currency. Currencies neocloud does not bill in are skipped.
+pub fn parse(xml: &str) -> Result<Vec<Day>, FeedError> {
     if xml.len() > MAX_FEED_BYTES {
         return Err(refused("the feed is larger than 1 MiB"));
     }
-    let [date] = attributes(xml, "time")[..] else {
-        return Err(refused("expected exactly one day (`time`) in the feed"));
-    };
-    let date = NaiveDate::parse_from_str(date, "%Y-%m-%d")
-        .map_err(|_| refused(format!("`{date}` is not a date")))?;
+    let times = attributes(xml, "time");
+    if times.is_empty() || times.len() > MAX_DAYS {
+        return Err(refused(format!(
+            "expected 1 to {MAX_DAYS} days (`time`) in the feed"
+        )));
+    }
     let currencies = attributes(xml, "currency");
     let rates = attributes(xml, "rate");
     if currencies.len() != rates.len() {
         return Err(refused("a currency without a rate, or a rate without one"));
     }
+    if currencies.first().is_some_and(|(at, _)| *at < times[0].0) {
+        return Err(refused("a rate outside a day"));
+    }
+    let mut days = Vec::with_capacity(times.len());
+    for (i, (start, date)) in times.iter().enumerate() {
+        let end = times.get(i + 1).map_or(xml.len(), |(at, _)| *at);
+        let inside = |(at, _): &&(usize, &str)| (*start..end).contains(at);
+        let named: Vec<&str> = currencies.iter().filter(inside).map(|c| c.1).collect();
+        let valued: Vec<&str> = rates.iter().filter(inside).map(|r| r.1).collect();
+        days.push(day(date, &named, &valued)?);
+    }
+    days.sort_by_key(|d| d.date);
+    if days.windows(2).any(|w| w[0].date == w[1].date) {
+        return Err(refused("a day is in the feed twice"));
+    }
+    Ok(days)
+}
+
+/// One day's rates from its currencies and their rates, in order.
+fn day(date: &str, currencies: &[&str], rates: &[&str]) -> Result<Day, FeedError> {
+    let date = NaiveDate::parse_from_str(date, "%Y-%m-%d")
+        .map_err(|_| refused(format!("`{date}` is not a date")))?;
+    if currencies.len() != rates.len() {
+        return Err(refused(format!(
+            "{date}: a currency without a rate, or a rate without one"
+        )));
+    }
     let mut per_euro = Vec::new();
-    for (code, rate) in currencies.into_iter().zip(rates) {
+    for (&code, &rate) in currencies.iter().zip(rates) {
         if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(refused(format!("`{code}` is not a currency code")));
         }
@@ -85,7 +118,7 @@ pub fn parse(xml: &str) -> Result<Day, FeedError> {
     per_euro.sort();
     per_euro.dedup_by(|a, b| a.0 == b.0);
     if per_euro.is_empty() {
-        return Err(refused("no rate of a supported currency"));
+        return Err(refused(format!("{date}: no rate of a supported currency")));
     }
     Ok(Day { date, per_euro })
 }
@@ -145,7 +178,9 @@ mod tests {
 
     #[test]
     fn a_day_gives_every_pair_of_its_supported_currencies() {
-        let day = parse(FEED).expect("parses");
+        let [day] = &parse(FEED).expect("parses")[..] else {
+            panic!("one day")
+        };
         assert_eq!(day.date, NaiveDate::from_ymd_opt(2026, 12, 4).unwrap());
         assert_eq!(day.per_euro.len(), 3, "HUF is not billed in: {day:?}");
         let pairs = day.pairs("ECB reference rate");
@@ -174,12 +209,31 @@ mod tests {
         );
     }
 
+    /// The feed with a second day before the first (the 90-day history is newest first).
+    fn two_days(date: &str, usd: &str) -> String {
+        FEED.replace(
+            "\t\t</Cube>\n\t</Cube>",
+            &format!(
+                "\t\t</Cube>\n\t\t<Cube time='{date}'><Cube currency='USD' rate='{usd}'/></Cube>\n\t</Cube>"
+            ),
+        )
+    }
+
+    #[test]
+    fn a_history_gives_its_days_oldest_first() {
+        let days = parse(&two_days("2026-12-03", "1.0801")).expect("parses");
+        let dates: Vec<String> = days.iter().map(|d| d.date.to_string()).collect();
+        assert_eq!(dates, ["2026-12-03", "2026-12-04"]);
+        assert_eq!(days[0].per_euro, vec![("USD".to_owned(), dec("1.0801"))]);
+        assert_eq!(days[1].per_euro.len(), 3, "{days:?}");
+        assert_eq!(days[0].pairs("r").len(), 2, "EUR→USD and USD→EUR");
+    }
+
     #[test]
     fn a_malformed_feed_is_refused_whole() {
-        let twice = FEED.replace(
-            "</Cube>\n\t</Cube>",
-            "</Cube><Cube time='2026-12-03'></Cube>\n\t</Cube>",
-        );
+        let many: String = (0..=MAX_DAYS)
+            .map(|i| format!("<Cube time='2026-01-01'><Cube currency='USD' rate='1.{i}'/></Cube>"))
+            .collect();
         for bad in [
             "",
             "<html>maintenance</html>",
@@ -189,7 +243,11 @@ mod tests {
             &FEED.replace("2026-12-04", "2026-13-04"),
             &FEED.replace("'USD'", "'usd'"),
             &FEED.replace(" rate='162.35'", ""),
-            &twice,
+            &two_days("2026-12-04", "1.0801"),
+            &two_days("2026-12-03", "0"),
+            &two_days("2026-12-03", "1.08").replace("USD' rate='1.08'", "HUF' rate='400'"),
+            &format!("<Cube currency='USD' rate='1.1'/>{FEED}"),
+            &many,
         ] {
             assert!(parse(bad).is_err(), "accepted: {bad}");
         }

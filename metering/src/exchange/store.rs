@@ -114,9 +114,24 @@ pub async fn add_new<C: ConnectionTrait>(
     rates: Vec<NewRate>,
     now: DateTime<Utc>,
 ) -> Result<Vec<exchange_rate::Model>, RateError> {
+    let (Some(first), Some(last)) = (
+        rates.iter().map(|r| r.effective_from).min(),
+        rates.iter().map(|r| r.effective_from).max(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let existing: std::collections::HashSet<(String, String, DateTime<Utc>)> =
+        exchange_rate::Entity::find()
+            .filter(exchange_rate::Column::EffectiveFrom.between(first, last))
+            .all(conn)
+            .await?
+            .into_iter()
+            .map(|r| (r.from_currency, r.to_currency, r.effective_from))
+            .collect();
     let mut added = Vec::new();
     for rate in rates {
-        if !starts_at(conn, &rate.from, &rate.to, rate.effective_from).await? {
+        let key = (rate.from.clone(), rate.to.clone(), rate.effective_from);
+        if !existing.contains(&key) {
             added.push(add(conn, rate, now).await?);
         }
     }

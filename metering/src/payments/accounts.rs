@@ -79,6 +79,19 @@ pub async fn set_payment_method<C: ConnectionTrait>(
     .await
 }
 
+/// The tenant has no default payment method any more (it removed it).
+pub async fn clear_payment_method<C: ConnectionTrait>(
+    conn: &C,
+    tenant: TenantId,
+    now: DateTime<Utc>,
+) -> Result<payment_account::Model, DbErr> {
+    upsert(conn, tenant, now, |a| {
+        a.default_payment_method = Set(None);
+        a.default_payment_method_label = Set(None);
+    })
+    .await
+}
+
 /// The tenant's Stripe customer, created by a payment call.
 pub async fn set_customer<C: ConnectionTrait>(
     conn: &C,

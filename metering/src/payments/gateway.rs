@@ -158,6 +158,52 @@ impl Gateway {
         Ok(method_label(&found))
     }
 
+    /// Removes the customer's `payment_method`: no longer its default at Stripe, then
+    /// detached from it. One already detached is left alone (a repeat after a failure
+    /// does the rest); one attached to another customer is refused.
+    pub async fn remove_payment_method(
+        &self,
+        customer: &str,
+        payment_method: &str,
+    ) -> Result<(), GatewayError> {
+        let customer_id: CustomerId = customer
+            .parse()
+            .map_err(|_| GatewayError::Refused("not a customer id".into()))?;
+        payment_method
+            .parse::<PaymentMethodId>()
+            .map_err(|_| GatewayError::Refused("not a payment method id".into()))?;
+        let found: Value = self
+            .client
+            .get(&format!("/payment_methods/{payment_method}"))
+            .await?;
+        let owner = found["customer"].as_str();
+        if owner.is_some_and(|owner| owner != customer) {
+            return Err(GatewayError::Refused(
+                "the payment method belongs to another customer".into(),
+            ));
+        }
+        // An empty default unsets it (Stripe's convention for clearing a field).
+        Customer::update(
+            &self.client,
+            &customer_id,
+            UpdateCustomer {
+                invoice_settings: Some(CustomerInvoiceSettings {
+                    default_payment_method: Some(String::new()),
+                    ..Default::default()
+                }),
+                ..UpdateCustomer::new()
+            },
+        )
+        .await?;
+        if owner.is_some() {
+            let _: Value = self
+                .client
+                .post(&format!("/payment_methods/{payment_method}/detach"))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Starts collecting a card for the customer: a SetupIntent for off-session charges,
     /// which the portal confirms in the browser with Stripe.js.
     pub async fn start_card_setup(
