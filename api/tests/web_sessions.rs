@@ -48,11 +48,22 @@ async fn signed_in(app: &TestApp, key: &str) -> Signed {
 
 /// `{ viewer }` with the cookie and `csrf` (if any) as the header.
 async fn viewer(app: &TestApp, signed: &Signed, csrf: Option<&str>) -> Value {
+    session_gql(
+        app,
+        signed,
+        csrf,
+        "{ viewer { role email tenant { name } } }",
+    )
+    .await
+}
+
+/// `query` with the session's cookie and `csrf` (if any) as the header.
+async fn session_gql(app: &TestApp, signed: &Signed, csrf: Option<&str>, query: &str) -> Value {
     let mut request = app
         .client
         .post(format!("{}/graphql", app.url))
         .header("cookie", &signed.cookie)
-        .json(&json!({"query": "{ viewer { role email tenant { name } } }"}));
+        .json(&json!({ "query": query }));
     if let Some(csrf) = csrf {
         request = request.header("x-csrf-token", csrf);
     }
@@ -155,10 +166,33 @@ async fn sessions_end_with_their_key_and_when_idle(backend: Backend) {
     };
     let (_, key) = app.create_tenant("acme").await;
 
-    // Only people's keys sign in.
+    // Only people's keys sign in: a provider's (its console) but no agent token.
     let registered = app.register_node("gpu-1", "H100", 8, "").await;
     let response = sign_in(&app, &agent_token(&registered)).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let provider = signed_in(&app, &app.create_rhein_provider().await).await;
+    let csrf = Some(provider.csrf.as_str());
+    let r = session_gql(
+        &app,
+        &provider,
+        csrf,
+        "{ viewer { role } provider { name } }",
+    )
+    .await;
+    assert_eq!(r["data"]["viewer"]["role"], "PROVIDER", "{r}");
+    assert!(r["data"]["provider"]["name"].is_string(), "{r}");
+    let r = session_gql(
+        &app,
+        &provider,
+        csrf,
+        "{ tenants { edges { node { id } } } }",
+    )
+    .await;
+    assert_eq!(
+        error_code(&r),
+        Some("FORBIDDEN"),
+        "a session does what its key may: {r}"
+    );
     for bad in [
         "",
         "nck_nope",
@@ -218,6 +252,8 @@ async fn the_apps_are_served_under_a_strict_policy(backend: Backend) {
         "/portal/allocations/x",
         "/console",
         "/console/fleet",
+        "/provider",
+        "/provider/nodes/x",
     ] {
         let response = app
             .client

@@ -1,7 +1,8 @@
 import { defineConfig } from 'vite';
 
-// Two apps, one bundle: dist/portal.html and dist/console.html share dist/assets/.
-// The server serves the HTML at /portal/* and /console/*, the assets at /ui/.
+// Three apps, one bundle: dist/portal.html, dist/console.html and dist/provider.html share
+// dist/assets/. The server serves the HTML at /portal/*, /console/* and /provider/*, the
+// assets at /ui/.
 export default defineConfig({
   base: '/ui/',
   esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
@@ -16,9 +17,10 @@ export default defineConfig({
       input: {
         portal: 'portal.html',
         console: 'console.html',
+        provider: 'provider.html',
       },
       output: {
-        // What both apps share (Preact, the UI kit, the client) and its stylesheet.
+        // What the apps share (Preact, the UI kit, the client) and its stylesheet.
         chunkFileNames: 'assets/shared-[hash].js',
         assetFileNames: (asset) => (asset.names[0]?.endsWith('.css') ? 'assets/styles-[hash][extname]' : 'assets/[name]-[hash][extname]'),
       },

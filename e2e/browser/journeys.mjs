@@ -1,4 +1,4 @@
-// The portal and the console in Debian's Chromium, driven by Playwright, as their users
+// The portal and the consoles in Debian's Chromium, driven by Playwright, as their users
 // would use them against a running `neocloud demo` (e2e/tests/browser_journey.rs starts
 // it, with an OpenID Connect provider from oidc-provider.mjs):
 //
@@ -19,7 +19,10 @@
 //   the admin requires a second factor of every member (the member's Security page then
 //   keeps it on, and someone newly invited gets only the setup screen) and lifts it again,
 //   the member turns the second factor off with a recovery code; the console shows it
-//   nothing.
+//   nothing;
+// - provider: the demo's partner signs in to the provider console with its key, opens a
+//   node, drains it and returns it to service, reads its statements, payouts and
+//   agreement, creates a key; the operator console sends its key to its own console.
 //
 // The tenant journey also asks for more than one node holds (the nearest alternatives),
 // adds a webhook endpoint, sends it a test event and reads its delivery log.
@@ -272,7 +275,8 @@ async function tenantJourney() {
 
 /** The admin adds a card on the billing section: Stripe's card form (localstripe's
  * Stripe.js here, loaded from the URL the demo was given) opens in the page, the card is
- * confirmed with Stripe from the browser, and the default payment method shows it. */
+ * confirmed with Stripe from the browser, and the default payment method shows it; then
+ * removes it. */
 async function addCard(page) {
   const form = page.getByRole('form', { name: 'Add a card' });
   await form.getByRole('button', { name: 'Add a card' }).click();
@@ -288,6 +292,12 @@ async function addCard(page) {
   await form.getByRole('button', { name: 'Replace the card' }).waitFor();
   await check(page, 'portal-billing-card-added');
   console.log('card added through Stripe.js and shown as the default payment method');
+  // Removed again, after a confirmation: nothing is on file, and a card can be added.
+  await page.getByRole('button', { name: 'Remove the card Visa •••• 4242, expires 12/2030' }).click();
+  await page.getByRole('button', { name: 'Confirm removal' }).click();
+  await form.getByRole('button', { name: 'Add a card' }).waitFor();
+  await page.getByText('Visa •••• 4242, expires 12/2030', { exact: true }).waitFor({ state: 'detached' });
+  console.log('card removed; the account has no payment method');
 }
 
 /** 9 H100 held to one node (a node has 8) cannot be placed: the form lists what would be
@@ -691,6 +701,41 @@ async function requireSecondFactor(admin, member) {
   await member.getByRole('button', { name: 'Turn off', exact: true }).waitFor();
 }
 
+/** A hardware provider signs in to its console with its key: its nodes, one node (drained
+ * and returned to service), its statements, payouts, agreement and keys (a new one shown
+ * once); the operator console refuses its key. */
+async function providerJourney() {
+  const page = await newPage();
+  await signInWithKey(page, 'provider', creds.providers[0].key);
+  await heading(page, 'Nodes');
+  await check(page, 'provider-nodes');
+  const first = page.getByRole('table', { name: 'Your nodes' }).getByRole('link').first();
+  const host = await first.innerText();
+  await first.click();
+  await heading(page, host);
+  await page.getByRole('button', { name: 'Drain', exact: true }).click();
+  await page.getByRole('button', { name: 'Return to service' }).click();
+  await page.getByRole('button', { name: 'Drain', exact: true }).waitFor();
+  await check(page, 'provider-node');
+  console.log(`provider node ${host} drained and returned to service`);
+  for (const [route, title] of [['statements', 'Statements'], ['payouts', 'Payouts'], ['agreement', 'Agreement'], ['keys', 'API keys']]) {
+    await page.goto(`${URL}/provider/${route}`);
+    await heading(page, title);
+    await check(page, `provider-${route}`);
+  }
+  const form = page.getByRole('form', { name: 'Create a provider key' });
+  await form.getByLabel('Label').fill('journey-scripts');
+  await form.getByRole('button', { name: 'Create key' }).click();
+  const secret = await page.getByLabel('New provider key').inputValue();
+  const made = await gql(secret, '{ viewer { role } provider { name } }');
+  if (made.viewer.role !== 'PROVIDER' || made.provider.name !== creds.providers[0].name) throw new Error('the key shown once is not a key of the provider');
+  await check(page, 'provider-key-created');
+  await page.goto(`${URL}/console`);
+  await heading(page, 'This console is for operators');
+  await page.getByRole('link', { name: 'Go to the provider console' }).waitFor();
+  await page.context().close();
+}
+
 try {
   await tenantJourney();
   console.log('journey tenant: ok');
@@ -698,6 +743,8 @@ try {
   console.log('journey operator: ok');
   await memberJourney();
   console.log('journey member: ok');
+  await providerJourney();
+  console.log('journey provider: ok');
   if (problems.length) throw new Error(problems.join('\n'));
 } catch (err) {
   console.error(err.stack ?? String(err));

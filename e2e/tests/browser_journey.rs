@@ -162,7 +162,7 @@ async fn portal_and_console_in_chromium() {
         output.status.success(),
         "the browser journeys failed:\n{printed}"
     );
-    for journey in ["tenant", "operator", "member"] {
+    for journey in ["tenant", "operator", "member", "provider"] {
         assert!(
             printed.contains(&format!("journey {journey}: ok")),
             "{journey} did not finish:\n{printed}"

@@ -91,6 +91,15 @@ impl Principal {
         }
     }
 
+    /// A role people sign in to a web app with: an operator, a tenant role (the portal)
+    /// or a provider (the provider console); not an agent token or a usage reporter.
+    pub fn require_person(&self) -> ApiResult<()> {
+        match self.role {
+            Role::Provider => Ok(()),
+            _ => self.require_user(),
+        }
+    }
+
     /// Any operator or tenant role (not an agent token, a usage reporter or a provider).
     pub fn require_user(&self) -> ApiResult<()> {
         match self.role {

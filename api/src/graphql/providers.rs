@@ -234,6 +234,8 @@ pub struct StatementHold {
 #[derive(SimpleObject)]
 pub struct ProviderGpu {
     pub index: i32,
+    /// NVML's UUID, as the provider registered it.
+    pub uuid: String,
     pub model: String,
     pub health: GqlGpuHealth,
     pub health_changed_at: DateTime<Utc>,
@@ -289,6 +291,7 @@ impl From<OwnNode> for ProviderNode {
             .iter()
             .map(|g| ProviderGpu {
                 index: g.index,
+                uuid: g.uuid.clone(),
                 model: g.model.clone(),
                 health: g.health.into(),
                 health_changed_at: g.health_changed_at,

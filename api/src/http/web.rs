@@ -1,4 +1,5 @@
-//! The portal (`/portal`) and the operator console (`/console`): single-page apps built
+//! The portal (`/portal`), the operator console (`/console`) and the provider console
+//! (`/provider`, for the providers whose nodes the operator resells): single-page apps built
 //! from `api/web/` with npm and Vite into `api/web/dist/`, which is committed and embedded
 //! in the binary, so a deployment needs neither Node.js nor the internet. Every path under
 //! an app answers its page (the app routes in the browser); `/ui/assets/` serves the
@@ -80,6 +81,11 @@ pub async fn console() -> HttpResponse {
     serve("console.html", "no-cache", CONTENT_SECURITY_POLICY)
 }
 
+/// `GET /provider[/…]`.
+pub async fn provider() -> HttpResponse {
+    serve("provider.html", "no-cache", CONTENT_SECURITY_POLICY)
+}
+
 /// `GET /`: the portal.
 pub async fn root() -> HttpResponse {
     HttpResponse::SeeOther()
@@ -107,5 +113,7 @@ pub fn routes(routes: &mut web::ServiceConfig) {
         .route("/portal/{tail:.*}", web::get().to(portal))
         .route("/console", web::get().to(console))
         .route("/console/{tail:.*}", web::get().to(console))
+        .route("/provider", web::get().to(provider))
+        .route("/provider/{tail:.*}", web::get().to(provider))
         .route("/ui/assets/{file}", web::get().to(asset));
 }

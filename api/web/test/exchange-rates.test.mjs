@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { load } from './load.mjs';
 
 const x = await load('src/console/exchangeRates.ts');
+const held = await load('src/provider-shared/statementHold.ts');
 
 test('datetime-local values read as UTC instants (RFC 3339); anything else is null', () => {
   assert.equal(x.utcInstantOf('2026-11-30T16:00'), '2026-11-30T16:00:00Z');
@@ -82,9 +83,9 @@ test('a held statement is covered once its pair has a rate from at or before the
 
 test("a held statement's reason reads as a sentence, its instants as the console writes them", () => {
   assert.equal(
-    x.readableReason("no USD→EUR exchange rate in force at 2026-12-01T00:00:00+00:00, the end of an invoice's period"),
+    held.readableReason("no USD→EUR exchange rate in force at 2026-12-01T00:00:00+00:00, the end of an invoice's period"),
     "No USD→EUR exchange rate in force at 1 Dec 2026, 00:00 UTC, the end of an invoice's period.",
   );
-  assert.equal(x.readableReason('held at 2026-11-30T23:30:00.5+01:00.'), 'Held at 30 Nov 2026, 22:30 UTC.');
-  assert.equal(x.readableReason(''), '');
+  assert.equal(held.readableReason('held at 2026-11-30T23:30:00.5+01:00.'), 'Held at 30 Nov 2026, 22:30 UTC.');
+  assert.equal(held.readableReason(''), '');
 });

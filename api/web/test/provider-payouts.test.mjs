@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { load } from './load.mjs';
 
-const p = await load('src/console/payouts.ts');
+const p = await load('src/provider-shared/payouts.ts');
 
 test('statement lines: grouped by kind in statement order, nets summed exactly', () => {
   const lines = [

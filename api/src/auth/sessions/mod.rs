@@ -1,4 +1,4 @@
-//! Browser sessions for the portal and the console. Signing in with an API key, or as a
+//! Browser sessions for the portal and the consoles. Signing in with an API key, or as a
 //! portal user with an email and a password (`users`), opens a session that acts as that
 //! key (the user's own): the browser holds a random secret in an HttpOnly cookie
 //! (only its SHA-256 is stored, as for keys) and sends the session's CSRF token in a
@@ -61,11 +61,11 @@ fn expiry(last_seen: DateTime<Utc>, expires_at: DateTime<Utc>) -> DateTime<Utc> 
     (last_seen + IDLE_LIMIT).min(expires_at)
 }
 
-/// Signs in with an API key of a person's role (operators and tenant roles; agent tokens
-/// and usage reporters are for machines).
+/// Signs in with an API key of a person's role (operators, tenant roles and providers;
+/// agent tokens and usage reporters are for machines).
 pub async fn sign_in(db: &DatabaseConnection, api_key: &str) -> ApiResult<Opened> {
     let principal = authenticate(db, api_key.trim()).await?;
-    principal.require_user()?;
+    principal.require_person()?;
     open(db, principal, How::ApiKey).await
 }
 

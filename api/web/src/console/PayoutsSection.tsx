@@ -1,12 +1,12 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { dateTime, money } from '../lib/format';
+import { money } from '../lib/format';
 import { type QueryState, useMutation } from '../lib/hooks';
-import { Badge } from '../ui/Badge';
+import { payoutColumns } from '../provider-shared/payoutColumns';
+import { recordable, sepaFileName, sepaQueued } from '../provider-shared/payouts';
 import { Button } from '../ui/Button';
 import { ConfirmButton } from '../ui/ConfirmButton';
 import { type Column, DataTable } from '../ui/DataTable';
 import { Field, unclaimed } from '../ui/Field';
-import { Link } from '../ui/Link';
 import { ErrorNotice, Loading, Notice } from '../ui/Notice';
 import { Section } from '../ui/Page';
 import {
@@ -16,7 +16,6 @@ import {
   type ProviderPayoutsResult,
   RecordManualPayout,
 } from './operations';
-import { payoutMethodLabel, payoutStatusLabel, payoutTone, recordable, sepaFileName, sepaQueued, statementLabel } from './payouts';
 import { statementPath } from './statements';
 
 type Payout = ProviderPayoutRowFragment;
@@ -111,23 +110,9 @@ function SepaFileReady({ file }: { file: SepaFile }) {
   );
 }
 
-function PayoutStatus({ status }: { status: string }) {
-  return <Badge tone={payoutTone(status)}>{payoutStatusLabel(status)}</Badge>;
-}
-
 function columns(providerId: string, numbers: ReadonlyMap<string, string>, onRecorded: (p: Payout) => void): Column<Payout>[] {
   return [
-    { header: 'Payout', cell: (p) => p.number },
-    { header: 'Statement', cell: (p) => <Link to={statementPath(providerId, p.statementId)}>{statementLabel(p.statementId, numbers)}</Link> },
-    { header: 'Currency', cell: (p) => p.currency },
-    { header: 'Amount', numeric: true, cell: (p) => money(p.amount, p.currency) },
-    { header: 'Method', cell: (p) => payoutMethodLabel(p.method) },
-    { header: 'Status', cell: (p) => <PayoutStatus status={p.status} /> },
-    { header: 'Reference', cell: (p) => (p.reference ? <code class="wrap">{p.reference}</code> : '—') },
-    { header: 'Attempts', numeric: true, cell: (p) => p.attempts },
-    { header: 'Last error', cell: (p) => (p.lastError ? <span class="small">{p.lastError}</span> : '—') },
-    { header: 'Created', cell: (p) => dateTime(p.createdAt) },
-    { header: 'Sent', cell: (p) => dateTime(p.sentAt) },
+    ...payoutColumns<Payout>((statementId) => statementPath(providerId, statementId), numbers),
     { header: 'Actions', hiddenHeader: true, cell: (p) => recordable(p) && <RecordPayment payout={p} onRecorded={onRecorded} /> },
   ];
 }

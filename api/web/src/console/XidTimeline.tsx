@@ -1,6 +1,7 @@
 import { useId } from 'preact/hooks';
 import type { GpuHealth } from '../gql/schema';
 import { dateTime } from '../lib/format';
+import { eventKindLabel } from '../provider-shared/node';
 import { StatusBadge } from '../ui/Badge';
 import { type Column, DataTable } from '../ui/DataTable';
 import type { GpuHistoryResult } from './operations';
@@ -172,8 +173,6 @@ function Tick({ gpu, event: e, cx, top }: { gpu: number; event: GpuEvent; cx: nu
   );
 }
 
-const KINDS: Record<string, string> = { xid: 'XID', ecc_single_bit: 'ECC single-bit', ecc_double_bit: 'ECC double-bit' };
-
 /** "xid 79", "ECC double-bit 2". */
 export function eventName(e: { kind: string; code: number }): string {
   if (e.kind === 'xid') return `xid ${e.code}`;
@@ -194,7 +193,7 @@ type SpanRow = Span & { gpu: number };
 const EVENT_COLUMNS: Column<EventRow>[] = [
   { header: 'GPU', numeric: true, cell: (e) => e.gpu },
   { header: 'Time', cell: (e) => dateTime(e.at) },
-  { header: 'Kind', cell: (e) => KINDS[e.kind] ?? e.kind },
+  { header: 'Kind', cell: (e) => eventKindLabel(e.kind) },
   { header: 'Code', numeric: true, cell: (e) => e.code },
   { header: 'Effect', cell: (e) => (e.effect ? <StatusBadge value={e.effect} /> : <span class="muted">None</span>) },
 ];

@@ -2,6 +2,7 @@ import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
 import { lazyPage } from '../ui/lazy';
 import { API_KEY_METHOD } from '../ui/SignIn';
+import type { Viewer } from '../ui/viewer';
 import { AuditLogPage } from './pages/AuditLogPage';
 import { FleetPage } from './pages/FleetPage';
 import { IngestPage } from './pages/IngestPage';
@@ -43,7 +44,7 @@ export const consoleApp: AppConfig = {
     { pattern: '/ledger', page: LedgerPage },
     { pattern: '/audit', page: AuditLogPage },
   ],
-  refuse: (viewer) => (viewer.role === 'OPERATOR' ? null : <OperatorsOnly />),
+  refuse: (viewer) => (viewer.role === 'OPERATOR' ? null : <OperatorsOnly viewer={viewer} />),
   // Single sign-on leaves the page (the provider sends the browser back to /console, or
   // to /console/signin?error=… with the reason).
   signIn: (available) => ({
@@ -52,14 +53,13 @@ export const consoleApp: AppConfig = {
   }),
 };
 
-/** A tenant key in the console: no data, a way to the portal. */
-function OperatorsOnly() {
+/** Another role's key in the console: no data, a way to its own app. */
+function OperatorsOnly({ viewer }: { viewer: Viewer }) {
+  const provider = viewer.role === 'PROVIDER';
   return (
     <Page title="This console is for operators">
-      <p>You are signed in with a tenant key. The console runs the fleet and needs an operator key.</p>
-      <p>
-        <a href="/portal">Go to the customer portal</a>
-      </p>
+      <p>You are signed in with a {provider ? 'provider' : 'tenant'} key. The console runs the fleet and needs an operator key.</p>
+      <p>{provider ? <a href="/provider">Go to the provider console</a> : <a href="/portal">Go to the customer portal</a>}</p>
     </Page>
   );
 }

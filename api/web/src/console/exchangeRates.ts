@@ -1,10 +1,11 @@
 /**
  * Pure helpers of the exchange rates page and of the notices of a held statement. No
- * runtime import but lib/decimal and lib/format: unit-tested.
+ * runtime import but lib/decimal and provider-shared/versions: unit-tested.
  */
 
 import { compare, isDecimal } from '../lib/decimal';
-import { dateTime } from '../lib/format';
+import type { StatementHoldLike } from '../provider-shared/statementHold';
+import { type VersionState, versionStateLabel, versionStates } from '../provider-shared/versions';
 
 /** Where the rates are read and added. */
 export const EXCHANGE_RATES_PATH = '/providers/exchange-rates';
@@ -17,31 +18,9 @@ export interface RateNeeded {
   at: string;
 }
 
-/** Why a provider's next statement is held (`Provider.statementHeld`, a `StatementHold`). */
-export interface StatementHoldLike {
-  reason: string;
-  from: string;
-  to: string;
-  /** An RFC 3339 instant. */
-  at: string;
-}
-
 /** The rate a held statement waits for: its pair and the instant the rate must be in force at. */
 export function rateNeeded(hold: StatementHoldLike): RateNeeded {
   return { from: hold.from, to: hold.to, at: hold.at };
-}
-
-const INSTANT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g;
-
-/**
- * A held statement's reason as a sentence to show: capitalized, its instants as the
- * console writes them ("No USD→EUR exchange rate in force at 1 Dec 2026, 00:00 UTC, the
- * end of an invoice's period."), ending with a full stop.
- */
-export function readableReason(reason: string): string {
-  const s = reason.trim().replace(INSTANT, (instant) => dateTime(instant));
-  if (!s) return s;
-  return `${s.charAt(0).toUpperCase()}${s.slice(1)}${/[.!?]$/.test(s) ? '' : '.'}`;
 }
 
 /** The page's path, with the pair (and instant) the form starts from when one is needed. */
@@ -118,7 +97,7 @@ export interface RateLike {
 }
 
 /** Where a rate stands now: the pair's rate in force, one that starts later, or one replaced. */
-export type RateState = 'in_force' | 'upcoming' | 'replaced';
+export type RateState = VersionState;
 
 /** The rates by pair (as the API lists them, by source then target), each pair's newest first. */
 export function byPairNewestFirst<R extends RateLike>(rates: readonly R[]): R[] {
@@ -127,18 +106,7 @@ export function byPairNewestFirst<R extends RateLike>(rates: readonly R[]): R[] 
 
 /** Each rate's state at `now`, by the rate (the pair's latest start at or before now is in force). */
 export function rateStates<R extends RateLike>(rates: readonly R[], now: Date): Map<R, RateState> {
-  const states = new Map<R, RateState>();
-  const inForce = new Set<string>();
-  for (const r of byPairNewestFirst(rates)) {
-    const pair = `${r.from}\u0000${r.to}`;
-    if (Date.parse(r.effectiveFrom) > now.getTime()) states.set(r, 'upcoming');
-    else if (inForce.has(pair)) states.set(r, 'replaced');
-    else {
-      inForce.add(pair);
-      states.set(r, 'in_force');
-    }
-  }
-  return states;
+  return versionStates(byPairNewestFirst(rates), now, (r) => `${r.from}\u0000${r.to}`);
 }
 
 /** Whether a rate of the pair is in force at `at` (the pair's with a start at or before it). */
@@ -148,11 +116,8 @@ export function coveredBy(rates: readonly RateLike[], needed: RateNeeded): boole
   return rates.some((r) => r.from === needed.from && r.to === needed.to && Date.parse(r.effectiveFrom) <= at);
 }
 
-const STATE_LABELS: Record<RateState, string> = { in_force: 'In force', upcoming: 'Upcoming', replaced: 'Replaced' };
-
-export function rateStateLabel(state: RateState): string {
-  return STATE_LABELS[state];
-}
+/** "In force", "Upcoming", "Replaced". */
+export const rateStateLabel = versionStateLabel;
 
 /** The codes worth offering in the form: those of the rates and the providers, sorted, once each. */
 export function knownCodes(rates: readonly RateLike[], currencies: readonly string[]): string[] {

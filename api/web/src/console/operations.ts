@@ -1056,12 +1056,13 @@ export const ExchangeRates: Doc<ExchangeRatesResult, ExchangeRatesVariables> = {
 export type FetchReferenceRatesResult = {
   fetchReferenceRates: {
     day: string;
+    days: number;
     added: number;
   };
 };
 export type FetchReferenceRatesVariables = Record<string, never>;
 export const FetchReferenceRates: Doc<FetchReferenceRatesResult, FetchReferenceRatesVariables> = {
-  query: "mutation FetchReferenceRates{fetchReferenceRates{day added}}",
+  query: "mutation FetchReferenceRates{fetchReferenceRates{day days added}}",
   name: "FetchReferenceRates",
 };
 

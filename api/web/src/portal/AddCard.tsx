@@ -2,8 +2,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { useMutation } from '../lib/hooks';
 import { type CardElement, loadStripe, type StripeJs } from '../lib/stripe';
 import { Button } from '../ui/Button';
+import { ConfirmButton } from '../ui/ConfirmButton';
 import { ErrorNotice, Notice } from '../ui/Notice';
-import { FinishCardSetup, StartCardSetup } from './operations';
+import { FinishCardSetup, RemovePaymentMethod, StartCardSetup } from './operations';
 
 interface Form {
   stripe: StripeJs;
@@ -27,6 +28,10 @@ export function AddCard({ hasMethod, onAdded }: { hasMethod: boolean; onAdded: (
   const [added, setAdded] = useState<string | null>(null);
   // The card form is destroyed once, when it is replaced or closed, or the page left.
   useEffect(() => () => form?.card.destroy(), [form]);
+  // A card removed since is no longer the default the notice announced.
+  useEffect(() => {
+    if (!hasMethod) setAdded(null);
+  }, [hasMethod]);
 
   const open = async () => {
     setProblem(null);
@@ -96,5 +101,24 @@ export function AddCard({ hasMethod, onAdded }: { hasMethod: boolean; onAdded: (
         )}
       </form>
     </>
+  );
+}
+
+/**
+ * Removes the default card (admins): Stripe forgets it for this account and nothing is
+ * charged to it again; invoices and top-ups due wait until a card is added.
+ */
+export function RemoveCard({ label, onRemoved }: { label: string; onRemoved: () => void }) {
+  const remove = useMutation(RemovePaymentMethod);
+  const run = async () => {
+    const ok = (await remove.run({})) !== null;
+    if (ok) onRemoved();
+    return ok;
+  };
+  return (
+    <div class="card form-card">
+      <p class="section-lead muted">Removing {label} stops charges to it. Invoices and top-ups due wait until another card is added.</p>
+      <ConfirmButton label="Remove the card" confirmLabel="Confirm removal" what={label} pending={remove.pending} error={remove.error} onConfirm={run} />
+    </div>
   );
 }

@@ -8,7 +8,7 @@ import { ErrorNotice } from '../ui/Notice';
 import { Section } from '../ui/Page';
 import { isTenantAdmin, useViewer } from '../ui/viewer';
 import { Billing as BillingQuery, type BillingResult } from './operations';
-import { AddCard } from './AddCard';
+import { AddCard, RemoveCard } from './AddCard';
 import { BuyCredit } from './BuyCredit';
 
 type TopUp = BillingResult['topUps'][number];
@@ -20,7 +20,7 @@ const POLL_MS = 5_000;
 
 /**
  * How invoices are paid: the payment account, prepaid top-ups and credit grants; admins
- * add a card and buy credit with the default payment method.
+ * add, replace or remove a card and buy credit with the default payment method.
  */
 export function Billing() {
   const viewer = useViewer();
@@ -42,6 +42,7 @@ export function Billing() {
         <>
           <PaymentAccount account={data.paymentAccount} />
           {isTenantAdmin(viewer) && data.cardSetupAvailable && <AddCard hasMethod={Boolean(data.paymentAccount?.defaultPaymentMethod)} onAdded={reload} />}
+          {isTenantAdmin(viewer) && data.paymentAccount?.defaultPaymentMethod && <RemoveCard label={data.paymentAccount.defaultPaymentMethodLabel ?? 'the card'} onRemoved={reload} />}
           <h3 class="subhead">Credits</h3>
           <DataTable virtual caption="Credit grants" hideCaption columns={GRANT_COLUMNS} rows={data.creditGrants} rowKey={(g) => g.id} empty="No credit granted." />
           {isTenantAdmin(viewer) && <BuyCredit account={data.paymentAccount} cardSetupAvailable={data.cardSetupAvailable} topUps={data.topUps} currency={viewer.tenant?.currency ?? 'USD'} onStarted={started} />}

@@ -73,6 +73,11 @@ function NotForThisKey({ viewer }: { viewer: Viewer }) {
           <a href="/console">Go to the operator console</a>
         </p>
       )}
+      {viewer.role === 'PROVIDER' && (
+        <p>
+          <a href="/provider">Go to the provider console</a>
+        </p>
+      )}
     </Page>
   );
 }

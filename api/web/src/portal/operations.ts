@@ -1181,6 +1181,17 @@ export const FinishCardSetup: Doc<FinishCardSetupResult, FinishCardSetupVariable
   name: "FinishCardSetup",
 };
 
+export type RemovePaymentMethodResult = {
+  removePaymentMethod: {
+    defaultPaymentMethod: string | null;
+  };
+};
+export type RemovePaymentMethodVariables = Record<string, never>;
+export const RemovePaymentMethod: Doc<RemovePaymentMethodResult, RemovePaymentMethodVariables> = {
+  query: "mutation RemovePaymentMethod{removePaymentMethod{defaultPaymentMethod}}",
+  name: "RemovePaymentMethod",
+};
+
 export type BillingResult = {
   cardSetupAvailable: boolean;
   paymentAccount: {

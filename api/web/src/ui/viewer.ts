@@ -29,6 +29,7 @@ const ROLE_LABELS: Record<string, string> = {
   TENANT_MEMBER: 'Member',
   TENANT_BILLING: 'Billing (read-only)',
   USAGE_REPORTER: 'Usage reporter',
+  PROVIDER: 'Provider',
 };
 
 export function roleLabel(role: string): string {

@@ -2,21 +2,20 @@ import { useState } from 'preact/hooks';
 import { dateTime, groupDigits } from '../../lib/format';
 import { useMutation, useQuery } from '../../lib/hooks';
 import { useLocation } from '../../lib/router';
-import { Badge, type Tone } from '../../ui/Badge';
+import { readableReason } from '../../provider-shared/statementHold';
+import { VersionBadge } from '../../provider-shared/VersionBadge';
 import { Button } from '../../ui/Button';
 import { type Column, DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { ExchangeRateForm } from '../ExchangeRateForm';
-import { byPairNewestFirst, coveredBy, knownCodes, neededFrom, pairLabel, type RateNeeded, rateNeeded, type RateState, readableReason, rateStateLabel, rateStates } from '../exchangeRates';
+import { byPairNewestFirst, coveredBy, knownCodes, neededFrom, pairLabel, type RateNeeded, rateNeeded, type RateState, rateStates } from '../exchangeRates';
 import { type ExchangeRateRowFragment, ExchangeRates, type ExchangeRatesResult, FetchReferenceRates } from '../operations';
 
 type Rate = ExchangeRateRowFragment;
 type Provider = ExchangeRatesResult['providers'][number];
 type HeldProvider = Provider & { statementHeld: NonNullable<Provider['statementHeld']> };
-
-const STATE_TONES: Record<RateState, Tone> = { in_force: 'good', upcoming: 'info', replaced: 'neutral' };
 
 /**
  * The operator's exchange rates, each pair's newest first, and a new one. Linked from a
@@ -66,11 +65,11 @@ export function ExchangeRatesPage() {
 
 /**
  * Reads the reference-rate feed now (it is also read every 6 hours where one is
- * configured): the day it held and how many pairs it added.
+ * configured): the days it held and how many pairs it added.
  */
 function ReferenceRates({ onRead }: { onRead: () => void }) {
   const fetch = useMutation(FetchReferenceRates);
-  const [read, setRead] = useState<{ day: string; added: number } | null>(null);
+  const [read, setRead] = useState<{ day: string; days: number; added: number } | null>(null);
   const run = async () => {
     const r = await fetch.run({});
     if (!r) return;
@@ -79,10 +78,10 @@ function ReferenceRates({ onRead }: { onRead: () => void }) {
   };
   return (
     <div class="card form-card">
-      <p class="section-lead muted">Where a feed of reference rates is configured (the ECB's daily rates, or a mirror), every pair of its day is added from the day's start; rates entered here for the same instant win.</p>
+      <p class="section-lead muted">Where a feed of reference rates is configured (the ECB's daily rates, its 90-day history, or a mirror), every pair of each of its days is added from the day's start; rates entered here for the same instant win.</p>
       {read && (
-        <Notice tone="success" title={`Rates of ${read.day}`}>
-          {read.added === 0 ? 'Every pair of that day was in already.' : `${read.added} pairs added.`}
+        <Notice tone="success" title={read.days === 1 ? `Rates of ${read.day}` : `Rates of ${read.days} days up to ${read.day}`}>
+          {read.added === 0 ? 'Every pair was in already.' : `${read.added} pairs added.`}
         </Notice>
       )}
       <ErrorNotice error={fetch.error} />
@@ -130,7 +129,7 @@ function columns(states: ReadonlyMap<Rate, RateState>): Column<Rate>[] {
     { header: 'Pair', cell: (r) => <strong>{pairLabel(r.from, r.to)}</strong> },
     { header: 'Rate', numeric: true, cell: (r) => `1 ${r.from} = ${groupDigits(r.rate)} ${r.to}` },
     { header: 'In force from', cell: (r) => dateTime(r.effectiveFrom) },
-    { header: 'Status', cell: (r) => <Badge tone={STATE_TONES[state(r)]}>{rateStateLabel(state(r))}</Badge> },
+    { header: 'Status', cell: (r) => <VersionBadge state={state(r)} /> },
     { header: 'Source', cell: (r) => (r.source ? <span class="small">{r.source}</span> : '—') },
   ];
 }

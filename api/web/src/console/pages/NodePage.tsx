@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
-import { dateTime, enumLabel } from '../../lib/format';
+import { dateTime } from '../../lib/format';
 import { useQuery } from '../../lib/hooks';
-import { Badge, StatusBadge } from '../../ui/Badge';
+import { VerificationStatus } from '../../provider-shared/node';
+import { StatusBadge } from '../../ui/Badge';
 import { type Column, DataTable } from '../../ui/DataTable';
 import { DescriptionList } from '../../ui/DescriptionList';
 import { Link } from '../../ui/Link';
@@ -65,7 +66,7 @@ function Overview({ node: n }: { node: Node }) {
           ['NVLink domain', n.nvlinkDomain],
           ['GPUs', `${n.gpus.length} × ${n.gpuModel}${n.migEnabled ? ' (MIG)' : ''}${n.sharedGpus ? ' (time-shared)' : ''}`],
           ['Health', <GpuHealthSummary gpus={n.gpus} />],
-          ['Verification', <Verification node={n} />],
+          ['Verification', <VerificationStatus node={n} />],
           ['CPU / memory', `${n.cpuMilli / 1000} CPUs / ${Math.round(n.memoryMib / 1024)} GiB`],
           ['Running allocations', n.allocations.length],
           ['Registered', dateTime(n.createdAt)],
@@ -73,17 +74,6 @@ function Overview({ node: n }: { node: Node }) {
         ]}
       />
     </Section>
-  );
-}
-
-function Verification({ node: n }: { node: Node }) {
-  const tone = n.verification === 'MISMATCH' ? 'bad' : n.verification === 'PENDING' ? 'info' : 'good';
-  return (
-    <span class="cell-stack">
-      <Badge tone={tone}>{enumLabel(n.verification)}</Badge>
-      {n.verificationReason && <span class="small">{n.verificationReason}</span>}
-      {n.verifiedAt && <span class="muted small">{`Last verified ${dateTime(n.verifiedAt)}`}</span>}
-    </span>
   );
 }
 

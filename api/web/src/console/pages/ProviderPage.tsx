@@ -1,17 +1,17 @@
 import { useState } from 'preact/hooks';
-import { dateTime, money } from '../../lib/format';
 import { type QueryState, useMutation, useQuery } from '../../lib/hooks';
+import { closedNote } from '../../provider-shared/payouts';
+import { ProviderDetails } from '../../provider-shared/ProviderDetails';
+import { statementColumns } from '../../provider-shared/statements';
 import { Button } from '../../ui/Button';
-import { type Column, DataTable } from '../../ui/DataTable';
-import { DescriptionList } from '../../ui/DescriptionList';
+import { DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { CloseProviderStatements, ConsoleProvider, type ConsoleProviderResult, ProviderPayouts, ProviderStatements, type ProviderStatementRowFragment, type ProviderStatementsResult } from '../operations';
-import { closedNote, payoutMethodLabel, percent } from '../payouts';
 import { PayoutsSection } from '../PayoutsSection';
 import { StatementHeld } from '../StatementHeld';
-import { StatementDownloads, statementMonth, statementPath } from '../statements';
+import { statementPath } from '../statements';
 
 type Provider = ConsoleProviderResult['provider'];
 
@@ -49,19 +49,7 @@ export function ProviderPage({ params }: { params: Record<string, string> }) {
 function Overview({ provider: p }: { provider: Provider }) {
   return (
     <Section title="Overview">
-      <DescriptionList
-        items={[
-          ['Name', p.name],
-          ['Legal name', p.legalName],
-          ['Country', p.country || '—'],
-          ['Currency', p.currency],
-          ['Payout method', payoutMethodLabel(p.payoutMethod.toLowerCase())],
-          ['Payout account', p.payoutAccount ? <code class="wrap">{p.payoutAccount}</code> : '—'],
-          ['Reliability (30 days)', p.reliability ? percent(p.reliability) : 'No record yet'],
-          ['Created', dateTime(p.createdAt)],
-          ['Id', <code>{p.id}</code>],
-        ]}
-      />
+      <ProviderDetails provider={p} />
     </Section>
   );
 }
@@ -95,7 +83,7 @@ function StatementsSection({ provider: p, statements, onClosed }: { provider: Pr
           virtual
           caption={`Statements of ${p.name}, newest first`}
           hideCaption
-          columns={statementColumns(p.id)}
+          columns={statementColumns<ProviderStatementRowFragment>((statementId) => statementPath(p.id, statementId))}
           rows={statements.data.providerStatements}
           rowKey={(s) => s.id}
           loading={statements.loading}
@@ -104,20 +92,4 @@ function StatementsSection({ provider: p, statements, onClosed }: { provider: Pr
       )}
     </Section>
   );
-}
-
-function statementColumns(providerId: string): Column<ProviderStatementRowFragment>[] {
-  const m = (s: ProviderStatementRowFragment, amount: string) => money(amount, s.currency);
-  return [
-    { header: 'Statement', cell: (s) => <Link to={statementPath(providerId, s.id)}>{s.number}</Link> },
-    { header: 'Month', cell: (s) => statementMonth(s.month) },
-    { header: 'Currency', cell: (s) => s.currency },
-    { header: 'Gross', numeric: true, cell: (s) => m(s, s.gross) },
-    { header: 'Fees', numeric: true, cell: (s) => m(s, s.fees) },
-    { header: 'SLA chargebacks', numeric: true, cell: (s) => m(s, s.slaChargebacks) },
-    { header: 'Net', numeric: true, cell: (s) => <strong>{m(s, s.net)}</strong> },
-    { header: 'Lines', numeric: true, cell: (s) => s.lineCount },
-    { header: 'Closed', cell: (s) => dateTime(s.closedAt) },
-    { header: 'Downloads', hiddenHeader: true, cell: (s) => <StatementDownloads id={s.id} number={s.number} /> },
-  ];
 }

@@ -1,5 +1,6 @@
-import { date, enumLabel } from '../../lib/format';
+import { enumLabel } from '../../lib/format';
 import { useQuery } from '../../lib/hooks';
+import { AGREEMENT_COLUMNS } from '../../provider-shared/agreements';
 import { type Column, DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading } from '../../ui/Notice';
@@ -9,7 +10,6 @@ import { Providers, type ProvidersResult, ProviderTerms, type ProviderTermsResul
 import { StatementHeld } from '../StatementHeld';
 
 type Provider = ProvidersResult['providers'][number];
-type Agreement = ProviderTermsResult['providerAgreements'][number];
 type OwnNode = ProviderTermsResult['providerNodes'][number];
 
 /** The companies whose hardware is resold, with their terms and nodes (read-only). */
@@ -57,20 +57,6 @@ function ProviderSection({ provider: p }: { provider: Provider }) {
     </Section>
   );
 }
-
-function earns(a: Agreement): string {
-  if (a.revenueSharePercent) return `${a.revenueSharePercent}% of revenue`;
-  return a.fixedRates.map((r) => `${enumLabel(r.form)} in ${r.region}: ${r.pricePerUnitHour} ${a.currency}/unit-hour`).join('; ');
-}
-
-const AGREEMENT_COLUMNS: Column<Agreement>[] = [
-  { header: 'Version', cell: (a) => `v${a.version}` },
-  { header: 'From', cell: (a) => date(a.effectiveFrom) },
-  { header: 'Earns', cell: earns },
-  { header: 'Platform fee', numeric: true, cell: (a) => `${a.platformFeePercent}%` },
-  { header: 'SLA credits borne by', cell: (a) => enumLabel(a.slaCreditsBorneBy) },
-  { header: 'Payout', cell: (a) => `${a.payoutMinimum} ${a.currency} minimum${a.holdUntilPaid ? ', once tenants paid' : ''}` },
-];
 
 const NODE_COLUMNS: Column<OwnNode>[] = [
   { header: 'Node', cell: (n) => n.hostname },

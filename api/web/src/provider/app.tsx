@@ -1,0 +1,60 @@
+import type { Role } from '../gql/schema';
+import type { AppConfig } from '../ui/AppShell';
+import { Page } from '../ui/Page';
+import { lazyPage } from '../ui/lazy';
+import { API_KEY_METHOD } from '../ui/SignIn';
+import type { Viewer } from '../ui/viewer';
+import { NodesPage } from './pages/NodesPage';
+
+// Every page but the nodes, the console's first, loads on first visit.
+const NodePage = lazyPage(() => import('./pages/NodePage').then((m) => m.NodePage));
+const StatementsPage = lazyPage(() => import('./pages/StatementsPage').then((m) => m.StatementsPage));
+const StatementPage = lazyPage(() => import('./pages/StatementPage').then((m) => m.StatementPage));
+const PayoutsPage = lazyPage(() => import('./pages/PayoutsPage').then((m) => m.PayoutsPage));
+const AgreementPage = lazyPage(() => import('./pages/AgreementPage').then((m) => m.AgreementPage));
+const KeysPage = lazyPage(() => import('./pages/KeysPage').then((m) => m.KeysPage));
+
+export const providerApp: AppConfig = {
+  name: 'Provider console',
+  nav: [
+    { to: '/', label: 'Nodes', current: (path) => path === '/' || path.startsWith('/nodes/') },
+    { to: '/statements', label: 'Statements' },
+    { to: '/payouts', label: 'Payouts' },
+    { to: '/agreement', label: 'Agreement' },
+    { to: '/keys', label: 'API keys' },
+  ],
+  routes: [
+    { pattern: '/', page: NodesPage },
+    { pattern: '/nodes/:id', page: NodePage },
+    { pattern: '/statements', page: StatementsPage },
+    { pattern: '/statements/:id', page: StatementPage },
+    { pattern: '/payouts', page: PayoutsPage },
+    { pattern: '/agreement', page: AgreementPage },
+    { pattern: '/keys', page: KeysPage },
+  ],
+  refuse: (viewer) => (viewer.role === 'PROVIDER' ? null : <ProvidersOnly viewer={viewer} />),
+  // A provider signs in with its provider key only.
+  signIn: (available) => ({ methods: available.apiKey ? [API_KEY_METHOD] : [], links: [] }),
+};
+
+/** The app where a key of another role belongs, if it has one. */
+function elsewhere(role: Role): { href: string; label: string } | null {
+  if (role === 'OPERATOR') return { href: '/console', label: 'Go to the operator console' };
+  if (role.startsWith('TENANT_')) return { href: '/portal', label: 'Go to the customer portal' };
+  return null;
+}
+
+/** Another role's key in the provider console: no data, a way to its own app. */
+function ProvidersOnly({ viewer }: { viewer: Viewer }) {
+  const other = elsewhere(viewer.role);
+  return (
+    <Page title="This console is for providers">
+      <p>The provider console shows a hardware provider its own nodes, statements, payouts and agreement, and needs a provider key. You are signed in with another kind of key.</p>
+      {other && (
+        <p>
+          <a href={other.href}>{other.label}</a>
+        </p>
+      )}
+    </Page>
+  );
+}
