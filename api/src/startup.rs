@@ -168,6 +168,10 @@ fn api_routes(routes: &mut web::ServiceConfig, ingest_limit: usize) {
             "/v1/session/oidc/callback",
             web::get().to(session::oidc_callback),
         )
+        .route(
+            "/v1/session/oidc/backchannel-logout",
+            web::post().to(session::oidc_back_channel_logout),
+        )
         .service(
             web::resource("/v1/session/invitation")
                 .app_data(session::json_body())

@@ -3,8 +3,9 @@
 //! redirect by redirect as a browser would: an operator by email and one by group sign in
 //! and act as operators; someone else is sent back with the reason and no session; a
 //! replayed or foreign callback is refused; signing out signs out at the provider too
-//! (RP-Initiated Logout); revoking the identity's key ends its session and its next
-//! sign-in. Without an issuer, single sign-on is not offered.
+//! (RP-Initiated Logout), and signing out at the provider ends the console session it
+//! opened (Back-Channel Logout); revoking the identity's key ends its session and its
+//! next sign-in. Without an issuer, single sign-on is not offered.
 //!
 //! Needs node and `e2e/browser/node_modules` (`scripts/test-deps.sh`); missing, the test is
 //! skipped, unless `NEOCLOUD_REQUIRE_BROWSER=1` (CI).
@@ -45,6 +46,10 @@ fn provider(app_url: &str) -> Option<(Killed, String)> {
             format!("{app_url}/v1/session/oidc/callback"),
         )
         .env("OIDC_POST_LOGOUT_URI", format!("{app_url}/console"))
+        .env(
+            "OIDC_BACKCHANNEL_LOGOUT_URI",
+            format!("{app_url}/v1/session/oidc/backchannel-logout"),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -260,7 +265,20 @@ async fn signing_out_signs_out_at_the_provider(browser: &mut Browser, issuer: &s
     assert_eq!(error_code(&browser.viewer().await), Some("UNAUTHENTICATED"));
 
     // At the provider: its page asks, the browser confirms, and is sent back.
-    let page = browser.get(&logout).await.text().await.expect("page");
+    let location = confirm_at_provider(browser, &logout).await;
+    assert_eq!(location, format!("{}/console", browser.app_url));
+    assert_eq!(browser.sign_in("grp").await.0, "/console");
+    assert_eq!(
+        browser.logins,
+        logins + 1,
+        "signed out at the provider: asked again"
+    );
+}
+
+/// Confirms the sign-out on the provider's page at `logout`; where the browser ends up
+/// (empty when the provider's own page is the end).
+async fn confirm_at_provider(browser: &mut Browser, logout: &str) -> String {
+    let page = browser.get(logout).await.text().await.expect("page");
     let action = page
         .split("action=\"")
         .nth(1)
@@ -273,7 +291,7 @@ async fn signing_out_signs_out_at_the_provider(browser: &mut Browser, issuer: &s
         .expect("xsrf");
     let confirmed = browser
         .client
-        .post(absolute(&logout, action))
+        .post(absolute(logout, action))
         .header("cookie", browser.idp.header())
         .form(&[("xsrf", xsrf), ("logout", "yes")])
         .send()
@@ -285,10 +303,10 @@ async fn signing_out_signs_out_at_the_provider(browser: &mut Browser, issuer: &s
         .expect("location")
         .to_owned();
     for _ in 0..5 {
-        if location.starts_with(&browser.app_url) {
+        if location.is_empty() || location.starts_with(&browser.app_url) {
             break;
         }
-        let next = browser.get(&absolute(&logout, &location)).await;
+        let next = browser.get(&absolute(logout, &location)).await;
         location = next
             .headers()
             .get("location")
@@ -296,13 +314,76 @@ async fn signing_out_signs_out_at_the_provider(browser: &mut Browser, issuer: &s
             .unwrap_or_default()
             .to_owned();
     }
-    assert_eq!(location, format!("{}/console", browser.app_url));
-    assert_eq!(browser.sign_in("grp").await.0, "/console");
-    assert_eq!(
-        browser.logins,
-        logins + 1,
-        "signed out at the provider: asked again"
+    location
+}
+
+/// Signing out at the provider itself (another application's sign-out, say) ends the
+/// console session it opened, through the provider's back-channel logout, and no other;
+/// a logout token that does not hold is refused and ends nothing.
+async fn signing_out_at_the_provider_ends_the_console_session(app: &TestApp, issuer: &str) {
+    let app_url = app.url.as_str();
+    let mut left = Browser::new(app_url);
+    let mut stays = Browser::new(app_url);
+    for browser in [&mut left, &mut stays] {
+        assert_eq!(browser.sign_in("grp").await.0, "/console");
+        assert_eq!(browser.viewer().await["data"]["viewer"]["role"], "OPERATOR");
+    }
+    let client = reqwest::Client::new();
+    let endpoint = format!("{app_url}/v1/session/oidc/backchannel-logout");
+    let unsigned = format!(
+        "eyJhbGciOiJub25lIn0.{}.",
+        base64_url(
+            &json!({"iss": issuer, "aud": "neocloud-console", "sub": "grp",
+            "iat": chrono::Utc::now().timestamp(),
+            "events": {"http://schemas.openid.net/event/backchannel-logout": {}}})
+        )
     );
+    for form in [
+        vec![],
+        vec![("logout_token", "not a token")],
+        vec![("logout_token", unsigned.as_str())],
+    ] {
+        let refused = client
+            .post(&endpoint)
+            .form(&form)
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{form:?}");
+        assert_eq!(refused.headers()["cache-control"], "no-store");
+        let body: Value = refused.json().await.expect("JSON");
+        assert_eq!(body["error"], "invalid_request", "{body}");
+    }
+    assert_eq!(left.viewer().await["data"]["viewer"]["role"], "OPERATOR");
+
+    let end = format!("{issuer}/session/end?client_id=neocloud-console");
+    confirm_at_provider(&mut left, &end).await;
+    assert_eq!(error_code(&left.viewer().await), Some("UNAUTHENTICATED"));
+    assert_eq!(
+        stays.viewer().await["data"]["viewer"]["role"],
+        "OPERATOR",
+        "another sign-in at the provider stays"
+    );
+    let r = app
+        .gql(
+            Some(&app.operator_key),
+            "{ auditLog(filter: {action: \"session.back_channel_logout\"}) { edges { node { after } } } }",
+            json!({}),
+        )
+        .await;
+    let after: Value = serde_json::from_str(
+        r["data"]["auditLog"]["edges"][0]["node"]["after"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+    .expect("the audit entry");
+    assert_eq!(after["ended"].as_array().map(Vec::len), Some(1), "{r}");
+    assert!(after["sid"].is_string(), "{after}");
+}
+
+fn base64_url(value: &Value) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
 }
 
 fn absolute(base: &str, location: &str) -> String {
@@ -372,6 +453,7 @@ async fn operators_sign_in_through_the_identity_provider(backend: Backend) {
     assert_eq!(grp.sign_in("grp").await.0, "/console");
     assert_eq!(grp.viewer().await["data"]["viewer"]["role"], "OPERATOR");
     signing_out_signs_out_at_the_provider(&mut grp, &issuer_of(&app).await).await;
+    signing_out_at_the_provider_ends_the_console_session(&app, &issuer_of(&app).await).await;
     let mut eve = Browser::new(&app_url);
     let (landed, callback) = eve.sign_in("eve").await;
     assert!(landed.starts_with("/console/signin?error="), "{landed}");

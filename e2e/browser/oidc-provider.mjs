@@ -1,7 +1,8 @@
 // A real OpenID Connect provider (the `oidc-provider` package) for the tests of the
 // console's single sign-on, on 127.0.0.1:$OIDC_PORT, with one confidential client
 // (neocloud-console / $OIDC_CLIENT_SECRET) redirecting to $OIDC_REDIRECT_URI, and back to
-// $OIDC_POST_LOGOUT_URI after signing out there (RP-Initiated Logout).
+// $OIDC_POST_LOGOUT_URI after signing out there (RP-Initiated Logout); with
+// $OIDC_BACKCHANNEL_LOGOUT_URI, a sign-out there is posted to it (Back-Channel Logout).
 // Its sign-in page asks for a user name from ACCOUNTS (no password: the accounts are
 // test fixtures) and grants what the client asked for. Prints "oidc-provider ready"
 // once it listens.
@@ -22,6 +23,10 @@ const provider = new Provider(issuer, {
     client_secret: process.env.OIDC_CLIENT_SECRET,
     redirect_uris: [process.env.OIDC_REDIRECT_URI],
     post_logout_redirect_uris: [process.env.OIDC_POST_LOGOUT_URI],
+    // Signing out here ends the console's session too (Back-Channel Logout), by `sid`.
+    ...(process.env.OIDC_BACKCHANNEL_LOGOUT_URI
+      ? { backchannel_logout_uri: process.env.OIDC_BACKCHANNEL_LOGOUT_URI, backchannel_logout_session_required: true }
+      : {}),
     grant_types: ['authorization_code'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',
@@ -34,6 +39,7 @@ const provider = new Provider(issuer, {
   conformIdTokenClaims: false,
   features: {
     devInteractions: { enabled: false },
+    backchannelLogout: { enabled: true },
     rpInitiatedLogout: {
       enabled: true,
       // The package's own page loads a web font from the internet; this one loads nothing.
@@ -46,8 +52,15 @@ const provider = new Provider(issuer, {
     },
   },
   cookies: { keys: ['neocloud-test-cookies'] },
+  // The back-channel logout goes to the console on 127.0.0.1, which the package's guard
+  // against requests to special-use addresses refuses: this test provider calls it as is.
+  fetch: (url, options) => {
+    delete options.dispatcher;
+    return globalThis.fetch(url, options);
+  },
 });
 provider.on('server_error', (_ctx, err) => console.error('oidc-provider error', err));
+provider.on('backchannel.error', (_ctx, err) => console.error('oidc-provider back-channel logout failed', err));
 
 const page = (uid, error) => `<!doctype html><html lang="en"><head><title>Identity provider sign-in</title></head>
 <body><main><h1>Sign in to the identity provider</h1>${error ? `<p role="alert">${error}</p>` : ''}

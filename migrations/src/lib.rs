@@ -86,6 +86,7 @@ mod m20261207_000051_second_factor_required;
 mod m20261207_000052_payment_method_label;
 mod m20261207_000053_mail_outbox;
 mod m20261207_000054_node_fabric;
+mod m20261207_000055_session_oidc_sid;
 
 pub struct Migrator;
 
@@ -147,6 +148,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000052_payment_method_label::Migration),
             Box::new(m20261207_000053_mail_outbox::Migration),
             Box::new(m20261207_000054_node_fabric::Migration),
+            Box::new(m20261207_000055_session_oidc_sid::Migration),
         ]
     }
 }

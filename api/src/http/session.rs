@@ -314,6 +314,39 @@ pub async fn oidc_callback(
     }
 }
 
+#[derive(Deserialize)]
+pub struct BackChannelLogout {
+    logout_token: Option<String>,
+}
+
+/// `POST /v1/session/oidc/backchannel-logout`: the identity provider's back-channel
+/// logout (form-encoded `logout_token`) ends the console sessions the token names
+/// (`oidc::back_channel_logout`). `200` once done, also when none was open;
+/// `400 {"error": "invalid_request"}` for a token that does not hold; `404` without
+/// single sign-on. Never cached.
+pub async fn oidc_back_channel_logout(
+    state: web::Data<AppState>,
+    form: web::Form<BackChannelLogout>,
+) -> HttpResponse {
+    let Some(provider) = state.oidc.as_ref() else {
+        return ApiError::not_found("single sign-on").to_response();
+    };
+    let token = form.logout_token.as_deref().unwrap_or_default();
+    let mut response =
+        match crate::auth::oidc::back_channel_logout(&state.db, provider, token).await {
+            Ok(_) => HttpResponse::Ok().finish(),
+            Err(err @ ApiError::Unauthenticated { .. }) => HttpResponse::BadRequest().json(
+                serde_json::json!({"error": "invalid_request", "error_description": err.message()}),
+            ),
+            Err(err) => err.to_response(),
+        };
+    response.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
 /// `/console/signin?error=…`, the reason encoded.
 fn signin_page_with(reason: &str) -> String {
     let mut url = reqwest::Url::parse("http://console.invalid/console/signin")

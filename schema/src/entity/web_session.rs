@@ -21,6 +21,9 @@ pub struct Model {
     pub last_seen_at: DateTimeUtc,
     pub expires_at: DateTimeUtc,
     pub ended_at: Option<DateTimeUtc>,
+    /// The identity provider's session (the ID token's `sid`) of a single sign-on, which
+    /// its back-channel logout names.
+    pub oidc_sid: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

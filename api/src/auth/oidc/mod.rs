@@ -5,7 +5,8 @@
 //! the settings list, verified by the provider, or a group they list) and returns the
 //! principal it acts as: an operator key of the person's own, made at the first sign-in
 //! (`operator_identities`) and revocable like any key, which then ends its sessions and
-//! refuses its sign-ins.
+//! refuses its sign-ins. `back_channel_logout` ends the sessions a sign-out at the
+//! provider names.
 
 pub mod provider;
 pub(crate) mod store;
@@ -21,6 +22,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::keys::hash_secret;
+use super::sessions::store::{self as sessions_store, LoggedOut};
 use super::{Principal, mint};
 use crate::audit;
 use crate::error::{ApiError, ApiResult};
@@ -62,13 +64,23 @@ fn expired() -> ApiError {
     }
 }
 
-/// The provider's answer: the principal of the operator it vouched for.
+/// A sign-in the provider vouched for: the operator's principal, and the provider's
+/// session (`sid`) where the ID token names one.
+pub struct SignedIn {
+    pub principal: Principal,
+    pub sid: Option<String>,
+}
+
+/// The most characters of a provider's session id that are kept.
+const MAX_SID: usize = 255;
+
+/// The provider's answer: the operator it vouched for.
 pub async fn finish(
     db: &DatabaseConnection,
     provider: &Provider,
     state: &str,
     code: &str,
-) -> ApiResult<Principal> {
+) -> ApiResult<SignedIn> {
     let login = store::take_login(db, &hash_secret(state))
         .await?
         .filter(|login| Utc::now() - login.created_at < LOGIN_LIFETIME)
@@ -81,7 +93,66 @@ pub async fn finish(
         .get("sub")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    acting_operator(db, &issuer, subject, &email).await
+    let principal = acting_operator(db, &issuer, subject, &email).await?;
+    let sid = claims
+        .get("sid")
+        .and_then(Value::as_str)
+        .filter(|sid| !sid.is_empty() && sid.len() <= MAX_SID)
+        .map(str::to_owned);
+    Ok(SignedIn { principal, sid })
+}
+
+/// A back-channel logout (OpenID Connect Back-Channel Logout 1.0): the provider posts a
+/// logout token when a person signs out there. Its token checked (`provider`), the
+/// console sessions it names end: those of its `sid`, or without one every session of
+/// the identity `sub` that began before the token was issued. Audited as
+/// `session.back_channel_logout` with how many; the number ended.
+pub async fn back_channel_logout(
+    db: &DatabaseConnection,
+    provider: &Provider,
+    logout_token: &str,
+) -> ApiResult<usize> {
+    let claims = provider.verify_logout(logout_token).await?;
+    let issuer = provider.settings().issuer.clone().unwrap_or_default();
+    let now = Utc::now();
+    let txn = crate::db::begin_write(db).await?;
+    let named = match (&claims.sid, &claims.sub) {
+        (Some(sid), _) => Some(LoggedOut::Session(sid)),
+        (None, Some(sub)) => store::find_identity(&txn, &issuer, sub)
+            .await?
+            .map(|identity| LoggedOut::Key(identity.api_key_id)),
+        (None, None) => None,
+    };
+    let ended = match named {
+        Some(named) => {
+            // A token's issue time has whole seconds, and the provider's clock may lag.
+            let before = claims.issued_at + provider::CLOCK_ALLOWANCE;
+            sessions_store::end_logged_out(&txn, named, before, now).await?
+        }
+        None => Vec::new(),
+    };
+    audit::record_as(
+        &txn,
+        None,
+        audit::Entry {
+            tenant_id: None,
+            action: "session.back_channel_logout",
+            object_type: "web_session",
+            object_id: claims
+                .sid
+                .clone()
+                .or(claims.sub.clone())
+                .unwrap_or_default(),
+            before: None,
+            after: Some(
+                json!({"issuer": issuer, "sub": claims.sub, "sid": claims.sid,
+                "ended": ended}),
+            ),
+        },
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(ended.len())
 }
 
 /// The person's email, if the claims make them an operator; `FORBIDDEN` otherwise.

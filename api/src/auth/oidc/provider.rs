@@ -3,7 +3,7 @@
 //! nonce), the code exchange (client secret as HTTP Basic), and the ID token's checks —
 //! signature by a key of the provider's JWKS (asymmetric algorithms only; the set is
 //! fetched again once when a token names a key it lacks), issuer, audience, expiry and
-//! nonce. The provider is the operator's own, so it is reached directly (not through
+//! nonce — and a back-channel logout token's. The provider is the operator's own, so it is reached directly (not through
 //! the tenant-URL client), with short timeouts.
 
 use std::sync::Mutex;
@@ -35,6 +35,21 @@ struct Metadata {
 #[derive(Deserialize)]
 struct TokenResponse {
     id_token: Option<String>,
+}
+
+/// The event a logout token names.
+const BACK_CHANNEL_LOGOUT_EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
+/// How old a logout token may be.
+pub const LOGOUT_TOKEN_AGE: chrono::Duration = chrono::Duration::minutes(5);
+/// How far the provider's clock may be from ours.
+pub const CLOCK_ALLOWANCE: chrono::Duration = chrono::Duration::minutes(1);
+
+/// What a verified logout token names.
+#[derive(Debug, Clone)]
+pub struct LogoutClaims {
+    pub sub: Option<String>,
+    pub sid: Option<String>,
+    pub issued_at: chrono::DateTime<chrono::Utc>,
 }
 
 pub struct Provider {
@@ -215,10 +230,17 @@ impl Provider {
         Ok(keys)
     }
 
-    /// The claims of an ID token whose signature, issuer, audience, expiry and nonce hold.
-    pub async fn verify(&self, id_token: &str, nonce: &str) -> ApiResult<Map<String, Value>> {
-        let header =
-            jsonwebtoken::decode_header(id_token).map_err(|_| refused("a malformed ID token"))?;
+    /// The claims of a token the provider signed for us: its signature by a key of the
+    /// provider's JWKS (asymmetric algorithms only), its issuer and audience, its expiry
+    /// where it has one, and the claims `required` present. `what` names it in errors.
+    async fn decode(
+        &self,
+        token: &str,
+        what: &str,
+        required: &[&str],
+    ) -> ApiResult<Map<String, Value>> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| refused(&format!("a malformed {what}")))?;
         if !matches!(
             header.alg,
             Algorithm::RS256
@@ -231,7 +253,9 @@ impl Provider {
                 | Algorithm::ES384
                 | Algorithm::EdDSA
         ) {
-            return Err(refused("the ID token is not signed with a public key"));
+            return Err(refused(&format!(
+                "the {what} is not signed with a public key"
+            )));
         }
         let kid = header.kid.unwrap_or_default();
         let mut keys = self.key_set(false).await?;
@@ -241,18 +265,73 @@ impl Provider {
         let jwk = keys
             .find(&kid)
             .or_else(|| (keys.keys.len() == 1 && kid.is_empty()).then(|| &keys.keys[0]))
-            .ok_or_else(|| refused("the ID token is signed by a key the provider does not list"))?;
+            .ok_or_else(|| {
+                refused(&format!(
+                    "the {what} is signed by a key the provider does not list"
+                ))
+            })?;
         let key = DecodingKey::from_jwk(jwk).map_err(|_| refused("an unusable provider key"))?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[self.issuer()]);
         validation.set_audience(&[&self.settings.client_id]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let claims = jsonwebtoken::decode::<Map<String, Value>>(id_token, &key, &validation)
-            .map_err(|err| refused(&format!("the ID token does not hold ({err})")))?
-            .claims;
+        validation.set_required_spec_claims(required);
+        jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map(|data| data.claims)
+            .map_err(|err| refused(&format!("the {what} does not hold ({err})")))
+    }
+
+    /// The claims of an ID token whose signature, issuer, audience, expiry and nonce hold.
+    pub async fn verify(&self, id_token: &str, nonce: &str) -> ApiResult<Map<String, Value>> {
+        let claims = self
+            .decode(id_token, "ID token", &["exp", "iss", "aud", "sub"])
+            .await?;
         if claims.get("nonce").and_then(Value::as_str) != Some(nonce) {
             return Err(refused("the ID token is not for this sign-in"));
         }
         Ok(claims)
+    }
+
+    /// A logout token's claims (OpenID Connect Back-Channel Logout 1.0, 2.6): signed by
+    /// the provider for us, issued within [`LOGOUT_TOKEN_AGE`] (and not ahead of our
+    /// clock by more than [`CLOCK_ALLOWANCE`]), naming the back-channel logout event, a `sub` or a
+    /// `sid`, and no `nonce` (so that an ID token never passes for one).
+    pub async fn verify_logout(&self, token: &str) -> ApiResult<LogoutClaims> {
+        let claims = self.decode(token, "logout token", &["iss", "aud"]).await?;
+        let text = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty() && v.len() <= 255)
+                .map(str::to_owned)
+        };
+        let issued_at = claims
+            .get("iat")
+            .and_then(Value::as_i64)
+            .and_then(|at| chrono::DateTime::from_timestamp(at, 0))
+            .ok_or_else(|| refused("the logout token has no issue time"))?;
+        let now = chrono::Utc::now();
+        if issued_at < now - LOGOUT_TOKEN_AGE || issued_at > now + CLOCK_ALLOWANCE {
+            return Err(refused("the logout token was not issued just now"));
+        }
+        let event = claims
+            .get("events")
+            .and_then(|events| events.get(BACK_CHANNEL_LOGOUT_EVENT));
+        if !event.is_some_and(Value::is_object) {
+            return Err(refused("the token names no back-channel logout event"));
+        }
+        if claims.contains_key("nonce") {
+            return Err(refused("a logout token carries no nonce"));
+        }
+        let (sub, sid) = (text("sub"), text("sid"));
+        if sub.is_none() && sid.is_none() {
+            return Err(refused(
+                "the logout token names neither a subject nor a session",
+            ));
+        }
+        Ok(LogoutClaims {
+            sub,
+            sid,
+            issued_at,
+        })
     }
 }

@@ -98,8 +98,8 @@ pub async fn sign_in_with_oidc(
     state: &str,
     code: &str,
 ) -> ApiResult<Opened> {
-    let principal = oidc::finish(db, provider, state, code).await?;
-    open(db, principal, How::Oidc).await
+    let signed = oidc::finish(db, provider, state, code).await?;
+    open(db, signed.principal, How::Oidc(signed.sid)).await
 }
 
 /// How a person proved who they are.
@@ -107,16 +107,16 @@ enum How {
     ApiKey,
     /// A portal user's password.
     Password(Uuid),
-    /// The operators' identity provider.
-    Oidc,
+    /// The operators' identity provider, with its session (`sid`) where it names one.
+    Oidc(Option<String>),
 }
 
 /// Opens a session acting as `principal`. Audited as `session.sign_in`, with the method.
 async fn open(db: &DatabaseConnection, mut principal: Principal, how: How) -> ApiResult<Opened> {
-    let (method, user) = match how {
-        How::ApiKey => ("api_key", None),
-        How::Password(user) => ("password", Some(user)),
-        How::Oidc => ("oidc", None),
+    let (method, user, sid) = match how {
+        How::ApiKey => ("api_key", None, None),
+        How::Password(user) => ("password", Some(user), None),
+        How::Oidc(sid) => ("oidc", None, sid),
     };
     principal.second_factor_setup_required =
         users::second_factor::setup_required(db, &principal, user).await?;
@@ -131,6 +131,7 @@ async fn open(db: &DatabaseConnection, mut principal: Principal, how: How) -> Ap
             csrf_token: &csrf_token,
             api_key_id: principal.key_id,
             user_id: user,
+            oidc_sid: sid.as_deref(),
             now,
             expires_at: now + ABSOLUTE_LIFETIME,
         },

@@ -14,6 +14,7 @@ pub(super) struct NewSession<'a> {
     pub csrf_token: &'a str,
     pub api_key_id: ApiKeyId,
     pub user_id: Option<Uuid>,
+    pub oidc_sid: Option<&'a str>,
     pub now: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
 }
@@ -32,6 +33,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
         last_seen_at: Set(new.now),
         expires_at: Set(new.expires_at),
         ended_at: Set(None),
+        oidc_sid: Set(new.oidc_sid.map(str::to_owned)),
     }
     .insert(conn)
     .await
@@ -88,4 +90,39 @@ pub(crate) async fn end_all_of_user<C: ConnectionTrait>(
         .exec(conn)
         .await?;
     Ok(ended.rows_affected)
+}
+
+/// Ends the open sessions a back-channel logout names: those of the provider session
+/// `sid` (a session id names one sign-in at the provider, so a replayed token can end
+/// nothing else), or without one every session of the key `key` opened before `before`
+/// (so that a replayed token ends nothing opened since). Their ids.
+pub(crate) async fn end_logged_out<C: ConnectionTrait>(
+    conn: &C,
+    named: LoggedOut<'_>,
+    before: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, DbErr> {
+    let open = WebSessions::find().filter(web_session::Column::EndedAt.is_null());
+    let open = match named {
+        LoggedOut::Session(sid) => open.filter(web_session::Column::OidcSid.eq(sid)),
+        LoggedOut::Key(key) => open
+            .filter(web_session::Column::ApiKeyId.eq(key))
+            .filter(web_session::Column::CreatedAt.lt(before)),
+    };
+    let mut ended = Vec::new();
+    for session in open.all(conn).await? {
+        if end(conn, session.id, now).await? {
+            ended.push(session.id);
+        }
+    }
+    Ok(ended)
+}
+
+/// What a back-channel logout names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LoggedOut<'a> {
+    /// The identity provider's session (`sid`).
+    Session(&'a str),
+    /// Every session of the operator key of the identity (`sub` without `sid`).
+    Key(ApiKeyId),
 }
