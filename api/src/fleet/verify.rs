@@ -2,8 +2,9 @@
 //! reports (`POST /v1/agents/hardware`) against the registration — the same GPUs by
 //! UUID, each of the registered model and memory, in MIG mode exactly when the node was
 //! registered for MIG, with its NVLink links up and, in a multi-node NVLink domain, in
-//! the domain's one NVLink fabric. A provider's node takes allocations only once verified; any node
-//! whose agent reports other hardware later stops taking them, with the reason shown.
+//! the domain's one NVLink fabric. A provider's node takes allocations only once
+//! verified; any node whose agent reports other hardware later stops taking them, with
+//! the reason shown.
 
 use chrono::{DateTime, Utc};
 use neocloud_metering::events::{self, NewEvent};
