@@ -21,8 +21,9 @@
 //   the member turns the second factor off with a recovery code; the console shows it
 //   nothing;
 // - provider: the demo's partner signs in to the provider console with its key, opens a
-//   node, drains it and returns it to service, reads its statements, payouts and
-//   agreement, creates a key; the operator console sends its key to its own console.
+//   node, drains it and returns it to service, registers a new node (a GPU listed twice
+//   refused at its line), reads its statements, payouts and agreement, creates a key;
+//   the operator console sends its key to its own console.
 //
 // The tenant journey also asks for more than one node holds (the nearest alternatives),
 // adds a webhook endpoint, sends it a test event and reads its delivery log.
@@ -701,6 +702,35 @@ async function requireSecondFactor(admin, member) {
   await member.getByRole('button', { name: 'Turn off', exact: true }).waitFor();
 }
 
+/** The provider registers a node in its console: a GPU listed twice is refused at its
+ * line, then the node is registered, its agent token shown once, and it waits for its
+ * agent (pending). */
+async function registerNode(page) {
+  await page.goto(`${URL}/provider`);
+  await page.getByRole('link', { name: 'Register a node' }).click();
+  await heading(page, 'Register a node');
+  const form = page.getByRole('form', { name: 'Register a node' });
+  for (const [label, value] of [['Hostname', 'partner-new-1'], ['Region', 'us-east'], ['Zone', 'us-east-a'], ['Rack', 'r09']]) {
+    await form.getByLabel(label, { exact: true }).fill(value);
+  }
+  await form.getByLabel('GPU model').selectOption('H100');
+  const uuids = form.getByLabel('GPU UUIDs');
+  await uuids.fill('GPU-partner-new-1-0\nGPU-partner-new-1-0');
+  await form.getByRole('button', { name: 'Register node' }).click();
+  await form.getByText('Line 2: appears twice').waitFor();
+  await check(page, 'provider-register-node-refused');
+  await uuids.fill('GPU-partner-new-1-0\nGPU-partner-new-1-1');
+  await form.getByRole('button', { name: 'Register node' }).click();
+  await heading(page, 'Register a node');
+  await page.getByRole('heading', { name: 'partner-new-1 is registered' }).waitFor();
+  if (!(await page.getByLabel('Agent token').inputValue()).startsWith('nca_')) throw new Error('no agent token shown');
+  await check(page, 'provider-register-node');
+  await page.getByRole('link', { name: 'Open partner-new-1' }).click();
+  await heading(page, 'partner-new-1');
+  await page.getByText('Pending', { exact: true }).first().waitFor();
+  console.log('provider registered partner-new-1: pending until its agent reports');
+}
+
 /** A hardware provider signs in to its console with its key: its nodes, one node (drained
  * and returned to service), its statements, payouts, agreement and keys (a new one shown
  * once); the operator console refuses its key. */
@@ -718,6 +748,7 @@ async function providerJourney() {
   await page.getByRole('button', { name: 'Drain', exact: true }).waitFor();
   await check(page, 'provider-node');
   console.log(`provider node ${host} drained and returned to service`);
+  await registerNode(page);
   for (const [route, title] of [['statements', 'Statements'], ['payouts', 'Payouts'], ['agreement', 'Agreement'], ['keys', 'API keys']]) {
     await page.goto(`${URL}/provider/${route}`);
     await heading(page, title);

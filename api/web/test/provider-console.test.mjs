@@ -5,6 +5,7 @@ import { load } from './load.mjs';
 const fleet = await load('src/provider/fleet.ts');
 const v = await load('src/provider-shared/versions.ts');
 const ag = await load('src/provider-shared/agreements.ts');
+const reg = await load('src/provider/registration.ts');
 
 const node = (state, verification, gpus, gpusInUse) => ({ state, verification, gpus: Array.from({ length: gpus }, (_, index) => ({ index })), gpusInUse });
 
@@ -44,4 +45,20 @@ test('agreements in words: a revenue share, or each fixed rate; the payout terms
   assert.equal(ag.earns(fixed), 'Whole gpu in eu-west: 1.20 EUR/unit-hour; Mig in eu-west: 0.30 EUR/unit-hour');
   assert.equal(ag.payoutTerms(base), '100.00 EUR minimum, once tenants paid');
   assert.equal(ag.payoutTerms({ ...base, holdUntilPaid: false }), '100.00 EUR minimum');
+});
+
+test('registration: one GPU per non-blank line, indexed in order; an error about a GPU names its line', () => {
+  assert.deepEqual(reg.gpusOf(' GPU-a \n\nGPU-b\r\n  \nGPU-c'), [
+    { uuid: 'GPU-a', index: 0 },
+    { uuid: 'GPU-b', index: 1 },
+    { uuid: 'GPU-c', index: 2 },
+  ]);
+  assert.deepEqual(reg.gpusOf('\n  \n'), []);
+  const invalid = (field) => ({ code: 'INVALID_INPUT', field, message: 'appears twice' });
+  assert.equal(reg.gpuLineError(invalid('input.gpus[2].uuid')), 'Line 3: appears twice');
+  assert.equal(reg.gpuLineError(invalid('gpus[0].index')), 'Line 1: appears twice');
+  assert.equal(reg.gpuLineError({ ...invalid('gpus[1].uuid'), message: 'gpus[1].uuid: appears twice' }), 'Line 2: appears twice');
+  assert.equal(reg.gpuLineError(invalid('hostname')), null);
+  assert.equal(reg.gpuLineError({ code: 'ALREADY_EXISTS', field: 'gpus[0].uuid', message: 'x' }), null);
+  assert.equal(reg.gpuLineError(null), null);
 });

@@ -8,6 +8,7 @@ import { NodesPage } from './pages/NodesPage';
 
 // Every page but the nodes, the console's first, loads on first visit.
 const NodePage = lazyPage(() => import('./pages/NodePage').then((m) => m.NodePage));
+const RegisterNodePage = lazyPage(() => import('./pages/RegisterNodePage').then((m) => m.RegisterNodePage));
 const StatementsPage = lazyPage(() => import('./pages/StatementsPage').then((m) => m.StatementsPage));
 const StatementPage = lazyPage(() => import('./pages/StatementPage').then((m) => m.StatementPage));
 const PayoutsPage = lazyPage(() => import('./pages/PayoutsPage').then((m) => m.PayoutsPage));
@@ -25,6 +26,8 @@ export const providerApp: AppConfig = {
   ],
   routes: [
     { pattern: '/', page: NodesPage },
+    // Before /nodes/:id, which would take it for a node's id.
+    { pattern: '/nodes/new', page: RegisterNodePage },
     { pattern: '/nodes/:id', page: NodePage },
     { pattern: '/statements', page: StatementsPage },
     { pattern: '/statements/:id', page: StatementPage },

@@ -17,7 +17,7 @@ type Node = OwnNodeRowFragment;
 export function NodesPage() {
   const { data, error, loading, reload } = useQuery(OwnNodes, {});
   return (
-    <Page title="Nodes" lead="Your nodes and what runs on them. A node takes allocations only once its agent reported the hardware it was registered with (verified, or trusted when the operator registered it).">
+    <Page title="Nodes" actions={<Link to="/nodes/new">Register a node</Link>} lead="Your nodes and what runs on them. A node takes allocations only once its agent reported the hardware it was registered with (verified, or trusted when the operator registered it).">
       <ErrorNotice error={error} onRetry={reload} />
       {!data && loading && <Loading label="Loading your nodes…" />}
       {data && (
