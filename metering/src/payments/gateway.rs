@@ -107,14 +107,13 @@ impl Gateway {
         Ok(customer.id.to_string())
     }
 
-    /// Attaches a payment method to the customer (unless a SetupIntent already did) and
-    /// makes it the default; answers what the customer recognises it by (`Visa •••• 4242,
-    /// expires 12/2030`). A method attached to another customer is refused.
-    pub async fn set_default_payment_method(
+    /// The customer's id and `payment_method` as Stripe has it; refused when it is attached
+    /// to another customer.
+    async fn method_of(
         &self,
         customer: &str,
         payment_method: &str,
-    ) -> Result<Option<String>, GatewayError> {
+    ) -> Result<(CustomerId, PaymentMethodId, Value), GatewayError> {
         let customer_id: CustomerId = customer
             .parse()
             .map_err(|_| GatewayError::Refused("not a customer id".into()))?;
@@ -125,27 +124,27 @@ impl Gateway {
             .client
             .get(&format!("/payment_methods/{payment_method}"))
             .await?;
-        match found["customer"].as_str() {
-            Some(owner) if owner == customer => {}
-            Some(_) => {
-                return Err(GatewayError::Refused(
-                    "the payment method belongs to another customer".into(),
-                ));
-            }
-            None => {
-                PaymentMethod::attach(
-                    &self.idempotent(format!("neocloud-attach-{customer}-{payment_method}")),
-                    &method,
-                    AttachPaymentMethod {
-                        customer: customer_id.clone(),
-                    },
-                )
-                .await?;
-            }
+        if found["customer"]
+            .as_str()
+            .is_some_and(|owner| owner != customer)
+        {
+            return Err(GatewayError::Refused(
+                "the payment method belongs to another customer".into(),
+            ));
         }
+        Ok((customer_id, method, found))
+    }
+
+    /// Makes `payment_method` the customer's default for invoices; an empty one unsets it
+    /// (Stripe's convention for clearing a field).
+    async fn set_invoice_default(
+        &self,
+        customer: &CustomerId,
+        payment_method: &str,
+    ) -> Result<(), GatewayError> {
         Customer::update(
             &self.client,
-            &customer_id,
+            customer,
             UpdateCustomer {
                 invoice_settings: Some(CustomerInvoiceSettings {
                     default_payment_method: Some(payment_method.to_owned()),
@@ -155,6 +154,30 @@ impl Gateway {
             },
         )
         .await?;
+        Ok(())
+    }
+
+    /// Attaches a payment method to the customer (unless a SetupIntent already did) and
+    /// makes it the default; answers what the customer recognises it by (`Visa •••• 4242,
+    /// expires 12/2030`). A method attached to another customer is refused.
+    pub async fn set_default_payment_method(
+        &self,
+        customer: &str,
+        payment_method: &str,
+    ) -> Result<Option<String>, GatewayError> {
+        let (customer_id, method, found) = self.method_of(customer, payment_method).await?;
+        if found["customer"].is_null() {
+            PaymentMethod::attach(
+                &self.idempotent(format!("neocloud-attach-{customer}-{payment_method}")),
+                &method,
+                AttachPaymentMethod {
+                    customer: customer_id.clone(),
+                },
+            )
+            .await?;
+        }
+        self.set_invoice_default(&customer_id, payment_method)
+            .await?;
         Ok(method_label(&found))
     }
 
@@ -166,36 +189,9 @@ impl Gateway {
         customer: &str,
         payment_method: &str,
     ) -> Result<(), GatewayError> {
-        let customer_id: CustomerId = customer
-            .parse()
-            .map_err(|_| GatewayError::Refused("not a customer id".into()))?;
-        payment_method
-            .parse::<PaymentMethodId>()
-            .map_err(|_| GatewayError::Refused("not a payment method id".into()))?;
-        let found: Value = self
-            .client
-            .get(&format!("/payment_methods/{payment_method}"))
-            .await?;
-        let owner = found["customer"].as_str();
-        if owner.is_some_and(|owner| owner != customer) {
-            return Err(GatewayError::Refused(
-                "the payment method belongs to another customer".into(),
-            ));
-        }
-        // An empty default unsets it (Stripe's convention for clearing a field).
-        Customer::update(
-            &self.client,
-            &customer_id,
-            UpdateCustomer {
-                invoice_settings: Some(CustomerInvoiceSettings {
-                    default_payment_method: Some(String::new()),
-                    ..Default::default()
-                }),
-                ..UpdateCustomer::new()
-            },
-        )
-        .await?;
-        if owner.is_some() {
+        let (customer_id, _, found) = self.method_of(customer, payment_method).await?;
+        self.set_invoice_default(&customer_id, "").await?;
+        if found["customer"].is_string() {
             let _: Value = self
                 .client
                 .post(&format!("/payment_methods/{payment_method}/detach"))
