@@ -827,6 +827,30 @@ async fn links_reach_people_by_mail(backend: Backend) {
         .await;
     assert!(r["errors"].is_null(), "{r}");
     assert!(outbox(&app, "mia@acme.example").await.is_empty());
+
+    // A provider's person is invited to the provider console.
+    let rhein = app.create_rhein_provider().await;
+    let r = app
+        .gql(
+            Some(&rhein),
+            "mutation { inviteUser(email: \"ops@rhein.example\", role: PROVIDER) { emailed } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["inviteUser"]["emailed"], true, "{r}");
+    let mail = smtp.wait_for("ops@rhein.example", 1).await.remove(0);
+    assert!(
+        mail.contains("Subject: You are invited to Rhein GPU GmbH"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("the provider console of Rhein GPU GmbH, as a provider user"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("https://cloud.example/provider/invitation#"),
+        "{mail}"
+    );
 }
 
 /// A mail server that is down loses nothing: the mail waits, is tried again with backoff,
@@ -1019,7 +1043,215 @@ async fn a_tenant_requires_a_second_factor_of_every_user(backend: Backend) {
     assert_eq!(changes.len(), 2, "on, off: {r}");
 }
 
+const INVITE_TO: &str = "mutation($e: String!, $r: Role!, $t: ID, $p: ID) { inviteUser(email: $e, role: $r, tenantId: $t, providerId: $p) { user { id email role state } invitationToken invitationPath } }";
+
+async fn invite_to(app: &TestApp, key: &str, email: &str, role: &str, to: Value) -> Value {
+    let mut vars = json!({"e": email, "r": role});
+    vars.as_object_mut()
+        .expect("an object")
+        .extend(to.as_object().cloned().unwrap_or_default());
+    app.gql(Some(key), INVITE_TO, vars).await
+}
+
+async fn provider_id(app: &TestApp, key: &str) -> String {
+    let r = app.gql(Some(key), "{ provider { id } }", json!({})).await;
+    r["data"]["provider"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
+}
+
+/// Accepts an invitation answer's token with [`PASSWORD`]; the session.
+async fn accept(app: &TestApp, invited: &Value) -> (String, String) {
+    let token = &invited["data"]["inviteUser"]["invitationToken"];
+    let (status, cookie, body) = post(
+        app,
+        "/v1/session/invitation",
+        json!({"token": token, "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{invited} {body}");
+    let csrf = body["csrfToken"].as_str().expect("csrf").to_owned();
+    (cookie.expect("cookie"), csrf)
+}
+
+/// A provider's people sign in to the provider console with an email, a password and a
+/// second factor. The provider (or an operator naming it) invites them, as `PROVIDER`
+/// users only; signed in, they read what the provider's keys read and nothing of a
+/// tenant. Another provider and a tenant reach none of them.
+async fn a_provider_invites_its_people(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    let rhein = app.create_rhein_provider().await;
+    let rhein_id = provider_id(&app, &rhein).await;
+    let r = app.gql(Some(&app.operator_key), "mutation { createProvider(input: {name: \"gridco\", legalName: \"Gridco AB\", country: \"SE\", currency: \"EUR\", payoutMethod: MANUAL}) { apiKey } }", json!({})).await;
+    let gridco = r["data"]["createProvider"]["apiKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let gridco_id = provider_id(&app, &gridco).await;
+    let (acme, acme_admin) = app.create_tenant("acme").await;
+
+    // Who may invite whom, and where.
+    let refused = [
+        (&rhein, "TENANT_MEMBER", json!({}), "INVALID_INPUT"),
+        (&rhein, "PROVIDER", json!({"p": gridco_id}), "NOT_FOUND"),
+        (&rhein, "PROVIDER", json!({"t": acme}), "NOT_FOUND"),
+        (&acme_admin, "PROVIDER", json!({}), "INVALID_INPUT"),
+        (
+            &acme_admin,
+            "TENANT_MEMBER",
+            json!({"p": rhein_id}),
+            "FORBIDDEN",
+        ),
+        (
+            &app.operator_key,
+            "PROVIDER",
+            json!({"t": acme, "p": rhein_id}),
+            "INVALID_INPUT",
+        ),
+        (
+            &app.operator_key,
+            "PROVIDER",
+            json!({"p": uuid::Uuid::new_v4()}),
+            "NOT_FOUND",
+        ),
+    ];
+    for (key, role, to, code) in refused {
+        let r = invite_to(&app, key, "ops@rhein.de", role, to.clone()).await;
+        assert_eq!(error_code(&r), Some(code), "{role} {to}: {r}");
+    }
+    let ops = invite_to(&app, &rhein, "Ops@Rhein.de", "PROVIDER", json!({})).await;
+    let path = ops["data"]["inviteUser"]["invitationPath"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ops}"));
+    assert!(path.starts_with("/provider/invitation#"), "{path}");
+    let finance = invite_to(
+        &app,
+        &app.operator_key,
+        "finance@rhein.de",
+        "PROVIDER",
+        json!({"p": rhein_id}),
+    )
+    .await;
+    let finance_id = finance["data"]["inviteUser"]["user"]["id"].clone();
+    assert_eq!(
+        finance["data"]["inviteUser"]["user"]["role"], "PROVIDER",
+        "{finance}"
+    );
+
+    // Signed in: the provider's view, nothing of a tenant's.
+    let session = accept(&app, &ops).await;
+    let r = as_session(&app, &session, "{ viewer { role email } provider { legalName } providerNodes { id } portalUsers { email } }").await;
+    assert_eq!(r["data"]["viewer"]["role"], "PROVIDER", "{r}");
+    assert_eq!(r["data"]["viewer"]["email"], "ops@rhein.de", "{r}");
+    assert_eq!(r["data"]["provider"]["legalName"], "Rhein GPU GmbH", "{r}");
+    let emails: Vec<&str> = r["data"]["portalUsers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter_map(|u| u["email"].as_str())
+        .collect();
+    assert_eq!(emails, ["ops@rhein.de", "finance@rhein.de"], "{r}");
+    let r = as_session(&app, &session, "{ tenants { edges { node { id } } } }").await;
+    assert_eq!(error_code(&r), Some("FORBIDDEN"), "{r}");
+
+    // A second factor, then sign-in needs it.
+    let r = as_session(&app, &session, "mutation { startSecondFactor { secret } }").await;
+    let secret = r["data"]["startSecondFactor"]["secret"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let code = one_time_code(&secret, Utc::now());
+    let r = as_session(
+        &app,
+        &session,
+        &format!("mutation {{ confirmSecondFactor(code: \"{code}\") }}"),
+    )
+    .await;
+    let recovery = r["data"]["confirmSecondFactor"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let (status, _, body) = sign_in(&app, "ops@rhein.de", PASSWORD).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("SECOND_FACTOR_REQUIRED")),
+        "{body}"
+    );
+    let (status, body) = sign_in_with_code(&app, "ops@rhein.de", &recovery).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Others reach none of them.
+    let ops_id = ops["data"]["inviteUser"]["user"]["id"].clone();
+    for (key, to) in [
+        (&gridco, json!({})),
+        (&gridco, json!({"p": rhein_id})),
+        (&acme_admin, json!({})),
+    ] {
+        let mut vars = json!({"id": ops_id});
+        vars.as_object_mut()
+            .expect("an object")
+            .extend(to.as_object().cloned().unwrap_or_default());
+        let r = app
+            .gql(
+                Some(key),
+                "mutation($id: ID!, $p: ID) { removeUser(id: $id, providerId: $p) { state } }",
+                vars,
+            )
+            .await;
+        assert!(
+            matches!(error_code(&r), Some("NOT_FOUND" | "FORBIDDEN")),
+            "{to}: {r}"
+        );
+        let r = app
+            .gql(Some(key), "{ portalUsers { email } }", json!({}))
+            .await;
+        assert!(!r.to_string().contains("rhein.de"), "{r}");
+    }
+
+    // The provider resets a lost phone and removes a colleague.
+    let r = app
+        .gql(
+            Some(&rhein),
+            "mutation($id: ID!) { resetSecondFactor(id: $id) { secondFactorSince } }",
+            json!({"id": ops_id}),
+        )
+        .await;
+    assert!(
+        r["data"]["resetSecondFactor"]["secondFactorSince"].is_null(),
+        "{r}"
+    );
+    let r = app
+        .gql(
+            Some(&rhein),
+            "mutation($id: ID!) { removeUser(id: $id) { state } }",
+            json!({"id": finance_id}),
+        )
+        .await;
+    assert_eq!(r["data"]["removeUser"]["state"], "REMOVED", "{r}");
+    let (status, _, _) = sign_in(&app, "ops@rhein.de", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "the password alone again");
+
+    // Audited for operators; nothing of it in a tenant's log.
+    let log = "{ auditLog(filter: {objectType: \"portal_user\"}) { edges { node { action } } } }";
+    let r = app.gql(Some(&app.operator_key), log, json!({})).await;
+    for action in [
+        "portal_user.invite",
+        "portal_user.accept",
+        "portal_user.second_factor_on",
+        "portal_user.second_factor_reset",
+        "portal_user.remove",
+    ] {
+        assert!(r.to_string().contains(action), "{action}: {r}");
+    }
+    let r = app.gql(Some(&acme_admin), log, json!({})).await;
+    assert_eq!(r["data"]["auditLog"]["edges"], json!([]), "{r}");
+}
+
 on_both_databases!(
+    a_provider_invites_its_people,
     links_reach_people_by_mail,
     a_mail_waits_for_the_mail_server,
     a_tenant_requires_a_second_factor_of_every_user,

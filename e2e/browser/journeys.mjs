@@ -23,7 +23,10 @@
 // - provider: the demo's partner signs in to the provider console with its key, opens a
 //   node, drains it and returns it to service, registers a new node (a GPU listed twice
 //   refused at its line), reads its statements, payouts and agreement, creates a key;
-//   the operator console sends its key to its own console.
+//   invites a colleague on its People page, who opens the link shown once, chooses a
+//   password, sets up a second factor on the Security page and signs in again with her
+//   email, password and a one-time code; the operator console sends its key to its own
+//   console.
 //
 // The tenant journey also asks for more than one node holds (the nearest alternatives),
 // adds a webhook endpoint, sends it a test event and reads its delivery log.
@@ -731,9 +734,85 @@ async function registerNode(page) {
   console.log('provider registered partner-new-1: pending until its agent reports');
 }
 
+const LENA = { email: 'lena@provider.example', password: 'a provider passphrase, long enough' };
+
+/** The provider invites Lena on its People page (the link shown once); in a browser of her
+ * own she opens it, chooses a password and lands in the console, sets up a second factor
+ * on the Security page, signs out and in again with her email, password and a one-time
+ * code, and sees the nodes; the provider sees her second factor on. */
+async function providerPeople(page) {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'People', exact: true }).click();
+  await heading(page, 'People');
+  await check(page, 'provider-people');
+  const form = page.getByRole('form', { name: 'Invite someone' });
+  await form.getByLabel('Email', { exact: true }).fill(LENA.email);
+  await form.getByRole('button', { name: 'Invite', exact: true }).click();
+  const link = await page.getByLabel(`Invitation link for ${LENA.email}`).inputValue();
+  if (!/^https?:\/\/[^/]+\/provider\/invitation#\S+$/.test(link)) throw new Error(`invitation link: ${link}`);
+  await page.getByText('valid for 7 days', { exact: false }).waitFor();
+  await page.getByRole('row', { name: new RegExp(LENA.email) }).getByText('Invited', { exact: true }).waitFor();
+  await check(page, 'provider-people-invited');
+  await page.getByRole('button', { name: 'I have copied it' }).click();
+
+  const lena = await newPage();
+  await lena.goto(link);
+  await heading(lena, 'Choose your password');
+  await check(lena, 'provider-invitation');
+  await lena.getByLabel('Password', { exact: true }).fill(LENA.password);
+  await lena.getByLabel('Password again').fill(LENA.password);
+  await lena.getByRole('button', { name: 'Set password and sign in' }).click();
+  await heading(lena, 'Nodes');
+  await lena.locator('.whoami', { hasText: LENA.email }).waitFor();
+  console.log(`${LENA.email} accepted the invitation: signed in to the provider console`);
+
+  await lena.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Security', exact: true }).click();
+  await heading(lena, 'Security');
+  await lena.getByText('Signing in needs your password only.', { exact: true }).waitFor();
+  await check(lena, 'provider-security');
+  await lena.getByRole('button', { name: 'Set up', exact: true }).click();
+  const key = (await lena.locator('.setup-key').innerText()).replace(/\s+/g, '');
+  await check(lena, 'provider-security-setup');
+  const step = totpStep();
+  await lena.getByLabel('Code from the app').fill(totp(key, step));
+  await lena.getByRole('button', { name: 'Turn on', exact: true }).click();
+  const codes = lena.getByRole('list', { name: 'Recovery codes' }).getByRole('listitem');
+  await codes.first().waitFor();
+  if ((await codes.count()) !== 10) throw new Error(`recovery codes: ${await codes.allInnerTexts()}`);
+  await check(lena, 'provider-security-recovery-codes');
+  await lena.getByRole('button', { name: 'I have stored them' }).click();
+  await lena.getByText('The second factor is on', { exact: false }).waitFor();
+  await lena.getByText(/^since /).waitFor();
+
+  await lena.getByRole('button', { name: 'Sign out' }).click();
+  await heading(lena, 'Sign in');
+  await lena.getByRole('button', { name: 'Email', exact: true }).click();
+  await lena.getByLabel('Email', { exact: true }).fill(LENA.email);
+  await lena.getByLabel('Password', { exact: true }).fill(LENA.password);
+  await lena.getByRole('button', { name: 'Sign in', exact: true }).click();
+  const code = lena.getByLabel('One-time code', { exact: true });
+  await code.waitFor();
+  await check(lena, 'provider-sign-in-code');
+  // The step that confirmed cannot be used again; the next one is within the drift allowed.
+  await code.fill(totp(key, step + 1));
+  await lena.getByRole('button', { name: 'Verify and sign in' }).click();
+  await heading(lena, 'Security');
+  await lena.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Nodes', exact: true }).click();
+  await heading(lena, 'Nodes');
+  await lena.getByRole('table', { name: 'Your nodes' }).waitFor();
+  await check(lena, 'provider-nodes-person');
+  await lena.context().close();
+  console.log(`${LENA.email} signed in again with email, password and a one-time code`);
+
+  await page.reload();
+  await heading(page, 'People');
+  await page.getByRole('row', { name: new RegExp(LENA.email) }).getByText('On', { exact: true }).waitFor();
+  await check(page, 'provider-people-second-factor');
+}
+
 /** A hardware provider signs in to its console with its key: its nodes, one node (drained
  * and returned to service), its statements, payouts, agreement and keys (a new one shown
- * once); the operator console refuses its key. */
+ * once), its people (a colleague invited, who signs in with a password and a second
+ * factor); the operator console refuses its key. */
 async function providerJourney() {
   const page = await newPage();
   await signInWithKey(page, 'provider', creds.providers[0].key);
@@ -761,6 +840,7 @@ async function providerJourney() {
   const made = await gql(secret, '{ viewer { role } provider { name } }');
   if (made.viewer.role !== 'PROVIDER' || made.provider.name !== creds.providers[0].name) throw new Error('the key shown once is not a key of the provider');
   await check(page, 'provider-key-created');
+  await providerPeople(page);
   await page.goto(`${URL}/console`);
   await heading(page, 'This console is for operators');
   await page.getByRole('link', { name: 'Go to the provider console' }).waitFor();

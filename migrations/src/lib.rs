@@ -87,6 +87,7 @@ mod m20261207_000052_payment_method_label;
 mod m20261207_000053_mail_outbox;
 mod m20261207_000054_node_fabric;
 mod m20261207_000055_session_oidc_sid;
+mod m20261208_000056_provider_users;
 
 pub struct Migrator;
 
@@ -149,6 +150,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000053_mail_outbox::Migration),
             Box::new(m20261207_000054_node_fabric::Migration),
             Box::new(m20261207_000055_session_oidc_sid::Migration),
+            Box::new(m20261208_000056_provider_users::Migration),
         ]
     }
 }

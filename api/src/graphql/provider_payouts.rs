@@ -89,9 +89,7 @@ impl ProviderPayoutQuery {
         ctx: &Context<'_>,
         provider_id: Option<ID>,
     ) -> Result<Vec<ProviderPayout>> {
-        let provider = provider_id
-            .map(|id| parse_id("providerId", &id))
-            .transpose()?;
+        let provider = super::scalars::provider_arg(provider_id)?;
         let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
         let found = payouts::list(db, principal, provider).await?;
         Ok(found.into_iter().map(ProviderPayout).collect())

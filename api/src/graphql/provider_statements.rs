@@ -135,9 +135,7 @@ impl ProviderStatementQuery {
         ctx: &Context<'_>,
         provider_id: Option<ID>,
     ) -> Result<Vec<ProviderStatement>> {
-        let provider = provider_id
-            .map(|id| parse_id("providerId", &id))
-            .transpose()?;
+        let provider = super::scalars::provider_arg(provider_id)?;
         let (db, principal) = (super::db(ctx)?, super::principal(ctx)?);
         let found = statements::list(db, principal, provider).await?;
         Ok(found

@@ -9,7 +9,7 @@ use neocloud_schema::ids::ProviderId;
 use super::api_keys::{ApiKey, CreateApiKeyPayload};
 use super::reliability::Reliability;
 use super::scalars::{
-    GqlGpuHealth, GqlNodeState, GqlNodeVerification, GqlSkuForm, parse_id, to_id,
+    GqlGpuHealth, GqlNodeState, GqlNodeVerification, GqlSkuForm, parse_id, provider_arg, to_id,
 };
 use crate::providers::payout::PayoutMethod;
 use crate::providers::store::OwnNode;
@@ -370,10 +370,6 @@ pub struct CreateProviderPayload {
     pub provider: Provider,
     /// The provider's first `provider` key. Shown once.
     pub api_key: String,
-}
-
-fn provider_arg(id: Option<ID>) -> Result<Option<ProviderId>> {
-    Ok(id.map(|id| parse_id("providerId", &id)).transpose()?)
 }
 
 #[derive(Default)]

@@ -123,6 +123,10 @@ pub fn tenant_arg(id: Option<ID>) -> ApiResult<Option<neocloud_schema::ids::Tena
     id.map(|id| parse_id("tenantId", &id)).transpose()
 }
 
+pub fn provider_arg(id: Option<ID>) -> ApiResult<Option<neocloud_schema::ids::ProviderId>> {
+    id.map(|id| parse_id("providerId", &id)).transpose()
+}
+
 pub fn to_id(id: impl Into<Uuid>) -> ID {
     let id: Uuid = id.into();
     ID(id.to_string())

@@ -1,12 +1,14 @@
-//! Portal users (`portalUsers`, `inviteUser`, `removeUser`, the second factor): the people
-//! of a tenant who sign in to the portal with an email and a password (`auth::users`).
+//! Users (`portalUsers`, `inviteUser`, `removeUser`, the second factor): the people of a
+//! tenant who sign in to the portal, and of a provider who sign in to the provider
+//! console, with an email and a password (`auth::users`). Each call is about the caller's
+//! own tenant or provider; an operator names one (`tenantId` or `providerId`).
 
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::portal_user;
 
-use super::scalars::{GqlRole, parse_id, tenant_arg, to_id};
-use crate::auth::users;
+use super::scalars::{GqlRole, parse_id, provider_arg, tenant_arg, to_id};
+use crate::auth::users::{self, Owner};
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 pub enum PortalUserState {
@@ -17,7 +19,8 @@ pub enum PortalUserState {
     Removed,
 }
 
-/// A person who signs in to the portal.
+/// A person who signs in to the portal (a tenant's) or the provider console (a
+/// provider's).
 #[derive(SimpleObject)]
 pub struct PortalUser {
     pub id: ID,
@@ -66,12 +69,13 @@ impl From<portal_user::Model> for PortalUser {
 }
 
 /// An invitation, with its token (shown once): the person opens
-/// `/portal/invitation#<token>` and chooses a password.
+/// `/portal/invitation#<token>` (`/provider/invitation#<token>` for a provider's user)
+/// and chooses a password.
 #[derive(SimpleObject)]
 pub struct InviteUserPayload {
     pub user: PortalUser,
     pub invitation_token: String,
-    /// The portal path that accepts it (append it to the deployment's address).
+    /// The path that accepts it (append it to the deployment's address).
     pub invitation_path: String,
     /// Whether the link was also mailed to the person (a mail server is configured).
     pub emailed: bool,
@@ -79,13 +83,24 @@ pub struct InviteUserPayload {
 
 impl From<users::Invited> for InviteUserPayload {
     fn from(invited: users::Invited) -> Self {
+        let app = Owner::of(&invited.user).map_or(crate::mail::App::Portal, Owner::app);
         InviteUserPayload {
-            invitation_path: format!("/portal/invitation#{}", invited.token),
+            invitation_path: format!("{}/invitation#{}", app.path(), invited.token),
             invitation_token: invited.token,
             emailed: invited.emailed,
             user: invited.user.into(),
         }
     }
+}
+
+/// Whose users a call is about (`Owner::acting`).
+fn owner(ctx: &Context<'_>, tenant_id: Option<ID>, provider_id: Option<ID>) -> Result<Owner> {
+    let actor = super::principal(ctx)?;
+    Ok(Owner::acting(
+        actor,
+        tenant_arg(tenant_id)?,
+        provider_arg(provider_id)?,
+    )?)
 }
 
 fn mailer<'a>(ctx: &'a Context<'_>) -> Option<&'a crate::mail::Mailer> {
@@ -98,18 +113,16 @@ pub struct UserQuery;
 
 #[Object]
 impl UserQuery {
-    /// The tenant's portal users, oldest first (operators name the tenant).
+    /// The users of the caller's tenant or provider, oldest first (operators name the
+    /// tenant or the provider).
     async fn portal_users(
         &self,
         ctx: &Context<'_>,
         tenant_id: Option<ID>,
+        provider_id: Option<ID>,
     ) -> Result<Vec<PortalUser>> {
-        let list = users::list(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            tenant_arg(tenant_id)?,
-        )
-        .await?;
+        let owner = owner(ctx, tenant_id, provider_id)?;
+        let list = users::list(super::db(ctx)?, owner).await?;
         Ok(list.into_iter().map(Into::into).collect())
     }
 }
@@ -119,25 +132,22 @@ pub struct UserMutation;
 
 #[Object]
 impl UserMutation {
-    /// Invites a person to the portal with a tenant role the caller may grant. The token
-    /// is valid for 7 days and shown once; inviting a pending email again replaces it.
-    /// Where a mail server is configured the link is also mailed to the person.
+    /// Invites a person to the portal with a tenant role the caller may grant, or to
+    /// the provider console as a `PROVIDER` (a provider for its own people, an operator
+    /// naming `providerId`). The token is valid for 7 days and shown once; inviting a
+    /// pending email again replaces it. Where a mail server is configured the link is
+    /// also mailed to the person.
     async fn invite_user(
         &self,
         ctx: &Context<'_>,
         email: String,
         role: GqlRole,
         tenant_id: Option<ID>,
+        provider_id: Option<ID>,
     ) -> Result<InviteUserPayload> {
-        let invited = users::invite(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            mailer(ctx),
-            &email,
-            role.into(),
-            tenant_arg(tenant_id)?,
-        )
-        .await?;
+        let owner = owner(ctx, tenant_id, provider_id)?;
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let invited = users::invite(db, actor, mailer(ctx), &email, role.into(), owner).await?;
         Ok(invited.into())
     }
 
@@ -150,16 +160,12 @@ impl UserMutation {
         ctx: &Context<'_>,
         id: ID,
         tenant_id: Option<ID>,
+        provider_id: Option<ID>,
     ) -> Result<InviteUserPayload> {
         let id = parse_id("id", &id)?;
-        let issued = users::issue_password_reset(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            mailer(ctx),
-            id,
-            tenant_arg(tenant_id)?,
-        )
-        .await?;
+        let owner = owner(ctx, tenant_id, provider_id)?;
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let issued = users::issue_password_reset(db, actor, mailer(ctx), id, owner).await?;
         Ok(issued.into())
     }
 
@@ -228,33 +234,27 @@ impl UserMutation {
         ctx: &Context<'_>,
         id: ID,
         tenant_id: Option<ID>,
+        provider_id: Option<ID>,
     ) -> Result<PortalUser> {
         let id = parse_id("id", &id)?;
-        let user = users::second_factor::reset(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            id,
-            tenant_arg(tenant_id)?,
-        )
-        .await?;
+        let owner = owner(ctx, tenant_id, provider_id)?;
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let user = users::second_factor::reset(db, actor, id, owner).await?;
         Ok(user.into())
     }
 
-    /// Removes a portal user: it cannot sign in again and its sessions end.
+    /// Removes a user: it cannot sign in again and its sessions end.
     async fn remove_user(
         &self,
         ctx: &Context<'_>,
         id: ID,
         tenant_id: Option<ID>,
+        provider_id: Option<ID>,
     ) -> Result<PortalUser> {
         let id = parse_id("id", &id)?;
-        let user = users::remove(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            id,
-            tenant_arg(tenant_id)?,
-        )
-        .await?;
+        let owner = owner(ctx, tenant_id, provider_id)?;
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let user = users::remove(db, actor, id, owner).await?;
         Ok(user.into())
     }
 }

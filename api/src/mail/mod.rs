@@ -64,6 +64,31 @@ impl std::fmt::Debug for Mailer {
     }
 }
 
+/// A web app people sign in to, which the links of mails open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum App {
+    /// A tenant's people.
+    Portal,
+    /// A hardware provider's people.
+    ProviderConsole,
+}
+
+impl App {
+    pub fn path(self) -> &'static str {
+        match self {
+            App::Portal => "/portal",
+            App::ProviderConsole => "/provider",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            App::Portal => "cloud portal",
+            App::ProviderConsole => "provider console",
+        }
+    }
+}
+
 impl Mailer {
     /// The mailer of `settings`, or none without `smtp_url`; a message naming what is
     /// wrong with them otherwise.
@@ -90,27 +115,28 @@ impl Mailer {
         }))
     }
 
-    /// The link that accepts `token` (an invitation or a reset).
-    fn link(&self, token: &str) -> String {
-        format!("{}/portal/invitation#{token}", self.public_url)
+    /// The link of `app` that accepts `token` (an invitation or a reset).
+    fn link(&self, app: App, token: &str) -> String {
+        format!("{}{}/invitation#{token}", self.public_url, app.path())
     }
 
-    /// An invitation to `tenant`'s portal with `role`.
-    pub fn invitation(&self, tenant: &str, role: &str, token: &str) -> Letter {
+    /// An invitation to `app` of `owner` (a tenant or a provider) with `role`.
+    pub fn invitation(&self, app: App, owner: &str, role: &str, token: &str) -> Letter {
+        let place = app.name();
         Letter {
             kind: Kind::Invitation,
-            subject: format!("You are invited to {tenant}"),
+            subject: format!("You are invited to {owner}"),
             body: format!(
-                "Hello,\n\nyou are invited to the cloud portal of {tenant}, as {role}.\n\n\
+                "Hello,\n\nyou are invited to the {place} of {owner}, as {role}.\n\n\
                  Choose your password here (the link works once, for 7 days):\n\n{}\n\n\
                  If you did not expect this, ignore this mail.\n",
-                self.link(token)
+                self.link(app, token)
             ),
         }
     }
 
     /// A link to set a new password.
-    pub fn password_reset(&self, token: &str) -> Letter {
+    pub fn password_reset(&self, app: App, token: &str) -> Letter {
         Letter {
             kind: Kind::PasswordReset,
             subject: "Set a new password".into(),
@@ -118,7 +144,7 @@ impl Mailer {
                 "Hello,\n\nsomeone asked to set a new password for this address.\n\n\
                  Set it here (the link works once, for 24 hours):\n\n{}\n\n\
                  If it was not you, ignore this mail: your password stays as it is.\n",
-                self.link(token)
+                self.link(app, token)
             ),
         }
     }

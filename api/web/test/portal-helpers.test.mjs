@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { load } from './load.mjs';
 
-const sf = await load('src/portal/secondFactor.ts');
+const sf = await load('src/people/secondFactor.ts');
 const alt = await load('src/portal/alternatives.ts');
 const top = await load('src/portal/topUp.ts');
 const dl = await load('src/portal/deliveries.ts');

@@ -1,8 +1,8 @@
-//! A person who signs in to the portal with an email and a password, acting through an
-//! API key of its own (`api_key_id`, whose secret is never shown). Invited with a
+//! A person who signs in with an email and a password, acting through an API key of its
+//! own (`api_key_id`, whose secret is never shown). Invited with a
 //! one-time token (`invitation_hash`, its SHA-256) until a password is set.
 
-use crate::ids::{ApiKeyId, TenantId};
+use crate::ids::{ApiKeyId, ProviderId, TenantId};
 use crate::vocabulary::Role;
 use sea_orm::entity::prelude::*;
 
@@ -11,10 +11,14 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    pub tenant_id: TenantId,
+    /// The tenant whose portal the user signs in to; exactly one of it and `provider_id`
+    /// is set.
+    pub tenant_id: Option<TenantId>,
+    /// The provider whose console the user signs in to.
+    pub provider_id: Option<ProviderId>,
     /// Lower-cased.
     pub email: String,
-    /// The role of its key (a tenant role).
+    /// The role of its key: a tenant role, or `provider`.
     pub role: Role,
     pub api_key_id: ApiKeyId,
     /// argon2id, as a PHC string; `None` until the invitation is accepted.

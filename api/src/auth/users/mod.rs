@@ -1,5 +1,7 @@
-//! Portal users: people of a tenant who sign in with an email and a password. A tenant
-//! admin (or an operator) invites one with a role; the invitation is a one-time token
+//! Users: people who sign in with an email and a password, each belonging to a tenant
+//! (the portal) or to a hardware provider (the provider console): its [`Owner`]. A tenant
+//! admin invites a tenant's people with a role, a provider its own people (role
+//! `provider`), an operator either; the invitation is a one-time token
 //! (shown once, valid [`INVITATION_LIFETIME`]) with which the person sets a password.
 //! Each user acts through an API key of its own whose secret is thrown away at birth, so
 //! what a user may do, how its acts are audited and how it is stopped are exactly those
@@ -16,7 +18,7 @@ pub mod totp;
 
 use chrono::{DateTime, Duration, Utc};
 use neocloud_schema::entity::portal_user;
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::ids::{ProviderId, TenantId};
 use neocloud_schema::vocabulary::Role;
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection};
@@ -24,7 +26,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::keys::hash_secret;
-use super::{Principal, mint};
+use super::{KeyOwner, Principal, mint_for};
 use crate::audit;
 use crate::error::{ApiError, ApiResult};
 use crate::mail::{self, Mailer};
@@ -35,6 +37,87 @@ pub const RESET_LIFETIME: Duration = Duration::hours(24);
 pub const LOCK_AFTER: i32 = 5;
 pub const LOCK_DURATION: Duration = Duration::minutes(15);
 const MAX_EMAIL_LENGTH: usize = 254;
+
+/// Whom a user belongs to, and so which web app it signs in to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Tenant(TenantId),
+    Provider(ProviderId),
+}
+
+impl Owner {
+    /// The owner of `user` (the database keeps exactly one).
+    pub fn of(user: &portal_user::Model) -> Option<Owner> {
+        match (user.tenant_id, user.provider_id) {
+            (Some(tenant), None) => Some(Owner::Tenant(tenant)),
+            (None, Some(provider)) => Some(Owner::Provider(provider)),
+            _ => None,
+        }
+    }
+
+    /// Whose users a caller manages: a provider's own; for an operator the provider or
+    /// the tenant it names; for a tenant role its own tenant. A provider naming a tenant
+    /// or another provider finds nothing; a tenant naming a provider is `FORBIDDEN`.
+    pub fn acting(
+        actor: &Principal,
+        tenant: Option<TenantId>,
+        provider: Option<ProviderId>,
+    ) -> ApiResult<Owner> {
+        match (actor.role, tenant, provider) {
+            (Role::Provider, Some(_), _) => Err(ApiError::not_found("tenant")),
+            (Role::Provider, None, asked) => Ok(Owner::Provider(actor.acting_provider(asked)?)),
+            (Role::Operator, None, Some(provider)) => Ok(Owner::Provider(provider)),
+            (Role::Operator, Some(_), Some(_)) => Err(ApiError::invalid(
+                "providerId",
+                "a tenant or a provider, not both",
+            )),
+            (_, _, Some(_)) => Err(ApiError::forbidden(
+                "a provider's users are managed by the provider and operators",
+            )),
+            (_, asked, None) => Ok(Owner::Tenant(actor.acting_tenant(asked)?)),
+        }
+    }
+
+    pub fn tenant(self) -> Option<TenantId> {
+        match self {
+            Owner::Tenant(tenant) => Some(tenant),
+            Owner::Provider(_) => None,
+        }
+    }
+
+    /// Whether its users may have `role`: a tenant role, or `provider`.
+    fn allows(self, role: Role) -> bool {
+        match self {
+            Owner::Tenant(_) => role.is_tenant_role(),
+            Owner::Provider(_) => role == Role::Provider,
+        }
+    }
+
+    /// Where its users sign in: the portal or the provider console.
+    pub fn app(self) -> mail::App {
+        match self {
+            Owner::Tenant(_) => mail::App::Portal,
+            Owner::Provider(_) => mail::App::ProviderConsole,
+        }
+    }
+
+    /// Its name, as an invitation says it.
+    async fn name<C: sea_orm::ConnectionTrait>(self, conn: &C) -> ApiResult<Option<String>> {
+        Ok(match self {
+            Owner::Tenant(id) => crate::tenancy::store::find(conn, id).await?.map(|t| t.name),
+            Owner::Provider(id) => crate::providers::store::find(conn, id)
+                .await?
+                .map(|p| p.legal_name),
+        })
+    }
+}
+
+/// The owner of a user, for what is said of it (audit, mail).
+fn owner_of(user: &portal_user::Model) -> ApiResult<Owner> {
+    Owner::of(user).ok_or_else(|| ApiError::Internal {
+        message: format!("user {} belongs to no tenant or provider", user.id),
+    })
+}
 
 /// A user just invited, with the token to hand over (shown once); `emailed` when a mail
 /// with the link was queued too.
@@ -77,20 +160,22 @@ fn describe(user: &portal_user::Model) -> serde_json::Value {
     json!({"email": user.email, "role": user.role.as_str()})
 }
 
-/// `inviteUser`: a user of a tenant role the caller may grant, in the caller's tenant (an
-/// operator names it). Inviting an email whose invitation is still pending issues a new
-/// token for it; an email of an active user is refused.
+/// `inviteUser`: a user of `owner` with a role the caller may grant (a tenant role for a
+/// tenant, `provider` for a provider). Inviting an email whose invitation is still
+/// pending issues a new token for it; an email of an active user is refused.
 pub async fn invite(
     db: &DatabaseConnection,
     actor: &Principal,
     mailer: Option<&Mailer>,
     email: &str,
     role: Role,
-    tenant: Option<TenantId>,
+    owner: Owner,
 ) -> ApiResult<Invited> {
-    let tenant = actor.acting_tenant(tenant)?;
-    if !role.is_tenant_role() {
-        return Err(ApiError::invalid("role", "a tenant role"));
+    if !owner.allows(role) {
+        return Err(match owner {
+            Owner::Tenant(_) => ApiError::invalid("role", "a tenant role"),
+            Owner::Provider(_) => ApiError::invalid("role", "PROVIDER, for a provider's user"),
+        });
     }
     if !actor.role.may_manage(role) {
         return Err(ApiError::forbidden(format!(
@@ -102,55 +187,86 @@ pub async fn invite(
     let token = invitation_token();
     let now = Utc::now();
     let txn = crate::db::begin_write(db).await?;
+    if owner.name(&txn).await?.is_none() {
+        return Err(match owner {
+            Owner::Tenant(_) => ApiError::not_found("tenant"),
+            Owner::Provider(_) => ApiError::not_found("provider"),
+        });
+    }
     let user = match store::active_by_email(&txn, &email).await? {
-        Some(user) if user.tenant_id == tenant && user.password_hash.is_none() => {
+        Some(user) if Owner::of(&user) == Some(owner) && user.password_hash.is_none() => {
             store::save(&txn, user, |u| {
                 u.invitation_hash = Set(Some(hash_secret(&token)));
                 u.invitation_expires_at = Set(Some(now + INVITATION_LIFETIME));
             })
             .await?
         }
-        Some(_) => return Err(ApiError::invalid("email", "already has a portal user")),
+        Some(_) => return Err(ApiError::invalid("email", "already has a user")),
         None => {
-            let label = format!("portal user {email}");
-            let key = mint(&txn, role, Some(tenant), None, &label, Some(actor.key_id)).await?;
-            store::insert(
-                &txn,
-                store::NewUser {
-                    tenant_id: tenant,
-                    email: &email,
-                    role,
-                    api_key_id: key.key.id,
-                    invitation_hash: &hash_secret(&token),
-                    invitation_expires_at: now + INVITATION_LIFETIME,
-                    now,
-                },
-            )
-            .await?
+            let new = store::NewUser {
+                owner,
+                email: &email,
+                role,
+                invitation_hash: &hash_secret(&token),
+                invitation_expires_at: now + INVITATION_LIFETIME,
+                now,
+            };
+            new_user(&txn, actor, new).await?
         }
     };
     let emailed = mail_invitation(&txn, mailer, &user, &token, now).await?;
     let mut after = describe(&user);
     after["emailed"] = emailed.into();
-    audit::record(
-        &txn,
-        actor,
-        audit::Entry {
-            tenant_id: Some(tenant),
-            action: "portal_user.invite",
-            object_type: "portal_user",
-            object_id: user.id.to_string(),
-            before: None,
-            after: Some(after),
-        },
-    )
-    .await?;
+    record(&txn, Some(actor), &user, "portal_user.invite", None, after).await?;
     txn.commit().await?;
     Ok(Invited {
         user,
         token,
         emailed,
     })
+}
+
+/// Inserts `new` with a key of its own (whose secret nobody sees) minted by `actor`.
+async fn new_user<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    actor: &Principal,
+    new: store::NewUser<'_>,
+) -> ApiResult<portal_user::Model> {
+    let key_owner = KeyOwner {
+        tenant_id: new.owner.tenant(),
+        provider_id: match new.owner {
+            Owner::Provider(provider) => Some(provider),
+            Owner::Tenant(_) => None,
+        },
+        node_id: None,
+    };
+    let label = match new.owner {
+        Owner::Tenant(_) => format!("portal user {}", new.email),
+        Owner::Provider(_) => format!("provider user {}", new.email),
+    };
+    let key = mint_for(conn, new.role, key_owner, &label, Some(actor.key_id)).await?;
+    Ok(store::insert(conn, key.key.id, new).await?)
+}
+
+/// Records `action` on `user` in the audit log, under the user's tenant where it has one.
+async fn record<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    actor: Option<&Principal>,
+    user: &portal_user::Model,
+    action: &'static str,
+    before: Option<serde_json::Value>,
+    after: serde_json::Value,
+) -> ApiResult<()> {
+    let entry = audit::Entry {
+        tenant_id: user.tenant_id,
+        action,
+        object_type: "portal_user",
+        object_id: user.id.to_string(),
+        before,
+        after: Some(after),
+    };
+    audit::record_as(conn, actor, entry).await?;
+    Ok(())
 }
 
 /// Queues the invitation's mail to `user` when a mail server is configured; whether it did.
@@ -164,11 +280,10 @@ async fn mail_invitation<C: sea_orm::ConnectionTrait>(
     let Some(mailer) = mailer else {
         return Ok(false);
     };
-    let tenant = crate::tenancy::store::find(conn, user.tenant_id)
-        .await?
-        .map_or_else(String::new, |t| t.name);
-    let letter = mailer.invitation(&tenant, role_words(user.role), token);
-    mail::store::queue(conn, Some(user.tenant_id), &user.email, letter, now).await?;
+    let owner = owner_of(user)?;
+    let name = owner.name(conn).await?.unwrap_or_default();
+    let letter = mailer.invitation(owner.app(), &name, role_words(user.role), token);
+    mail::store::queue(conn, user.tenant_id, &user.email, letter, now).await?;
     Ok(true)
 }
 
@@ -177,6 +292,7 @@ fn role_words(role: Role) -> &'static str {
     match role {
         Role::TenantAdmin => "an admin",
         Role::TenantBilling => "a billing reader",
+        Role::Provider => "a provider user",
         _ => "a member",
     }
 }
@@ -220,23 +336,12 @@ pub async fn accept(
         u.locked_until = Set(None);
     })
     .await?;
-    audit::record(
-        &txn,
-        &principal,
-        audit::Entry {
-            tenant_id: Some(user.tenant_id),
-            action: if reset {
-                "portal_user.password_set"
-            } else {
-                "portal_user.accept"
-            },
-            object_type: "portal_user",
-            object_id: user.id.to_string(),
-            before: None,
-            after: Some(describe(&user)),
-        },
-    )
-    .await?;
+    let action = if reset {
+        "portal_user.password_set"
+    } else {
+        "portal_user.accept"
+    };
+    record(&txn, Some(&principal), &user, action, None, describe(&user)).await?;
     txn.commit().await?;
     Ok((user, principal))
 }
@@ -329,16 +434,16 @@ async fn record_failure(
     Ok(())
 }
 
-/// A user of `tenant` whose role the caller may manage, for `what` (`remove`, …):
-/// `NOT_FOUND` outside the tenant, `FORBIDDEN` above the caller's role.
+/// A user of `owner` whose role the caller may manage, for `what` (`remove`, …):
+/// `NOT_FOUND` outside the owner, `FORBIDDEN` above the caller's role.
 pub(super) async fn managed_user<C: sea_orm::ConnectionTrait>(
     conn: &C,
     actor: &Principal,
     id: Uuid,
-    tenant: TenantId,
+    owner: Owner,
     what: &str,
 ) -> ApiResult<portal_user::Model> {
-    let user = store::find_in_tenant(conn, id, tenant)
+    let user = store::find_owned(conn, id, owner)
         .await?
         .ok_or_else(|| ApiError::not_found("portal user"))?;
     if !actor.role.may_manage(user.role) {
@@ -358,11 +463,10 @@ pub async fn issue_password_reset(
     actor: &Principal,
     mailer: Option<&Mailer>,
     id: Uuid,
-    tenant: Option<TenantId>,
+    owner: Owner,
 ) -> ApiResult<Invited> {
-    let tenant = actor.acting_tenant(tenant)?;
     let txn = crate::db::begin_write(db).await?;
-    let user = managed_user(&txn, actor, id, tenant, "reset the password of").await?;
+    let user = managed_user(&txn, actor, id, owner, "reset the password of").await?;
     if user.disabled_at.is_some() || user.password_hash.is_none() {
         return Err(ApiError::InvalidState {
             message: "only an active user's password is reset: invite a pending or removed one"
@@ -371,17 +475,14 @@ pub async fn issue_password_reset(
     }
     let (user, token) = new_reset_link(&txn, user, mailer).await?;
     let emailed = mailer.is_some();
-    audit::record(
+    let after = json!({"expires_at": user.invitation_expires_at, "emailed": emailed});
+    record(
         &txn,
-        actor,
-        audit::Entry {
-            tenant_id: Some(tenant),
-            action: "portal_user.password_reset",
-            object_type: "portal_user",
-            object_id: user.id.to_string(),
-            before: None,
-            after: Some(json!({"expires_at": user.invitation_expires_at, "emailed": emailed})),
-        },
+        Some(actor),
+        &user,
+        "portal_user.password_reset",
+        None,
+        after,
     )
     .await?;
     txn.commit().await?;
@@ -407,8 +508,8 @@ async fn new_reset_link<C: sea_orm::ConnectionTrait>(
     })
     .await?;
     if let Some(mailer) = mailer {
-        let letter = mailer.password_reset(&token);
-        mail::store::queue(conn, Some(user.tenant_id), &user.email, letter, now).await?;
+        let letter = mailer.password_reset(owner_of(&user)?.app(), &token);
+        mail::store::queue(conn, user.tenant_id, &user.email, letter, now).await?;
     }
     Ok((user, token))
 }
@@ -441,31 +542,16 @@ pub async fn request_password_reset(
         return Ok(());
     }
     let (user, _) = new_reset_link(&txn, user, Some(mailer)).await?;
-    audit::record_as(
-        &txn,
-        None,
-        audit::Entry {
-            tenant_id: Some(user.tenant_id),
-            action: "portal_user.password_reset_requested",
-            object_type: "portal_user",
-            object_id: user.id.to_string(),
-            before: None,
-            after: Some(json!({"expires_at": user.invitation_expires_at})),
-        },
-    )
-    .await?;
+    let after = json!({"expires_at": user.invitation_expires_at});
+    let action = "portal_user.password_reset_requested";
+    record(&txn, None, &user, action, None, after).await?;
     txn.commit().await?;
     Ok(())
 }
 
-/// `portalUsers`: the users of the caller's tenant (an operator names it).
-pub async fn list(
-    db: &DatabaseConnection,
-    actor: &Principal,
-    tenant: Option<TenantId>,
-) -> ApiResult<Vec<portal_user::Model>> {
-    let tenant = actor.acting_tenant(tenant)?;
-    Ok(store::list(db, tenant).await?)
+/// `portalUsers`: the users of `owner` (see [`Owner::acting`]).
+pub async fn list(db: &DatabaseConnection, owner: Owner) -> ApiResult<Vec<portal_user::Model>> {
+    Ok(store::list(db, owner).await?)
 }
 
 /// `removeUser`: disables a user of a role the caller may grant and revokes its key (its
@@ -474,11 +560,10 @@ pub async fn remove(
     db: &DatabaseConnection,
     actor: &Principal,
     id: Uuid,
-    tenant: Option<TenantId>,
+    owner: Owner,
 ) -> ApiResult<portal_user::Model> {
-    let tenant = actor.acting_tenant(tenant)?;
     let txn = crate::db::begin_write(db).await?;
-    let user = managed_user(&txn, actor, id, tenant, "remove").await?;
+    let user = managed_user(&txn, actor, id, owner, "remove").await?;
     if user.disabled_at.is_some() {
         return Ok(user);
     }
@@ -494,17 +579,15 @@ pub async fn remove(
         u.invitation_expires_at = Set(None);
     })
     .await?;
-    audit::record(
+    let after = json!({"disabled_at": now});
+    let before = Some(describe(&removed));
+    record(
         &txn,
-        actor,
-        audit::Entry {
-            tenant_id: Some(tenant),
-            action: "portal_user.remove",
-            object_type: "portal_user",
-            object_id: removed.id.to_string(),
-            before: Some(describe(&removed)),
-            after: Some(json!({"disabled_at": now})),
-        },
+        Some(actor),
+        &removed,
+        "portal_user.remove",
+        before,
+        after,
     )
     .await?;
     txn.commit().await?;

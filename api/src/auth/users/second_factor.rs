@@ -2,8 +2,8 @@
 //! confirms with a first code, plus ten single-use recovery codes shown once. Once on,
 //! signing in with the password also needs a current code (or a recovery code); a wrong
 //! one counts as a wrong password. The user turns it off with a code; a tenant admin who
-//! may manage the user's role resets it for a lost phone. A tenant may require one of
-//! every user: a user without one then signs in to a session that may only set one up.
+//! may manage the user's role (for a provider's user, the provider or an operator) resets
+//! it for a lost phone. A tenant may require one of every user: a user without one then signs in to a session that may only set one up.
 //! Operators sign in through their identity provider, which brings its own.
 
 use chrono::{DateTime, Utc};
@@ -204,7 +204,9 @@ pub async fn disable(
     if user.totp_secret.is_none() {
         return Ok(());
     }
-    if required_by_tenant(db, user.tenant_id).await? {
+    if let Some(tenant) = user.tenant_id
+        && required_by_tenant(db, tenant).await?
+    {
         return Err(ApiError::InvalidState {
             message: "your organisation requires a second factor: it stays on".into(),
         });
@@ -238,7 +240,7 @@ pub async fn setup_required(
     let (Some(user), Some(tenant)) = (user, actor.tenant_id) else {
         return Ok(false);
     };
-    match store::find_in_tenant(db, user, tenant).await? {
+    match store::find_owned(db, user, super::Owner::Tenant(tenant)).await? {
         Some(user) if user.totp_secret.is_none() => required_by_tenant(db, tenant).await,
         _ => Ok(false),
     }
@@ -296,10 +298,9 @@ pub async fn reset(
     db: &DatabaseConnection,
     actor: &Principal,
     id: Uuid,
-    tenant: Option<TenantId>,
+    owner: super::Owner,
 ) -> ApiResult<portal_user::Model> {
-    let tenant = actor.acting_tenant(tenant)?;
-    let user = super::managed_user(db, actor, id, tenant, "reset the second factor of").await?;
+    let user = super::managed_user(db, actor, id, owner, "reset the second factor of").await?;
     turn_off(db, actor, user, "portal_user.second_factor_reset").await
 }
 
@@ -329,20 +330,8 @@ async fn record<C: sea_orm::ConnectionTrait>(
     user: &portal_user::Model,
     action: &'static str,
 ) -> ApiResult<()> {
-    audit::record(
-        conn,
-        actor,
-        audit::Entry {
-            tenant_id: Some(user.tenant_id),
-            action,
-            object_type: "portal_user",
-            object_id: user.id.to_string(),
-            before: None,
-            after: Some(json!({"email": user.email})),
-        },
-    )
-    .await?;
-    Ok(())
+    let after = json!({"email": user.email});
+    super::record(conn, Some(actor), user, action, None, after).await
 }
 
 #[cfg(test)]
@@ -355,7 +344,8 @@ mod tests {
         assert_eq!(codes.len(), RECOVERY_CODES);
         let user = portal_user::Model {
             id: Uuid::new_v4(),
-            tenant_id: TenantId::new(),
+            tenant_id: Some(TenantId::new()),
+            provider_id: None,
             email: "ada@example.com".into(),
             role: neocloud_schema::vocabulary::Role::TenantMember,
             api_key_id: neocloud_schema::ids::ApiKeyId::new(),

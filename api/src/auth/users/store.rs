@@ -1,4 +1,4 @@
-//! SQL for portal users. Listings and lookups by id filter by tenant here.
+//! SQL for users. Listings and lookups by id filter by owner (tenant or provider) here.
 
 use chrono::{DateTime, Utc};
 use neocloud_schema::entity::portal_user::{self, Entity as PortalUsers};
@@ -11,26 +11,34 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::Owner;
+
 pub(super) struct NewUser<'a> {
-    pub tenant_id: TenantId,
+    pub owner: Owner,
     pub email: &'a str,
     pub role: Role,
-    pub api_key_id: ApiKeyId,
     pub invitation_hash: &'a str,
     pub invitation_expires_at: DateTime<Utc>,
     pub now: DateTime<Utc>,
 }
 
+/// Inserts `new`, acting through `key`.
 pub(super) async fn insert<C: ConnectionTrait>(
     conn: &C,
+    key: ApiKeyId,
     new: NewUser<'_>,
 ) -> Result<portal_user::Model, DbErr> {
+    let (tenant_id, provider_id) = match new.owner {
+        Owner::Tenant(tenant) => (Some(tenant), None),
+        Owner::Provider(provider) => (None, Some(provider)),
+    };
     portal_user::ActiveModel {
         id: Set(Uuid::new_v4()),
-        tenant_id: Set(new.tenant_id),
+        tenant_id: Set(tenant_id),
+        provider_id: Set(provider_id),
         email: Set(new.email.to_owned()),
         role: Set(new.role),
-        api_key_id: Set(new.api_key_id),
+        api_key_id: Set(key),
         password_hash: Set(None),
         invitation_hash: Set(Some(new.invitation_hash.to_owned())),
         invitation_expires_at: Set(Some(new.invitation_expires_at)),
@@ -49,7 +57,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
     .await
 }
 
-/// The active user with this (lower-cased) email, in any tenant.
+/// The active user with this (lower-cased) email, of any tenant or provider.
 pub(super) async fn active_by_email<C: ConnectionTrait>(
     conn: &C,
     email: &str,
@@ -83,23 +91,31 @@ pub(crate) async fn by_key<C: ConnectionTrait>(
         .await
 }
 
-pub(super) async fn find_in_tenant<C: ConnectionTrait>(
+/// The condition "belongs to `owner`".
+fn owned_by(owner: Owner) -> sea_orm::sea_query::SimpleExpr {
+    match owner {
+        Owner::Tenant(tenant) => portal_user::Column::TenantId.eq(tenant),
+        Owner::Provider(provider) => portal_user::Column::ProviderId.eq(provider),
+    }
+}
+
+pub(super) async fn find_owned<C: ConnectionTrait>(
     conn: &C,
     id: Uuid,
-    tenant: TenantId,
+    owner: Owner,
 ) -> Result<Option<portal_user::Model>, DbErr> {
     PortalUsers::find_by_id(id)
-        .filter(portal_user::Column::TenantId.eq(tenant))
+        .filter(owned_by(owner))
         .one(conn)
         .await
 }
 
 pub(super) async fn list<C: ConnectionTrait>(
     conn: &C,
-    tenant: TenantId,
+    owner: Owner,
 ) -> Result<Vec<portal_user::Model>, DbErr> {
     PortalUsers::find()
-        .filter(portal_user::Column::TenantId.eq(tenant))
+        .filter(owned_by(owner))
         .order_by_asc(portal_user::Column::CreatedAt)
         .all(conn)
         .await
@@ -124,7 +140,7 @@ pub(crate) async fn erase<C: ConnectionTrait>(
     tenant: TenantId,
     now: DateTime<Utc>,
 ) -> Result<u64, DbErr> {
-    let users = list(conn, tenant).await?;
+    let users = list(conn, Owner::Tenant(tenant)).await?;
     for user in &users {
         PortalUsers::update_many()
             .col_expr(

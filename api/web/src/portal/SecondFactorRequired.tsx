@@ -5,9 +5,9 @@ import { Button } from '../ui/Button';
 import { ErrorNotice } from '../ui/Notice';
 import { pageTitle } from '../ui/Page';
 import { SignInCard } from '../ui/SignIn';
-import { StartSecondFactor } from './operations';
-import { RecoveryCodes, SetUpSecondFactor } from './SecondFactorForms';
-import { accountOfOtpauth } from './secondFactor';
+import { RecoveryCodes, SetUpSecondFactor } from '../people/SecondFactorForms';
+import { accountOfOtpauth } from '../people/secondFactor';
+import { StartSecondFactor } from '../people/operations';
 
 type Step = { kind: 'intro' } | { kind: 'setup'; secret: string; uri: string; qrCodeSvg: string } | { kind: 'codes'; email: string; codes: string[] };
 

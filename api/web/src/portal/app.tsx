@@ -1,7 +1,7 @@
-import type { Session } from '../lib/session';
+import { invitationPage } from '../people/Invitation';
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
-import { API_KEY_METHOD, PASSWORD_METHOD, PASSWORD_WITH_RESET_METHOD, type SignInMethod } from '../ui/SignIn';
+import { keyOrPasswordSignIn } from '../ui/SignIn';
 import { lazyPage } from '../ui/lazy';
 import type { Viewer } from '../ui/viewer';
 import { AllocationsPage } from './pages/AllocationsPage';
@@ -12,7 +12,6 @@ import { InvoicesPage } from './pages/InvoicesPage';
 import { BudgetPage } from './pages/BudgetPage';
 import { PeoplePage } from './pages/PeoplePage';
 import { SuspensionBanner } from './SuspensionBanner';
-import { Invitation } from './Invitation';
 import { SecondFactorRequired } from './SecondFactorRequired';
 
 const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
@@ -51,18 +50,10 @@ export const portal: AppConfig = {
   ],
   refuse: (viewer) => (TENANT_ROLES.includes(viewer.role) ? null : <NotForThisKey viewer={viewer} />),
   banner: (viewer) => <SuspensionBanner viewer={viewer} />,
-  signIn: (available) => ({
-    methods: [available.apiKey && API_KEY_METHOD, available.password && (available.passwordReset ? PASSWORD_WITH_RESET_METHOD : PASSWORD_METHOD)].filter((m): m is SignInMethod => !!m),
-    links: [],
-  }),
-  signedOutPages: { '/invitation': InvitationFromLink },
+  signIn: keyOrPasswordSignIn,
+  signedOutPages: { '/invitation': invitationPage('Portal') },
   secondFactorSetup: SecondFactorRequired,
 };
-
-/** The invitation token travels in the fragment (`#<token>`), never to a server log. */
-function InvitationFromLink({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
-  return <Invitation token={window.location.hash.slice(1)} onSignedIn={onSignedIn} />;
-}
 
 function NotForThisKey({ viewer }: { viewer: Viewer }) {
   return (

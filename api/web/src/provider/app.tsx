@@ -1,8 +1,9 @@
 import type { Role } from '../gql/schema';
+import { invitationPage } from '../people/Invitation';
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
 import { lazyPage } from '../ui/lazy';
-import { API_KEY_METHOD } from '../ui/SignIn';
+import { keyOrPasswordSignIn } from '../ui/SignIn';
 import type { Viewer } from '../ui/viewer';
 import { NodesPage } from './pages/NodesPage';
 
@@ -14,6 +15,8 @@ const StatementPage = lazyPage(() => import('./pages/StatementPage').then((m) =>
 const PayoutsPage = lazyPage(() => import('./pages/PayoutsPage').then((m) => m.PayoutsPage));
 const AgreementPage = lazyPage(() => import('./pages/AgreementPage').then((m) => m.AgreementPage));
 const KeysPage = lazyPage(() => import('./pages/KeysPage').then((m) => m.KeysPage));
+const PeoplePage = lazyPage(() => import('./pages/PeoplePage').then((m) => m.PeoplePage));
+const SecurityPage = lazyPage(() => import('./pages/SecurityPage').then((m) => m.SecurityPage));
 
 export const providerApp: AppConfig = {
   name: 'Provider console',
@@ -23,6 +26,8 @@ export const providerApp: AppConfig = {
     { to: '/payouts', label: 'Payouts' },
     { to: '/agreement', label: 'Agreement' },
     { to: '/keys', label: 'API keys' },
+    { to: '/people', label: 'People' },
+    { to: '/security', label: 'Security' },
   ],
   routes: [
     { pattern: '/', page: NodesPage },
@@ -34,25 +39,32 @@ export const providerApp: AppConfig = {
     { pattern: '/payouts', page: PayoutsPage },
     { pattern: '/agreement', page: AgreementPage },
     { pattern: '/keys', page: KeysPage },
+    { pattern: '/people', page: PeoplePage },
+    { pattern: '/security', page: SecurityPage },
   ],
   refuse: (viewer) => (viewer.role === 'PROVIDER' ? null : <ProvidersOnly viewer={viewer} />),
-  // A provider signs in with its provider key only.
-  signIn: (available) => ({ methods: available.apiKey ? [API_KEY_METHOD] : [], links: [] }),
+  // A provider signs in with one of its keys, or as one of its people (email and password;
+  // invited on the People page, where a lost password or phone is reset too).
+  signIn: keyOrPasswordSignIn,
+  signedOutPages: { '/invitation': invitationPage('Provider console') },
 };
 
-/** The app where a key of another role belongs, if it has one. */
+/** The app where a key or a person of another role belongs, if it has one. */
 function elsewhere(role: Role): { href: string; label: string } | null {
   if (role === 'OPERATOR') return { href: '/console', label: 'Go to the operator console' };
   if (role.startsWith('TENANT_')) return { href: '/portal', label: 'Go to the customer portal' };
   return null;
 }
 
-/** Another role's key in the provider console: no data, a way to its own app. */
+/** Another role's key or person in the provider console: no data, a way to its own app. */
 function ProvidersOnly({ viewer }: { viewer: Viewer }) {
   const other = elsewhere(viewer.role);
   return (
     <Page title="This console is for providers">
-      <p>The provider console shows a hardware provider its own nodes, statements, payouts and agreement, and needs a provider key. You are signed in with another kind of key.</p>
+      <p>
+        The provider console shows a hardware provider its own nodes, statements, payouts and agreement, to its keys and its people. You are signed in with another kind of key, or as someone who
+        is not one of a provider's people.
+      </p>
       {other && (
         <p>
           <a href={other.href}>{other.label}</a>

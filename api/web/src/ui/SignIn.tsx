@@ -299,3 +299,13 @@ export interface SignInOptions {
 export function defaultSignIn(available: SignInMethods): SignInOptions {
   return { methods: available.apiKey ? [API_KEY_METHOD] : [], links: [] };
 }
+
+/**
+ * An API key, and an email and a password (with "Forgot your password?" where the
+ * deployment sends mail): the portal's and the provider console's, whose users are people
+ * as well as keys.
+ */
+export function keyOrPasswordSignIn(available: SignInMethods): SignInOptions {
+  const password = available.password && (available.passwordReset ? PASSWORD_WITH_RESET_METHOD : PASSWORD_METHOD);
+  return { methods: [available.apiKey && API_KEY_METHOD, password].filter((m): m is SignInMethod => !!m), links: [] };
+}

@@ -1,25 +1,25 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import type { Role } from '../../gql/schema';
 import { dateTime } from '../../lib/format';
 import { useMutation, useQuery } from '../../lib/hooks';
-import { Badge, StatusBadge } from '../../ui/Badge';
-import { Button } from '../../ui/Button';
-import { ConfirmButton } from '../../ui/ConfirmButton';
+import { type Invited, InvitationLink, type IssuedLink } from '../../people/InvitationLink';
+import { InviteForm } from '../../people/InviteForm';
+import { findSelf, withoutSecondFactor } from '../../people/secondFactor';
+import { UserActions } from '../../people/UserActions';
+import { UserState } from '../../people/UserState';
+import { type PortalUserRowFragment, PortalUsers } from '../../people/operations';
+import { Badge } from '../../ui/Badge';
 import { type Column, DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
 import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
-import { SecretOnce } from '../../ui/SecretOnce';
 import { canChange, isTenantAdmin, roleLabel, useViewer, type Viewer } from '../../ui/viewer';
 import { AccountNav } from '../AccountNav';
-import { InviteForm, invitationUrl } from '../InviteForm';
-import { InviteUser, type PortalUserRowFragment, PortalUsers, RemoveUser, RequireSecondFactor, ResetPassword, ResetSecondFactor } from '../operations';
+import { RequireSecondFactor } from '../operations';
+import { RoleChoice } from '../RoleChoice';
 import { mayManage, userRoles } from '../roles';
-import { findSelf, withoutSecondFactor } from '../secondFactor';
 
 type User = PortalUserRowFragment;
-
-/** What a one-time link lets its person do. */
-type LinkKind = 'invitation' | 'reset';
 
 /**
  * The people who sign in to the portal with an email and a password: invite, a new
@@ -65,35 +65,12 @@ export function PeoplePage() {
       )}
       {mayInvite && !link && (
         <Section title="Invite someone">
-          <InviteForm roles={userRoles(viewer.role)} onInvited={(email, url, emailed) => invited({ email, url, kind: 'invitation', emailed })} />
+          <Invite roles={userRoles(viewer.role)} onInvited={invited} />
         </Section>
       )}
     </Page>
   );
 }
-
-function InvitationLink({ email, url, kind, emailed, onDone }: IssuedLink & { onDone: () => void }) {
-  const send = emailed ? `We mailed this link to ${email}; you may also send it yourself` : `Send this link to ${email}`;
-  const [label, note] =
-    kind === 'reset'
-      ? [`Password reset link for ${email}`, `${send}: it lets them set a new password and is valid for 24 hours. Their old password works until they use it.`]
-      : [`Invitation link for ${email}`, `${send}: it lets them choose a password and is valid for 7 days.`];
-  return (
-    <div class="card form-card">
-      <SecretOnce label={label} value={url} note={note} onDone={onDone} />
-    </div>
-  );
-}
-
-/** A one-time link just issued, shown once; `emailed` when the person was mailed it too. */
-interface IssuedLink {
-  email: string;
-  url: string;
-  kind: LinkKind;
-  emailed: boolean;
-}
-
-type Invited = (issued: IssuedLink) => void;
 
 function columns(viewer: Viewer, secondFactorRequired: boolean, reload: () => void, invited: Invited): Column<User>[] {
   const cols: Column<User>[] = [
@@ -103,35 +80,12 @@ function columns(viewer: Viewer, secondFactorRequired: boolean, reload: () => vo
     { header: 'Last sign-in', cell: (u) => (u.lastSignInAt ? dateTime(u.lastSignInAt) : 'Never') },
     { header: 'Added', cell: (u) => dateTime(u.createdAt) },
   ];
-  if (canChange(viewer)) cols.push({ header: 'Actions', hiddenHeader: true, cell: (u) => manageable(viewer, u) && <UserActions user={u} onRemoved={reload} onInvited={invited} /> });
+  if (canChange(viewer)) cols.push({ header: 'Actions', hiddenHeader: true, cell: (u) => manageable(viewer, u) && <UserActions user={u} onChanged={reload} onInvited={invited} /> });
   return cols;
 }
 
 function manageable(viewer: Viewer, u: User): boolean {
   return u.state !== 'REMOVED' && mayManage(viewer.role, u.role);
-}
-
-function UserState({ user, secondFactorRequired }: { user: User; secondFactorRequired: boolean }) {
-  const locked = user.lockedUntil && Date.parse(user.lockedUntil) > Date.now();
-  return (
-    <div class="cell-stack">
-      <StatusBadge value={user.state} />
-      {user.state === 'INVITED' && <span class="muted">{`invitation valid until ${dateTime(user.invitationExpiresAt)}`}</span>}
-      {locked && <Badge tone="warn">{`Locked until ${dateTime(user.lockedUntil)}`}</Badge>}
-      {user.secondFactorSince && (
-        <span title={`Second factor (authenticator app) on since ${dateTime(user.secondFactorSince)}`}>
-          <Badge tone="good">2FA</Badge>
-          <span class="sr-only">{`: second factor on since ${dateTime(user.secondFactorSince)}`}</span>
-        </span>
-      )}
-      {secondFactorRequired && !user.secondFactorSince && user.state !== 'REMOVED' && (
-        <span title="No second factor yet: they must set one up before they can use the portal">
-          <Badge tone="warn">No 2FA yet</Badge>
-          <span class="sr-only">: must set up a second factor before using the portal</span>
-        </span>
-      )}
-    </div>
-  );
 }
 
 /**
@@ -212,64 +166,13 @@ function RequireSecondFactorSwitch({ required, users, onChanged }: { required: b
   );
 }
 
-function UserActions({ user, onRemoved, onInvited }: { user: User; onRemoved: () => void; onInvited: Invited }) {
-  const remove = useMutation(RemoveUser);
-  const run = async () => {
-    const ok = (await remove.run({ id: user.id })) !== null;
-    if (ok) onRemoved();
-    return ok;
-  };
+/** Invites a person with one of the roles the viewer may grant (a member by default). */
+function Invite({ roles, onInvited }: { roles: readonly Role[]; onInvited: Invited }) {
   return (
-    <div class="inline-actions">
-      {user.state === 'INVITED' && <Reinvite user={user} onInvited={onInvited} />}
-      {user.state === 'ACTIVE' && <NewPassword user={user} onInvited={onInvited} />}
-      {user.state === 'ACTIVE' && user.secondFactorSince && <ResetTwoFactor user={user} onReset={onRemoved} />}
-      <ConfirmButton label="Remove" confirmLabel="Confirm removal" what={user.email} pending={remove.pending} error={remove.error} onConfirm={run} />
-    </div>
-  );
-}
-
-/** A one-time link (24 hours) to set a new password; the old one works until it is used. */
-function NewPassword({ user, onInvited }: { user: User; onInvited: Invited }) {
-  const reset = useMutation(ResetPassword);
-  const run = async () => {
-    const r = await reset.run({ id: user.id });
-    if (r) onInvited({ email: user.email, url: invitationUrl(r.resetPassword.invitationPath), kind: 'reset', emailed: r.resetPassword.emailed });
-  };
-  return (
-    <>
-      <Button small pending={reset.pending} onClick={run} aria-label={`Reset password of ${user.email}`}>
-        Reset password
-      </Button>
-      <ErrorNotice error={reset.error} />
-    </>
-  );
-}
-
-/** Turns a user's second factor off (a lost phone); they set it up again. */
-function ResetTwoFactor({ user, onReset }: { user: User; onReset: () => void }) {
-  const reset = useMutation(ResetSecondFactor);
-  const run = async () => {
-    const ok = (await reset.run({ id: user.id })) !== null;
-    if (ok) onReset();
-    return ok;
-  };
-  return <ConfirmButton label="Reset second factor" confirmLabel="Confirm reset" what={user.email} pending={reset.pending} error={reset.error} onConfirm={run} />;
-}
-
-/** A new invitation link for someone who has not accepted yet (the old one stops working). */
-function Reinvite({ user, onInvited }: { user: User; onInvited: Invited }) {
-  const invite = useMutation(InviteUser);
-  const run = async () => {
-    const r = await invite.run({ email: user.email, role: user.role });
-    if (r) onInvited({ email: user.email, url: invitationUrl(r.inviteUser.invitationPath), kind: 'invitation', emailed: r.inviteUser.emailed });
-  };
-  return (
-    <>
-      <Button small pending={invite.pending} onClick={run} aria-label={`New link for ${user.email}`}>
-        New link
-      </Button>
-      <ErrorNotice error={invite.error} />
-    </>
+    <InviteForm
+      role={roles.includes('TENANT_MEMBER') ? 'TENANT_MEMBER' : (roles[0] ?? 'TENANT_MEMBER')}
+      chooseRole={(p) => <RoleChoice legend="Role" roles={roles} {...p} />}
+      onInvited={(email, url, emailed) => onInvited({ email, url, kind: 'invitation', emailed })}
+    />
   );
 }

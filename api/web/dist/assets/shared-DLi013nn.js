@@ -1,1 +1,0 @@
-import{K as e,d as t}from"./shared-D1RGHyTn.js";import{n}from"./shared-cFFlc6IQ.js";var r={in_force:`good`,upcoming:`info`,replaced:`neutral`};function i({state:i}){return e(t,{tone:r[i],children:n(i)})}export{i as t};

@@ -1,0 +1,78 @@
+import { useState } from 'preact/hooks';
+import { dateTime } from '../../lib/format';
+import { useQuery } from '../../lib/hooks';
+import { type Invited, InvitationLink, type IssuedLink } from '../../people/InvitationLink';
+import { InviteForm } from '../../people/InviteForm';
+import { UserActions } from '../../people/UserActions';
+import { UserState } from '../../people/UserState';
+import { type PortalUserRowFragment, PortalUsers } from '../../people/operations';
+import { Badge } from '../../ui/Badge';
+import { type Column, DataTable } from '../../ui/DataTable';
+import { Link } from '../../ui/Link';
+import { ErrorNotice, Loading } from '../../ui/Notice';
+import { Page, Section } from '../../ui/Page';
+
+type User = PortalUserRowFragment;
+
+/**
+ * The people who sign in to the provider console with an email and a password: each sees
+ * and does what the provider's keys do, so anyone of them (or a key) invites, gives a
+ * password-reset link, resets a lost second factor and removes.
+ */
+export function PeoplePage() {
+  const { data, error, loading, reload } = useQuery(PortalUsers, {});
+  const [link, setLink] = useState<IssuedLink | null>(null);
+  const invited: Invited = (issued) => {
+    setLink(issued);
+    reload();
+  };
+  return (
+    <Page title="People" lead="Colleagues who sign in to this console with their email and a password. Each sees and does what your provider's API keys do.">
+      {link && <InvitationLink {...link} onDone={() => setLink(null)} />}
+      <ErrorNotice error={error} onRetry={reload} />
+      {!data && loading && <Loading label="Loading people…" />}
+      {data && (
+        <Section title="Provider users">
+          <DataTable
+            virtual
+            caption="People invited to the provider console"
+            hideCaption
+            columns={columns(reload, invited)}
+            rows={data.portalUsers}
+            rowKey={(u) => u.id}
+            loading={loading}
+            empty="Nobody has been invited yet."
+          />
+          <p class="muted small">
+            Your own second factor is on the <Link to="/security">Security</Link> page.
+          </p>
+        </Section>
+      )}
+      {!link && (
+        <Section title="Invite someone">
+          <InviteForm role="PROVIDER" onInvited={(email, url, emailed) => invited({ email, url, kind: 'invitation', emailed })} />
+        </Section>
+      )}
+    </Page>
+  );
+}
+
+function columns(reload: () => void, invited: Invited): Column<User>[] {
+  return [
+    { header: 'Email', cell: (u) => u.email },
+    { header: 'State', cell: (u) => <UserState user={u} secondFactorRequired={false} secondFactorBadge={false} /> },
+    { header: 'Second factor', cell: (u) => <SecondFactor since={u.secondFactorSince} /> },
+    { header: 'Last sign-in', cell: (u) => (u.lastSignInAt ? dateTime(u.lastSignInAt) : 'Never') },
+    { header: 'Actions', hiddenHeader: true, cell: (u) => u.state !== 'REMOVED' && <UserActions user={u} onChanged={reload} onInvited={invited} /> },
+  ];
+}
+
+function SecondFactor({ since }: { since: string | null }) {
+  if (!since) return <span class="muted">Off</span>;
+  return (
+    <span class="cell-stack">
+      <Badge tone="good">On</Badge>
+      <span>{`since ${dateTime(since)}`}</span>
+    </span>
+  );
+}
