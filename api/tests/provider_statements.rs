@@ -148,16 +148,19 @@ fn model_converted(
 
 /// The model of a credit note on `tenant`'s invoice that took back `allocated` of its
 /// ALLOCATED line and `sla` of its SLA credit line (as a positive amount): per provider,
-/// each allocation's line, negated, by the rule ("Credit notes").
+/// each allocation's line, negated, by the rule ("Credit notes"); seine-gpu's fixed rate
+/// gives back the same part of its earnings where `seine_shares`.
 fn credited(
     ran: &[Ran],
     tenant: usize,
-    allocated: Decimal,
-    sla: Decimal,
+    (allocated, sla): (Decimal, Decimal),
+    seine_shares: bool,
 ) -> BTreeMap<&'static str, BTreeMap<String, Figures>> {
+    let hour = Decimal::from(3600);
     let mine: Vec<&Ran> = ran.iter().filter(|r| r.tenant == tenant).collect();
     let working: i64 = mine.iter().map(|r| r.working()).sum();
     let failed: i64 = mine.iter().map(|r| r.failed).sum();
+    let allocated_line = cents(Decimal::from(working) / hour * d(PRICE));
     let mut out: BTreeMap<&'static str, BTreeMap<String, Figures>> = BTreeMap::new();
     for r in mine {
         let Some(provider) = r.provider() else {
@@ -169,9 +172,13 @@ fn credited(
         } else {
             sla * Decimal::from(r.failed) / Decimal::from(failed)
         };
-        // A fixed rate prices hours, which a credit note does not take back.
+        // A fixed rate prices hours, which a credit note does not take back, unless the
+        // agreement shares notes: then the part of the invoice given back.
         let gross = if provider == "rhein-gpu" {
             cents(revenue * d(SHARE))
+        } else if seine_shares {
+            let earned = cents(Decimal::from(r.working()) / hour * d(SEINE_RATE));
+            cents(earned * allocated / allocated_line)
         } else {
             Decimal::ZERO
         };
@@ -644,10 +651,29 @@ async fn issue_credit_note(app: &TestApp, input: Value) {
 }
 
 async fn credit_notes_take_back_a_revenue_share(backend: Backend) {
+    credit_notes_take_back(backend, false).await;
+}
+
+/// As above, with a second version of seine-gpu's fixed rate that shares credit notes.
+async fn a_fixed_rate_shares_credit_notes_where_agreed(backend: Backend) {
+    credit_notes_take_back(backend, true).await;
+}
+
+async fn credit_notes_take_back(backend: Backend, seine_shares: bool) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
     let (sku, (rhein_key, seine_key), tenants) = marketplace(&app, (manual(), manual())).await;
+    if seine_shares {
+        let seine = provider_ids(&app).await["seine-gpu"].clone();
+        let from = app.clock.now() + TimeDelta::minutes(1);
+        agree(&app, json!({"providerId": seine, "model": "FIXED_RATE", "platformFeePercent": "5",
+                           "fixedRates": [{"form": "WHOLE_GPU", "region": "eu-west", "pricePerUnitHour": SEINE_RATE}],
+                           "payoutMinimum": "0.00", "holdUntilPaid": true, "shareCreditNotes": true,
+                           "effectiveFrom": from.to_rfc3339()}))
+        .await;
+        app.advance(TimeDelta::minutes(2));
+    }
     let ran = month_of_use(&app, &sku, &tenants).await;
     grant(&app, &tenants[0].0, "PROMOTIONAL", "1000.00").await;
     let mut invoices = Vec::new();
@@ -680,8 +706,8 @@ async fn credit_notes_take_back_a_revenue_share(backend: Backend) {
     app.advance_past(next_month(app.clock.now()) + TimeDelta::hours(1));
     close_statements(&app).await;
 
-    let mut expected = credited(&ran, 0, d("1.00"), Decimal::ZERO);
-    for (provider, lines) in credited(&ran, 1, allocated, sla) {
+    let mut expected = credited(&ran, 0, (d("1.00"), Decimal::ZERO), seine_shares);
+    for (provider, lines) in credited(&ran, 1, (allocated, sla), seine_shares) {
         expected.entry(provider).or_default().extend(lines);
     }
     let rhein = statements_of(&app, &rhein_key).await;
@@ -1763,6 +1789,7 @@ on_both_databases!(
     reference_rates_come_from_the_feed,
     earnings_in_another_currency_are_converted,
     credit_notes_take_back_a_revenue_share,
+    a_fixed_rate_shares_credit_notes_where_agreed,
     statements_follow_the_agreements,
     payouts_are_sent_once,
     an_invoice_paid_outside_stripe_releases_held_earnings,

@@ -88,6 +88,7 @@ mod m20261207_000053_mail_outbox;
 mod m20261207_000054_node_fabric;
 mod m20261207_000055_session_oidc_sid;
 mod m20261208_000056_provider_users;
+mod m20261208_000057_fixed_rate_credit_notes;
 
 pub struct Migrator;
 
@@ -151,6 +152,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000054_node_fabric::Migration),
             Box::new(m20261207_000055_session_oidc_sid::Migration),
             Box::new(m20261208_000056_provider_users::Migration),
+            Box::new(m20261208_000057_fixed_rate_credit_notes::Migration),
         ]
     }
 }

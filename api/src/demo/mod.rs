@@ -166,6 +166,7 @@ async fn ensure_partner(
             sla_credits_borne_by: crate::providers::terms::SlaBearer::Provider,
             payout_minimum: "100.00".to_owned(),
             hold_until_paid: true,
+            share_credit_notes: None,
         },
         &partner.currency,
         None,

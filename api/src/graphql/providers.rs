@@ -127,6 +127,11 @@ impl ProviderAgreement {
     async fn hold_until_paid(&self) -> bool {
         self.0.hold_until_paid
     }
+    /// Whether a credit note takes back part of what the provider earned: always for a
+    /// revenue share; for a fixed rate, as agreed (the part of the invoice it gave back).
+    async fn credit_notes_shared(&self) -> bool {
+        self.0.model == "revenue_share" || self.0.credit_notes_shared
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
@@ -160,6 +165,11 @@ pub struct ProviderAgreementInput {
     pub payout_minimum: String,
     #[graphql(default = true)]
     pub hold_until_paid: bool,
+    /// For `FIXED_RATE`: a credit note then takes back, of what an allocation earned, the
+    /// part it gave back of what the allocation was invoiced (default: no, the hours
+    /// served keep what they earned). A revenue share always shares credit notes
+    /// (`false` is refused).
+    pub share_credit_notes: Option<bool>,
 }
 
 /// A company whose hardware the operator resells (the operator itself among them).
@@ -438,6 +448,7 @@ impl ProviderAgreementInput {
             sla_credits_borne_by: self.sla_credits_borne_by.into(),
             payout_minimum: self.payout_minimum,
             hold_until_paid: self.hold_until_paid,
+            share_credit_notes: self.share_credit_notes,
         }
     }
 }

@@ -297,7 +297,8 @@ pub async fn add_agreement(
                 "platform_fee_percent": added.platform_fee_percent.get().to_string(),
                 "sla_credits_borne_by": added.sla_credits_borne_by,
                 "payout_minimum": added.payout_minimum.get().to_string(),
-                "hold_until_paid": added.hold_until_paid})),
+                "hold_until_paid": added.hold_until_paid,
+                "credit_notes_shared": added.credit_notes_shared})),
         },
     )
     .await?;

@@ -258,6 +258,7 @@ pub(crate) async fn insert_agreement<C: ConnectionTrait>(
         payout_schedule: Set("monthly".to_owned()),
         payout_minimum: Set(terms.payout_minimum.into()),
         hold_until_paid: Set(terms.hold_until_paid),
+        credit_notes_shared: Set(terms.credit_notes_shared),
         created_at: Set(now),
         created_by: Set(Some(created_by)),
     }

@@ -86,6 +86,9 @@ pub struct TermsInput {
     pub sla_credits_borne_by: SlaBearer,
     pub payout_minimum: String,
     pub hold_until_paid: bool,
+    /// For a fixed rate: whether credit notes take back part of what was earned (no by
+    /// default); a revenue share always shares them.
+    pub share_credit_notes: Option<bool>,
 }
 
 /// An agreement, checked.
@@ -99,6 +102,7 @@ pub struct Terms {
     pub sla_credits_borne_by: SlaBearer,
     pub payout_minimum: Decimal,
     pub hold_until_paid: bool,
+    pub credit_notes_shared: bool,
 }
 
 /// The most fixed prices one agreement holds.
@@ -163,6 +167,7 @@ pub fn check(
     if payout_minimum < Decimal::ZERO {
         return Err(ApiError::invalid("payoutMinimum", "must not be negative"));
     }
+    let credit_notes_shared = credit_notes_shared(&input)?;
     Ok(Terms {
         effective_from,
         model: input.model,
@@ -172,7 +177,21 @@ pub fn check(
         sla_credits_borne_by: input.sla_credits_borne_by,
         payout_minimum,
         hold_until_paid: input.hold_until_paid,
+        credit_notes_shared,
     })
+}
+
+/// Whether credit notes take back part of the earnings: always for a revenue share (it
+/// is a share of what tenants pay, after credit notes too), as agreed for a fixed rate.
+fn credit_notes_shared(input: &TermsInput) -> ApiResult<bool> {
+    match (input.model, input.share_credit_notes) {
+        (EarningModel::RevenueShare, Some(false)) => Err(ApiError::invalid(
+            "shareCreditNotes",
+            "a revenue share always shares credit notes: it is a share of what tenants pay",
+        )),
+        (EarningModel::RevenueShare, _) => Ok(true),
+        (EarningModel::FixedRate, shared) => Ok(shared.unwrap_or(false)),
+    }
 }
 
 /// The share (revenue share) or the prices (fixed rate), and never both.
@@ -268,6 +287,7 @@ mod tests {
             sla_credits_borne_by: SlaBearer::Provider,
             payout_minimum: "100.00".into(),
             hold_until_paid: true,
+            share_credit_notes: None,
         }
     }
 
@@ -304,6 +324,13 @@ mod tests {
         let mut minimum = share("70");
         minimum.payout_minimum = "1.5".into();
         assert_eq!(field(check(minimum, "JPY", None, now())), "payoutMinimum");
+        assert!(
+            ok.credit_notes_shared,
+            "a share of what tenants pay, after notes too"
+        );
+        let mut kept = share("70");
+        kept.share_credit_notes = Some(false);
+        assert_eq!(field(check(kept, "EUR", None, now())), "shareCreditNotes");
     }
 
     #[test]
@@ -345,6 +372,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.fixed_rates.len(), 2);
+        assert!(
+            !ok.credit_notes_shared,
+            "a fixed rate keeps what hours earned unless agreed"
+        );
+        let shared = TermsInput {
+            share_credit_notes: Some(true),
+            ..fixed(vec![rate(SkuForm::WholeGpu, "eu-west", "1.85")])
+        };
+        assert!(
+            check(shared, "EUR", None, now())
+                .unwrap()
+                .credit_notes_shared
+        );
         let twice = vec![
             rate(SkuForm::WholeGpu, "eu-west", "1"),
             rate(SkuForm::WholeGpu, "eu-west", "2"),

@@ -45,6 +45,9 @@ test('agreements in words: a revenue share, or each fixed rate; the payout terms
   assert.equal(ag.earns(fixed), 'Whole gpu in eu-west: 1.20 EUR/unit-hour; Mig in eu-west: 0.30 EUR/unit-hour');
   assert.equal(ag.payoutTerms(base), '100.00 EUR minimum, once tenants paid');
   assert.equal(ag.payoutTerms({ ...base, holdUntilPaid: false }), '100.00 EUR minimum');
+  assert.equal(ag.creditNotes({ ...base, revenueSharePercent: '70', creditNotesShared: true }), 'Shared (a share of revenue)');
+  assert.equal(ag.creditNotes({ ...fixed, creditNotesShared: false }), 'Not shared');
+  assert.equal(ag.creditNotes({ ...fixed, creditNotesShared: true }), 'Shared pro rata');
 });
 
 test('registration: one GPU per non-blank line, indexed in order; an error about a GPU names its line', () => {

@@ -131,6 +131,8 @@ pub struct EarningTerms {
     pub hold_until_paid: bool,
     /// Nothing is paid out below it.
     pub payout_minimum: Decimal,
+    /// For a fixed rate: credit notes take back part of what was earned (`take_back`).
+    pub credit_notes_shared: bool,
 }
 
 impl EarningTerms {
@@ -149,6 +151,7 @@ impl EarningTerms {
             provider_bears_sla: m.sla_credits_borne_by == "provider",
             hold_until_paid: m.hold_until_paid,
             payout_minimum: m.payout_minimum.get(),
+            credit_notes_shared: m.credit_notes_shared,
         })
     }
 }
@@ -229,6 +232,45 @@ pub fn earn(terms: &EarningTerms, served: &Served, place: Place<'_>) -> Option<E
         note,
         exchange_rate: converted.then_some(rate),
     })
+}
+
+/// What one allocation earned on one invoice, as its earning line has it: what a credit
+/// note on that invoice takes back from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// The exchange rate the earning converted at, where it converted.
+    pub exchange_rate: Option<Decimal>,
+    /// The revenue it earned on, in the invoice's currency.
+    pub revenue: Decimal,
+    /// What it earned, in the provider's currency.
+    pub gross: Decimal,
+}
+
+/// What a credit note's share (`credited`: the revenue and SLA credit it gave back, no
+/// hours) takes back of what `claim` earned, before it is negated: priced as an earning
+/// (`earn`), and for a fixed rate whose agreement shares credit notes, the part of the
+/// claim's gross that the revenue given back is of the revenue earned on (the fee on it
+/// with it).
+pub fn take_back(
+    terms: &EarningTerms,
+    credited: &Served,
+    place: Place<'_>,
+    claim: &Claim,
+) -> Option<Earned> {
+    let mut earned = earn(terms, credited, place)?;
+    let shared = matches!(terms.pricing, Pricing::FixedRate(_)) && terms.credit_notes_shared;
+    if shared && claim.revenue > Decimal::ZERO {
+        let digits = minor_unit_digits_of(&terms.currency);
+        let part = (credited.revenue / claim.revenue).min(Decimal::ONE);
+        earned.gross = round(claim.gross * part, digits);
+        earned.fee = round(
+            earned.gross * terms.fee_percent / Decimal::ONE_HUNDRED,
+            digits,
+        );
+        earned.net = earned.gross - earned.fee - earned.sla_chargeback;
+        earned.note = None;
+    }
+    Some(earned)
 }
 
 #[cfg(test)]

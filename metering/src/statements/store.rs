@@ -20,7 +20,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::credited::CreditedShare;
-use super::{Earned, EarningTerms, Place, Served, attribute, earn};
+use super::{Claim, Earned, EarningTerms, Place, Served, attribute, earn, take_back};
 use crate::exchange::Rates;
 use crate::invoicing::store::kept_rating;
 
@@ -132,8 +132,8 @@ pub struct Month {
     pub voided: HashMap<ProviderId, Vec<line::Model>>,
     pub credited: HashMap<ProviderId, Vec<(CreditedShare, Candidate)>>,
     /// (invoice, allocation) already earned, for the month's and the credited invoices,
-    /// with the exchange rate the earning converted at.
-    claimed: HashMap<(InvoiceId, Uuid), Option<Decimal>>,
+    /// with what it earned.
+    claimed: HashMap<(InvoiceId, Uuid), Claim>,
 }
 
 /// Reads what the month `[start, next_month(start))` brought: the invoices finalized in
@@ -207,7 +207,7 @@ fn served_on(inv: &invoice::Model) -> Vec<Served> {
 async fn claimed<C: ConnectionTrait>(
     conn: &C,
     invoices: &[InvoiceId],
-) -> Result<HashMap<(InvoiceId, Uuid), Option<Decimal>>, DbErr> {
+) -> Result<HashMap<(InvoiceId, Uuid), Claim>, DbErr> {
     let mut found = HashMap::new();
     for chunk in invoices.chunks(500) {
         let rows = line::Entity::find()
@@ -216,10 +216,12 @@ async fn claimed<C: ConnectionTrait>(
             .all(conn)
             .await?;
         found.extend(rows.into_iter().map(|l| {
-            (
-                (l.invoice_id, l.allocation_id),
-                l.exchange_rate.map(|r| r.get()),
-            )
+            let claim = Claim {
+                exchange_rate: l.exchange_rate.map(|r| r.get()),
+                revenue: l.revenue.get(),
+                gross: l.gross.get(),
+            };
+            ((l.invoice_id, l.allocation_id), claim)
         }));
     }
     Ok(found)
@@ -462,14 +464,14 @@ fn negated(earned: Earned, why: String) -> Earned {
 }
 
 /// What credit notes took back from `provider`'s earnings: a line per (note, allocation)
-/// whose invoice the allocation has earned on, before or on this statement (`earned_now`,
-/// with the rate each earning converted at); a share not earned yet waits for the
-/// statement that earns it. What is taken back is converted at the earning's rate.
+/// whose invoice the allocation has earned on, before or on this statement (`earned_now`);
+/// a share not earned yet waits for the statement that earns it. What is taken back is
+/// converted at the earning's rate (`take_back`).
 fn credit_note_lines(
     month: &Month,
     provider: ProviderId,
     terms: &Agreements,
-    earned_now: &HashMap<(InvoiceId, Uuid), Option<Decimal>>,
+    earned_now: &HashMap<(InvoiceId, Uuid), Claim>,
 ) -> Result<Vec<NewLine>, Held> {
     let Some(credited) = month.credited.get(&provider) else {
         return Ok(Vec::new());
@@ -477,7 +479,7 @@ fn credit_note_lines(
     let mut lines = Vec::new();
     for (share, c) in credited {
         let key = (c.invoice, c.served.allocation);
-        let Some(rate) = month.claimed.get(&key).or_else(|| earned_now.get(&key)) else {
+        let Some(claim) = month.claimed.get(&key).or_else(|| earned_now.get(&key)) else {
             continue;
         };
         let (Some(terms), Some(sku)) = (terms.at(c.invoice_period_end), c.sku.as_ref()) else {
@@ -487,9 +489,10 @@ fn credit_note_lines(
             form: sku.form,
             region: &c.region,
             invoice_currency: &c.invoice_currency,
-            exchange_rate: *rate,
+            exchange_rate: claim.exchange_rate,
         };
-        let earned = earn(terms, &c.served, place).ok_or_else(|| no_rate(c, &terms.currency))?;
+        let earned =
+            take_back(terms, &c.served, place, claim).ok_or_else(|| no_rate(c, &terms.currency))?;
         lines.push(NewLine {
             kind: CREDIT_NOTE,
             candidate_invoice: c.invoice,
@@ -518,9 +521,16 @@ fn statement_lines(
     rates: &Rates,
 ) -> Result<Vec<NewLine>, Held> {
     let mut lines = earning_lines(month, provider, terms, rates)?;
-    let earned_now: HashMap<(InvoiceId, Uuid), Option<Decimal>> = lines
+    let earned_now: HashMap<(InvoiceId, Uuid), Claim> = lines
         .iter()
-        .map(|l| ((l.candidate_invoice, l.allocation), l.earned.exchange_rate))
+        .map(|l| {
+            let claim = Claim {
+                exchange_rate: l.earned.exchange_rate,
+                revenue: l.revenue,
+                gross: l.earned.gross,
+            };
+            ((l.candidate_invoice, l.allocation), claim)
+        })
         .collect();
     if let Some(voided) = month.voided.get(&provider) {
         lines.extend(voided.iter().map(reversal));

@@ -140,6 +140,7 @@ fn terms(pricing: Pricing, bears: bool) -> EarningTerms {
         provider_bears_sla: bears,
         hold_until_paid: false,
         payout_minimum: Decimal::ZERO,
+        credit_notes_shared: false,
     }
 }
 
@@ -269,4 +270,62 @@ proptest! {
         prop_assert_eq!(revenue.round_dp(12), billed.round_dp(12));
         prop_assert_eq!(credits.round_dp(12), credited.round_dp(12));
     }
+}
+
+#[test]
+fn a_fixed_rate_shares_credit_notes_only_where_agreed() {
+    let fixed = Pricing::FixedRate(vec![FixedRate {
+        form: SkuForm::WholeGpu,
+        region: "eu-west".into(),
+        price_per_unit_hour: d("1.10"),
+    }]);
+    // The allocation earned 16.50 on 30.00 of revenue; a note gives 7.00 of it back.
+    let claim = Claim {
+        exchange_rate: None,
+        revenue: d("30.00"),
+        gross: d("16.50"),
+    };
+    let credited = |revenue: &str| Served {
+        allocation: alloc(1),
+        sku: SKU,
+        unit_seconds: Decimal::ZERO,
+        revenue: d(revenue),
+        sla_credit: Decimal::ZERO,
+    };
+    let kept = take_back(
+        &terms(fixed.clone(), false),
+        &credited("7.00"),
+        place("USD"),
+        &claim,
+    )
+    .expect("priced");
+    assert_eq!(
+        (kept.gross, kept.net),
+        (d("0.00"), d("0.00")),
+        "the hours keep it"
+    );
+    let shared = EarningTerms {
+        credit_notes_shared: true,
+        ..terms(fixed, false)
+    };
+    // 16.50 × 7/30 = 3.85; the fee 0.385 rounds half-even to 0.38.
+    let part = take_back(&shared, &credited("7.00"), place("USD"), &claim).expect("priced");
+    assert_eq!(
+        (part.gross, part.fee, part.net),
+        (d("3.85"), d("0.38"), d("3.47"))
+    );
+    // A full note gives back exactly what was earned, never more.
+    let all = take_back(&shared, &credited("30.00"), place("USD"), &claim).expect("priced");
+    assert_eq!(all.gross, claim.gross);
+    let more = take_back(&shared, &credited("31.00"), place("USD"), &claim).expect("priced");
+    assert_eq!(more.gross, claim.gross);
+    // A revenue share ignores the flag: 70 % of what was given back.
+    let share = take_back(
+        &terms(Pricing::RevenueShare(d("70")), false),
+        &credited("7.00"),
+        place("USD"),
+        &claim,
+    )
+    .expect("priced");
+    assert_eq!(share.gross, d("4.90"));
 }

@@ -30,6 +30,10 @@ pub struct Model {
     pub payout_minimum: super::Exact,
     /// Pay out only what tenants' paid invoices earned.
     pub hold_until_paid: bool,
+    /// For `fixed_rate`: a credit note takes back the same part of what an allocation
+    /// earned as it gave back of what the allocation was invoiced (a revenue share always
+    /// does).
+    pub credit_notes_shared: bool,
     pub created_at: DateTimeUtc,
     pub created_by: Option<Uuid>,
 }

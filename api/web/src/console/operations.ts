@@ -911,6 +911,7 @@ export type ProviderTermsResult = {
     slaCreditsBorneBy: GqlSlaBearer;
     payoutMinimum: string;
     holdUntilPaid: boolean;
+    creditNotesShared: boolean;
   }>;
   providerNodes: Array<{
     hostname: string;
@@ -926,7 +927,7 @@ export type ProviderTermsVariables = {
   providerId: string;
 };
 export const ProviderTerms: Doc<ProviderTermsResult, ProviderTermsVariables> = {
-  query: "query ProviderTerms($providerId:ID!){providerAgreements(providerId:$providerId){id version effectiveFrom currency model revenueSharePercent fixedRates{form region pricePerUnitHour}platformFeePercent slaCreditsBorneBy payoutMinimum holdUntilPaid}providerNodes(providerId:$providerId){hostname region state gpusInUse gpus{index}}}",
+  query: "query ProviderTerms($providerId:ID!){providerAgreements(providerId:$providerId){id version effectiveFrom currency model revenueSharePercent fixedRates{form region pricePerUnitHour}platformFeePercent slaCreditsBorneBy payoutMinimum holdUntilPaid creditNotesShared}providerNodes(providerId:$providerId){hostname region state gpusInUse gpus{index}}}",
   name: "ProviderTerms",
 };
 

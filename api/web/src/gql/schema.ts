@@ -507,6 +507,13 @@ export interface ProviderAgreementInput {
    */
   payoutMinimum: string;
   holdUntilPaid?: boolean;
+  /**
+   * For `FIXED_RATE`: a credit note then takes back, of what an allocation earned, the
+   * part it gave back of what the allocation was invoiced (default: no, the hours
+   * served keep what they earned). A revenue share always shares credit notes
+   * (`false` is refused).
+   */
+  shareCreditNotes?: boolean | null;
 }
 
 export interface ProviderDetailsInput {

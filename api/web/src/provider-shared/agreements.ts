@@ -15,6 +15,7 @@ export interface AgreementRow {
   slaCreditsBorneBy: string;
   payoutMinimum: string;
   holdUntilPaid: boolean;
+  creditNotesShared: boolean;
 }
 
 /** "70% of revenue", or each fixed price ("Whole gpu in eu-west: 1.20 EUR/unit-hour; …"). */
@@ -28,11 +29,18 @@ export function payoutTerms(a: AgreementRow): string {
   return `${a.payoutMinimum} ${a.currency} minimum${a.holdUntilPaid ? ', once tenants paid' : ''}`;
 }
 
+/** What a credit note to a tenant does to the provider's earnings. */
+export function creditNotes(a: AgreementRow): string {
+  if (a.revenueSharePercent) return 'Shared (a share of revenue)';
+  return a.creditNotesShared ? 'Shared pro rata' : 'Not shared';
+}
+
 export const AGREEMENT_COLUMNS: Column<AgreementRow>[] = [
   { header: 'Version', cell: (a) => `v${a.version}` },
   { header: 'From', cell: (a) => date(a.effectiveFrom) },
   { header: 'Earns', cell: earns },
   { header: 'Platform fee', numeric: true, cell: (a) => `${a.platformFeePercent}%` },
   { header: 'SLA credits borne by', cell: (a) => enumLabel(a.slaCreditsBorneBy) },
+  { header: 'Credit notes', cell: creditNotes },
   { header: 'Payout', cell: payoutTerms },
 ];

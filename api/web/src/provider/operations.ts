@@ -298,6 +298,7 @@ export type OwnAgreementResult = {
     payoutSchedule: string;
     payoutMinimum: string;
     holdUntilPaid: boolean;
+    creditNotesShared: boolean;
     createdAt: string;
   }>;
   provider: {
@@ -314,7 +315,7 @@ export type OwnAgreementResult = {
 };
 export type OwnAgreementVariables = Record<string, never>;
 export const OwnAgreement: Doc<OwnAgreementResult, OwnAgreementVariables> = {
-  query: "query OwnAgreement{providerAgreements{id version effectiveFrom currency model revenueSharePercent fixedRates{form region pricePerUnitHour}platformFeePercent slaCreditsBorneBy payoutSchedule payoutMinimum holdUntilPaid createdAt}provider{id name legalName country currency payoutMethod payoutAccount createdAt reliability}}",
+  query: "query OwnAgreement{providerAgreements{id version effectiveFrom currency model revenueSharePercent fixedRates{form region pricePerUnitHour}platformFeePercent slaCreditsBorneBy payoutSchedule payoutMinimum holdUntilPaid creditNotesShared createdAt}provider{id name legalName country currency payoutMethod payoutAccount createdAt reliability}}",
   name: "OwnAgreement",
 };
 

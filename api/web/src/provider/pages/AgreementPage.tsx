@@ -53,6 +53,14 @@ function versionColumns(states: ReadonlyMap<Agreement, VersionState>): Column<Ag
   return [{ header: 'Status', cell: (a) => <VersionBadge state={states.get(a) ?? 'replaced'} /> }, ...AGREEMENT_COLUMNS];
 }
 
+/** What a credit note the operator gives a tenant does to what you earned. */
+function creditNotesInWords(a: Agreement): string {
+  if (a.model === 'REVENUE_SHARE') return 'Shared: your share is of what tenants pay after credit notes';
+  return a.creditNotesShared
+    ? 'Shared: a note takes back the same part of what an allocation earned you as it gave back of its invoice'
+    : 'Not shared: the hours your hardware served keep what they earned';
+}
+
 function Terms({ agreement: a }: { agreement: Agreement }) {
   const revenueShare = a.model === 'REVENUE_SHARE';
   const earns: [string, string] = revenueShare
@@ -70,6 +78,7 @@ function Terms({ agreement: a }: { agreement: Agreement }) {
           ['Payout schedule', enumLabel(a.payoutSchedule)],
           ['Payout minimum', `${money(a.payoutMinimum, a.currency)} (less carries over)`],
           ['Hold until paid', a.holdUntilPaid ? "Yes: only what tenants' paid invoices earned is paid out" : 'No'],
+          ['Credit notes', creditNotesInWords(a)],
           ['Currency', a.currency],
         ]}
       />
