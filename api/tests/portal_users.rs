@@ -41,11 +41,20 @@ async fn post(app: &TestApp, path: &str, body: Value) -> (StatusCode, Option<Str
 
 /// A GraphQL request as the browser of a session sends it.
 async fn as_session(app: &TestApp, session: &(String, String), query: &str) -> Value {
+    as_session_with(app, session, query, json!({})).await
+}
+
+async fn as_session_with(
+    app: &TestApp,
+    session: &(String, String),
+    query: &str,
+    variables: Value,
+) -> Value {
     app.client
         .post(format!("{}/graphql", app.url))
         .header("cookie", &session.0)
         .header("x-csrf-token", &session.1)
-        .json(&json!({"query": query}))
+        .json(&json!({"query": query, "variables": variables}))
         .send()
         .await
         .expect("POST")
@@ -1183,6 +1192,38 @@ async fn a_provider_invites_its_people(backend: Backend) {
     let (status, body) = sign_in_with_code(&app, "ops@rhein.de", &recovery).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
+    // The provider requires a second factor of its people: the one without it may only
+    // set one up, and the one with it keeps it.
+    let require = "mutation($r: Boolean!, $p: ID) { requireProviderSecondFactor(required: $r, providerId: $p) { secondFactorRequired } }";
+    for (key, code) in [(&gridco, "NOT_FOUND"), (&acme_admin, "FORBIDDEN")] {
+        let r = app
+            .gql(Some(key), require, json!({"r": true, "p": rhein_id}))
+            .await;
+        assert_eq!(error_code(&r), Some(code), "{r}");
+    }
+    let r = as_session_with(&app, &session, require, json!({"r": true})).await;
+    assert_eq!(
+        r["data"]["requireProviderSecondFactor"]["secondFactorRequired"], true,
+        "{r}"
+    );
+    let newcomer = accept(&app, &finance).await;
+    let r = as_session(&app, &newcomer, "{ providerNodes { id } }").await;
+    assert_eq!(error_code(&r), Some("SECOND_FACTOR_SETUP_REQUIRED"), "{r}");
+    let r = as_session(
+        &app,
+        &session,
+        "mutation { disableSecondFactor(code: \"000000\") }",
+    )
+    .await;
+    assert_eq!(error_code(&r), Some("INVALID_STATE"), "{r}");
+    let r = app.gql(Some(&rhein), require, json!({"r": false})).await;
+    assert_eq!(
+        r["data"]["requireProviderSecondFactor"]["secondFactorRequired"], false,
+        "{r}"
+    );
+    let r = as_session(&app, &newcomer, "{ providerNodes { id } }").await;
+    assert!(r["errors"].is_null(), "{r}");
+
     // Others reach none of them.
     let ops_id = ops["data"]["inviteUser"]["user"]["id"].clone();
     for (key, to) in [
@@ -1248,6 +1289,13 @@ async fn a_provider_invites_its_people(backend: Backend) {
     }
     let r = app.gql(Some(&acme_admin), log, json!({})).await;
     assert_eq!(r["data"]["auditLog"]["edges"], json!([]), "{r}");
+    let log = "{ auditLog(filter: {action: \"provider.second_factor_required\"}) { edges { node { action } } } }";
+    let r = app.gql(Some(&app.operator_key), log, json!({})).await;
+    assert_eq!(
+        r["data"]["auditLog"]["edges"].as_array().map(Vec::len),
+        Some(2),
+        "on, off: {r}"
+    );
 }
 
 on_both_databases!(

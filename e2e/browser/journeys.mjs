@@ -25,7 +25,9 @@
 //   refused at its line), reads its statements, payouts and agreement, creates a key;
 //   invites a colleague on its People page, who opens the link shown once, chooses a
 //   password, sets up a second factor on the Security page and signs in again with her
-//   email, password and a one-time code; the operator console sends its key to its own
+//   email, password and a one-time code; she then requires a second factor of everyone at
+//   the provider (her Security page then keeps hers on, and someone she invites gets only
+//   the setup screen) and lifts it again; the operator console sends its key to its own
 //   console.
 //
 // The tenant journey also asks for more than one node holds (the nearest alternatives),
@@ -739,7 +741,8 @@ const LENA = { email: 'lena@provider.example', password: 'a provider passphrase,
 /** The provider invites Lena on its People page (the link shown once); in a browser of her
  * own she opens it, chooses a password and lands in the console, sets up a second factor
  * on the Security page, signs out and in again with her email, password and a one-time
- * code, and sees the nodes; the provider sees her second factor on. */
+ * code, and sees the nodes; the provider sees her second factor on. Then she requires a
+ * second factor of everyone, and lifts that again. */
 async function providerPeople(page) {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'People', exact: true }).click();
   await heading(page, 'People');
@@ -800,19 +803,76 @@ async function providerPeople(page) {
   await heading(lena, 'Nodes');
   await lena.getByRole('table', { name: 'Your nodes' }).waitFor();
   await check(lena, 'provider-nodes-person');
-  await lena.context().close();
   console.log(`${LENA.email} signed in again with email, password and a one-time code`);
 
   await page.reload();
   await heading(page, 'People');
   await page.getByRole('row', { name: new RegExp(LENA.email) }).getByText('On', { exact: true }).waitFor();
   await check(page, 'provider-people-second-factor');
+
+  await providerRequiresSecondFactor(lena);
+  await lena.context().close();
+}
+
+const NOAH = { email: 'noah@provider.example', password: 'another provider passphrase' };
+
+/** Lena (who has a second factor) turns "Require a second factor of everyone at …" on: her
+ * Security page keeps hers on, and Noah, whom she invites, gets only the setup screen once
+ * he has chosen a password; then she turns it off again. */
+async function providerRequiresSecondFactor(lena) {
+  const main = lena.getByRole('navigation', { name: 'Main' });
+  await main.getByRole('link', { name: 'People', exact: true }).click();
+  await heading(lena, 'People');
+  const provider = creds.providers[0].name;
+  const required = lena.getByLabel(`Require a second factor of everyone at ${provider}`);
+  if (await required.isChecked()) throw new Error('the provider requires a second factor from the start');
+  await required.check();
+  await lena.getByText(`A second factor is now required of everyone at ${provider}.`).waitFor();
+  if (!(await required.isChecked())) throw new Error('the switch does not show the requirement');
+  await check(lena, 'provider-people-second-factor-required');
+
+  await main.getByRole('link', { name: 'Security', exact: true }).click();
+  await heading(lena, 'Security');
+  await lena.getByText('so it stays on', { exact: false }).waitFor();
+  if (await lena.getByRole('button', { name: 'Turn off', exact: true }).count()) throw new Error('"Turn off" offered while the provider requires it');
+  await check(lena, 'provider-security-required');
+
+  await main.getByRole('link', { name: 'People', exact: true }).click();
+  await heading(lena, 'People');
+  // Read again (the page opened anew): still required.
+  if (!(await required.isChecked())) throw new Error('the People page does not say a second factor is required');
+  const form = lena.getByRole('form', { name: 'Invite someone' });
+  await form.getByLabel('Email', { exact: true }).fill(NOAH.email);
+  await form.getByRole('button', { name: 'Invite', exact: true }).click();
+  const link = await lena.getByLabel(`Invitation link for ${NOAH.email}`).inputValue();
+  if (!/^https?:\/\/[^/]+\/provider\/invitation#\S+$/.test(link)) throw new Error(`invitation link: ${link}`);
+  await lena.getByRole('row', { name: new RegExp(NOAH.email) }).getByText('must set one up to use the console', { exact: true }).waitFor();
+  await lena.getByRole('button', { name: 'I have copied it' }).click();
+
+  const noah = await newPage();
+  await noah.goto(link);
+  await heading(noah, 'Choose your password');
+  await noah.getByLabel('Password', { exact: true }).fill(NOAH.password);
+  await noah.getByLabel('Password again').fill(NOAH.password);
+  await noah.getByRole('button', { name: 'Set password and sign in' }).click();
+  await heading(noah, 'Set up a second factor');
+  await noah.getByText('Your provider requires a second factor for everyone', { exact: false }).waitFor();
+  if (await noah.getByRole('navigation', { name: 'Main' }).count()) throw new Error('the setup screen offers the navigation');
+  await check(noah, 'provider-second-factor-required');
+  await noah.getByRole('button', { name: 'Sign out', exact: true }).click();
+  await heading(noah, 'Sign in');
+  await noah.context().close();
+  console.log('provider requires a second factor: the switch shows it, Lena keeps hers, a newcomer only sets one up');
+
+  await required.uncheck();
+  await lena.getByText('A second factor is no longer required.').waitFor();
+  if (await required.isChecked()) throw new Error('the switch still shows the requirement');
 }
 
 /** A hardware provider signs in to its console with its key: its nodes, one node (drained
  * and returned to service), its statements, payouts, agreement and keys (a new one shown
  * once), its people (a colleague invited, who signs in with a password and a second
- * factor); the operator console refuses its key. */
+ * factor, and requires one of everyone for a while); the operator console refuses its key. */
 async function providerJourney() {
   const page = await newPage();
   await signInWithKey(page, 'provider', creds.providers[0].key);

@@ -89,6 +89,7 @@ mod m20261207_000054_node_fabric;
 mod m20261207_000055_session_oidc_sid;
 mod m20261208_000056_provider_users;
 mod m20261208_000057_fixed_rate_credit_notes;
+mod m20261208_000058_provider_second_factor;
 
 pub struct Migrator;
 
@@ -153,6 +154,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000055_session_oidc_sid::Migration),
             Box::new(m20261208_000056_provider_users::Migration),
             Box::new(m20261208_000057_fixed_rate_credit_notes::Migration),
+            Box::new(m20261208_000058_provider_second_factor::Migration),
         ]
     }
 }

@@ -173,7 +173,7 @@ pub struct ProviderAgreementInput {
 }
 
 /// A company whose hardware the operator resells (the operator itself among them).
-pub struct Provider(provider::Model);
+pub struct Provider(pub provider::Model);
 
 #[Object]
 impl Provider {
@@ -203,6 +203,11 @@ impl Provider {
     /// The connected account, or `IBAN BIC`; null for manual payouts.
     async fn payout_account(&self) -> Option<&str> {
         self.0.payout_account.as_deref()
+    }
+    /// Whether every one of its users must have a second factor
+    /// (`requireProviderSecondFactor`).
+    async fn second_factor_required(&self) -> bool {
+        self.0.second_factor_required
     }
     /// Why its next statement has not closed (an exchange rate missing: add it with
     /// `addExchangeRate`); null when nothing holds it.

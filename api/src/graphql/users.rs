@@ -217,14 +217,30 @@ impl UserMutation {
         required: bool,
         tenant_id: Option<ID>,
     ) -> Result<super::tenants::Tenant> {
-        let tenant = users::second_factor::require(
-            super::db(ctx)?,
-            super::principal(ctx)?,
-            tenant_arg(tenant_id)?,
-            required,
-        )
-        .await?;
-        Ok(super::tenants::Tenant(tenant))
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let tenant = actor.acting_tenant(tenant_arg(tenant_id)?)?;
+        users::second_factor::require(db, actor, Owner::Tenant(tenant), required).await?;
+        let found = crate::tenancy::store::find(db, tenant).await?;
+        Ok(super::tenants::Tenant(found.ok_or_else(|| {
+            crate::error::ApiError::not_found("tenant")
+        })?))
+    }
+
+    /// Whether every user of the provider must have a second factor (the provider, or an
+    /// operator naming it), as `requireSecondFactor` for a tenant. Audited.
+    async fn require_provider_second_factor(
+        &self,
+        ctx: &Context<'_>,
+        required: bool,
+        provider_id: Option<ID>,
+    ) -> Result<super::providers::Provider> {
+        let (db, actor) = (super::db(ctx)?, super::principal(ctx)?);
+        let provider = actor.acting_provider(provider_arg(provider_id)?)?;
+        users::second_factor::require(db, actor, Owner::Provider(provider), required).await?;
+        let found = crate::providers::store::find(db, provider).await?;
+        Ok(super::providers::Provider(found.ok_or_else(|| {
+            crate::error::ApiError::not_found("provider")
+        })?))
     }
 
     /// Turns a user's second factor off (a lost phone): for an admin who may manage the

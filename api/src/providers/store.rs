@@ -44,6 +44,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         payout_method: Set(new.payout_method.to_owned()),
         payout_account: Set(new.payout_account),
         statement_held: Set(None),
+        second_factor_required: Set(false),
     }
     .insert(conn)
     .await
@@ -61,6 +62,16 @@ pub(crate) async fn set_statement_held<C: ConnectionTrait>(
         .exec(conn)
         .await
         .map(drop)
+}
+
+pub(crate) async fn set_second_factor_required<C: ConnectionTrait>(
+    conn: &C,
+    provider: &provider::Model,
+    required: bool,
+) -> Result<provider::Model, DbErr> {
+    let mut active: provider::ActiveModel = provider.clone().into();
+    active.second_factor_required = Set(required);
+    active.update(conn).await
 }
 
 /// Replaces the provider's legal and payout details (its name stays).

@@ -63,6 +63,29 @@ test('second factor: who still must set one up (invited or active, without one)'
   assert.deepEqual(sf.withoutSecondFactor([]), []);
 });
 
+test("second factor: requiring it takes one's own first (a person without one, while off)", () => {
+  assert.equal(sf.ownSecondFactorFirst(false, { secondFactorSince: null }), true);
+  assert.equal(sf.ownSecondFactorFirst(false, { secondFactorSince: '2026-05-03T14:05:09Z' }), false);
+  // Already required: turning it off needs nothing; a key (no person) needs nothing.
+  assert.equal(sf.ownSecondFactorFirst(true, { secondFactorSince: null }), false);
+  assert.equal(sf.ownSecondFactorFirst(false, null), false);
+});
+
+test("second factor: what the requirement's switch says of who has none", () => {
+  const marked = 'marked "No 2FA yet" above';
+  assert.equal(sf.missingSecondFactorText(0, true, marked, 'the portal'), 'Everyone here has a second factor.');
+  assert.equal(sf.missingSecondFactorText(1, false, marked, 'the portal'), '1 person has no second factor yet.');
+  assert.equal(sf.missingSecondFactorText(3, false, marked, 'the portal'), '3 people have no second factor yet.');
+  assert.equal(
+    sf.missingSecondFactorText(2, true, marked, 'the portal'),
+    '2 people have no second factor yet (marked "No 2FA yet" above): they must set one up before they can use the portal.',
+  );
+  assert.equal(
+    sf.missingSecondFactorText(1, true, 'marked "Off" above', 'the console'),
+    '1 person has no second factor yet (marked "Off" above): they must set one up before they can use the console.',
+  );
+});
+
 test('alternatives: read from the error, malformed ones left out', () => {
   const parsed = alt.parseAlternatives([
     { sku: 's1', skuName: 'h100-eu-west', region: 'eu-west', gpuModel: 'H100', count: 4, reason: 'fewer units' },

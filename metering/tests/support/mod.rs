@@ -25,6 +25,7 @@ pub async fn node_with_gpus(uuids: &[&str]) -> (DatabaseConnection, Uuid, Vec<Uu
         payout_method: Set("manual".into()),
         payout_account: Set(None),
         statement_held: Set(None),
+        second_factor_required: Set(false),
     }
     .insert(&db)
     .await

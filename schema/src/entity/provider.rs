@@ -25,6 +25,8 @@ pub struct Model {
     /// Why its next statement has not closed, as JSON (`statements::store::Held`: the
     /// exchange rate missing, its pair and instant); `None` when nothing holds it.
     pub statement_held: Option<String>,
+    /// Every one of its users must have a second factor (as `tenant.second_factor_required`).
+    pub second_factor_required: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

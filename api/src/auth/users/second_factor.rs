@@ -1,21 +1,21 @@
-//! A portal user's second factor: a TOTP authenticator (`totp`) the user sets up and
-//! confirms with a first code, plus ten single-use recovery codes shown once. Once on,
-//! signing in with the password also needs a current code (or a recovery code); a wrong
-//! one counts as a wrong password. The user turns it off with a code; a tenant admin who
-//! may manage the user's role (for a provider's user, the provider or an operator) resets
-//! it for a lost phone. A tenant may require one of every user: a user without one then signs in to a session that may only set one up.
-//! Operators sign in through their identity provider, which brings its own.
+//! A user's second factor: a TOTP authenticator (`totp`) the user sets up and confirms
+//! with a first code, plus ten single-use recovery codes shown once. Once on, signing in
+//! with the password also needs a current code (or a recovery code); a wrong one counts
+//! as a wrong password. The user turns it off with a code; a tenant admin who may manage
+//! the user's role (for a provider's user, the provider) or an operator resets it for a
+//! lost phone. A tenant, or a provider, may require one of every user: a user without one
+//! then signs in to a session that may only set one up. Operators sign in through their
+//! identity provider, which brings its own.
 
 use chrono::{DateTime, Utc};
-use neocloud_schema::entity::{portal_user, tenant};
-use neocloud_schema::ids::TenantId;
+use neocloud_schema::entity::portal_user;
 use neocloud_schema::vocabulary::Role;
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{store, totp};
+use super::{Owner, store, totp};
 use crate::audit;
 use crate::auth::Principal;
 use crate::auth::keys::hash_secret;
@@ -204,9 +204,7 @@ pub async fn disable(
     if user.totp_secret.is_none() {
         return Ok(());
     }
-    if let Some(tenant) = user.tenant_id
-        && required_by_tenant(db, tenant).await?
-    {
+    if required_by(db, super::owner_of(&user)?).await? {
         return Err(ApiError::InvalidState {
             message: "your organisation requires a second factor: it stays on".into(),
         });
@@ -221,44 +219,59 @@ pub async fn disable(
     Ok(())
 }
 
-/// Whether `tenant` requires a second factor of every portal user.
-async fn required_by_tenant(db: &DatabaseConnection, tenant: TenantId) -> ApiResult<bool> {
-    Ok(crate::tenancy::store::find(db, tenant)
-        .await?
-        .is_some_and(|t| t.second_factor_required))
+/// Whether `owner` (a tenant or a provider) requires a second factor of every user.
+async fn required_by(db: &DatabaseConnection, owner: Owner) -> ApiResult<bool> {
+    Ok(match owner {
+        Owner::Tenant(id) => crate::tenancy::store::find(db, id)
+            .await?
+            .is_some_and(|t| t.second_factor_required),
+        Owner::Provider(id) => crate::providers::store::find(db, id)
+            .await?
+            .is_some_and(|p| p.second_factor_required),
+    })
 }
 
-/// Whether a session of `actor`, signed in as portal user `user` (none: with a key or
-/// through the identity provider), may only set up a second factor: the user has none
-/// and its tenant requires one. Asked on every request of a session, so it reads the
-/// user by its id and the tenant only when the user has none.
+/// Whether a session of `actor`, signed in as user `user` (none: with a key or through
+/// the identity provider), may only set up a second factor: the user has none and its
+/// tenant or provider requires one. Asked on every request of a session, so it reads the
+/// user by its id and the owner only when the user has none.
 pub async fn setup_required(
     db: &DatabaseConnection,
     actor: &Principal,
     user: Option<Uuid>,
 ) -> ApiResult<bool> {
-    let (Some(user), Some(tenant)) = (user, actor.tenant_id) else {
+    let owner = match (actor.tenant_id, actor.provider_id) {
+        (Some(tenant), _) => Owner::Tenant(tenant),
+        (None, Some(provider)) => Owner::Provider(provider),
+        (None, None) => return Ok(false),
+    };
+    let Some(user) = user else {
         return Ok(false);
     };
-    match store::find_owned(db, user, super::Owner::Tenant(tenant)).await? {
-        Some(user) if user.totp_secret.is_none() => required_by_tenant(db, tenant).await,
+    match store::find_owned(db, user, owner).await? {
+        Some(user) if user.totp_secret.is_none() => required_by(db, owner).await,
         _ => Ok(false),
     }
 }
 
-/// `requireSecondFactor(required)`: whether every portal user of the tenant must have a
-/// second factor (a tenant admin for its own tenant, an operator for any). A portal user
-/// turning it on has one already, so as not to lock itself into setting one up. Audited.
+/// `requireSecondFactor(required)`: whether every user of `owner` must have a second
+/// factor (for a tenant: its admins and operators; for a provider: the provider and
+/// operators). A user turning it on has one already, so as not to lock itself into
+/// setting one up. Audited as `tenant.second_factor_required` or
+/// `provider.second_factor_required`.
 pub async fn require(
     db: &DatabaseConnection,
     actor: &Principal,
-    tenant: Option<TenantId>,
+    owner: Owner,
     required: bool,
-) -> ApiResult<tenant::Model> {
-    let tenant = actor.acting_tenant(tenant)?;
-    if !matches!(actor.role, Role::Operator | Role::TenantAdmin) {
+) -> ApiResult<()> {
+    let allowed = match owner {
+        Owner::Tenant(_) => matches!(actor.role, Role::Operator | Role::TenantAdmin),
+        Owner::Provider(_) => matches!(actor.role, Role::Operator | Role::Provider),
+    };
+    if !allowed {
         return Err(ApiError::forbidden(
-            "what signing in requires is set by tenant admins and operators",
+            "what signing in requires is set by tenant admins, providers and operators",
         ));
     }
     if required
@@ -271,25 +284,62 @@ pub async fn require(
         });
     }
     let txn = crate::db::begin_write(db).await?;
-    let found = crate::tenancy::store::find(&txn, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found("tenant"))?;
-    let updated = crate::tenancy::store::set_second_factor_required(&txn, &found, required).await?;
-    audit::record(
-        &txn,
-        actor,
-        audit::Entry {
-            tenant_id: Some(tenant),
-            action: "tenant.second_factor_required",
-            object_type: "tenant",
-            object_id: tenant.to_string(),
-            before: Some(json!({"required": found.second_factor_required})),
-            after: Some(json!({"required": required})),
-        },
-    )
-    .await?;
+    let (entry, was) = set_required(&txn, owner, required).await?;
+    let entry = audit::Entry {
+        before: Some(json!({"required": was})),
+        after: Some(json!({"required": required})),
+        ..entry
+    };
+    audit::record(&txn, actor, entry).await?;
     txn.commit().await?;
-    Ok(updated)
+    Ok(())
+}
+
+/// Sets `owner`'s requirement; the audit entry's subject and the requirement before.
+async fn set_required<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    owner: Owner,
+    required: bool,
+) -> ApiResult<(audit::Entry, bool)> {
+    let (tenant_id, action, object_type, object_id, was) = match owner {
+        Owner::Tenant(id) => {
+            let found = crate::tenancy::store::find(conn, id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            crate::tenancy::store::set_second_factor_required(conn, &found, required).await?;
+            let was = found.second_factor_required;
+            (
+                Some(id),
+                "tenant.second_factor_required",
+                "tenant",
+                id.to_string(),
+                was,
+            )
+        }
+        Owner::Provider(id) => {
+            let found = crate::providers::store::find(conn, id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("provider"))?;
+            crate::providers::store::set_second_factor_required(conn, &found, required).await?;
+            let was = found.second_factor_required;
+            (
+                None,
+                "provider.second_factor_required",
+                "provider",
+                id.to_string(),
+                was,
+            )
+        }
+    };
+    let entry = audit::Entry {
+        tenant_id,
+        action,
+        object_type,
+        object_id,
+        before: None,
+        after: None,
+    };
+    Ok((entry, was))
 }
 
 /// `resetSecondFactor(userId)`: an admin (or operator) who may manage the user's role
@@ -298,7 +348,7 @@ pub async fn reset(
     db: &DatabaseConnection,
     actor: &Principal,
     id: Uuid,
-    owner: super::Owner,
+    owner: Owner,
 ) -> ApiResult<portal_user::Model> {
     let user = super::managed_user(db, actor, id, owner, "reset the second factor of").await?;
     turn_off(db, actor, user, "portal_user.second_factor_reset").await
@@ -337,6 +387,7 @@ async fn record<C: sea_orm::ConnectionTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use neocloud_schema::ids::TenantId;
 
     #[test]
     fn a_recovery_code_works_once_whatever_its_dashes_and_case() {

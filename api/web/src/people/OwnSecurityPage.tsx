@@ -27,6 +27,13 @@ interface OwnSecurityPageProps {
   forgotten: string;
   /** Who else can turn a second factor off (in the recovery codes' warning). */
   resetBy?: string;
+  /**
+   * Whether the provider requires a second factor of everyone (the provider console's own
+   * query); the portal leaves it out: the tenant's answer is read with the person.
+   */
+  required?: boolean;
+  /** Why the second factor stays on while required (default: the tenant's words). */
+  requiredNote?: string;
 }
 
 /**
@@ -35,7 +42,7 @@ interface OwnSecurityPageProps {
  * once, turned off with a code. Every role may use it for itself; a plain API key has no
  * second factor.
  */
-export function OwnSecurityPage({ lead, nav, keysPath, forgotten, resetBy }: OwnSecurityPageProps) {
+export function OwnSecurityPage({ lead, nav, keysPath, forgotten, resetBy, required, requiredNote = TENANT_REQUIRES }: OwnSecurityPageProps) {
   const viewer = useViewer();
   const { data, error, loading, reload } = useQuery(MySecondFactor, {}, { skip: !viewer.email });
   const me = data ? findSelf(data.portalUsers, viewer.email) : null;
@@ -46,7 +53,9 @@ export function OwnSecurityPage({ lead, nav, keysPath, forgotten, resetBy }: Own
       <ErrorNotice error={error} onRetry={reload} />
       {viewer.email && !data && loading && <Loading label="Loading your account…" />}
       {data && !me && <KeyOnly keysPath={keysPath} />}
-      {me && <SecondFactorSection me={me} required={data?.viewer.tenant?.secondFactorRequired ?? false} resetBy={resetBy} reload={reload} />}
+      {me && (
+        <SecondFactorSection me={me} required={required ?? data?.viewer.tenant?.secondFactorRequired ?? false} requiredNote={requiredNote} resetBy={resetBy} reload={reload} />
+      )}
       {me && (
         <Section title="Password">
           <p class="muted">{forgotten}</p>
@@ -66,7 +75,18 @@ function KeyOnly({ keysPath }: { keysPath: string }) {
   );
 }
 
-function SecondFactorSection({ me, required, resetBy, reload }: { me: Me; required: boolean; resetBy: string | undefined; reload: () => void }) {
+const TENANT_REQUIRES =
+  'Your organisation requires a second factor of every member, so it stays on. Lost your phone? Sign in with a recovery code, or ask an admin to reset it (People → Reset second factor).';
+
+interface SecondFactorSectionProps {
+  me: Me;
+  required: boolean;
+  requiredNote: string;
+  resetBy: string | undefined;
+  reload: () => void;
+}
+
+function SecondFactorSection({ me, required, requiredNote, resetBy, reload }: SecondFactorSectionProps) {
   const [step, setStep] = useState<Step>({ kind: 'idle' });
   const [note, setNote] = useState<string | null>(null);
   const start = useMutation(StartSecondFactor);
@@ -105,10 +125,7 @@ function SecondFactorSection({ me, required, resetBy, reload }: { me: Me; requir
           {step.kind === 'idle' && on && !required && <Button onClick={() => (setNote(null), setStep({ kind: 'disable' }))}>Turn off</Button>}
           {on && required && (
             <Notice tone="info">
-              <p>
-                Your organisation requires a second factor of every member, so it stays on. Lost your phone? Sign in with a recovery code, or ask an admin to reset it (People → Reset second
-                factor).
-              </p>
+              <p>{requiredNote}</p>
             </Notice>
           )}
           <ErrorNotice error={start.error} />

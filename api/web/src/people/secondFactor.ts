@@ -1,6 +1,6 @@
 /**
  * Pure helpers of the Security page (the signed-in person's second factor), in the portal
- * and the provider console, and of the portal's people page.
+ * and the provider console, and of their people pages.
  */
 
 /** A base32 secret as it is easiest to type: groups of four ("JBSW Y3DP EHPK 3PXP"). */
@@ -61,4 +61,23 @@ export function accountOfOtpauth(uri: string): string {
  */
 export function withoutSecondFactor<U extends { state: string; secondFactorSince: string | null }>(users: readonly U[]): U[] {
   return users.filter((u) => u.state !== 'REMOVED' && !u.secondFactorSince);
+}
+
+/**
+ * Whether the requirement is off and `me` (the person signed in, found among the users;
+ * null for a key) has no second factor: they may turn it on only once theirs is on.
+ */
+export function ownSecondFactorFirst(required: boolean, me: { secondFactorSince: string | null } | null): boolean {
+  return !required && !!me && !me.secondFactorSince;
+}
+
+/**
+ * What the requirement's switch says of the `missing` people without a second factor:
+ * while required, where the list marks them (`marked`: 'marked "No 2FA yet" above') and
+ * that they must set one up before using `app` ("the portal").
+ */
+export function missingSecondFactorText(missing: number, required: boolean, marked: string, app: string): string {
+  if (missing === 0) return 'Everyone here has a second factor.';
+  const people = missing === 1 ? '1 person has' : `${missing} people have`;
+  return required ? `${people} no second factor yet (${marked}): they must set one up before they can use ${app}.` : `${people} no second factor yet.`;
 }

@@ -1,4 +1,5 @@
 import { invitationPage } from '../people/Invitation';
+import { secondFactorRequired } from '../people/SecondFactorRequired';
 import type { AppConfig } from '../ui/AppShell';
 import { Page } from '../ui/Page';
 import { keyOrPasswordSignIn } from '../ui/SignIn';
@@ -12,7 +13,6 @@ import { InvoicesPage } from './pages/InvoicesPage';
 import { BudgetPage } from './pages/BudgetPage';
 import { PeoplePage } from './pages/PeoplePage';
 import { SuspensionBanner } from './SuspensionBanner';
-import { SecondFactorRequired } from './SecondFactorRequired';
 
 const TENANT_ROLES = ['TENANT_ADMIN', 'TENANT_MEMBER', 'TENANT_BILLING'];
 
@@ -52,7 +52,7 @@ export const portal: AppConfig = {
   banner: (viewer) => <SuspensionBanner viewer={viewer} />,
   signIn: keyOrPasswordSignIn,
   signedOutPages: { '/invitation': invitationPage('Portal') },
-  secondFactorSetup: SecondFactorRequired,
+  secondFactorSetup: secondFactorRequired('Your organisation requires a second factor for every member.'),
 };
 
 function NotForThisKey({ viewer }: { viewer: Viewer }) {

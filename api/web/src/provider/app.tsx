@@ -17,6 +17,11 @@ const AgreementPage = lazyPage(() => import('./pages/AgreementPage').then((m) =>
 const KeysPage = lazyPage(() => import('./pages/KeysPage').then((m) => m.KeysPage));
 const PeoplePage = lazyPage(() => import('./pages/PeoplePage').then((m) => m.PeoplePage));
 const SecurityPage = lazyPage(() => import('./pages/SecurityPage').then((m) => m.SecurityPage));
+// The screen of a session that may only set up a second factor (the provider requires
+// one): seldom shown, its own chunk too.
+const SecondFactorRequired = lazyPage(() =>
+  import('../people/SecondFactorRequired').then((m) => m.secondFactorRequired('Your provider requires a second factor for everyone who signs in to this console.')),
+);
 
 export const providerApp: AppConfig = {
   name: 'Provider console',
@@ -44,9 +49,11 @@ export const providerApp: AppConfig = {
   ],
   refuse: (viewer) => (viewer.role === 'PROVIDER' ? null : <ProvidersOnly viewer={viewer} />),
   // A provider signs in with one of its keys, or as one of its people (email and password;
-  // invited on the People page, where a lost password or phone is reset too).
+  // invited on the People page, where a lost password or phone is reset too, and where a
+  // second factor may be required of everyone: until then one's session only sets one up).
   signIn: keyOrPasswordSignIn,
   signedOutPages: { '/invitation': invitationPage('Provider console') },
+  secondFactorSetup: SecondFactorRequired,
 };
 
 /** The app where a key or a person of another role belongs, if it has one. */

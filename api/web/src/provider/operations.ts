@@ -398,3 +398,30 @@ export const RegisterOwnNode: Doc<RegisterOwnNodeResult, RegisterOwnNodeVariable
   query: "mutation RegisterOwnNode($input:RegisterNodeInput!){registerNode(input:$input){node{id hostname}agentToken natsCredentials}}",
   name: "RegisterOwnNode",
 };
+
+export type OwnSecondFactorRequirementResult = {
+  provider: {
+    id: string;
+    name: string;
+    secondFactorRequired: boolean;
+  };
+};
+export type OwnSecondFactorRequirementVariables = Record<string, never>;
+export const OwnSecondFactorRequirement: Doc<OwnSecondFactorRequirementResult, OwnSecondFactorRequirementVariables> = {
+  query: "query OwnSecondFactorRequirement{provider{id name secondFactorRequired}}",
+  name: "OwnSecondFactorRequirement",
+};
+
+export type RequireOwnSecondFactorResult = {
+  requireProviderSecondFactor: {
+    id: string;
+    secondFactorRequired: boolean;
+  };
+};
+export type RequireOwnSecondFactorVariables = {
+  required: boolean;
+};
+export const RequireOwnSecondFactor: Doc<RequireOwnSecondFactorResult, RequireOwnSecondFactorVariables> = {
+  query: "mutation RequireOwnSecondFactor($required:Boolean!){requireProviderSecondFactor(required:$required){id secondFactorRequired}}",
+  name: "RequireOwnSecondFactor",
+};

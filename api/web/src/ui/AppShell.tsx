@@ -25,8 +25,8 @@ export interface AppConfig {
   /** A screen shown at `path` while signed out (the portal's invitation). */
   signedOutPages?: Record<string, ComponentType<{ onSignedIn: (session: Session) => void }>>;
   /**
-   * The one screen of a session that may only set up a second factor (its tenant
-   * requires one): shown instead of the app, without its navigation.
+   * The one screen of a session that may only set up a second factor (its tenant or
+   * provider requires one): shown instead of the app, without its navigation.
    */
   secondFactorSetup?: ComponentType<SecondFactorSetupProps>;
 }

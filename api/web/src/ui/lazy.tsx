@@ -1,15 +1,19 @@
+import type { ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { PageComponent } from './AppShell';
 import { Notice, Loading } from './Notice';
+
+/** A page's props (`PageComponent`'s): the route's parameters. */
+type PageProps = { params: Record<string, string> };
 
 /**
  * A page whose code loads when it is first shown (`() => import('./pages/UsagePage')…`):
  * its own chunk, so the first page a user opens does not carry it. Once loaded it stays.
+ * (Any component, a page's or another seldom shown screen's, such as a second-factor setup.)
  */
-export function lazyPage(load: () => Promise<PageComponent>): PageComponent {
-  let loaded: PageComponent | null = null;
-  let loading: Promise<PageComponent> | null = null;
-  return function LazyPage(props) {
+export function lazyPage<P extends object = PageProps>(load: () => Promise<ComponentType<P>>): ComponentType<P> {
+  let loaded: ComponentType<P> | null = null;
+  let loading: Promise<ComponentType<P>> | null = null;
+  return function LazyPage(props: P) {
     const [, setReady] = useState(false);
     const [failed, setFailed] = useState(false);
     useEffect(() => {

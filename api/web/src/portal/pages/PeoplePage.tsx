@@ -1,17 +1,17 @@
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { Role } from '../../gql/schema';
 import { dateTime } from '../../lib/format';
-import { useMutation, useQuery } from '../../lib/hooks';
+import { useQuery } from '../../lib/hooks';
 import { type Invited, InvitationLink, type IssuedLink } from '../../people/InvitationLink';
 import { InviteForm } from '../../people/InviteForm';
-import { findSelf, withoutSecondFactor } from '../../people/secondFactor';
+import { type RequireSecondFactorTexts, RequireSecondFactorSwitch } from '../../people/RequireSecondFactorSwitch';
 import { UserActions } from '../../people/UserActions';
 import { UserState } from '../../people/UserState';
 import { type PortalUserRowFragment, PortalUsers } from '../../people/operations';
 import { Badge } from '../../ui/Badge';
 import { type Column, DataTable } from '../../ui/DataTable';
 import { Link } from '../../ui/Link';
-import { ErrorNotice, Loading, Notice } from '../../ui/Notice';
+import { ErrorNotice, Loading } from '../../ui/Notice';
 import { Page, Section } from '../../ui/Page';
 import { canChange, isTenantAdmin, roleLabel, useViewer, type Viewer } from '../../ui/viewer';
 import { AccountNav } from '../AccountNav';
@@ -60,7 +60,7 @@ export function PeoplePage() {
       )}
       {data?.viewer.tenant && (
         <Section title="Second factor">
-          <RequireSecondFactorSwitch required={secondFactorRequired} users={data.portalUsers} onChanged={setRequired} />
+          <RequireSecondFactorSetting required={secondFactorRequired} users={data.portalUsers} onChanged={setRequired} />
         </Section>
       )}
       {mayInvite && !link && (
@@ -89,45 +89,12 @@ function manageable(viewer: Viewer, u: User): boolean {
 }
 
 /**
- * Whether every portal user must have a second factor: a switch for tenant admins (on
+ * Whether every portal user must have a second factor: the switch for tenant admins (on
  * takes their own second factor first), the state for everyone else; and who still
  * has none.
  */
-function RequireSecondFactorSwitch({ required, users, onChanged }: { required: boolean; users: readonly User[]; onChanged: (required: boolean) => void }) {
+function RequireSecondFactorSetting({ required, users, onChanged }: { required: boolean; users: readonly User[]; onChanged: (required: boolean) => void }) {
   const viewer = useViewer();
-  const id = useId();
-  const change = useMutation(RequireSecondFactor);
-  const [asked, setAsked] = useState<boolean | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const missing = withoutSecondFactor(users).length;
-  const box = useRef<HTMLInputElement>(null);
-  const me = findSelf(users, viewer.email);
-  // An admin signed in with a password turns it on only with its own second factor on.
-  const mine = !required && !!me && !me.secondFactorSince;
-  // Disabled while the change runs, the switch loses the keyboard focus: it gets it back.
-  const refocus = useRef(false);
-  useEffect(() => {
-    if (change.pending || !refocus.current) return;
-    refocus.current = false;
-    if (!document.activeElement || document.activeElement === document.body) box.current?.focus();
-  }, [change.pending]);
-  const toggle = async (next: boolean) => {
-    refocus.current = document.activeElement === box.current;
-    setAsked(next);
-    setSaved(null);
-    const r = await change.run({ required: next });
-    setAsked(null);
-    if (!r) return;
-    onChanged(r.requireSecondFactor.secondFactorRequired);
-    setSaved(r.requireSecondFactor.secondFactorRequired ? 'A second factor is now required of every member.' : 'A second factor is no longer required.');
-  };
-  const people = missing === 1 ? '1 person has' : `${missing} people have`;
-  const who =
-    missing === 0
-      ? 'Everyone here has a second factor.'
-      : required
-        ? `${people} no second factor yet (marked "No 2FA yet" above): they must set one up before they can use the portal.`
-        : `${people} no second factor yet.`;
   if (!isTenantAdmin(viewer)) {
     return (
       <div class="card form-card">
@@ -140,31 +107,24 @@ function RequireSecondFactorSwitch({ required, users, onChanged }: { required: b
     );
   }
   return (
-    <div class="card form-card">
-      <label class="check">
-        <input
-          type="checkbox"
-          ref={box}
-          id={id}
-          checked={asked ?? required}
-          disabled={change.pending}
-          aria-describedby={`${id}-hint`}
-          onChange={(e) => void toggle(e.currentTarget.checked)}
-        />
-        Require a second factor of every member
-      </label>
-      <p class="field-hint" id={`${id}-hint`}>
-        While it is on, someone without a second factor can sign in only to set one up, sessions already open included, and nobody can turn theirs off. {who}
-        {mine && ' You need your own second factor on before you can turn this on: set it up on the '}
-        {mine && <Link to="/account/security">Security</Link>}
-        {mine && ' page.'}
-      </p>
-      {change.pending && <Loading label={asked ? 'Turning the requirement on…' : 'Turning the requirement off…'} />}
-      {saved && <Notice tone="success">{saved}</Notice>}
-      <ErrorNotice error={change.error} />
-    </div>
+    <RequireSecondFactorSwitch
+      required={required}
+      users={users}
+      mutation={RequireSecondFactor}
+      answer={(r) => r.requireSecondFactor.secondFactorRequired}
+      onChanged={onChanged}
+      texts={SWITCH_TEXTS}
+    />
   );
 }
+
+const SWITCH_TEXTS: RequireSecondFactorTexts = {
+  label: 'Require a second factor of every member',
+  nowRequired: 'A second factor is now required of every member.',
+  marked: 'marked "No 2FA yet" above',
+  app: 'the portal',
+  securityPath: '/account/security',
+};
 
 /** Invites a person with one of the roles the viewer may grant (a member by default). */
 function Invite({ roles, onInvited }: { roles: readonly Role[]; onInvited: Invited }) {

@@ -1,1 +1,0 @@
-import{G as e}from"./shared-BM3yrZ-m.js";function t({label:t,checked:n,onChange:r}){return e(`label`,{class:`check`,children:[e(`input`,{type:`checkbox`,checked:n,onChange:e=>r(e.currentTarget.checked)}),t]})}export{t};

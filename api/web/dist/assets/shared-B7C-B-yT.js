@@ -1,1 +1,0 @@
-import{G as e}from"./shared-BM3yrZ-m.js";function t({items:t}){return e(`dl`,{class:`dl`,children:t.map(([t,n])=>e(`div`,{class:`dl-item`,children:[e(`dt`,{children:t}),e(`dd`,{children:n??`—`})]},t))})}export{t};

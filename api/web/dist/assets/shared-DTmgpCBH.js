@@ -1,1 +1,0 @@
-import{G as e,d as t}from"./shared-BM3yrZ-m.js";import{n}from"./shared-BIiSH1UZ.js";var r={in_force:`good`,upcoming:`info`,replaced:`neutral`};function i({state:i}){return e(t,{tone:r[i],children:n(i)})}export{i as t};

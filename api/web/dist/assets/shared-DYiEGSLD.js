@@ -1,0 +1,1 @@
+import{G as e}from"./shared--NavxFQp.js";function t({items:t}){return e(`dl`,{class:`dl`,children:t.map(([t,n])=>e(`div`,{class:`dl-item`,children:[e(`dt`,{children:t}),e(`dd`,{children:n??`—`})]},t))})}export{t};

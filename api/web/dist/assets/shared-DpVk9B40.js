@@ -1,0 +1,1 @@
+import{G as e,d as t}from"./shared--NavxFQp.js";import{n}from"./shared-g751-2M-.js";var r={in_force:`good`,upcoming:`info`,replaced:`neutral`};function i({state:i}){return e(t,{tone:r[i],children:n(i)})}export{i as t};

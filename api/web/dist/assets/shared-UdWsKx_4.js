@@ -1,0 +1,1 @@
+import{G as e}from"./shared--NavxFQp.js";function t({base:t,what:n,formats:r,full:i}){return e(`span`,{class:`downloads`,children:r.map(([r,a])=>e(`a`,{class:`download`,href:`${t}?format=${r}`,download:!0,"aria-label":i?void 0:`Download ${a} of ${n}`,children:i?`Download ${a}`:a},r))})}export{t};

@@ -1,0 +1,1 @@
+import{G as e}from"./shared--NavxFQp.js";function t({label:t,checked:n,onChange:r}){return e(`label`,{class:`check`,children:[e(`input`,{type:`checkbox`,checked:n,onChange:e=>r(e.currentTarget.checked)}),t]})}export{t};
