@@ -247,6 +247,12 @@ async fn role_matrix_holds_for_every_mutation(backend: Backend) {
             json!({}),
             &[Operator, Admin],
         ),
+        (
+            // A provider for its own people (an operator names the provider).
+            "mutation { requireProviderSecondFactor(required: false) { secondFactorRequired } }",
+            json!({}),
+            &[Operator, Provider],
+        ),
         // A person's own second factor: no key is a person.
         ("mutation { startSecondFactor { secret } }", json!({}), &[]),
         (
