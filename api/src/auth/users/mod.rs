@@ -78,10 +78,11 @@ impl Owner {
         }
     }
 
-    pub fn tenant(self) -> Option<TenantId> {
+    /// `(tenant_id, provider_id)`, as rows and keys hold it.
+    pub fn ids(self) -> (Option<TenantId>, Option<ProviderId>) {
         match self {
-            Owner::Tenant(tenant) => Some(tenant),
-            Owner::Provider(_) => None,
+            Owner::Tenant(tenant) => (Some(tenant), None),
+            Owner::Provider(provider) => (None, Some(provider)),
         }
     }
 
@@ -187,12 +188,12 @@ pub async fn invite(
     let token = invitation_token();
     let now = Utc::now();
     let txn = crate::db::begin_write(db).await?;
-    if owner.name(&txn).await?.is_none() {
+    let Some(owner_name) = owner.name(&txn).await? else {
         return Err(match owner {
             Owner::Tenant(_) => ApiError::not_found("tenant"),
             Owner::Provider(_) => ApiError::not_found("provider"),
         });
-    }
+    };
     let user = match store::active_by_email(&txn, &email).await? {
         Some(user) if Owner::of(&user) == Some(owner) && user.password_hash.is_none() => {
             store::save(&txn, user, |u| {
@@ -214,7 +215,14 @@ pub async fn invite(
             new_user(&txn, actor, new).await?
         }
     };
-    let emailed = mail_invitation(&txn, mailer, &user, &token, now).await?;
+    let emailed = match mailer {
+        Some(mailer) => {
+            let letter = mailer.invitation(owner.app(), &owner_name, role_words(user.role), &token);
+            mail::store::queue(&txn, user.tenant_id, &user.email, letter, now).await?;
+            true
+        }
+        None => false,
+    };
     let mut after = describe(&user);
     after["emailed"] = emailed.into();
     record(&txn, Some(actor), &user, "portal_user.invite", None, after).await?;
@@ -232,12 +240,10 @@ async fn new_user<C: sea_orm::ConnectionTrait>(
     actor: &Principal,
     new: store::NewUser<'_>,
 ) -> ApiResult<portal_user::Model> {
+    let (tenant_id, provider_id) = new.owner.ids();
     let key_owner = KeyOwner {
-        tenant_id: new.owner.tenant(),
-        provider_id: match new.owner {
-            Owner::Provider(provider) => Some(provider),
-            Owner::Tenant(_) => None,
-        },
+        tenant_id,
+        provider_id,
         node_id: None,
     };
     let label = match new.owner {
@@ -267,24 +273,6 @@ async fn record<C: sea_orm::ConnectionTrait>(
     };
     audit::record_as(conn, actor, entry).await?;
     Ok(())
-}
-
-/// Queues the invitation's mail to `user` when a mail server is configured; whether it did.
-async fn mail_invitation<C: sea_orm::ConnectionTrait>(
-    conn: &C,
-    mailer: Option<&Mailer>,
-    user: &portal_user::Model,
-    token: &str,
-    now: DateTime<Utc>,
-) -> ApiResult<bool> {
-    let Some(mailer) = mailer else {
-        return Ok(false);
-    };
-    let owner = owner_of(user)?;
-    let name = owner.name(conn).await?.unwrap_or_default();
-    let letter = mailer.invitation(owner.app(), &name, role_words(user.role), token);
-    mail::store::queue(conn, user.tenant_id, &user.email, letter, now).await?;
-    Ok(true)
 }
 
 /// How an invitation names a role.

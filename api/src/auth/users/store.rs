@@ -28,10 +28,7 @@ pub(super) async fn insert<C: ConnectionTrait>(
     key: ApiKeyId,
     new: NewUser<'_>,
 ) -> Result<portal_user::Model, DbErr> {
-    let (tenant_id, provider_id) = match new.owner {
-        Owner::Tenant(tenant) => (Some(tenant), None),
-        Owner::Provider(provider) => (None, Some(provider)),
-    };
+    let (tenant_id, provider_id) = new.owner.ids();
     portal_user::ActiveModel {
         id: Set(Uuid::new_v4()),
         tenant_id: Set(tenant_id),
