@@ -11,6 +11,7 @@ list into --out. Standard library only.
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 
@@ -64,7 +65,8 @@ def svg(title, lines, x0, x1):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sched", default="target/release/neocloud-sched")
+    target = os.environ.get("CARGO_TARGET_DIR", "target")
+    p.add_argument("--sched", default=os.path.join(target, "release", "neocloud-sched"))
     p.add_argument("--nodes", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--arrive", type=float, default=1.3)

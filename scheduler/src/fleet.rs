@@ -454,8 +454,9 @@ pub struct Fleet {
     pub(crate) allocations: BTreeMap<AllocationKey, Allocation>,
     pub(crate) by_name: BTreeMap<String, NodeId>,
     pub(crate) mix: ShapeMix,
-    /// Per node: its fragmentation against `mix` (see `fractional`), kept current.
-    pub(crate) node_frag: Vec<f64>,
+    /// Per node: its fragmentation against `mix` under each measure (see `fractional`),
+    /// kept current.
+    pub(crate) node_frag: Vec<[f64; 2]>,
     pub(crate) model_pressure: Vec<f64>,
     pub(crate) tuning: Tuning,
     /// Degraded GPUs in the fleet: the second, degraded-allowed search pass runs only
@@ -476,7 +477,7 @@ impl Fleet {
             fleet.add_node(spec, &mut index)?;
         }
         fleet.fold_summaries();
-        fleet.node_frag = vec![0.0; fleet.nodes.len()];
+        fleet.node_frag = vec![[0.0; 2]; fleet.nodes.len()];
         fleet.degraded_gpus = fleet
             .nodes
             .iter()

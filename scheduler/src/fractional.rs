@@ -4,6 +4,8 @@
 //! the GPU has too little left for the fraction, or too few whole GPUs are free. The
 //! node's fragmentation is that amount weighted by how common each shape is. Packing a
 //! request where it raises fragmentation least keeps capacity usable for what comes.
+//! `topo` also counts as fragment the GPUs a fraction fits on but the node's CPU could
+//! not feed ([`Measure::CpuBound`]).
 //!
 //! This module measures; `policy` decides how the measure is used.
 
@@ -173,14 +175,42 @@ fn model_bits(models: ModelSet) -> u16 {
     models.bits()
 }
 
-/// Fragmentation of a node in its current state.
-pub(crate) fn node_frag_of(mix: &ShapeMix, node: &Node) -> f64 {
+/// How much of a node's free GPU capacity a shape that fits there counts as usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// The FGD paper's: all the free capacity of the GPUs it fits on, however few copies
+    /// of it the node's CPU could hold.
+    Fgd,
+    /// `topo`'s: for a fraction, only the GPUs that the copies of it the node's free CPU
+    /// and memory hold would go to (the roomiest first). Four GPUs with room next to CPU
+    /// for one copy are three GPUs of fragment for it. Whole-GPU shapes count as in FGD.
+    CpuBound,
+}
+
+impl Measure {
+    pub const ALL: [Measure; 2] = [Measure::Fgd, Measure::CpuBound];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Fragmentation of a node in its current state, under each [`Measure`].
+pub(crate) fn node_frag_of(mix: &ShapeMix, node: &Node) -> [f64; 2] {
     if mix.is_empty() || node.state != NodeState::Active {
-        return 0.0;
+        return [0.0; 2];
     }
     let mut gpus = [(ModelId(0), 0u32); 64];
     let n = free_gpus(node, &mut gpus);
-    frag(mix, node.free_cpu_milli, node.free_memory_mib, &gpus[..n])
+    Measure::ALL.map(|m| {
+        frag(
+            mix,
+            m,
+            node.free_cpu_milli,
+            node.free_memory_mib,
+            &gpus[..n],
+        )
+    })
 }
 
 /// Fills `out` with (model, free milli) of the node's non-failed, non-MIG GPUs.
@@ -200,39 +230,81 @@ pub(crate) fn free_gpus(node: &Node, out: &mut [(ModelId, u32)]) -> usize {
 }
 
 /// Fragmentation of free capacity `gpus` (model, free milli) with `cpu_milli` and
-/// `memory_mib` free on the node, in milli-GPUs.
-pub fn frag(mix: &ShapeMix, cpu_milli: u32, memory_mib: u64, gpus: &[(ModelId, u32)]) -> f64 {
+/// `memory_mib` free on the node, in milli-GPUs, under `measure`.
+pub fn frag(
+    mix: &ShapeMix,
+    measure: Measure,
+    cpu_milli: u32,
+    memory_mib: u64,
+    gpus: &[(ModelId, u32)],
+) -> f64 {
     let total: u32 = gpus.iter().map(|g| g.1).sum();
     if total == 0 {
         return 0.0;
     }
+    // The roomiest GPUs first: where a fraction's copies would go.
+    let mut roomiest = [(ModelId(0), 0u32); 64];
+    let n = gpus.len().min(roomiest.len());
+    roomiest[..n].copy_from_slice(&gpus[..n]);
+    if measure == Measure::CpuBound {
+        roomiest[..n].sort_unstable_by_key(|g| std::cmp::Reverse(g.1));
+    }
     let mut out = 0.0;
     for s in &mix.shapes {
         // A CPU-only shape uses no GPU: all the free GPU capacity is a fragment for it.
-        let stranded = if s.is_cpu_only() || s.cpu_milli > cpu_milli || s.memory_mib > memory_mib {
-            total
-        } else if s.whole_gpus > 0 {
-            let full = gpus
-                .iter()
-                .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
-                .count();
-            let full = count_u32(full);
-            if full < s.whole_gpus {
-                total
-            } else {
-                total - full * MILLI_PER_GPU
-            }
+        let usable = if s.is_cpu_only() || s.cpu_milli > cpu_milli || s.memory_mib > memory_mib {
+            0
         } else {
-            let usable: u32 = gpus
-                .iter()
-                .filter(|g| g.1 >= s.milli && s.models.contains(g.0))
-                .map(|g| g.1)
-                .sum();
-            total - usable
+            let copies = match measure {
+                Measure::CpuBound => copies(s, cpu_milli, memory_mib),
+                Measure::Fgd => u32::MAX,
+            };
+            usable_milli(s, &roomiest[..n], copies)
         };
-        out += s.weight * f64::from(stranded);
+        out += s.weight * f64::from(total - usable);
     }
     out
+}
+
+/// How many copies of `s` fit in `cpu_milli` and `memory_mib`.
+fn copies(s: &MixShape, cpu_milli: u32, memory_mib: u64) -> u32 {
+    let by_cpu = cpu_milli.checked_div(s.cpu_milli).unwrap_or(u32::MAX);
+    let by_memory = memory_mib
+        .checked_div(s.memory_mib)
+        .map_or(u32::MAX, |c| u32::try_from(c).unwrap_or(u32::MAX));
+    by_cpu.min(by_memory)
+}
+
+/// The free capacity of `gpus` that `s` could use: for whole GPUs every idle one it
+/// accepts (when there are enough), for a fraction the GPUs that up to `copies` copies
+/// of it would go to in the order given, each counted with all it has free (what FGD
+/// counts for a GPU a fraction fits on).
+fn usable_milli(s: &MixShape, gpus: &[(ModelId, u32)], copies: u32) -> u32 {
+    if s.whole_gpus > 0 {
+        let full = count_u32(
+            gpus.iter()
+                .filter(|g| g.1 == MILLI_PER_GPU && s.models.contains(g.0))
+                .count(),
+        );
+        return if full < s.whole_gpus {
+            0
+        } else {
+            full * MILLI_PER_GPU
+        };
+    }
+    let mut left = copies;
+    let mut usable = 0;
+    for g in gpus
+        .iter()
+        .filter(|g| g.1 >= s.milli && s.models.contains(g.0))
+    {
+        if left == 0 {
+            break;
+        }
+        usable += g.1;
+        left = left.saturating_sub((g.1 / s.milli.max(1)).max(1));
+    }
+    usable
 }
 
 #[cfg(test)]
@@ -260,8 +332,8 @@ mod tests {
     fn free_gpus_on_a_node_without_cpu_are_all_fragment() {
         let m = mix(&[(4000, 1, 1000)]);
         let gpus = [(ModelId(0), 1000), (ModelId(0), 1000)];
-        assert_eq!(frag(&m, 1000, 0, &gpus), 2000.0);
-        assert_eq!(frag(&m, 8000, 0, &gpus), 0.0);
+        assert_eq!(frag(&m, Measure::Fgd, 1000, 0, &gpus), 2000.0);
+        assert_eq!(frag(&m, Measure::Fgd, 8000, 0, &gpus), 0.0);
     }
 
     #[test]
@@ -277,7 +349,7 @@ mod tests {
             }],
         };
         let gpus = [(ModelId(0), 1000), (ModelId(0), 250)];
-        assert_eq!(frag(&m, 64_000, 0, &gpus), 1250.0);
+        assert_eq!(frag(&m, Measure::Fgd, 64_000, 0, &gpus), 1250.0);
     }
 
     #[test]
@@ -356,6 +428,32 @@ mod tests {
     fn a_sliver_too_small_for_every_fraction_is_fragment() {
         let m = mix(&[(0, 0, 500)]);
         let gpus = [(ModelId(0), 300), (ModelId(0), 600)];
-        assert_eq!(frag(&m, 0, 0, &gpus), 300.0);
+        assert_eq!(frag(&m, Measure::Fgd, 0, 0, &gpus), 300.0);
+    }
+
+    #[test]
+    fn gpus_a_fraction_fits_on_beyond_what_the_cpu_feeds_are_fragment_when_cpu_bound() {
+        // A half-GPU shape with 12 cores, four idle GPUs, CPU for one copy.
+        let m = mix(&[(12_000, 0, 500)]);
+        let gpus = [(ModelId(0), 1000); 4];
+        assert_eq!(frag(&m, Measure::Fgd, 20_000, 0, &gpus), 0.0);
+        assert_eq!(frag(&m, Measure::CpuBound, 20_000, 0, &gpus), 3000.0);
+        // CPU for eight copies, two per GPU: nothing is fragment under either measure.
+        assert_eq!(frag(&m, Measure::CpuBound, 96_000, 0, &gpus), 0.0);
+        // Whole-GPU shapes are counted as FGD counts them.
+        let whole = mix(&[(12_000, 1, 1000)]);
+        assert_eq!(frag(&whole, Measure::CpuBound, 20_000, 0, &gpus), 0.0);
+    }
+
+    #[test]
+    fn cpu_bound_fractions_go_to_the_roomiest_gpus_first() {
+        // A 300-milli shape with 4 cores; CPU for three copies (12 of 13 cores).
+        let m = mix(&[(4000, 0, 300)]);
+        let gpus = [(ModelId(0), 400), (ModelId(0), 1000), (ModelId(0), 100)];
+        // The 1000 takes all three copies: the 400 and the 100 are fragment.
+        assert_eq!(frag(&m, Measure::CpuBound, 13_000, 0, &gpus), 500.0);
+        // With CPU for four, the fourth goes to the 400; FGD counts it whatever the CPU.
+        assert_eq!(frag(&m, Measure::CpuBound, 16_000, 0, &gpus), 100.0);
+        assert_eq!(frag(&m, Measure::Fgd, 4000, 0, &gpus), 100.0);
     }
 }

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::fleet::{Fleet, GpuMode, Health, Node};
-use crate::fractional;
+use crate::fractional::{self, Measure};
 use crate::ids::{ModelId, NodeId, count_u32};
 use crate::mig;
 use crate::placement::{GpuShare, NodePlacement};
@@ -188,16 +188,18 @@ pub(crate) fn score(
             f64::from(cpu_after),
         ]),
         PolicyKind::Fgd => {
-            let gain = fleet.node_frag[node.index()]
-                - fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after);
+            let measure = Measure::Fgd;
+            let gain = fleet.node_frag[node.index()][measure.index()]
+                - fractional::frag(&fleet.mix, measure, cpu_after, mem_after, gpus_after);
             Score {
                 rank: [-fgd_node_score(gain), 0.0, 0.0],
                 exact: -gain,
             }
         }
         PolicyKind::Topo => {
-            let delta = fractional::frag(&fleet.mix, cpu_after, mem_after, gpus_after)
-                - fleet.node_frag[node.index()];
+            let measure = Measure::CpuBound;
+            let delta = fractional::frag(&fleet.mix, measure, cpu_after, mem_after, gpus_after)
+                - fleet.node_frag[node.index()][measure.index()];
             let count = count_u32(after.count);
             let balance = cpu_balance(n.cpu_milli, cpu_after, count, free_after);
             // Ties keep the first candidate met, in fullest-domain-first order.
